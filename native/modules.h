@@ -1,0 +1,9 @@
+// Each native concept registers its own bindings; addon.cc calls them all.
+#pragma once
+#include <napi.h>
+
+namespace sl {
+void RegisterUtil(Napi::Env env, Napi::Object exports);     // util_napi.cc: topK, cpuFeatures
+void RegisterLsh(Napi::Env env, Napi::Object exports);      // lsh_napi.cc: hashing, tables
+void RegisterNetwork(Napi::Env env, Napi::Object exports);  // net_napi.cc: train/predict slices
+}  // namespace sl

@@ -1,0 +1,13 @@
+// Top-k selection over rows of a score matrix.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace sl {
+
+// For one row of `n` scores, writes the k largest (descending; ties broken by the smaller index)
+// into outIdx[0..k) / outVal[0..k). If n < k, the remaining slots get index UINT32_MAX and -inf.
+// `ids` (optional, may be null) maps position i to the id reported (used for sparse active sets).
+void topk_row(uint32_t* outIdx, float* outVal, const float* scores, const uint32_t* ids, size_t n, size_t k);
+
+}  // namespace sl

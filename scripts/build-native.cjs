@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// Builds the native addon with node-gyp against the running Node's own headers, offline.
+// npm bundles node-gyp and exposes its path as npm_config_node_gyp; we pass --nodedir so node-gyp
+// never tries to download headers (it would fail on machines without network).
+'use strict';
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+function findNodeGyp() {
+  const candidates = [
+    process.env.npm_config_node_gyp,
+    path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
+    '/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
+    '/usr/share/nodejs/node-gyp/bin/node-gyp.js',
+  ];
+  for (const c of candidates) if (c && fs.existsSync(c)) return c;
+  return null;
+}
+
+function findNodeDir() {
+  const candidates = [
+    process.env.npm_config_nodedir,
+    path.join(path.dirname(process.execPath), '..'),
+    '/usr',
+  ];
+  for (const c of candidates) {
+    if (c && fs.existsSync(path.join(c, 'include', 'node', 'node_api.h'))) return c;
+  }
+  return null;
+}
+
+const gyp = findNodeGyp();
+if (!gyp) {
+  console.error('sublinear: cannot find node-gyp (normally bundled with npm). Install it with `npm i -g node-gyp@10` and run `npm rebuild sublinear`.');
+  process.exit(1);
+}
+const nodedir = findNodeDir();
+const args = [gyp, 'rebuild', '--release'];
+if (nodedir) args.push(`--nodedir=${nodedir}`);
+else console.warn('sublinear: Node headers not found next to the node binary; node-gyp may try to download them.');
+if (process.env.SUBLINEAR_MARCH_NATIVE === '1') args.push('--march_native=true');
+const jobs = process.env.JOBS || '2';
+const r = spawnSync(process.execPath, args, {
+  stdio: 'inherit',
+  cwd: path.join(__dirname, '..'),
+  env: { ...process.env, JOBS: jobs },
+});
+if (r.status !== 0) {
+  console.error('sublinear: native build failed. You need python3, make and a C++17 compiler (g++ >= 9 or clang >= 10).');
+  process.exit(r.status ?? 1);
+}

@@ -1,0 +1,2 @@
+// Public entry point of the sublinear package.
+export { native as loadNative } from './native.js';

@@ -1,0 +1,2 @@
+// Private description of the network part of the native addon (filled in by the engine implementation).
+export interface NativeNetwork {}
