@@ -37,6 +37,9 @@ struct HashParams {
   const uint32_t* projOffsets = nullptr;
   const uint32_t* projDims = nullptr;
   const float* projSigns = nullptr;
+  // SimHash, optional: the same projections as a dense (M, D) matrix of +1/-1/0, for small D. When present,
+  // dense input is hashed by a vectorised mat-vec (identical result: see the sum order below).
+  const int8_t* projMatrix = nullptr;
   // MinHash: perm[d] = rank of dimension d in a random permutation of [0, D); bin width w = ceil(D / M);
   // bin of d = perm[d] / w, offset = perm[d] % w.
   const uint32_t* perm = nullptr;
@@ -47,7 +50,10 @@ struct HashParams {
 };
 
 // Sub-hash semantics (identical for dense and sparse input; "nonzero" means value != 0):
-//   SimHash: h[m] = (sum over projection m of sign * x[dim]) >= 0 ? 1 : 0.
+//   SimHash: h[m] = (sum over projection m of sign * x[dim]) >= 0 ? 1 : 0, summed in float in 8 lanes: the term
+//            of dim d goes to lane d % 8, each lane in increasing d (projDims are sorted ascending), and the
+//            lanes combine as ((l0+l4)+(l2+l6))+((l1+l5)+(l3+l7)). (Fixed so that the vectorised mat-vec, the
+//            sparse path and the TS reference agree bit for bit; x must be finite for that.)
 //   WTA:     h[m] = position p (first on ties) of the max of x[binDims[m*binSize + p]] over all p
 //            (zeros included). A bin is never empty.
 //   DWTA:    h[m] = position p (first on ties) of the max over the *nonzero* entries of bin m. A bin with
@@ -64,11 +70,22 @@ inline uint32_t mix32(uint32_t x) {
   return x;
 }
 
+// Seed of the i-th independent sub-stream of `seed` (= the (i+1)-th splitmix64 output of `seed`): used to
+// derive per-table and per-query streams. Seeding splitmix64 with seed + i instead would make neighbouring
+// streams shifted copies of each other.
+inline uint64_t stream_seed(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 // Reusable per-thread buffers for hashing (never shared between threads).
 struct HashScratch {
   std::vector<float> binMax;
   std::vector<uint32_t> sub;  // sub-hashes
   std::vector<uint8_t> empty;
+  std::vector<float> dense;   // (D) scatter buffer for sparse SimHash/WTA input; all zeros between calls
 };
 
 // Keys of tables [t0, t1) for one dense vector x (D). keys: (t1 - t0).
@@ -76,6 +93,11 @@ void hash_dense(const HashParams& p, const float* x, uint32_t t0, uint32_t t1, u
 // Same for one sparse vector given as (idx[i], val[i]), i < nnz, idx < D (unsorted allowed, no duplicates).
 void hash_sparse(const HashParams& p, const uint32_t* idx, const float* val, uint32_t nnz, uint32_t t0, uint32_t t1,
                  uint32_t* keys, HashScratch& s);
+
+// Caps the SIMD level of the hash kernels (0 scalar, 1 AVX2, 2 AVX-512F) process-wide and returns the level
+// now in use (min of the cap and what the CPU supports). Results never depend on it; tests use it to run
+// every code path against the reference.
+int lsh_set_simd_cap(int cap);
 
 enum class BucketPolicy : uint32_t { FIFO = 0, Reservoir = 1 };
 
@@ -124,6 +146,7 @@ struct QueryScratch {
   std::vector<uint32_t> stamp;   // stamp[id] == epoch  <=> id already in the output
   std::vector<uint16_t> count;   // TopK/Threshold frequency counts
   std::vector<uint32_t> touched;
+  std::vector<uint32_t> hist;    // TopK: ids per frequency (L + 1)
   uint32_t epoch = 0;
 };
 

@@ -22,6 +22,7 @@ template <> struct TypedArrayTraits<float> { static constexpr napi_typedarray_ty
 template <> struct TypedArrayTraits<double> { static constexpr napi_typedarray_type type = napi_float64_array; static constexpr const char* name = "Float64Array"; };
 template <> struct TypedArrayTraits<uint32_t> { static constexpr napi_typedarray_type type = napi_uint32_array; static constexpr const char* name = "Uint32Array"; };
 template <> struct TypedArrayTraits<int32_t> { static constexpr napi_typedarray_type type = napi_int32_array; static constexpr const char* name = "Int32Array"; };
+template <> struct TypedArrayTraits<int8_t> { static constexpr napi_typedarray_type type = napi_int8_array; static constexpr const char* name = "Int8Array"; };
 template <> struct TypedArrayTraits<uint8_t> { static constexpr napi_typedarray_type type = napi_uint8_array; static constexpr const char* name = "Uint8Array"; };
 
 // A (pointer, length) view into a JS typed array. Pointers into SharedArrayBuffers stay valid for the
@@ -40,9 +41,15 @@ Span<T> GetArray(const Napi::Value& value, const char* what, size_t minLength = 
   if (ta.TypedArrayType() != TypedArrayTraits<T>::type)
     throw ArgError(std::string("Expected ") + TypedArrayTraits<T>::name + " for " + what);
   Span<T> s;
-  s.size = ta.ElementLength();
-  auto buf = ta.ArrayBuffer();
-  s.data = reinterpret_cast<T*>(static_cast<uint8_t*>(buf.Data()) + ta.ByteOffset());
+  // napi_get_typedarray_info works for views of SharedArrayBuffers too; going through ta.ArrayBuffer().Data()
+  // would call napi_get_arraybuffer_info, which rejects a SharedArrayBuffer ("Invalid argument").
+  napi_typedarray_type type;
+  size_t length = 0;
+  void* data = nullptr;
+  napi_status status = napi_get_typedarray_info(value.Env(), value, &type, &length, &data, nullptr, nullptr);
+  if (status != napi_ok) throw ArgError(std::string("Cannot read typed array ") + what);
+  s.size = length;
+  s.data = static_cast<T*>(data);
   if (s.size < minLength)
     throw ArgError(std::string(what) + " is too short: expected at least " + std::to_string(minLength) +
                    " elements but received " + std::to_string(s.size));

@@ -1,4 +1,194 @@
+// Bindings of the network kernels (shapes: src/network/native-types.ts, math: net.h):
+//   netTrainSlice(net, data, pointIds, hyper, outStats)
+//   netPredictSlice(net, data, pointIds, k, sampled, outIdx, outVal)
+// Parsing re-checks every length against the layer shapes (cheap: O(layers) property reads plus the hash
+// parameter scan of lsh_napi_parse.h), so a TS bug becomes an exception, never a wild write.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "lsh_napi_parse.h"
 #include "modules.h"
+#include "napi_util.h"
+#include "net.h"
+
 namespace sl {
-void RegisterNetwork(Napi::Env env, Napi::Object exports) {}
+namespace {
+
+constexpr uint32_t kMaxLayers = 64;
+
+// Parsed per call into thread-local vectors (no allocation in steady state).
+thread_local std::vector<NetLayer> tlLayers;
+thread_local std::vector<float*> tlGradW, tlGradB;
+
+template <typename T>
+Span<T> ExactArray(const Napi::Object& o, const char* key, size_t len, const char* shape) {
+  Span<T> s = GetArrayProp<T>(o, key);
+  if (s.size != len)
+    throw ArgError(std::string(key) + " has " + std::to_string(s.size) + " elements, expected " + shape + " = " +
+                   std::to_string(len));
+  return s;
+}
+
+bool Present(const Napi::Value& v) { return !v.IsUndefined() && !v.IsNull(); }
+
+void ParseLayer(const Napi::Object& o, NetLayer& L) {
+  L.inDim = GetU32Prop(o, "inDim");
+  L.outDim = GetU32Prop(o, "outDim");
+  const uint32_t act = GetU32Prop(o, "activation");
+  if (act > 2) throw ArgError("activation must be 0 (relu), 1 (softmax) or 2 (linear)");
+  L.act = static_cast<Activation>(act);
+  const uint32_t im = GetU32Prop(o, "inputMajor");
+  if (im > 1) throw ArgError("inputMajor must be 0 or 1");
+  L.inputMajor = im == 1;
+  const size_t wlen = size_t(L.inDim) * L.outDim;
+  L.W = ExactArray<float>(o, "weights", wlen, "inDim * outDim").data;
+  L.mW = ExactArray<float>(o, "mWeights", wlen, "inDim * outDim").data;
+  L.vW = ExactArray<float>(o, "vWeights", wlen, "inDim * outDim").data;
+  L.b = ExactArray<float>(o, "bias", L.outDim, "outDim").data;
+  L.mb = ExactArray<float>(o, "mBias", L.outDim, "outDim").data;
+  L.vb = ExactArray<float>(o, "vBias", L.outDim, "outDim").data;
+  L.rowSteps = ExactArray<uint32_t>(o, "rowSteps", L.rows(), L.inputMajor ? "inDim" : "outDim").data;
+  L.biasSteps = GetArrayProp<uint32_t>(o, "biasSteps", 1).data;
+  Napi::Value sv = o.Get("sampling");
+  L.sampled = Present(sv);
+  if (L.sampled) {
+    Napi::Object so = GetObject(sv, "sampling");
+    L.hash = ParseHashParams(GetObject(so.Get("hash"), "sampling.hash"));
+    L.tables = ParseTables(GetObject(so.Get("tables"), "sampling.tables"));
+    L.query = ParseQuery(GetObject(so.Get("query"), "sampling.query"));
+  }
+}
+
+const std::vector<NetLayer>& ParseNet(const Napi::Value& v) {
+  Napi::Object net = GetObject(v, "net");
+  Napi::Value lv = net.Get("layers");
+  if (!lv.IsArray()) throw ArgError("Expected an array for net.layers");
+  Napi::Array arr = lv.As<Napi::Array>();
+  const uint32_t n = arr.Length();
+  if (n == 0 || n > kMaxLayers)
+    throw ArgError("net.layers must hold 1 to " + std::to_string(kMaxLayers) + " layers but holds " + std::to_string(n));
+  std::vector<NetLayer>& layers = tlLayers;
+  layers.assign(n, NetLayer());
+  for (uint32_t k = 0; k < n; ++k) {
+    const std::string where = "net.layers[" + std::to_string(k) + "]";
+    try {
+      ParseLayer(GetObject(arr.Get(k), "layer"), layers[k]);
+    } catch (const ArgError& e) {
+      throw ArgError(where + ": " + e.what());
+    }
+  }
+  net_check_layers(layers.data(), n);
+  return layers;
+}
+
+CsrView ParseData(const Napi::Value& v, bool labels) {
+  Napi::Object o = GetObject(v, "data");
+  CsrView d;
+  try {
+    d.points = GetU32Prop(o, "points");
+    d.offsets = GetArrayProp<uint32_t>(o, "offsets", size_t(d.points) + 1).data;
+    auto idx = GetArrayProp<uint32_t>(o, "indices");
+    auto val = GetArrayProp<float>(o, "values");
+    d.indices = idx.data;
+    d.values = val.data;
+    d.nnz = std::min(idx.size, val.size);
+    if (labels) {
+      d.labelOffsets = GetArrayProp<uint32_t>(o, "labelOffsets", size_t(d.points) + 1).data;
+      auto li = GetArrayProp<uint32_t>(o, "labelIndices");
+      d.labelIndices = li.data;
+      d.nLabels = li.size;
+    }
+  } catch (const ArgError& e) {
+    throw ArgError(std::string("data: ") + e.what());
+  }
+  return d;
+}
+
+float FiniteProp(const Napi::Object& o, const char* key) {
+  const double x = GetF64Prop(o, key);
+  if (!std::isfinite(x)) throw ArgError(std::string("hyper.") + key + " must be finite");
+  return static_cast<float>(x);
+}
+
+TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers) {
+  Napi::Object o = GetObject(v, "hyper");
+  TrainHyper h;
+  h.mode = GetU32Prop(o, "mode");
+  if (h.mode > 2) throw ArgError("hyper.mode must be 0 (adam), 1 (gradient) or 2 (loss only)");
+  h.seed = GetU32Prop(o, "seed");
+  h.gradScale = Present(o.Get("gradScale")) ? FiniteProp(o, "gradScale") : 1.0f;
+  if (h.mode == 0) {
+    h.lr = FiniteProp(o, "lr");
+    h.beta1 = FiniteProp(o, "beta1");
+    h.beta2 = FiniteProp(o, "beta2");
+    h.eps = FiniteProp(o, "eps");
+    if (!(h.lr >= 0)) throw ArgError("hyper.lr must be >= 0");
+    if (!(h.beta1 >= 0 && h.beta1 < 1) || !(h.beta2 >= 0 && h.beta2 < 1))
+      throw ArgError("hyper.beta1 and hyper.beta2 must be in [0, 1)");
+    if (!(h.eps > 0)) throw ArgError("hyper.eps must be > 0");
+  }
+  if (h.mode == 1) {
+    Napi::Value gv = o.Get("grads");
+    if (!gv.IsArray()) throw ArgError("hyper.grads must be an array (one { weights, bias } per layer) in mode 1");
+    Napi::Array ga = gv.As<Napi::Array>();
+    if (ga.Length() != layers.size())
+      throw ArgError("hyper.grads has " + std::to_string(ga.Length()) + " entries, expected one per layer (" +
+                     std::to_string(layers.size()) + ")");
+    tlGradW.assign(layers.size(), nullptr);
+    tlGradB.assign(layers.size(), nullptr);
+    for (uint32_t k = 0; k < layers.size(); ++k) {
+      try {
+        Napi::Object g = GetObject(ga.Get(k), "grads entry");
+        tlGradW[k] = ExactArray<float>(g, "weights", size_t(layers[k].inDim) * layers[k].outDim, "inDim * outDim").data;
+        tlGradB[k] = ExactArray<float>(g, "bias", layers[k].outDim, "outDim").data;
+      } catch (const ArgError& e) {
+        throw ArgError("hyper.grads[" + std::to_string(k) + "]: " + e.what());
+      }
+    }
+    h.gradW = tlGradW.data();
+    h.gradB = tlGradB.data();
+  }
+  return h;
+}
+
+// netTrainSlice(net, data, pointIds: Uint32Array, hyper, outStats: Float64Array(4))
+Napi::Value NetTrainSlice(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = ParseNet(info[0]);
+  const CsrView data = ParseData(info[1], true);
+  auto pointIds = GetArray<uint32_t>(info[2], "pointIds");
+  const TrainHyper h = ParseHyper(info[3], layers);
+  auto stats = GetArray<double>(info[4], "outStats", kNumTrainStats);
+  if (pointIds.size > 0xFFFFFFFFu) throw ArgError("pointIds is too long");
+  net_train_slice(stats.data, layers.data(), static_cast<uint32_t>(layers.size()), data, pointIds.data,
+                  static_cast<uint32_t>(pointIds.size), h);
+  return info.Env().Undefined();
+}
+
+// netPredictSlice(net, data, pointIds: Uint32Array, k, sampled: 0 | 1, outIdx: Uint32Array (n, k), outVal: Float32Array (n, k))
+Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = ParseNet(info[0]);
+  const CsrView data = ParseData(info[1], false);
+  auto pointIds = GetArray<uint32_t>(info[2], "pointIds");
+  const uint32_t k = GetU32(info[3], "k");
+  if (k == 0) throw ArgError("k must be positive");
+  const uint32_t sampled = GetU32(info[4], "sampled");
+  if (sampled > 1) throw ArgError("sampled must be 0 (exact) or 1 (LSH candidates)");
+  const size_t n = pointIds.size;
+  auto outIdx = GetArray<uint32_t>(info[5], "outIdx", n * k);
+  auto outVal = GetArray<float>(info[6], "outVal", n * k);
+  if (n > 0xFFFFFFFFu) throw ArgError("pointIds is too long");
+  net_predict_slice(outIdx.data, outVal.data, layers.data(), static_cast<uint32_t>(layers.size()), data, pointIds.data,
+                    static_cast<uint32_t>(n), k, sampled == 1);
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void RegisterNetwork(Napi::Env env, Napi::Object exports) {
+  Export<NetTrainSlice>(env, exports, "netTrainSlice");
+  Export<NetPredictSlice>(env, exports, "netPredictSlice");
+}
+
 }  // namespace sl

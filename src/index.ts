@@ -1,2 +1,15 @@
 // Public entry point of the sublinear package.
+export { Network, type PredictOptions, type EvaluateOptions, type Predictions } from './network/network.js';
+export {
+  defaultConfig, resolveConfig, ConfigError,
+  type NetworkConfig, type LayerConfig, type SamplingConfig, type HashName, type SelectionMode,
+} from './network/config.js';
+export type { FitOptions, FitProgress, FitStats } from './train/fit.js';
+export type { RebuildScheduleOptions } from './train/schedule.js';
+export { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './train/metrics.js';
+export { LshIndex, type LshIndexOptions, type LshQueryOptions, type LshQueryResult } from './lsh/index.js';
+export {
+  readXC, writeXC, readLibsvm, readSplit, subset, synthesize, generateSynthetic, describe, DataFormatError,
+  type SparseDataset,
+} from '../datasets/index.js';
 export { native as loadNative } from './native.js';

@@ -1,5 +1,103 @@
-// Dispatches `sublinear <command>`; replaced by the full CLI.
-export async function main(argv: string[]): Promise<number> {
-  process.stdout.write(`sublinear: no commands yet (${argv.join(' ')})\n`);
-  return 0;
+// Dispatches `sublinear <command> ...` over the command table below.
+// Exit codes: 0 success, 1 runtime error (`sublinear: <message>` on stderr), 2 usage error (the message
+// and a pointer to --help on stderr).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../util/package-root.js';
+import {
+  commandHelp, defineGroup, groupHelp, HELP, parseCommandArgs, suggest, UsageError,
+  type CliIO, type CommandGroup, type CommandNode,
+} from './args.js';
+import { dataCommands } from './data.js';
+import { demoCmd, evalCmd, predictCmd, trainCmd } from './engine-commands.js';
+
+/** Top-level commands and groups, in --help order. Registering a command is one line here. */
+export const COMMANDS: CommandNode[] = [
+  trainCmd,
+  evalCmd,
+  predictCmd,
+  demoCmd,
+  dataCommands,
+];
+
+const ROOT: CommandGroup = defineGroup(
+  'sublinear',
+  'SLIDE-style sparse deep-learning training on the CPU: LSH-sampled layers, sparse Adam, HOGWILD workers.',
+  COMMANDS,
+);
+
+/** stdout/stderr of this process. */
+export const processIO: CliIO = {
+  out: (s) => void process.stdout.write(s),
+  err: (s) => void process.stderr.write(s),
+};
+
+/** Runs the command line `argv` (without `node` and the script) and returns the exit code. */
+export async function main(argv: readonly string[], io: CliIO = processIO): Promise<number> {
+  const path = ['sublinear'];
+  try {
+    return await dispatch(ROOT, argv, path, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`${path.join(' ')}: ${err.message}\nRun '${path.join(' ')} --help' for usage.\n`);
+      return 2;
+    }
+    io.err(`sublinear: ${describeError(err)}\n`);
+    return 1;
+  }
+}
+
+/** Walks groups by their words, then parses and runs the leaf; `path` grows in place for messages. */
+async function dispatch(node: CommandNode, argv: readonly string[], path: string[], io: CliIO): Promise<number> {
+  if (node.kind === 'command') {
+    const parsed = parseCommandArgs(node.spec, argv);
+    if (parsed === HELP) {
+      io.out(commandHelp(node, path));
+      return 0;
+    }
+    return node.spec.run(parsed as never, io);
+  }
+  const [word, ...rest] = argv;
+  if (word === undefined) {
+    io.err(groupHelp(node, path));
+    return 2;
+  }
+  if (word === '-h' || word === '--help' || word === 'help') {
+    io.out(groupHelp(node, path));
+    return 0;
+  }
+  if (node === ROOT && (word === '--version' || word === '-V')) {
+    io.out(`${version()}\n`);
+    return 0;
+  }
+  const child = node.commands.find((c) => c.name === word);
+  if (!child) {
+    const what = word.startsWith('-') ? 'option' : 'command';
+    const names = node.commands.map((c) => c.name);
+    const prefixed = names.filter((n) => word.length >= 2 && n.startsWith(word));
+    const hint = prefixed.length === 1 ? ` (did you mean ${prefixed[0]}?)` : suggest(word, names, '');
+    throw new UsageError(`unknown ${what} '${word}'${hint}`);
+  }
+  path.push(child.name);
+  return dispatch(child, rest, path, io);
+}
+
+function version(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** The message of an error, with Node's file-system errors made readable. */
+function describeError(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  if (e && typeof e === 'object' && typeof e.code === 'string' && typeof e.path === 'string') {
+    const why: Record<string, string> = {
+      ENOENT: 'no such file or directory',
+      EACCES: 'permission denied',
+      EISDIR: 'is a directory',
+      ENOTDIR: 'not a directory',
+      ENOSPC: 'no space left on device',
+    };
+    if (why[e.code]) return `${e.path}: ${why[e.code]}`;
+  }
+  return err instanceof Error ? err.message : String(err);
 }

@@ -1,2 +1,140 @@
-// Private description of the network part of the native addon (filled in by the engine implementation).
-export interface NativeNetwork {}
+// Private description of the network part of the native addon (math and legend: native/net.h; layouts:
+// docs/design.md "Network state"). Public classes validate user input before calling these; the C++ side
+// re-checks every length and range and throws `sublinear native: ...` errors instead of crashing.
+import type { HashSpec, QuerySpec, TablesSpec } from '../lsh/native-types.js';
+
+/** Activation codes of LayerState.activation. */
+export const ACTIVATION_CODE = { relu: 0, softmax: 1, linear: 2 } as const;
+
+/** Training modes of TrainHyper.mode. */
+export const TRAIN_MODE = { adam: 0, gradient: 1, loss: 2 } as const;
+
+/** LSH sampling of a layer k >= 1: its hash functions, tables and query options (src/lsh). */
+export interface LayerSampling {
+  /** hash.dim === the layer's inDim. */
+  hash: HashSpec;
+  /** tables.N === the layer's outDim. */
+  tables: TablesSpec;
+  query: QuerySpec;
+}
+
+/**
+ * One fully connected layer, every array on a SharedArrayBuffer so that worker threads train it in place.
+ * Layer 0 is input-major (row f = the weights of input feature f), later layers neuron-major (row j =
+ * neuron j's incoming weights, the vector LSH hashes).
+ */
+export interface LayerState {
+  inDim: number;
+  outDim: number;
+  /** 0 relu, 1 softmax (last layer only, required there), 2 linear. */
+  activation: 0 | 1 | 2;
+  /** 1 for layer 0 only. */
+  inputMajor: 0 | 1;
+  /** inputMajor ? (inDim, outDim) : (outDim, inDim), row-major. */
+  weights: Float32Array;
+  /** (outDim). */
+  bias: Float32Array;
+  /** Adam first moments, shaped like weights. */
+  mWeights: Float32Array;
+  /** Adam second moments, shaped like weights. */
+  vWeights: Float32Array;
+  /** (outDim). */
+  mBias: Float32Array;
+  /** (outDim). */
+  vBias: Float32Array;
+  /** Adam steps taken by each row: (inDim) if inputMajor else (outDim). A neuron-major row's bias shares its row's count. */
+  rowSteps: Uint32Array;
+  /** (1): Adam steps of an input-major layer's bias vector. */
+  biasSteps: Uint32Array;
+  /** Present iff the layer is LSH-sampled (k >= 1 only). */
+  sampling?: LayerSampling;
+}
+
+/** The network handed to the kernels: layers from the input to the softmax output. */
+export interface NetSpec {
+  layers: LayerState[];
+}
+
+/** Dense gradient buffers of one layer (TrainHyper.grads, mode 1). */
+export interface LayerGrads {
+  /** Shaped like the layer's weights. */
+  weights: Float32Array;
+  /** (outDim). */
+  bias: Float32Array;
+}
+
+/** Hyper-parameters of one netTrainSlice call. */
+export interface TrainHyper {
+  /** 0 Adam update, 1 add gradients into `grads` (weights untouched), 2 loss only. */
+  mode: 0 | 1 | 2;
+  /** Adam learning rate (mode 0). */
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  /** The loss is gradScale * (sum of per-sample losses); usually 1 / batch size. Default 1. */
+  gradScale?: number;
+  /**
+   * u32 seed of this slice's random choices. Sample at position i of pointIds draws its random fill in
+   * layer k from splitmix-style mix of ((seed << 32) | i, k) (native/net.h net_query_seed).
+   */
+  seed: number;
+  /** Mode 1 only: one entry per layer; gradients are ADDED into these buffers. */
+  grads?: LayerGrads[];
+}
+
+/**
+ * Index of the fields of netTrainSlice's outStats (a Float64Array of at least 4, overwritten per call).
+ * loss: sum of per-sample losses (not scaled by gradScale); samples: pointIds.length; active: sum of the
+ * last layer's active-set sizes over the trained samples (points without labels are skipped); missed: true
+ * labels found in none of their sample's L query buckets (sampled output layers; 0 when dense).
+ */
+export const TRAIN_STAT = { loss: 0, samples: 1, active: 2, missed: 3 } as const;
+
+/** Raw network functions of the addon (one call per mini-batch slice, never per sample). */
+export interface NativeNetwork {
+  /**
+   * Trains on rows `pointIds` of `data` (mode 0), accumulates their gradients (mode 1) or computes their loss
+   * (mode 2). Per sample: forward through every layer (sampled layers: the LSH candidates of the sample's
+   * activation; the last layer while training also gets the sample's labels first), softmax cross-entropy
+   * with the labels split evenly, backward, then lazy Adam on the rows the slice touched (each row with
+   * its own step count). Points without labels are skipped. Safe to call from several threads on the
+   * same shared weights (HOGWILD).
+   *
+   * @param data SparseDataset (datasets/csr.ts): points, offsets (points+1), indices, values, labelOffsets, labelIndices.
+   * @param pointIds (n) rows of this slice.
+   * @param outStats Float64Array (>= 4), see TRAIN_STAT.
+   */
+  netTrainSlice(
+    net: NetSpec,
+    data: {
+      points: number;
+      offsets: Uint32Array;
+      indices: Uint32Array;
+      values: Float32Array;
+      labelOffsets: Uint32Array;
+      labelIndices: Uint32Array;
+    },
+    pointIds: Uint32Array,
+    hyper: TrainHyper,
+    outStats: Float64Array,
+  ): void;
+  /**
+   * Top-k labels of rows `pointIds`, in descending score order (ties: smaller id first), with softmax
+   * probabilities over the computed set. sampled 0: every neuron of every layer is computed (exact);
+   * sampled 1: LSH-sampled layers compute only their candidates (no labels added; random fill seeded by
+   * the point id, so predictions are reproducible). Slots beyond the computed set: id 4294967295, value 0.
+   *
+   * @param outIdx Uint32Array (n, k).
+   * @param outVal Float32Array (n, k).
+   */
+  netPredictSlice(
+    net: NetSpec,
+    data: { points: number; offsets: Uint32Array; indices: Uint32Array; values: Float32Array },
+    pointIds: Uint32Array,
+    k: number,
+    sampled: 0 | 1,
+    outIdx: Uint32Array,
+    outVal: Float32Array,
+  ): void;
+}

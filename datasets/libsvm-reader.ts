@@ -1,0 +1,58 @@
+// Reader for multi-label LIBSVM files: `l1,l2 f:v f:v ...` per line, no header, feature ids usually
+// 1-based. Shares the byte parser (and every rule about sorting, duplicates and errors) with the XC reader:
+// see datasets/line-parser.ts.
+import { CsrBuilder } from './csr-builder.js';
+import type { SparseDataset } from './csr.js';
+import { LineParser, streamLines, type StreamOptions } from './line-parser.js';
+
+/** Options of `readLibsvm`. */
+export interface ReadLibsvmOptions extends StreamOptions {
+  /** Feature ids in the file start at 1 (the LIBSVM convention); they are stored 0-based. Default true. */
+  oneBased?: boolean;
+  /** Label ids in the file start at 1; they are stored 0-based. Default false (labels are 0-based ids). */
+  labelsOneBased?: boolean;
+  /** Feature dimension D; a larger id is an error. Default: inferred as the largest id + 1. */
+  features?: number;
+  /** Label count L; a larger label is an error. Default: inferred as the largest label + 1. */
+  labels?: number;
+  /** Name used for the file in error messages. Default: the path as given. */
+  displayName?: string;
+}
+
+/** Reads a multi-label LIBSVM file into a CSR dataset on SharedArrayBuffers (0-based ids). */
+export async function readLibsvm(path: string, opts: ReadLibsvmOptions = {}): Promise<SparseDataset> {
+  for (const k of ['features', 'labels'] as const) {
+    const v = opts[k];
+    if (v !== undefined && !(Number.isInteger(v) && v >= 0 && v <= 0xffffffff)) {
+      throw new Error(`Expected non-negative integer for ${k} but received ${v}`);
+    }
+  }
+  let parser: LineParser | undefined;
+  let sampled = false;
+  await streamLines(
+    path,
+    (buf, start, end, consumed, total, eof) => {
+      if (!parser) {
+        parser = new LineParser(
+          {
+            file: opts.displayName ?? path,
+            features: opts.features,
+            labels: opts.labels,
+            featureBase: (opts.oneBased ?? true) ? 1 : 0,
+            labelBase: opts.labelsOneBased ? 1 : 0,
+            lineOffset: 0,
+          },
+          new CsrBuilder(Math.min(total + 1, 1 << 16), Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18)),
+        );
+      }
+      parser.parse(buf, start, end);
+      if (!sampled && !eof) {
+        sampled = true;
+        parser.reserveFromSample(consumed, total);
+      }
+    },
+    opts,
+  );
+  if (!parser) parser = new LineParser({ file: path, featureBase: 1, labelBase: 0, lineOffset: 0 });
+  return parser.builder.toDataset(opts.features ?? parser.maxFeature + 1, opts.labels ?? parser.maxLabel + 1);
+}

@@ -1,0 +1,110 @@
+// Network kernels: training and prediction of a stack of fully connected layers over a sparse input,
+// one call per mini-batch slice (never per sample). Layouts: docs/design.md ("Network state").
+//
+// Legend
+//   n        samples in the slice (pointIds.length; for training, the points that have labels)
+//   D        input features (layer 0's inDim);  d_k / o_k = inDim / outDim of layer k;  Lk = last layer
+//   W_k      layer 0: (D, o_0) input-major (row f = feature f); k >= 1: (o_k, d_k) neuron-major (row j = neuron j)
+//   A_k      (n, o_k) activations of hidden layer k; a sampled layer's inactive neurons are 0
+//   S_k(i)   active set of layer k for sample i: all o_k neurons when dense, else the LSH candidates
+//            (for the last layer while training: the sample's labels first, then candidates, then random fill)
+//
+// Forward, per sample i (x = the sample's CSR row):
+//   A_0 = act(b_0 + sum_{f in nnz(x)} x_f W_0[f, :])
+//   z_k[j] = b_k[j] + W_k[j, :] . A_{k-1}       for j in S_k(i)
+//   hidden: A_k = act(z_k) (relu / linear), last: p = softmax over S_Lk(i)
+// Loss: labels y split evenly (1/|labels| each); loss_i = -sum_j y_j log p_j. Points without labels are
+// skipped by training (no loss, no gradient, no rows touched).
+// Backward (all scaled by gradScale): dz = p - y on S_Lk(i); dW_k[j, :] += dz_j A_{k-1}; dA_{k-1} += dz_j W_k[j, :]
+// (pre-update weights); dz_{k-1} = dA_{k-1} * act'(z_{k-1}) on the active set; dW_0[f, :] += x_f dz_0.
+// Update: lazy Adam on the rows the slice touched (rows of active neurons; layer 0: rows of the slice's
+// features), each with its own step count rowSteps[r]; the bias of neuron j shares row j's count, layer 0's
+// bias vector uses biasSteps[0].
+//
+// Threads: several threads may train the same weights concurrently (HOGWILD: plain float loads/stores,
+// no locks; step counters are incremented atomically). All scratch memory is thread_local and reused.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "lsh.h"
+
+namespace sl {
+
+enum class Activation : uint32_t { ReLU = 0, Softmax = 1, Linear = 2 };
+
+// Views into one JS LayerState (all arrays TS-owned, usually on SharedArrayBuffers).
+struct NetLayer {
+  uint32_t inDim = 0, outDim = 0;
+  Activation act = Activation::ReLU;
+  bool inputMajor = false;
+  float* W = nullptr;      // inputMajor ? (inDim, outDim) : (outDim, inDim)
+  float* b = nullptr;      // (outDim)
+  float* mW = nullptr;     // Adam moments, shaped like W
+  float* vW = nullptr;
+  float* mb = nullptr;     // (outDim)
+  float* vb = nullptr;
+  uint32_t* rowSteps = nullptr;   // inputMajor ? (inDim) : (outDim)
+  uint32_t* biasSteps = nullptr;  // (1)
+  bool sampled = false;           // sampling object present
+  HashParams hash;                // hash.dim == inDim
+  Tables tables;                  // tables.N == outDim
+  QueryOptions query;
+  // rows of W: (inputMajor ? inDim : outDim); width of a row: (inputMajor ? outDim : inDim)
+  uint32_t rows() const { return inputMajor ? inDim : outDim; }
+  uint32_t width() const { return inputMajor ? outDim : inDim; }
+};
+
+// The dataset in CSR form (docs/design.md). Bounds: indices/values hold `nnz` entries, labelIndices `nLabels`.
+struct CsrView {
+  uint32_t points = 0;
+  const uint32_t* offsets = nullptr;       // (points + 1)
+  const uint32_t* indices = nullptr;       // (nnz)
+  const float* values = nullptr;           // (nnz)
+  size_t nnz = 0;
+  const uint32_t* labelOffsets = nullptr;  // (points + 1), null when labels are not needed
+  const uint32_t* labelIndices = nullptr;  // (nLabels)
+  size_t nLabels = 0;
+};
+
+struct TrainHyper {
+  uint32_t mode = 0;  // 0 adam, 1 gradient (added into gradW/gradB), 2 loss only
+  float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float gradScale = 1;  // the loss is gradScale * sum of per-sample losses
+  uint32_t seed = 0;    // per slice: seeds each sample's random fill
+  float* const* gradW = nullptr;  // mode 1: per layer, shaped like W
+  float* const* gradB = nullptr;  // mode 1: per layer, (outDim)
+};
+
+// Stats written by net_train_slice (overwritten, not accumulated).
+enum TrainStat { kStatLoss = 0, kStatSamples = 1, kStatActive = 2, kStatMissed = 3, kNumTrainStats = 4 };
+
+// Checks that the layers form a network (dims chain, activations, sampling only on k >= 1, hash/tables
+// sizes). Throws ArgError. Called by the bindings after parsing.
+void net_check_layers(const NetLayer* layers, uint32_t nLayers);
+
+// Trains (mode 0), accumulates gradients (mode 1) or evaluates the loss (mode 2) on rows pointIds[0..n).
+// stats (4): [sum of per-sample losses (unscaled), n (samples in the slice), sum of last-layer active-set
+// sizes (trained samples), true labels absent from all of the sample's L query buckets of a sampled last layer].
+// Validates the slice's rows (ids, CSR bounds, feature ids < D, labels < o_Lk and strictly increasing)
+// before touching any weight; throws ArgError.
+void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
+                     const uint32_t* pointIds, uint32_t n, const TrainHyper& h);
+
+// Forward only. outIdx/outVal (n, k): the k best labels of each row (descending score, ties by smaller id)
+// with their softmax probabilities over the computed set; missing slots get UINT32_MAX / 0.
+// sampled = false: every neuron of every layer is computed (exact). sampled = true: LSH-sampled layers
+// compute only their candidates (no required ids; random fill seeded by the point id).
+void net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers,
+                       const CsrView& data, const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled);
+
+// Seed of sample `key`'s random fill in layer `layer`. Training: key = (uint64(seed) << 32) | position in
+// pointIds; prediction: key = point id.
+inline uint64_t net_query_seed(uint64_t key, uint32_t layer) {
+  uint64_t z = key * 0x9E3779B97F4A7C15ull + (uint64_t(layer) + 1) * 0xD1B54A32D192ED03ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace sl

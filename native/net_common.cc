@@ -1,0 +1,228 @@
+// Shared parts of the network kernels: per-thread scratch, slice validation, the forward pass of the hidden
+// layers and LSH active sets. Legend: net.h, net_kernels.h.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "napi_util.h"
+#include "net_internal.h"
+
+namespace sl {
+namespace net {
+
+Scratch& scratch() {
+  static thread_local Scratch s;
+  return s;
+}
+
+void build_index(RowIndex& idx, const uint32_t* ids, size_t P, uint32_t maxId, Scratch& s) {
+  if (s.slotOf.size() < maxId) s.slotOf.resize(maxId, -1);
+  int32_t* slot = s.slotOf.data();
+  uint32_t* rows = grow(idx.rows, P);
+  uint32_t* cnt = grow(idx.cursor, P);
+  uint32_t* start = grow(idx.rowStart, P + 1);
+  uint32_t* ent = grow(idx.entPos, P);
+  uint32_t nRows = 0;
+  for (size_t p = 0; p < P; ++p) {
+    const uint32_t j = ids[p];
+    int32_t t = slot[j];
+    if (t < 0) {
+      t = static_cast<int32_t>(nRows);
+      slot[j] = t;
+      rows[nRows] = j;
+      cnt[nRows] = 0;
+      ++nRows;
+    }
+    ++cnt[t];
+  }
+  start[0] = 0;
+  for (uint32_t t = 0; t < nRows; ++t) {
+    start[t + 1] = start[t] + cnt[t];
+    cnt[t] = start[t];
+  }
+  for (size_t p = 0; p < P; ++p) ent[cnt[slot[ids[p]]]++] = static_cast<uint32_t>(p);
+  for (uint32_t t = 0; t < nRows; ++t) slot[rows[t]] = -1;  // leave the map clean for the next index
+  idx.nRows = nRows;
+}
+
+void check_slice(const CsrView& d, const uint32_t* pointIds, uint32_t n, uint32_t D, bool needLabels,
+                 uint32_t numLabels) {
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t r = pointIds[i];
+    if (r >= d.points)
+      throw ArgError("pointIds[" + std::to_string(i) + "] = " + std::to_string(r) + " is out of range (the dataset has " +
+                     std::to_string(d.points) + " points)");
+    const uint32_t q0 = d.offsets[r], q1 = d.offsets[r + 1];
+    if (q1 < q0 || q1 > d.nnz)
+      throw ArgError("data.offsets of point " + std::to_string(r) + " are corrupt ([" + std::to_string(q0) + ", " +
+                     std::to_string(q1) + ") with " + std::to_string(d.nnz) + " stored nonzeros)");
+    for (uint32_t q = q0; q < q1; ++q)
+      if (d.indices[q] >= D)
+        throw ArgError("feature id " + std::to_string(d.indices[q]) + " of point " + std::to_string(r) +
+                       " is >= the network's input dimension " + std::to_string(D));
+    if (!needLabels) continue;
+    const uint32_t l0 = d.labelOffsets[r], l1 = d.labelOffsets[r + 1];
+    if (l1 < l0 || l1 > d.nLabels)
+      throw ArgError("data.labelOffsets of point " + std::to_string(r) + " are corrupt");
+    for (uint32_t q = l0; q < l1; ++q) {
+      if (d.labelIndices[q] >= numLabels)
+        throw ArgError("label id " + std::to_string(d.labelIndices[q]) + " of point " + std::to_string(r) +
+                       " is >= the last layer's size " + std::to_string(numLabels));
+      if (q > l0 && d.labelIndices[q] <= d.labelIndices[q - 1])
+        throw ArgError("labels of point " + std::to_string(r) + " are not strictly increasing");
+    }
+  }
+}
+
+void apply_activation(float* x, size_t n, Activation a) {
+  if (a != Activation::ReLU) return;
+  for (size_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+// Zeroes columns [n, ldn) of a (rows, ldn) matrix.
+static void zero_pad_columns(float* M, uint32_t rows, uint32_t n, uint32_t ldn) {
+  if (n == ldn) return;
+  for (uint32_t r = 0; r < rows; ++r) std::memset(M + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
+}
+
+// True if `id` is stored in the bucket that query key `key` selects in table t (with the same bounds checks
+// as tables_query: a corrupt bucket counts as not containing it).
+static bool bucket_contains(const Tables& T, uint32_t t, uint32_t key, uint32_t id) {
+  const uint32_t B = T.buckets();
+  if (key >= B) return false;
+  const uint32_t* off = T.offsets + size_t(t) * (B + 1) + key;
+  const uint32_t len = T.fill[size_t(t) * B + key];
+  if (off[1] < off[0] || off[1] > T.tableCapacity || len > off[1] - off[0]) return false;
+  const uint32_t* ids = T.ids + size_t(t) * T.tableCapacity + off[0];
+  for (uint32_t i = 0; i < len; ++i)
+    if (ids[i] == id) return true;
+  return false;
+}
+
+void sampled_active_sets(LayerBuf& buf, const NetLayer& layer, uint32_t k, const float* X, uint32_t ldx,
+                         const ForwardCtx& c, const CsrView* labels, double* missed, Scratch& s) {
+  if (s.hashS.size() <= k) s.hashS.resize(k + 1);
+  if (s.queryS.size() <= k) s.queryS.resize(k + 1);
+  HashScratch& hs = s.hashS[k];
+  QueryScratch& qs = s.queryS[k];
+  const Tables& T = layer.tables;
+  const uint32_t L = T.L, N = T.N;
+  uint32_t* keys = grow(s.keys, L);
+  const QueryOptions& q = layer.query;
+  const uint64_t fromTables = std::min<uint64_t>(q.budget, uint64_t(L) * T.bucketSize);
+  uint32_t* off = grow(buf.actOff, size_t(c.n) + 1);
+  off[0] = 0;
+  for (uint32_t i = 0; i < c.n; ++i) {
+    const uint32_t* req = nullptr;
+    uint32_t nReq = 0;
+    if (labels) {
+      const uint32_t r = c.rows[i];
+      req = labels->labelIndices + labels->labelOffsets[r];
+      nReq = labels->labelOffsets[r + 1] - labels->labelOffsets[r];
+    }
+    const uint32_t cap = static_cast<uint32_t>(std::min<uint64_t>(N, std::max<uint64_t>(nReq + fromTables, q.minActive)));
+    uint32_t* out = grow(buf.actIds, size_t(off[i]) + cap) + off[i];
+    hash_dense(layer.hash, X + size_t(i) * ldx, 0, L, keys, hs);
+    const uint64_t key = c.training ? (uint64_t(c.seed) << 32 | c.positions[i]) : uint64_t(c.rows[i]);
+    const uint32_t cnt = tables_query(T, keys, req, nReq, q, net_query_seed(key, k), qs, out, cap);
+    if (cnt < nReq) throw ArgError("internal: the query dropped required ids");
+    for (uint32_t e = 0; e < nReq; ++e) {
+      if (out[e] != req[e]) throw ArgError("internal: the query reordered required ids");
+      if (!missed) continue;
+      bool found = false;
+      for (uint32_t t = 0; t < L && !found; ++t)
+        if (T.keys[size_t(t) * N + req[e]] == keys[t]) found = bucket_contains(T, t, keys[t], req[e]);
+      if (!found) *missed += 1;
+    }
+    off[i + 1] = off[i] + cnt;
+  }
+  const uint32_t P = off[c.n];
+  uint32_t* sampleOf = grow(buf.sampleOf, P);
+  for (uint32_t i = 0; i < c.n; ++i)
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) sampleOf[p] = i;
+}
+
+void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& data, const ForwardCtx& c, Scratch& s) {
+  const uint32_t n = c.n, ldn = c.ldn;
+  if (s.layer.size() < nLayers) s.layer.resize(nLayers);
+  // Layer 0: input-major rows of the sample's features.
+  {
+    const NetLayer& L0 = layers[0];
+    LayerBuf& b0 = s.layer[0];
+    const uint32_t d0 = L0.outDim;
+    b0.lda = nk::pad_to(d0, nk::kDimPad);
+    float* A = grow(b0.A, size_t(n) * b0.lda);
+    nk::sparse_forward(A, b0.lda, L0.W, L0.b, d0, c.rows, n, data.offsets, data.indices, data.values);
+    if (nLayers == 1) return;  // layer 0 is the output: A holds its logits
+    apply_activation(A, size_t(n) * b0.lda, L0.act);
+    float* At = grow(b0.At, size_t(d0) * ldn);
+    nk::transpose(At, ldn, A, b0.lda, n, d0);
+    zero_pad_columns(At, d0, n, ldn);
+  }
+  for (uint32_t k = 1; k + 1 < nLayers; ++k) {
+    const NetLayer& Lk = layers[k];
+    const LayerBuf& prev = s.layer[k - 1];
+    LayerBuf& buf = s.layer[k];
+    const uint32_t d = Lk.inDim, o = Lk.outDim;
+    buf.lda = nk::pad_to(o, nk::kDimPad);
+    float* A = grow(buf.A, size_t(n) * buf.lda);
+    float* At = grow(buf.At, size_t(o) * ldn);
+    if (Lk.sampled && c.useSampling) {
+      sampled_active_sets(buf, Lk, k, prev.A.data(), prev.lda, c, nullptr, nullptr, s);
+      const uint32_t P = buf.actOff[n];
+      build_index(buf.index, buf.actIds.data(), P, o, s);
+      float* z = grow(buf.z, P);
+      nk::rowlist_forward(z, buf.index.view(), buf.sampleOf.data(), Lk.W, Lk.b, prev.A.data(), d, prev.lda);
+      apply_activation(z, P, Lk.act);
+      std::memset(A, 0, sizeof(float) * size_t(n) * buf.lda);
+      std::memset(At, 0, sizeof(float) * size_t(o) * ldn);
+      const uint32_t* ids = buf.actIds.data();
+      const uint32_t* so = buf.sampleOf.data();
+      for (uint32_t p = 0; p < P; ++p) {
+        A[size_t(so[p]) * buf.lda + ids[p]] = z[p];
+        At[size_t(ids[p]) * ldn + so[p]] = z[p];
+      }
+    } else {
+      for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
+        const uint32_t R = std::min(nk::kRowBlock, o - j0);
+        nk::blk_forward(At + size_t(j0) * ldn, Lk.W + size_t(j0) * d, d, Lk.b + j0, prev.At.data(), R, ldn);
+      }
+      apply_activation(At, size_t(o) * ldn, Lk.act);
+      zero_pad_columns(At, o, n, ldn);
+      nk::transpose(A, buf.lda, At, ldn, o, n);
+      for (uint32_t i = 0; i < n; ++i) std::memset(A + size_t(i) * buf.lda + o, 0, sizeof(float) * (buf.lda - o));
+    }
+  }
+}
+
+}  // namespace net
+
+void net_check_layers(const NetLayer* layers, uint32_t nLayers) {
+  if (nLayers == 0) throw ArgError("net.layers must hold at least one layer");
+  for (uint32_t k = 0; k < nLayers; ++k) {
+    const NetLayer& L = layers[k];
+    const std::string where = "net.layers[" + std::to_string(k) + "]";
+    if (L.inDim == 0 || L.outDim == 0) throw ArgError(where + ": inDim and outDim must be positive");
+    if ((k == 0) != L.inputMajor)
+      throw ArgError(where + ".inputMajor must be " + (k == 0 ? "1 (layer 0 reads the sparse input)" : "0"));
+    if (k > 0 && L.inDim != layers[k - 1].outDim)
+      throw ArgError(where + ".inDim = " + std::to_string(L.inDim) + " differs from the previous layer's outDim " +
+                     std::to_string(layers[k - 1].outDim));
+    const bool last = k + 1 == nLayers;
+    if (last && L.act != Activation::Softmax) throw ArgError(where + ".activation must be 1 (softmax) on the last layer");
+    if (!last && L.act == Activation::Softmax) throw ArgError(where + ".activation: softmax is only allowed on the last layer");
+    if (L.sampled) {
+      if (k == 0) throw ArgError(where + ".sampling: layer 0 cannot be sampled");
+      if (L.hash.dim != L.inDim)
+        throw ArgError(where + ".sampling.hash.dim = " + std::to_string(L.hash.dim) + " differs from inDim " +
+                       std::to_string(L.inDim));
+      if (L.tables.N != L.outDim)
+        throw ArgError(where + ".sampling.tables.N = " + std::to_string(L.tables.N) + " differs from outDim " +
+                       std::to_string(L.outDim));
+      if (L.hash.L != L.tables.L || L.hash.rangeBits != L.tables.rangeBits)
+        throw ArgError(where + ".sampling: hash and tables differ in L or rangeBits");
+    }
+  }
+}
+
+}  // namespace sl

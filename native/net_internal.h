@@ -1,0 +1,119 @@
+// Shared internals of net_train.cc and net_predict.cc: the per-thread scratch, slice validation, the forward
+// pass of the hidden layers and the LSH active sets. Legend: net.h and net_kernels.h.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "lsh.h"
+#include "net.h"
+#include "net_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+namespace sl {
+namespace net {
+
+// Grows v to at least n elements (never shrinks: steady-state calls allocate nothing) and returns its data.
+template <typename T> inline T* grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// Flush-to-zero / denormals-are-zero while a kernel runs (tiny Adam moments and softmax tails would
+// otherwise hit the slow denormal path); the caller's floating-point state is restored on exit.
+struct FtzScope {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned saved;
+  FtzScope() : saved(_mm_getcsr()) { _mm_setcsr(saved | 0x8040u); }
+  ~FtzScope() { _mm_setcsr(saved); }
+#endif
+};
+
+// Inverted index of a list of (row id) entries: for each distinct row, the positions naming it.
+struct RowIndex {
+  std::vector<uint32_t> rows, rowStart, entPos, cursor;
+  nk::RowList view() const {
+    return nk::RowList{rows.data(), rowStart.data(), entPos.data(), static_cast<uint32_t>(nRows)};
+  }
+  size_t nRows = 0;
+};
+
+// Activations and active sets of one layer for the current slice.
+struct LayerBuf {
+  std::vector<float> A;           // (n, lda) hidden layers: activations, row-major, zero padding
+  std::vector<float> At;          // (o, ldn) the same, transposed
+  uint32_t lda = 0;
+  // Sampled layers: CSR active sets. Sample i's active neurons are actIds[actOff[i] .. actOff[i+1]).
+  std::vector<uint32_t> actOff;   // (n + 1)
+  std::vector<uint32_t> actIds;   // (P)
+  std::vector<uint32_t> sampleOf; // (P) sample of each position
+  std::vector<float> z;           // (P) hidden: activation; last: logits
+  std::vector<float> dz;          // (P) last: probabilities, then dL/dz
+  RowIndex index;                 // rows of actIds
+};
+
+struct Scratch {
+  std::vector<LayerBuf> layer;
+  std::vector<int32_t> slotOf;        // row -> slot of a RowIndex under construction; -1 when unused
+  std::vector<uint32_t> rowsOfSlice;  // (n) dataset rows of the slice's samples
+  std::vector<uint32_t> posOfSlice;   // (n) their positions in pointIds
+  std::vector<uint32_t> keys;         // (L) query keys
+  std::vector<HashScratch> hashS;     // per layer
+  std::vector<QueryScratch> queryS;   // per layer
+  // backward
+  std::vector<float> dAt, dAtPrev;    // (d, ldn) gradient w.r.t. a hidden layer's output, transposed
+  std::vector<float> dX;              // (n, ldx) row-major gradient from a row-list pass
+  std::vector<float> g;               // (kRowBlock, ldx) row gradients
+  std::vector<float> gb;              // (max(kRowBlock, o_0))
+  std::vector<float> zt, dzt;         // (kRowBlock, ldn)
+  std::vector<float> mx, sum, lse, scale, zlab;  // (ldn) softmax statistics
+  std::vector<uint64_t> labelPairs;   // (label << 32 | sample), sorted by label
+  // layer 0 inverted index
+  std::vector<uint32_t> l0Row, l0Sample;
+  std::vector<float> l0Coef;
+  RowIndex l0Index;
+  // prediction
+  std::vector<uint32_t> candIds, candCount, tmpIdx;
+  std::vector<float> candVal, thr, tmpVal;
+};
+
+// The calling thread's scratch (thread_local: worker threads never share it).
+Scratch& scratch();
+
+// Builds idx over ids[0..P) (every id < maxId) using s.slotOf; rows appear in first-seen order.
+void build_index(RowIndex& idx, const uint32_t* ids, size_t P, uint32_t maxId, Scratch& s);
+
+// Checks rows pointIds[0..n) of data: ids < points, CSR bounds, feature ids < D, and (needLabels) label
+// bounds, label ids < numLabels, strictly increasing labels. Throws ArgError before any work is done.
+void check_slice(const CsrView& data, const uint32_t* pointIds, uint32_t n, uint32_t D, bool needLabels,
+                 uint32_t numLabels);
+
+// Per-slice forward context.
+struct ForwardCtx {
+  uint32_t n = 0, ldn = 0;
+  const uint32_t* rows = nullptr;  // (n) dataset rows
+  bool useSampling = true;         // false: every layer computes all neurons (exact prediction)
+  bool training = true;            // seeds: (seed << 32 | position) when training, point id otherwise
+  uint32_t seed = 0;
+  const uint32_t* positions = nullptr;  // (n) training: positions in pointIds
+};
+
+// Forward of layers 0 .. nHidden-1 (all but the last) into s.layer[k].A / At. Layer 0's pre-activation is
+// left in s.layer[0].A (with its activation applied only when layer 0 is hidden, i.e. nHidden >= 1).
+// Returns nothing; throws ArgError on corrupt tables.
+void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& data, const ForwardCtx& c, Scratch& s);
+
+// Active sets of sampled layer k for all samples into buf.actOff/actIds/sampleOf: sample i's input is
+// row i of X (n, ldx). labels (optional, training the last layer): sample i's labels (the CSR label row of
+// c.rows[i]) are required ids and come first, in order. missed (optional): += labels found in none of the
+// sample's L query buckets.
+void sampled_active_sets(LayerBuf& buf, const NetLayer& L, uint32_t k, const float* X, uint32_t ldx,
+                         const ForwardCtx& c, const CsrView* labels, double* missed, Scratch& s);
+
+// act applied in place to x[0..n); relu or identity.
+void apply_activation(float* x, size_t n, Activation a);
+
+}  // namespace net
+}  // namespace sl

@@ -1,0 +1,132 @@
+// Vectorised building blocks of the network kernels (net_train.cc, net_predict.cc).
+//
+// Legend
+//   n    samples in the slice            ldn  n rounded up to kSamplePad (sample-padded leading dim)
+//   d    input width of a layer (inDim)  ldx  d rounded up to kDimPad (padded row of a per-sample matrix)
+//   R    rows (neurons) in a block, 1..kRowBlock
+//   X    (n, ldx)   per-sample input rows (row-major, padding zero)
+//   Xt   (d, ldn)   the same, transposed: feature-major, samples contiguous (padding zero)
+//   zt   (R, ldn)   pre-activations of a row block, samples contiguous
+//   W    (R, d)     neuron-major weight rows, row stride d (not padded: it is the LayerState array)
+//
+// Two kinds of kernels:
+//   * row kernels (dot, axpy, adam): short loops over one row, compiled with target_clones so that one
+//     binary carries AVX-512, AVX2+FMA and baseline SSE versions (no -march=native);
+//   * block kernels (dense GEMM-like blocks, softmax statistics): register-blocked micro-kernels written
+//     once over GCC vector types and instantiated per ISA with the vector width that fits its register file
+//     (16 lanes on AVX-512, 8 on AVX2, 4 on SSE), selected once per process from cpuid.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#define SL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#elif defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#define SL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SL_CLONES
+#endif
+
+namespace sl {
+namespace nk {
+
+constexpr uint32_t kSamplePad = 32;  // ldn multiple (two 16-lane vectors)
+constexpr uint32_t kDimPad = 32;     // ldx multiple
+constexpr uint32_t kRowBlock = 4;    // rows per dense block
+
+inline uint32_t pad_to(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
+
+// ---- Adam ------------------------------------------------------------------------------------------------
+// One Adam step of a row whose step counter became t (bias corrections 1 - beta^t precomputed in double).
+struct AdamStep {
+  float lr, b1, b2, eps;
+  float ibc1, ibc2;  // 1 / (1 - b1^t), 1 / (1 - b2^t)
+};
+
+// Bias-correction factors for step t, cached for the common case of many rows with the same t.
+struct AdamCorrection {
+  double logB1 = 0, logB2 = 0;
+  uint32_t lastT = 0;
+  float ibc1 = 1, ibc2 = 1;
+  void init(double b1, double b2);
+  void at(uint32_t t);  // sets ibc1/ibc2 for step t (t >= 1)
+};
+
+// ---- row kernels (target_clones) -------------------------------------------------------------------------
+float dot(const float* a, const float* b, uint32_t n);
+// y[0..n) += a * x[0..n)
+void axpy(float* y, float a, const float* x, uint32_t n);
+// y[0..n) += x[0..n)
+void add(float* y, const float* x, uint32_t n);
+// w, m, v, g: (n). m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; w -= lr (m ibc1) / (sqrt(v ibc2) + eps).
+void adam_row(float* w, float* m, float* v, const float* g, uint32_t n, const AdamStep& s);
+
+// Inverted-index ("row list") passes over the rows touched by a slice. Row t of the list is neuron
+// rows[t]; its entries are e in [rowStart[t], rowStart[t+1]), each naming a position p = entPos[e] whose
+// sample is sampleOf[p].
+struct RowList {
+  const uint32_t* rows;      // (nRows) neuron (or feature) ids, distinct
+  const uint32_t* rowStart;  // (nRows + 1)
+  const uint32_t* entPos;    // (entries) positions, grouped by row
+  uint32_t nRows;
+};
+
+// Forward of a sampled layer: z[p] = bias[j] + W[j,:] . X[sampleOf[p], :] for every entry of every row j.
+// W: (rows, d) neuron-major; X: (n, ldx).
+void rowlist_forward(float* z, const RowList& rl, const uint32_t* sampleOf, const float* W, const float* bias,
+                     const float* X, uint32_t d, uint32_t ldx);
+
+// Update target of a row-list backward pass. mode 0: Adam on W/bias rows (lazy, per-row step counts);
+// mode 1: add the gradient into gW/gBias.
+struct RowUpdate {
+  int mode = 0;
+  float* W = nullptr;  // (rows, width)
+  float* mW = nullptr;
+  float* vW = nullptr;
+  uint32_t* rowSteps = nullptr;  // (rows)
+  float* bias = nullptr;         // (rows) or null (layer 0: bias handled by the caller)
+  float* mB = nullptr;
+  float* vB = nullptr;
+  float* gW = nullptr;  // mode 1
+  float* gBias = nullptr;
+  float lr = 0, b1 = 0, b2 = 0, eps = 0;
+  double logB1 = 0, logB2 = 0;
+};
+
+// Backward of the rows of a row list. For row j:
+//   g = sum_e coef[p] * V[sampleOf[p], 0..width)          (V: (n, ldv))
+//   gb = sum_e coef[p]                                    (when u.bias)
+//   dX[sampleOf[p], 0..width) += coef[p] * W[j, :]        (when dX; uses the pre-update row)
+//   then the row update (Adam with t = ++rowSteps[j], or gradient accumulation).
+// gScratch: (width) floats.
+void rowlist_backward(const RowList& rl, const uint32_t* sampleOf, const float* coef, const float* V, uint32_t ldv,
+                      uint32_t width, float* dX, uint32_t ldx, const RowUpdate& u, float* gScratch);
+
+// a (n, lda) = bias + sum over the CSR nonzeros of each sample's input row of x_f * W0[f, :]  (W0: (D, d0)
+// input-major). rows[i] is sample i's dataset row.
+void sparse_forward(float* A, uint32_t lda, const float* W0, const float* bias, uint32_t d0, const uint32_t* rows,
+                    uint32_t n, const uint32_t* offsets, const uint32_t* indices, const float* values);
+
+// out (cols, ldo) = transpose of in (rows, ldi) restricted to rows x cols.
+void transpose(float* out, uint32_t ldo, const float* in, uint32_t ldi, uint32_t rows, uint32_t cols);
+
+// ---- block kernels (ISA-dispatched) ----------------------------------------------------------------------
+// zt (R, ldn) = bias[r] + W[r, :] . Xt[:, s]    for r < R, s < ldn.
+void blk_forward(float* zt, const float* W, uint32_t d, const float* bias, const float* Xt, uint32_t R, uint32_t ldn);
+// g (R, ldx) = sum_s dzt[r, s] X[s, :]   (s < n);   gb[r] = sum_s dzt[r, s].
+void blk_grad(float* g, float* gb, const float* dzt, const float* X, uint32_t R, uint32_t n, uint32_t ldn,
+              uint32_t ldx);
+// dXt (d, ldn) += sum_r W[r, i] dzt[r, :]
+void blk_dx(float* dXt, const float* W, uint32_t d, const float* dzt, uint32_t R, uint32_t ldn);
+// Online log-sum-exp over rows: with mx = max(mx, max_r zt[r, s]), sum = sum * exp(old mx - mx) +
+// sum_r exp(zt[r, s] - mx). mx starts at -inf and sum at 0.
+void lse_update(float* mx, float* sum, const float* zt, uint32_t R, uint32_t ldn);
+// dzt (R, ldn) = exp(zt - lse[s]) * scale[s]
+void softmax_scaled(float* dzt, const float* zt, const float* lse, const float* scale, uint32_t R, uint32_t ldn);
+// out[i] = exp(in[i] - shift), i < n (any n).
+void exp_shift(float* out, const float* in, float shift, uint32_t n);
+// Name of the selected block-kernel ISA ("avx512", "avx2", "sse").
+const char* block_isa();
+
+}  // namespace nk
+}  // namespace sl

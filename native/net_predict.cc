@@ -1,0 +1,134 @@
+// netPredictSlice: forward pass and top-k labels with softmax probabilities. Legend: net.h.
+//   exact:   every neuron of the output layer, streamed in blocks of rows (a GEMM over the slice); each
+//            sample keeps a small candidate buffer (score > its current k-th best) and an online
+//            log-sum-exp, so no (n, outDim) score matrix is ever stored;
+//   sampled: an LSH-sampled output layer scores only its candidates (per-sample dot products).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "napi_util.h"
+#include "net_internal.h"
+#include "topk.h"
+
+namespace sl {
+namespace {
+
+using net::grow;
+
+// Writes top-k of scores (ids optional) with probabilities exp(score - lse).
+void emit_topk(uint32_t* outIdx, float* outVal, const float* scores, const uint32_t* ids, size_t m, uint32_t k,
+               double lse) {
+  topk_row(outIdx, outVal, scores, ids, m, k);
+  for (uint32_t e = 0; e < k; ++e)
+    outVal[e] = outIdx[e] == std::numeric_limits<uint32_t>::max() ? 0.0f : static_cast<float>(std::exp(outVal[e] - lse));
+}
+
+double log_sum_exp(const float* z, size_t m, float* tmp) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (size_t j = 0; j < m; ++j) mx = std::max(mx, z[j]);
+  nk::exp_shift(tmp, z, mx, static_cast<uint32_t>(m));
+  double sum = 0;
+  for (size_t j = 0; j < m; ++j) sum += tmp[j];
+  return mx + std::log(sum);
+}
+
+// Exact top-k over every neuron of output layer L (k >= 1) for the slice's samples.
+void predict_dense(uint32_t* outIdx, float* outVal, const NetLayer& L, const net::LayerBuf& prev, uint32_t n,
+                   uint32_t ldn, uint32_t k, net::Scratch& s) {
+  const uint32_t d = L.inDim, o = L.outDim;
+  const uint32_t C = k + 128;  // candidate buffer per sample; compacted back to k when full
+  uint32_t* cIds = grow(s.candIds, size_t(n) * C);
+  float* cVal = grow(s.candVal, size_t(n) * C);
+  uint32_t* cCnt = grow(s.candCount, n);
+  float* thr = grow(s.thr, n);
+  uint32_t* tIdx = grow(s.tmpIdx, k);
+  float* tVal = grow(s.tmpVal, k);
+  float* mx = grow(s.mx, ldn);
+  float* sum = grow(s.sum, ldn);
+  float* zt = grow(s.zt, size_t(nk::kRowBlock) * ldn);
+  std::fill(cCnt, cCnt + n, 0u);
+  std::fill(thr, thr + n, -std::numeric_limits<float>::infinity());
+  std::fill(mx, mx + ldn, -std::numeric_limits<float>::infinity());
+  std::fill(sum, sum + ldn, 0.0f);
+  for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
+    const uint32_t R = std::min(nk::kRowBlock, o - j0);
+    nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, prev.At.data(), R, ldn);
+    nk::lse_update(mx, sum, zt, R, ldn);
+    for (uint32_t r = 0; r < R; ++r) {
+      const float* zr = zt + size_t(r) * ldn;
+      for (uint32_t i = 0; i < n; ++i) {
+        // Rows arrive in increasing id order, so a score equal to the k-th best loses its tie: strict >.
+        if (!(zr[i] > thr[i])) continue;
+        const size_t base = size_t(i) * C;
+        cIds[base + cCnt[i]] = j0 + r;
+        cVal[base + cCnt[i]] = zr[i];
+        if (++cCnt[i] == C) {
+          topk_row(tIdx, tVal, cVal + base, cIds + base, C, k);
+          std::memcpy(cIds + base, tIdx, sizeof(uint32_t) * k);
+          std::memcpy(cVal + base, tVal, sizeof(float) * k);
+          cCnt[i] = k;
+          thr[i] = tVal[k - 1];
+        }
+      }
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i)
+    emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, cVal + size_t(i) * C, cIds + size_t(i) * C, cCnt[i], k,
+              double(mx[i]) + std::log(double(sum[i])));
+}
+
+}  // namespace
+
+void net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
+                       const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled) {
+  if (k == 0) throw ArgError("k must be positive");
+  net::check_slice(data, pointIds, n, layers[0].inDim, false, 0);
+  if (n == 0) return;
+  net::FtzScope ftz;
+  net::Scratch& s = net::scratch();
+  uint32_t* rows = grow(s.rowsOfSlice, n);
+  std::memcpy(rows, pointIds, sizeof(uint32_t) * n);
+  net::ForwardCtx c;
+  c.n = n;
+  c.ldn = nk::pad_to(n, nk::kSamplePad);
+  c.rows = rows;
+  c.useSampling = sampled;
+  c.training = false;
+  net::forward_hidden(layers, nLayers, data, c, s);
+
+  const uint32_t kLast = nLayers - 1;
+  const NetLayer& last = layers[kLast];
+  if (kLast == 0) {
+    const net::LayerBuf& b0 = s.layer[0];
+    float* tmp = grow(s.candVal, last.outDim);
+    for (uint32_t i = 0; i < n; ++i) {
+      const float* z = b0.A.data() + size_t(i) * b0.lda;
+      emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, z, nullptr, last.outDim, k,
+                log_sum_exp(z, last.outDim, tmp));
+    }
+    return;
+  }
+  const net::LayerBuf& prev = s.layer[kLast - 1];
+  if (!(last.sampled && sampled)) {
+    predict_dense(outIdx, outVal, last, prev, n, c.ldn, k, s);
+    return;
+  }
+  net::LayerBuf& buf = s.layer[kLast];
+  net::sampled_active_sets(buf, last, kLast, prev.A.data(), prev.lda, c, nullptr, nullptr, s);
+  const uint32_t* off = buf.actOff.data();
+  const uint32_t* ids = buf.actIds.data();
+  float* z = grow(buf.z, off[n]);
+  float* tmp = grow(buf.dz, off[n]);
+  const uint32_t d = last.inDim;
+  for (uint32_t i = 0; i < n; ++i) {
+    const float* x = prev.A.data() + size_t(i) * prev.lda;
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) z[p] = last.b[ids[p]] + nk::dot(last.W + size_t(ids[p]) * d, x, d);
+    const uint32_t m = off[i + 1] - off[i];
+    const double lse = m ? log_sum_exp(z + off[i], m, tmp + off[i]) : 0.0;
+    emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, z + off[i], ids + off[i], m, k, lse);
+  }
+}
+
+}  // namespace sl

@@ -1,0 +1,363 @@
+// netTrainSlice: forward, softmax cross-entropy, backward and lazy Adam for one mini-batch slice.
+// Math and legend: net.h. Memory: everything per slice lives in the thread's Scratch; gradients are never
+// materialised for a whole layer. Each touched row is updated right after its gradient is complete:
+//   * dense layers (k >= 1): blocks of kRowBlock rows; the gradient of a block is a small GEMM
+//     (dzt (R, n) x A_{k-1} (n, d)), then Adam on those R rows;
+//   * sampled layers and layer 0: an inverted index (row -> entries of the slice that touch it) built with
+//     a row -> slot map; each row's gradient is summed from its entries, then Adam on that row.
+// The dense softmax output never stores (n, outDim) logits: pass 1 streams blocks of rows to get each
+// sample's log-sum-exp, pass 2 recomputes each block's logits to form dz = p - y and backpropagates it.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "napi_util.h"
+#include "net_internal.h"
+
+namespace sl {
+namespace {
+
+using net::grow;
+
+// Row update of R consecutive neuron-major rows j0.. from gradients g (R, ldg) and gb (R).
+void update_rows(const NetLayer& L, float* gradW, float* gradB, uint32_t j0, uint32_t R, const float* g,
+                 uint32_t ldg, const float* gb, const TrainHyper& h, nk::AdamCorrection& corr) {
+  const uint32_t d = L.inDim;
+  for (uint32_t r = 0; r < R; ++r) {
+    const uint32_t j = j0 + r;
+    if (h.mode == 0) {
+      const uint32_t step = __atomic_add_fetch(&L.rowSteps[j], 1u, __ATOMIC_RELAXED);
+      corr.at(step);
+      const nk::AdamStep a{h.lr, h.beta1, h.beta2, h.eps, corr.ibc1, corr.ibc2};
+      nk::adam_row(L.W + size_t(j) * d, L.mW + size_t(j) * d, L.vW + size_t(j) * d, g + size_t(r) * ldg, d, a);
+      nk::adam_row(L.b + j, L.mb + j, L.vb + j, gb + r, 1, a);
+    } else {
+      nk::add(gradW + size_t(j) * d, g + size_t(r) * ldg, d);
+      gradB[j] += gb[r];
+    }
+  }
+}
+
+nk::RowUpdate row_update(const NetLayer& L, uint32_t k, const TrainHyper& h, bool withBias) {
+  nk::RowUpdate u;
+  u.mode = static_cast<int>(h.mode);
+  u.W = L.W;
+  u.mW = L.mW;
+  u.vW = L.vW;
+  u.rowSteps = L.rowSteps;
+  if (withBias) {
+    u.bias = L.b;
+    u.mB = L.mb;
+    u.vB = L.vb;
+  }
+  if (h.mode == 1) {
+    u.gW = h.gradW[k];
+    u.gBias = withBias ? h.gradB[k] : nullptr;
+  }
+  u.lr = h.lr;
+  u.b1 = h.beta1;
+  u.b2 = h.beta2;
+  u.eps = h.eps;
+  return u;
+}
+
+struct Slice {
+  uint32_t n, ldn;
+  const uint32_t* rows;
+  const CsrView* data;
+  uint32_t labelsOf(uint32_t i) const { return data->labelOffsets[rows[i] + 1] - data->labelOffsets[rows[i]]; }
+  const uint32_t* labelPtr(uint32_t i) const { return data->labelIndices + data->labelOffsets[rows[i]]; }
+};
+
+// Softmax cross-entropy of one sample over logits z[0..m) whose first nl entries are its labels (sparse output)
+// or whose labels are ids lab[0..nl) (dense, lab != null). Writes dz[0..m) = (p - y) * scale when dz != null.
+// Returns the loss.
+double softmax_xent(const float* z, uint32_t m, const uint32_t* lab, uint32_t nl, float* dz, float scale,
+                    float* probs) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (uint32_t j = 0; j < m; ++j) mx = std::max(mx, z[j]);
+  nk::exp_shift(probs, z, mx, m);
+  double sum = 0;
+  for (uint32_t j = 0; j < m; ++j) sum += probs[j];
+  const double lse = mx + std::log(sum);
+  double zl = 0;
+  for (uint32_t e = 0; e < nl; ++e) zl += z[lab ? lab[e] : e];
+  const double loss = lse - zl / nl;
+  if (dz) {
+    const float c = static_cast<float>(scale / sum), y = scale / static_cast<float>(nl);
+    for (uint32_t j = 0; j < m; ++j) dz[j] = probs[j] * c;
+    for (uint32_t e = 0; e < nl; ++e) dz[lab ? lab[e] : e] -= y;
+  }
+  return loss;
+}
+
+// Dense softmax output layer k >= 1 (every neuron active). Returns the loss sum; when updating, writes
+// dA_{k-1}^T into dAt (d, ldn) and updates every row.
+double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::LayerBuf& prev, float* dAt,
+                    const TrainHyper& h, net::Scratch& s) {
+  const uint32_t n = sl.n, ldn = sl.ldn, d = L.inDim, o = L.outDim, ldx = prev.lda;
+  const float* X = prev.A.data();
+  const float* Xt = prev.At.data();
+  float* mx = grow(s.mx, ldn);
+  float* sum = grow(s.sum, ldn);
+  float* lse = grow(s.lse, ldn);
+  float* scale = grow(s.scale, ldn);
+  float* zt = grow(s.zt, size_t(nk::kRowBlock) * ldn);
+  std::fill(mx, mx + ldn, -std::numeric_limits<float>::infinity());
+  std::fill(sum, sum + ldn, 0.0f);
+  // (label, sample) pairs sorted by label, to meet each label in the block that computes it.
+  s.labelPairs.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t* lab = sl.labelPtr(i);
+    for (uint32_t e = 0, nl = sl.labelsOf(i); e < nl; ++e) s.labelPairs.push_back(uint64_t(lab[e]) << 32 | i);
+  }
+  std::sort(s.labelPairs.begin(), s.labelPairs.end());
+  const uint64_t* pairs = s.labelPairs.data();
+  const size_t nPairs = s.labelPairs.size();
+  float* zlab = grow(s.zlab, nPairs);
+
+  // Pass 1: log-sum-exp of every sample, and the logits of its labels.
+  size_t pp = 0;
+  for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
+    const uint32_t R = std::min(nk::kRowBlock, o - j0);
+    nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, Xt, R, ldn);
+    nk::lse_update(mx, sum, zt, R, ldn);
+    for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp)
+      zlab[pp] = zt[size_t((pairs[pp] >> 32) - j0) * ldn + uint32_t(pairs[pp])];
+  }
+  double loss = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    lse[i] = mx[i] + std::log(sum[i]);
+    loss += lse[i];
+  }
+  for (uint32_t i = n; i < ldn; ++i) lse[i] = 0;
+  for (size_t q = 0; q < nPairs; ++q) {
+    const uint32_t i = uint32_t(pairs[q]);
+    loss -= double(zlab[q]) / sl.labelsOf(i);
+  }
+  if (h.mode == 2) return loss;
+
+  // Pass 2: recompute each block's logits, dz = (p - y) * gradScale, backpropagate, update the rows.
+  for (uint32_t i = 0; i < ldn; ++i) scale[i] = i < n ? h.gradScale : 0.0f;
+  float* dzt = grow(s.dzt, size_t(nk::kRowBlock) * ldn);
+  float* g = grow(s.g, size_t(nk::kRowBlock) * ldx);
+  float* gb = grow(s.gb, nk::kRowBlock);
+  std::memset(dAt, 0, sizeof(float) * size_t(d) * ldn);
+  nk::AdamCorrection corr;
+  corr.init(h.beta1, h.beta2);
+  pp = 0;
+  for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
+    const uint32_t R = std::min(nk::kRowBlock, o - j0);
+    const float* Wb = L.W + size_t(j0) * d;
+    nk::blk_forward(zt, Wb, d, L.b + j0, Xt, R, ldn);
+    nk::softmax_scaled(dzt, zt, lse, scale, R, ldn);
+    for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp) {
+      const uint32_t i = uint32_t(pairs[pp]);
+      dzt[size_t((pairs[pp] >> 32) - j0) * ldn + i] -= h.gradScale / static_cast<float>(sl.labelsOf(i));
+    }
+    nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
+    nk::blk_dx(dAt, Wb, d, dzt, R, ldn);
+    update_rows(L, h.mode == 1 ? h.gradW[k] : nullptr, h.mode == 1 ? h.gradB[k] : nullptr, j0, R, g, ldx, gb, h, corr);
+  }
+  return loss;
+}
+
+// Sampled softmax output layer k >= 1. Returns the loss sum; adds active-set sizes and missed labels.
+double output_sampled(const NetLayer& L, uint32_t k, const Slice& sl, const net::ForwardCtx& c,
+                      const net::LayerBuf& prev, float* dAt, const TrainHyper& h, net::Scratch& s, double* active,
+                      double* missed) {
+  const uint32_t n = sl.n, ldn = sl.ldn, d = L.inDim, ldx = prev.lda;
+  const float* X = prev.A.data();
+  net::LayerBuf& buf = s.layer[k];
+  net::sampled_active_sets(buf, L, k, X, ldx, c, sl.data, missed, s);
+  const uint32_t* off = buf.actOff.data();
+  const uint32_t P = off[n];
+  *active += P;
+  net::build_index(buf.index, buf.actIds.data(), P, L.outDim, s);
+  float* z = grow(buf.z, P);
+  float* dz = grow(buf.dz, P);
+  nk::rowlist_forward(z, buf.index.view(), buf.sampleOf.data(), L.W, L.b, X, d, ldx);
+  double loss = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    loss += softmax_xent(z + off[i], off[i + 1] - off[i], nullptr, sl.labelsOf(i), h.mode == 2 ? nullptr : dz + off[i],
+                         h.gradScale, dz + off[i]);
+  if (h.mode == 2) return loss;
+  float* dX = grow(s.dX, size_t(n) * ldx);
+  std::memset(dX, 0, sizeof(float) * size_t(n) * ldx);
+  float* g = grow(s.g, ldx);
+  nk::rowlist_backward(buf.index.view(), buf.sampleOf.data(), dz, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
+  nk::transpose(dAt, ldn, dX, ldx, n, d);
+  for (uint32_t r = 0; r < d; ++r) std::memset(dAt + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
+  return loss;
+}
+
+// Backward of hidden layer k >= 1 from dAt = dL/dA_k^T (o, ldn); writes dL/dA_{k-1}^T into dAtPrev (d, ldn).
+void backward_hidden(const NetLayer& L, uint32_t k, const Slice& sl, const float* dAt, float* dAtPrev,
+                     const TrainHyper& h, net::Scratch& s) {
+  const uint32_t n = sl.n, ldn = sl.ldn, d = L.inDim, o = L.outDim;
+  net::LayerBuf& buf = s.layer[k];
+  const net::LayerBuf& prev = s.layer[k - 1];
+  const uint32_t ldx = prev.lda;
+  const float* X = prev.A.data();
+  const bool relu = L.act == Activation::ReLU;
+  if (L.sampled) {
+    const uint32_t P = buf.actOff[n];
+    const uint32_t* ids = buf.actIds.data();
+    const uint32_t* so = buf.sampleOf.data();
+    const float* a = buf.z.data();
+    float* dz = grow(buf.dz, P);
+    for (uint32_t p = 0; p < P; ++p) {
+      const float gin = dAt[size_t(ids[p]) * ldn + so[p]];
+      dz[p] = relu ? (a[p] > 0.0f ? gin : 0.0f) : gin;
+    }
+    float* dX = grow(s.dX, size_t(n) * ldx);
+    std::memset(dX, 0, sizeof(float) * size_t(n) * ldx);
+    float* g = grow(s.g, ldx);
+    nk::rowlist_backward(buf.index.view(), so, dz, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
+    nk::transpose(dAtPrev, ldn, dX, ldx, n, d);
+    for (uint32_t r = 0; r < d; ++r) std::memset(dAtPrev + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
+    return;
+  }
+  const float* At = buf.At.data();
+  float* dzt = grow(s.dzt, size_t(nk::kRowBlock) * ldn);
+  float* g = grow(s.g, size_t(nk::kRowBlock) * ldx);
+  float* gb = grow(s.gb, nk::kRowBlock);
+  std::memset(dAtPrev, 0, sizeof(float) * size_t(d) * ldn);
+  nk::AdamCorrection corr;
+  corr.init(h.beta1, h.beta2);
+  for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
+    const uint32_t R = std::min(nk::kRowBlock, o - j0);
+    const size_t base = size_t(j0) * ldn, cnt = size_t(R) * ldn;
+    for (size_t q = 0; q < cnt; ++q) dzt[q] = relu ? (At[base + q] > 0.0f ? dAt[base + q] : 0.0f) : dAt[base + q];
+    nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
+    nk::blk_dx(dAtPrev, L.W + size_t(j0) * d, d, dzt, R, ldn);
+    update_rows(L, h.mode == 1 ? h.gradW[k] : nullptr, h.mode == 1 ? h.gradB[k] : nullptr, j0, R, g, ldx, gb, h, corr);
+  }
+}
+
+// Backward and update of layer 0 from dz0 (n, lda0) = dL/dz_0 (rows of the slice's samples).
+void backward_layer0(const NetLayer& L0, const Slice& sl, const float* dz0, uint32_t lda0, const TrainHyper& h,
+                     net::Scratch& s) {
+  const uint32_t n = sl.n, d0 = L0.outDim;
+  const CsrView& data = *sl.data;
+  // Bias gradient: sum over samples.
+  float* gb = grow(s.gb, d0);
+  std::memset(gb, 0, sizeof(float) * d0);
+  for (uint32_t i = 0; i < n; ++i) nk::add(gb, dz0 + size_t(i) * lda0, d0);
+  // Inverted index feature -> (sample, value).
+  size_t P = 0;
+  for (uint32_t i = 0; i < n; ++i) P += data.offsets[sl.rows[i] + 1] - data.offsets[sl.rows[i]];
+  uint32_t* fr = grow(s.l0Row, P);
+  uint32_t* fs = grow(s.l0Sample, P);
+  float* fc = grow(s.l0Coef, P);
+  size_t p = 0;
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t q = data.offsets[sl.rows[i]], q1 = data.offsets[sl.rows[i] + 1]; q < q1; ++q, ++p) {
+      fr[p] = data.indices[q];
+      fs[p] = i;
+      fc[p] = data.values[q];
+    }
+  net::build_index(s.l0Index, fr, P, L0.inDim, s);
+  float* g = grow(s.g, d0);
+  nk::rowlist_backward(s.l0Index.view(), fs, fc, dz0, lda0, d0, nullptr, 0, row_update(L0, 0, h, false), g);
+  if (h.mode == 0) {
+    nk::AdamCorrection corr;
+    corr.init(h.beta1, h.beta2);
+    corr.at(__atomic_add_fetch(&L0.biasSteps[0], 1u, __ATOMIC_RELAXED));
+    const nk::AdamStep a{h.lr, h.beta1, h.beta2, h.eps, corr.ibc1, corr.ibc2};
+    nk::adam_row(L0.b, L0.mb, L0.vb, gb, d0, a);
+  } else {
+    nk::add(h.gradB[0], gb, d0);
+  }
+}
+
+}  // namespace
+
+void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
+                     const uint32_t* pointIds, uint32_t nAll, const TrainHyper& h) {
+  const uint32_t kLast = nLayers - 1;
+  const NetLayer& last = layers[kLast];
+  net::check_slice(data, pointIds, nAll, layers[0].inDim, true, last.outDim);
+  net::FtzScope ftz;
+  net::Scratch& s = net::scratch();
+  // Points without labels contribute nothing: train on the others.
+  uint32_t* rows = grow(s.rowsOfSlice, nAll);
+  uint32_t* pos = grow(s.posOfSlice, nAll);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < nAll; ++i) {
+    const uint32_t r = pointIds[i];
+    if (data.labelOffsets[r + 1] > data.labelOffsets[r]) {
+      rows[n] = r;
+      pos[n] = i;
+      ++n;
+    }
+  }
+  stats[kStatLoss] = 0;
+  stats[kStatSamples] = nAll;
+  stats[kStatActive] = 0;
+  stats[kStatMissed] = 0;
+  if (n == 0) return;
+
+  net::ForwardCtx c;
+  c.n = n;
+  c.ldn = nk::pad_to(n, nk::kSamplePad);
+  c.rows = rows;
+  c.useSampling = true;
+  c.training = true;
+  c.seed = h.seed;
+  c.positions = pos;
+  const Slice sl{n, c.ldn, rows, &data};
+  net::forward_hidden(layers, nLayers, data, c, s);
+
+  double loss = 0, active = 0, missed = 0;
+  const uint32_t lda0 = s.layer[0].lda;
+  if (kLast == 0) {
+    // Single layer: layer 0's logits are the output.
+    float* A0 = s.layer[0].A.data();
+    float* dz0 = grow(s.dX, size_t(n) * lda0);
+    float* probs = grow(s.zlab, last.outDim);
+    for (uint32_t i = 0; i < n; ++i) {
+      std::memset(dz0 + size_t(i) * lda0, 0, sizeof(float) * lda0);
+      loss += softmax_xent(A0 + size_t(i) * lda0, last.outDim, sl.labelPtr(i), sl.labelsOf(i),
+                           dz0 + size_t(i) * lda0, h.gradScale, probs);
+    }
+    active = double(n) * last.outDim;
+    if (h.mode != 2) backward_layer0(layers[0], sl, dz0, lda0, h, s);
+  } else {
+    const uint32_t dPrev = last.inDim;
+    float* dAt = grow(s.dAt, size_t(dPrev) * c.ldn);
+    if (last.sampled) {
+      loss = output_sampled(last, kLast, sl, c, s.layer[kLast - 1], dAt, h, s, &active, &missed);
+    } else {
+      loss = output_dense(last, kLast, sl, s.layer[kLast - 1], dAt, h, s);
+      active = double(n) * last.outDim;
+    }
+    if (h.mode != 2) {
+      for (uint32_t k = kLast - 1; k >= 1; --k) {
+        float* dAtPrev = grow(s.dAtPrev, size_t(layers[k].inDim) * c.ldn);
+        backward_hidden(layers[k], k, sl, s.dAt.data(), dAtPrev, h, s);
+        std::swap(s.dAt, s.dAtPrev);
+      }
+      // dz_0 = dA_0 * act'(A_0), back in sample-major layout.
+      const NetLayer& L0 = layers[0];
+      const float* A0 = s.layer[0].A.data();
+      float* dz0 = grow(s.dX, size_t(n) * lda0);
+      nk::transpose(dz0, lda0, s.dAt.data(), c.ldn, L0.outDim, n);
+      const bool relu = L0.act == Activation::ReLU;
+      for (uint32_t i = 0; i < n; ++i) {
+        float* row = dz0 + size_t(i) * lda0;
+        const float* a = A0 + size_t(i) * lda0;
+        for (uint32_t j = 0; j < L0.outDim; ++j)
+          if (relu && !(a[j] > 0.0f)) row[j] = 0.0f;
+        std::memset(row + L0.outDim, 0, sizeof(float) * (lda0 - L0.outDim));
+      }
+      backward_layer0(L0, sl, dz0, lda0, h, s);
+    }
+  }
+  stats[kStatLoss] = loss;
+  stats[kStatActive] = active;
+  stats[kStatMissed] = missed;
+}
+
+}  // namespace sl

@@ -1,0 +1,164 @@
+// `sublinear data inspect | split | synth`: look at, split and generate datasets.
+import { mkdir, stat } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import {
+  describe, generateSynthetic, readLibsvm, readSplit, readXC, SHAPE_NAMES, subset, writeXC,
+  type DatasetStats, type SparseDataset,
+} from '../../datasets/index.js';
+import { Progress, formatAmount } from '../util/progress.js';
+import { defineCommand, defineGroup } from './args.js';
+
+const FORMATS = ['xc', 'libsvm'] as const;
+type Format = (typeof FORMATS)[number];
+
+/** Reads a dataset with a progress bar on a terminal's stderr. */
+async function load(path: string, format: Format, zeroBased: boolean, quiet: boolean): Promise<SparseDataset> {
+  const bar = quiet ? null : new Progress({ label: `reading ${basename(path)}`, unit: 'MB' });
+  const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
+  try {
+    return format === 'libsvm'
+      ? await readLibsvm(path, { onProgress, oneBased: !zeroBased })
+      : await readXC(path, { onProgress });
+  } finally {
+    bar?.done();
+  }
+}
+
+const formatFlag = {
+  type: 'choice',
+  choices: FORMATS,
+  default: 'xc',
+  description: 'input format: xc (Extreme Classification Repository, with header) or libsvm (multi-label, no header)',
+} as const;
+const zeroBasedFlag = {
+  type: 'boolean',
+  description: 'libsvm only: feature ids in the file start at 0 (LIBSVM files are 1-based by default)',
+} as const;
+const jsonFlag = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line)' } as const;
+
+const inspect = defineCommand({
+  name: 'inspect',
+  summary: 'Print a summary of a dataset: sizes, nonzeros, labels per point, label frequencies.',
+  positionals: [{ name: 'file', description: 'dataset file' }],
+  flags: { format: formatFlag, zeroBased: zeroBasedFlag, json: jsonFlag },
+  examples: ['data inspect train.txt', 'data inspect train.txt --json', 'data inspect rcv1.svm --format libsvm'],
+  async run(o, io) {
+    const bytes = (await stat(o.file)).size;
+    const t0 = performance.now();
+    const d = await load(o.file, o.format, o.zeroBased, o.json);
+    const seconds = (performance.now() - t0) / 1000;
+    const s = describe(d);
+    if (o.json) {
+      io.out(JSON.stringify({ file: o.file, format: o.format, bytes, readSeconds: seconds, ...s }) + '\n');
+    } else {
+      io.out(inspectText(o.file, o.format, bytes, seconds, s));
+    }
+    return 0;
+  },
+});
+
+function inspectText(file: string, format: string, bytes: number, seconds: number, s: DatasetStats): string {
+  const n = (x: number) => formatAmount(x);
+  const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+  const f = s.labelFrequency;
+  const rows: [string, string][] = [
+    ['file', `${file} (${format}, ${(bytes / 1e6).toFixed(2)} MB, read in ${seconds.toFixed(2)} s)`],
+    ['points', n(s.points)],
+    ['features', `${n(s.features)} (${n(s.featuresNeverSeen)} never used)`],
+    ['labels', `${n(s.labels)} (${n(s.labelsNeverSeen)} never used)`],
+    ['nonzeros', `${n(s.nnz)} (${s.points && s.features ? pct(s.nnz / (s.points * s.features)) : '0%'} dense)`],
+    ['features/point', `${s.avgFeatures.toFixed(2)} average, ${n(s.maxFeaturesPerPoint)} max, ${n(s.pointsWithoutFeatures)} points with none`],
+    ['labels/point', `${s.avgLabels.toFixed(2)} average, ${n(s.maxLabelsPerPoint)} max, ${n(s.pointsWithoutLabels)} points with none`],
+    ['points/label', `min ${n(f.min)}, median ${n(f.median)}, p90 ${n(f.p90)}, max ${n(f.max)} (over the ${n(s.labelsSeen)} labels used)`],
+    ['top-10 labels', `${pct(s.top10LabelShare)} of ${n(s.labelOccurrences)} label occurrences`],
+  ];
+  return rows.map(([k, v]) => `${k.padEnd(15)} ${v}`).join('\n') + '\n';
+}
+
+const split = defineCommand({
+  name: 'split',
+  summary: "Split a dataset into train.txt and test.txt with the repository's split files.",
+  description:
+    'Split files (e.g. bibtex_trSplit.txt, bibtex_tstSplit.txt) hold one column per split; each entry is a\n' +
+    '1-based row of the data file (header not counted). Both outputs are in XC format.',
+  positionals: [{ name: 'data', description: 'the full dataset' }],
+  flags: {
+    trainSplit: { type: 'string', required: true, valueName: 'file', description: 'split file listing the training rows' },
+    testSplit: { type: 'string', required: true, valueName: 'file', description: 'split file listing the test rows' },
+    column: { type: 'integer', min: 1, default: 1, valueName: 'k', description: 'which split (column, 1-based)' },
+    out: { type: 'string', required: true, valueName: 'dir', description: 'output folder (created if missing)' },
+    format: formatFlag,
+    zeroBased: zeroBasedFlag,
+    json: jsonFlag,
+  },
+  examples: ['data split Bibtex_data.txt --train-split bibtex_trSplit.txt --test-split bibtex_tstSplit.txt --column 1 --out bibtex1'],
+  async run(o, io) {
+    const d = await load(o.data, o.format, o.zeroBased, o.json);
+    const trainRows = readSplit(o.trainSplit, o.column, d.points);
+    const testRows = readSplit(o.testSplit, o.column, d.points);
+    const overlap = countOverlap(trainRows, testRows, d.points);
+    if (overlap > 0) io.err(`warning: ${overlap} rows are in both the train and the test split\n`);
+    await mkdir(o.out, { recursive: true });
+    const train = join(o.out, 'train.txt'), test = join(o.out, 'test.txt');
+    await writeXC(train, subset(d, trainRows));
+    await writeXC(test, subset(d, testRows));
+    if (o.json) {
+      io.out(JSON.stringify({ train, test, trainPoints: trainRows.length, testPoints: testRows.length, overlap }) + '\n');
+    } else {
+      io.out(`wrote ${train} (${formatAmount(trainRows.length)} points) and ${test} (${formatAmount(testRows.length)} points)\n`);
+    }
+    return 0;
+  },
+});
+
+function countOverlap(a: Uint32Array, b: Uint32Array, n: number): number {
+  const inA = new Uint8Array(n);
+  for (const r of a) inA[r] = 1;
+  let k = 0;
+  for (const r of b) k += inA[r]!;
+  return k;
+}
+
+const synth = defineCommand({
+  name: 'synth',
+  summary: 'Generate a seeded synthetic dataset (train.txt, test.txt) at the shape of a real benchmark.',
+  description:
+    'Labels have Zipf-like popularity and per-label feature prototypes, so the task is learnable; see\n' +
+    'datasets/README.md for the data model. The same seed always writes the same bytes.\n' +
+    'Shapes: tiny (2,000 features / 100 labels), small (20,000 / 2,000), amazon-670k (135,909 / 670,091),\n' +
+    'delicious-200k (782,585 / 205,443), wiki-325k (1,617,899 / 325,056).',
+  flags: {
+    shape: { type: 'choice', choices: SHAPE_NAMES, required: true, description: 'dataset shape' },
+    train: { type: 'integer', min: 0, max: 0xffffffff, required: true, valueName: 'n', description: 'training points' },
+    test: { type: 'integer', min: 0, max: 0xffffffff, default: 0, valueName: 'n', description: 'test points' },
+    seed: { type: 'integer', min: 0, default: 1, valueName: 's', description: 'random seed' },
+    out: { type: 'string', required: true, valueName: 'dir', description: 'output folder (created if missing)' },
+    json: jsonFlag,
+  },
+  examples: ['data synth --shape amazon-670k --train 100000 --test 10000 --seed 1 --out amazon-synth'],
+  async run(o, io) {
+    const bar = o.json ? null : new Progress({ label: `generating ${o.shape}`, unit: 'points' });
+    const t0 = performance.now();
+    let r;
+    try {
+      r = await generateSynthetic({
+        shape: o.shape, train: o.train, test: o.test, seed: o.seed, outDir: o.out,
+        onProgress: bar ? (done, total) => bar.update(done, total) : undefined,
+      });
+    } finally {
+      bar?.done();
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    if (o.json) {
+      io.out(JSON.stringify({ train: r.train, test: r.test, shape: o.shape, trainPoints: o.train, testPoints: o.test, seed: o.seed, bytes: r.bytes, seconds }) + '\n');
+    } else {
+      io.out(`wrote ${r.train} (${formatAmount(o.train)} points) and ${r.test} (${formatAmount(o.test)} points): ` +
+        `${(r.bytes / 1e6).toFixed(1)} MB in ${seconds.toFixed(1)} s\n`);
+    }
+    return 0;
+  },
+});
+
+/** `sublinear data ...` */
+export const dataCommands = defineGroup('data', 'Inspect, split and generate datasets.', [inspect, split, synth]);
+

@@ -1,0 +1,87 @@
+// Command-line specs of `sublinear train | eval | predict | demo` (implementations in engine.ts).
+import { parseBytes } from '../train/memory-plan.js';
+import { defineCommand } from './args.js';
+import { demoCommand, evalCommand, predictCommand, trainCommand } from './engine.js';
+
+const format = { type: 'choice', choices: ['xc', 'libsvm'] as const, default: 'xc', description: 'input format of the data files' } as const;
+const workers = { type: 'integer', min: 0, max: 256, valueName: 'n', description: 'worker threads (HOGWILD); 0 runs in the main thread (default: number of cores)' } as const;
+const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line)' } as const;
+const mode = {
+  type: 'choice', choices: ['exact', 'sampled'] as const, default: 'exact',
+  description: 'inference: exact scores every label; sampled scores only the LSH candidates (faster)',
+} as const;
+const propensityA = { type: 'number', valueName: 'A', description: 'propensity model A for PSP@k (default 0.55; 0.6 for Amazon)' } as const;
+const propensityB = { type: 'number', valueName: 'B', description: 'propensity model B for PSP@k (default 1.5; 2.6 for Amazon)' } as const;
+
+export const trainCmd = defineCommand({
+  name: 'train',
+  summary: 'Train a network on an extreme-classification dataset (and evaluate it on a test set).',
+  description:
+    'Without --config the network is chosen from the data: 128 ReLU hidden units and a softmax output, ' +
+    'LSH-sampled (DWTA, K=6, L=50) when there are 4096 labels or more. Ctrl-C stops after the batches in flight ' +
+    '(and saves with --save).',
+  flags: {
+    train: { type: 'string', required: true, valueName: 'file', description: 'training data' },
+    test: { type: 'string', valueName: 'file', description: 'test data, evaluated after training (and every --eval-every epochs)' },
+    config: { type: 'string', valueName: 'json', description: 'network configuration file (NetworkConfig; inputDim defaults to the data)' },
+    format,
+    epochs: { type: 'integer', min: 0, default: 5, valueName: 'n', description: 'passes over the training data' },
+    batch: { type: 'integer', min: 1, default: 128, valueName: 'n', description: 'mini-batch size' },
+    lr: { type: 'number', min: 0, default: 1e-3, valueName: 'x', description: 'Adam learning rate' },
+    workers,
+    seed: { type: 'integer', min: 0, valueName: 'n', description: 'seed of every random choice (default: the config seed, else 1)' },
+    save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically)' },
+    evalEvery: { type: 'integer', min: 1, valueName: 'n', description: 'evaluate on --test every n epochs' },
+    maxMemory: { type: 'string', valueName: 'bytes', description: 'refuse configurations needing more memory, e.g. 4GB' },
+    mode,
+    propensityA,
+    propensityB,
+    json,
+  },
+  examples: [
+    'train --train train.txt --test test.txt',
+    'train --train train.txt --test test.txt --epochs 10 --lr 0.001 --workers 2 --save model.sl --json',
+  ],
+  run: (o, io) =>
+    trainCommand({ ...o, maxMemory: o.maxMemory !== undefined ? parseBytes(o.maxMemory) : undefined }, io),
+});
+
+export const evalCmd = defineCommand({
+  name: 'eval',
+  summary: 'Evaluate a saved model: P@k, nDCG@k and PSP@k for k = 1, 3, 5.',
+  flags: {
+    model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
+    test: { type: 'string', required: true, valueName: 'file', description: 'test data' },
+    format,
+    workers,
+    mode,
+    propensityA,
+    propensityB,
+    json,
+  },
+  examples: ['eval --model model.sl --test test.txt --json'],
+  run: (o, io) => evalCommand(o, io),
+});
+
+export const predictCmd = defineCommand({
+  name: 'predict',
+  summary: 'Print the top-k labels of every input point, one line per point: label:score ...',
+  flags: {
+    model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
+    input: { type: 'string', required: true, valueName: 'file', description: 'points to label (labels in the file are ignored)' },
+    format,
+    k: { type: 'integer', min: 1, max: 10000, default: 5, valueName: 'k', description: 'labels per point' },
+    workers,
+    mode,
+  },
+  examples: ['predict --model model.sl --input test.txt --k 5'],
+  run: (o, io) => predictCommand(o, io),
+});
+
+export const demoCmd = defineCommand({
+  name: 'demo',
+  summary: 'The built-in default job: generate a synthetic dataset, train a sampled network, evaluate it.',
+  flags: { workers, json, keep: { type: 'boolean', description: 'keep the generated data in its temporary folder' } },
+  examples: ['demo', 'demo --json'],
+  run: (o, io) => demoCommand(o, io),
+});

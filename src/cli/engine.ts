@@ -1,0 +1,236 @@
+// `sublinear train | eval | predict | demo`: the engine's commands. Argument parsing lives in
+// src/cli/main.ts's command table; these functions receive typed options.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readXC, readLibsvm, generateSynthetic, type SparseDataset } from '../../datasets/index.js';
+import { defaultConfig, resolveConfig, type NetworkConfig } from '../network/config.js';
+import { Network } from '../network/network.js';
+import type { Metrics } from '../train/metrics.js';
+import { defaultWorkers } from '../train/executor.js';
+import { checkMemory, formatBytes, planMemory } from '../train/memory-plan.js';
+import { Progress } from '../util/progress.js';
+
+export interface TrainCliOptions {
+  train: string;
+  test?: string;
+  config?: string;
+  format?: 'xc' | 'libsvm';
+  epochs?: number;
+  batch?: number;
+  lr?: number;
+  workers?: number;
+  save?: string;
+  evalEvery?: number;
+  json?: boolean;
+  seed?: number;
+  maxMemory?: number;
+  mode?: 'exact' | 'sampled';
+  propensityA?: number;
+  propensityB?: number;
+}
+
+type Out = { out: (s: string) => void; err: (s: string) => void };
+
+export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean): Promise<SparseDataset> {
+  const bar = quiet ? null : new Progress({ label: `reading ${label}`, unit: 'MB' });
+  const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
+  try {
+    return format === 'libsvm' ? await readLibsvm(path, { onProgress }) : await readXC(path, { onProgress });
+  } finally {
+    bar?.done();
+  }
+}
+
+async function loadConfig(path: string | undefined, data: SparseDataset, seed: number | undefined): Promise<NetworkConfig> {
+  if (!path) return defaultConfig({ features: data.features, labels: data.labels }, seed ?? 1);
+  let parsed: Partial<NetworkConfig>;
+  try {
+    parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<NetworkConfig>;
+  } catch (e) {
+    throw new Error(`${path}: cannot read the network configuration: ${(e as Error).message}`);
+  }
+  const c = { ...parsed, inputDim: parsed.inputDim ?? data.features, seed: seed ?? parsed.seed } as NetworkConfig;
+  try {
+    resolveConfig(c);
+  } catch (e) {
+    throw new Error(`${path}: ${(e as Error).message}`);
+  }
+  return c;
+}
+
+function metricLine(m: Metrics): string {
+  const f = (k: string) => (m[k as keyof Metrics] as number | undefined)?.toFixed(4) ?? '-';
+  return `P@1 ${f('p1')}  P@3 ${f('p3')}  P@5 ${f('p5')}  nDCG@1 ${f('ndcg1')}  nDCG@3 ${f('ndcg3')}  nDCG@5 ${f('ndcg5')}  PSP@1 ${f('psp1')}  PSP@3 ${f('psp3')}  PSP@5 ${f('psp5')}`;
+}
+
+export function peakRssMB(): number {
+  return Math.round(process.resourceUsage().maxRSS / 1024);
+}
+
+export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number> {
+  const quiet = !!o.json;
+  const train = await loadData(o.train, o.format, 'training data', quiet);
+  const test = o.test ? await loadData(o.test, o.format, 'test data', quiet) : undefined;
+  const config = await loadConfig(o.config, train, o.seed);
+  const resolved = resolveConfig(config);
+  if (train.features > resolved.inputDim) throw new Error(`${o.train} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
+  const workers = o.workers ?? defaultWorkers();
+  const plan = planMemory({
+    inputDim: resolved.inputDim,
+    layers: resolved.layers.map((l) => ({
+      size: l.size,
+      ...(l.sampling ? { sampled: { L: l.sampling.L, rangeBits: l.sampling.rangeBits, bucketSize: l.sampling.bucketSize, slack: l.sampling.slack } } : {}),
+    })),
+    dataset: { nnz: train.offsets[train.points]!, labelNnz: train.labelOffsets[train.points]!, points: train.points },
+    workers,
+  });
+  checkMemory(plan, o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
+  const net = new Network(config);
+  const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
+  if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
+
+  const ac = new AbortController();
+  const onSigint = () => {
+    if (!ac.signal.aborted) io.err('\nstopping after the batches in flight (Ctrl-C again to force)\n');
+    else process.exit(130);
+    ac.abort();
+  };
+  process.on('SIGINT', onSigint);
+  const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
+  const evalOpts = { mode: o.mode ?? 'exact', workers, propensityA: o.propensityA, propensityB: o.propensityB } as const;
+  let stats;
+  try {
+    stats = await net.fit(train, {
+      epochs: o.epochs,
+      batchSize: o.batch,
+      lr: o.lr,
+      workers,
+      signal: ac.signal,
+      onProgress: (p) => {
+        bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
+          `epoch ${p.epoch + 1}/${p.epochs} loss ${p.loss.toFixed(4)} ${Math.round(p.samplesPerSec)} samples/s`);
+      },
+      onEpochEnd: async (epoch) => {
+        if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
+          const m = await net.evaluate(test, evalOpts);
+          bar?.clear();
+          if (!quiet) io.err(`epoch ${epoch + 1}: ${metricLine(m)}\n`);
+        }
+      },
+    });
+  } finally {
+    bar?.done();
+    process.off('SIGINT', onSigint);
+  }
+  if (!quiet) {
+    io.err(`trained ${stats.samples} samples in ${stats.trainSeconds.toFixed(1)} s (${Math.round(stats.samplesPerSec)} samples/s; ` +
+      `hash-table rebuilds ${stats.rebuildSeconds.toFixed(1)} s = ${(100 * stats.rebuildSeconds / Math.max(stats.trainSeconds, 1e-9)).toFixed(1)}%)` +
+      `${stats.aborted ? ' (stopped early)' : ''}\n`);
+  }
+  if (o.save) {
+    await net.save(o.save);
+    if (!quiet) io.err(`saved ${o.save}\n`);
+  }
+  const metrics = test ? await net.evaluate(test, evalOpts) : undefined;
+  if (metrics && !quiet) io.out(`test: ${metricLine(metrics)}\n`);
+  const summary = {
+    ...(metrics ?? {}),
+    samplesPerSec: stats.samplesPerSec,
+    trainSeconds: stats.trainSeconds,
+    rebuildSeconds: stats.rebuildSeconds,
+    rebuilds: stats.rebuilds,
+    epochs: stats.epochs,
+    samples: stats.samples,
+    loss: stats.lastLoss,
+    workers,
+    peakRssMB: peakRssMB(),
+    aborted: stats.aborted,
+  };
+  if (o.json) io.out(JSON.stringify(summary) + '\n');
+  return 0;
+}
+
+export interface EvalCliOptions {
+  model: string;
+  test: string;
+  format?: 'xc' | 'libsvm';
+  json?: boolean;
+  workers?: number;
+  mode?: 'exact' | 'sampled';
+  propensityA?: number;
+  propensityB?: number;
+}
+
+export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
+  const net = await Network.load(o.model);
+  const test = await loadData(o.test, o.format, 'test data', !!o.json);
+  const t0 = performance.now();
+  const m = await net.evaluate(test, { mode: o.mode ?? 'exact', workers: o.workers, propensityA: o.propensityA, propensityB: o.propensityB });
+  const seconds = (performance.now() - t0) / 1000;
+  if (!o.json) io.out(`${metricLine(m)}\n(${m.points} points in ${seconds.toFixed(2)} s)\n`);
+  else io.out(JSON.stringify({ ...m, evalSeconds: seconds, pointsPerSec: m.points / seconds, peakRssMB: peakRssMB() }) + '\n');
+  return 0;
+}
+
+export interface PredictCliOptions {
+  model: string;
+  input: string;
+  format?: 'xc' | 'libsvm';
+  k?: number;
+  workers?: number;
+  mode?: 'exact' | 'sampled';
+}
+
+export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
+  const net = await Network.load(o.model);
+  const data = await loadData(o.input, o.format, 'input', true);
+  const k = o.k ?? 5;
+  const p = await net.predict(data, { k, mode: o.mode ?? 'exact', workers: o.workers });
+  const lines: string[] = [];
+  for (let i = 0; i < p.points; i++) {
+    const parts: string[] = [];
+    for (let j = 0; j < k; j++) {
+      const l = p.labels[i * k + j]!;
+      if (l !== 0xffffffff) parts.push(`${l}:${p.scores[i * k + j]!.toPrecision(6)}`);
+    }
+    lines.push(parts.join(' '));
+    if (lines.length >= 4096) {
+      io.out(lines.join('\n') + '\n');
+      lines.length = 0;
+    }
+  }
+  if (lines.length) io.out(lines.join('\n') + '\n');
+  return 0;
+}
+
+export interface DemoOptions {
+  json?: boolean;
+  workers?: number;
+  keep?: boolean;
+}
+
+/**
+ * The built-in default job: generate a seeded synthetic extreme-classification dataset (the `small`
+ * shape: 20,000 features, 2,000 labels) and train an LSH-sampled network on it, then evaluate.
+ */
+export async function demoCommand(o: DemoOptions, io: Out): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'sublinear-demo-'));
+  try {
+    if (!o.json) io.err(`generating the synthetic 'small' dataset (20,000 features, 2,000 labels) in ${dir}\n`);
+    await generateSynthetic({ shape: 'small', train: 20000, test: 2000, seed: 1, outDir: dir });
+    const config: NetworkConfig = {
+      inputDim: 20000,
+      seed: 1,
+      layers: [
+        { size: 128, activation: 'relu' },
+        { size: 2000, activation: 'softmax', sampling: { hash: 'dwta', K: 4, L: 32, budget: 100, minActive: 100 } },
+      ],
+    };
+    const cfgPath = join(dir, 'config.json');
+    await (await import('node:fs/promises')).writeFile(cfgPath, JSON.stringify(config));
+    return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), config: cfgPath, epochs: 3, json: o.json, workers: o.workers }, io);
+  } finally {
+    if (!o.keep) await rm(dir, { recursive: true, force: true });
+  }
+}

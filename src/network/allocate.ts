@@ -1,0 +1,50 @@
+// Allocates a network's shared state: layer weights and Adam state (src/network/state.ts) plus, for
+// sampled layers, hash-function parameters and empty tables (src/lsh). Tables are filled by the first
+// rebuild (Network.fit / predict), which runs across workers.
+import { allocateTables, generateHashSpec, MODE_CODE, tablesBytes } from '../lsh/index.js';
+import type { ResolvedNetworkConfig } from './config.js';
+import type { NetSpec } from './native-types.js';
+import { allocateLayers } from './state.js';
+
+/** Seed of layer `i`'s hash functions under network seed `seed` (stored implicitly: the config's seed). */
+export function hashSeed(seed: number, layer: number): number {
+  return seed * 1_000_003 + layer * 7_919 + 1;
+}
+
+export function allocateNetwork(c: ResolvedNetworkConfig): NetSpec {
+  const layers = allocateLayers({
+    inputDim: c.inputDim,
+    layers: c.layers.map((l) => ({ size: l.size, activation: l.activation })),
+    seed: c.seed,
+  });
+  c.layers.forEach((l, i) => {
+    const s = l.sampling;
+    if (!s) return;
+    const inDim = c.layers[i - 1]!.size;
+    const hash = generateHashSpec({
+      family: s.hash,
+      K: s.K,
+      L: s.L,
+      dim: inDim,
+      seed: hashSeed(c.seed, i),
+      ...(s.hash === 'dwta' || s.hash === 'wta' ? { binSize: s.binSize } : {}),
+      ...(s.hash === 'simhash' ? { density: s.density } : {}),
+      ...(s.hash === 'minhash' ? { bitsPerHash: s.bitsPerHash } : {}),
+      rangeBits: s.rangeBits,
+    });
+    const tables = allocateTables({ L: s.L, N: l.size, rangeBits: hash.rangeBits, bucketSize: s.bucketSize, slack: s.slack, policy: s.policy });
+    const query = { mode: MODE_CODE[s.mode], budget: s.budget, minFreq: s.minFreq, minActive: s.minActive };
+    layers[i]!.sampling = { hash, tables, query };
+  });
+  return { layers };
+}
+
+/** Bytes of a network's shared state. */
+export function networkBytes(spec: NetSpec): number {
+  let total = 0;
+  for (const l of spec.layers) {
+    for (const a of [l.weights, l.bias, l.mWeights, l.vWeights, l.mBias, l.vBias, l.rowSteps, l.biasSteps]) total += a.byteLength;
+    if (l.sampling) total += tablesBytes(l.sampling.tables);
+  }
+  return total;
+}

@@ -1,0 +1,180 @@
+// Network configuration: the typed object users write (or load from JSON), its documented defaults,
+// and validation with clear messages. Defaults follow SLIDE's published Amazon-670K settings
+// (DWTA, K=6, L=50, 128-slot buckets, hidden 128, batch 128, Adam lr 1e-4) unless noted.
+
+/** Hash family of a sampled layer. */
+export type HashName = 'dwta' | 'simhash' | 'wta' | 'minhash';
+/** How the L buckets a query hits are turned into a candidate set. */
+export type SelectionMode = 'union' | 'topk' | 'threshold';
+
+/** LSH sampling of a layer: which neurons are computed for a sample. */
+export interface SamplingConfig {
+  /** Hash family. Default 'dwta' (SLIDE's choice for Amazon-670K). */
+  hash?: HashName;
+  /** Sub-hashes per table key. Default 6. */
+  K?: number;
+  /** Number of tables. Default 50. */
+  L?: number;
+  /** DWTA/WTA bin size (power of two; bitsPerHash = log2). Default 8. */
+  binSize?: number;
+  /** SimHash: fraction of input dims in each projection. Default 1/3. */
+  density?: number;
+  /** MinHash: bits kept per sub-hash. Default 2. */
+  bitsPerHash?: number;
+  /** log2 of buckets per table; wider keys are folded. Default min(K * bitsPerHash, 20). */
+  rangeBits?: number;
+  /** Max neuron ids per bucket. Default 128. */
+  bucketSize?: number;
+  /** What a full bucket does on insertion. Default 'fifo'. */
+  policy?: 'fifo' | 'reservoir';
+  /** Spare slots per bucket kept at rebuild for incremental inserts. Default 1. */
+  slack?: number;
+  /** Candidate selection. Default 'union'. */
+  mode?: SelectionMode;
+  /** Max candidates taken from the tables per sample (true labels not counted). Default: max(32, ceil(0.005 * size)). */
+  budget?: number;
+  /** 'threshold' mode: min number of tables an id must appear in. Default 2. */
+  minFreq?: number;
+  /** Random fill up to this many active neurons per sample (negatives for the softmax). Default: same as budget. */
+  minActive?: number;
+}
+
+/** One fully connected layer. */
+export interface LayerConfig {
+  /** Number of neurons (for the last layer: the number of labels). */
+  size: number;
+  /** 'relu' for hidden layers (default), 'softmax' for the last layer (default there), 'linear'. */
+  activation?: 'relu' | 'softmax' | 'linear';
+  /** LSH sampling of this layer's neurons. Absent: dense (every neuron computed). Not allowed on the first layer. */
+  sampling?: SamplingConfig;
+}
+
+/** A network over a sparse input of `inputDim` features. */
+export interface NetworkConfig {
+  /** Input feature dimension (the dataset's `features`). */
+  inputDim: number;
+  /** Layers from the input to the output; the last one is the softmax over labels. */
+  layers: LayerConfig[];
+  /** Seed of every random choice (initialisation, hash functions, shuffles). Default 1. */
+  seed?: number;
+}
+
+/** Fully resolved sampling settings (every default filled in). */
+export type ResolvedSampling = Required<SamplingConfig>;
+export interface ResolvedLayer {
+  size: number;
+  activation: 'relu' | 'softmax' | 'linear';
+  /** Present iff the layer is LSH-sampled. */
+  sampling?: ResolvedSampling;
+}
+export interface ResolvedNetworkConfig {
+  inputDim: number;
+  layers: ResolvedLayer[];
+  seed: number;
+}
+
+const HASHES: readonly HashName[] = ['dwta', 'simhash', 'wta', 'minhash'];
+const MODES: readonly SelectionMode[] = ['union', 'topk', 'threshold'];
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function positiveInt(v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
+    throw new ConfigError(`Expected positive integer for ${what} but received ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+function nonNegativeInt(v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+    throw new ConfigError(`Expected non-negative integer for ${what} but received ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/** Bits per sub-hash of a family (needed to check that K fits the 32-bit key). */
+export function bitsPerHashOf(s: { hash: HashName; binSize: number; bitsPerHash: number }): number {
+  if (s.hash === 'simhash') return 1;
+  if (s.hash === 'minhash') return s.bitsPerHash;
+  return Math.log2(s.binSize);
+}
+
+/** Fills defaults and validates. Throws ConfigError with a message naming the field. */
+export function resolveSampling(s: SamplingConfig, size: number, where: string): ResolvedSampling {
+  const known = new Set(['hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode', 'budget', 'minFreq', 'minActive']);
+  for (const k of Object.keys(s)) if (!known.has(k)) throw new ConfigError(`Unknown option ${where}.${k}`);
+  const hash = s.hash ?? 'dwta';
+  if (!HASHES.includes(hash)) {
+    throw new ConfigError(`Unknown hash family ${JSON.stringify(hash)} for ${where}.hash (expected one of ${HASHES.join(', ')})`);
+  }
+  const K = positiveInt(s.K ?? 6, `${where}.K`);
+  const L = positiveInt(s.L ?? 50, `${where}.L`);
+  if (L > 1024) throw new ConfigError(`${where}.L must be at most 1024 but received ${L}`);
+  const binSize = positiveInt(s.binSize ?? 8, `${where}.binSize`);
+  if ((binSize & (binSize - 1)) !== 0 || binSize < 2) throw new ConfigError(`${where}.binSize must be a power of two >= 2 but received ${binSize}`);
+  const density = s.density ?? 1 / 3;
+  if (!(typeof density === 'number' && density > 0 && density <= 1)) throw new ConfigError(`${where}.density must be in (0, 1] but received ${JSON.stringify(density)}`);
+  const bitsPerHash = positiveInt(s.bitsPerHash ?? 2, `${where}.bitsPerHash`);
+  const bits = bitsPerHashOf({ hash, binSize, bitsPerHash });
+  if (K * bits > 32) {
+    throw new ConfigError(`${where}.K = ${K} is too large for the 32-bit key: K * bitsPerHash = ${K * bits} > 32`);
+  }
+  const rangeBits = positiveInt(s.rangeBits ?? Math.min(K * bits, 20), `${where}.rangeBits`);
+  if (rangeBits > 24) throw new ConfigError(`${where}.rangeBits must be at most 24 but received ${rangeBits}`);
+  const bucketSize = positiveInt(s.bucketSize ?? 128, `${where}.bucketSize`);
+  if (bucketSize > 65535) throw new ConfigError(`${where}.bucketSize must be at most 65535 but received ${bucketSize}`);
+  const policy = s.policy ?? 'fifo';
+  if (policy !== 'fifo' && policy !== 'reservoir') throw new ConfigError(`Unknown bucket policy ${JSON.stringify(policy)} for ${where}.policy (expected fifo or reservoir)`);
+  const slack = nonNegativeInt(s.slack ?? 1, `${where}.slack`);
+  const mode = s.mode ?? 'union';
+  if (!MODES.includes(mode)) throw new ConfigError(`Unknown selection mode ${JSON.stringify(mode)} for ${where}.mode (expected one of ${MODES.join(', ')})`);
+  const budget = positiveInt(s.budget ?? Math.min(size, Math.max(32, Math.ceil(0.005 * size))), `${where}.budget`);
+  const minFreq = positiveInt(s.minFreq ?? 2, `${where}.minFreq`);
+  if (minFreq > L) throw new ConfigError(`${where}.minFreq = ${minFreq} exceeds L = ${L}`);
+  const minActive = nonNegativeInt(s.minActive ?? budget, `${where}.minActive`);
+  if (minActive > size) throw new ConfigError(`${where}.minActive = ${minActive} exceeds the layer size ${size}`);
+  return { hash, K, L, binSize, density, bitsPerHash, rangeBits, bucketSize, policy, slack, mode, budget, minFreq, minActive };
+}
+
+/** Validates a network configuration and fills in every default. */
+export function resolveConfig(c: NetworkConfig): ResolvedNetworkConfig {
+  if (c === null || typeof c !== 'object') throw new ConfigError('Expected a network configuration object');
+  const inputDim = positiveInt(c.inputDim, 'inputDim');
+  if (!Array.isArray(c.layers) || c.layers.length === 0) throw new ConfigError('Expected at least one layer in layers');
+  const seed = nonNegativeInt(c.seed ?? 1, 'seed');
+  const layers = c.layers.map((l, i): ResolvedLayer => {
+    const where = `layers[${i}]`;
+    if (l === null || typeof l !== 'object') throw new ConfigError(`Expected an object for ${where}`);
+    const size = positiveInt(l.size, `${where}.size`);
+    const last = i === c.layers.length - 1;
+    const activation = l.activation ?? (last ? 'softmax' : 'relu');
+    if (!['relu', 'softmax', 'linear'].includes(activation)) {
+      throw new ConfigError(`Unknown activation ${JSON.stringify(activation)} for ${where}.activation (expected relu, softmax or linear)`);
+    }
+    if (activation === 'softmax' && !last) throw new ConfigError(`${where}.activation: softmax is only allowed on the last layer`);
+    if (last && activation !== 'softmax') throw new ConfigError(`${where}.activation: the last layer must be softmax (multi-label cross-entropy)`);
+    if (l.sampling && i === 0) {
+      throw new ConfigError(`${where}.sampling: the first layer reads the sparse input and cannot be sampled; sample a wider later layer`);
+    }
+    return { size, activation, ...(l.sampling ? { sampling: resolveSampling(l.sampling, size, `${where}.sampling`) } : {}) };
+  });
+  return { inputDim, layers, seed };
+}
+
+/**
+ * Sensible defaults from a dataset's shape, as SLIDE would configure it: one hidden layer of 128 ReLU
+ * units, and an LSH-sampled softmax when there are many labels (>= 4096); small label sets are dense,
+ * since computing every output is then cheaper than hashing.
+ */
+export function defaultConfig(shape: { features: number; labels: number }, seed = 1): NetworkConfig {
+  const sampled = shape.labels >= 4096;
+  return {
+    inputDim: shape.features,
+    seed,
+    layers: [
+      { size: 128, activation: 'relu' },
+      { size: shape.labels, activation: 'softmax', ...(sampled ? { sampling: { hash: 'dwta', K: 6, L: 50 } } : {}) },
+    ],
+  };
+}

@@ -1,0 +1,54 @@
+// Model files: config + weights + training label frequencies in the checksummed container of
+// src/util/binfile.ts, written atomically. Hash tables are not stored: their functions derive from the
+// config's seed and the tables are rebuilt from the weights, so a loaded model predicts exactly as saved.
+import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
+import type { NetworkConfig, ResolvedNetworkConfig } from './config.js';
+import type { Network } from './network.js';
+
+interface ModelMeta {
+  format: 'sublinear-model';
+  config: ResolvedNetworkConfig;
+  batchesDone: number;
+  rebuildRound: number;
+  trainPoints: number;
+}
+
+function sections(net: Network): Record<string, SectionArray> {
+  const s: Record<string, SectionArray> = {};
+  net.spec.layers.forEach((l, i) => {
+    s[`layer${i}.weights`] = l.weights;
+    s[`layer${i}.bias`] = l.bias;
+  });
+  if (net.labelFreq) s['labelFreq'] = net.labelFreq;
+  return s;
+}
+
+export async function saveModel(path: string, net: Network): Promise<void> {
+  const meta: ModelMeta = {
+    format: 'sublinear-model',
+    config: net.config,
+    batchesDone: net.batchesDone,
+    rebuildRound: net.rebuildRound,
+    trainPoints: net.trainPoints,
+  };
+  await writeBinFile(path, { kind: 'model', meta, sections: sections(net) });
+}
+
+export async function loadModel(path: string, make: (c: NetworkConfig) => Network): Promise<Network> {
+  // Read the header first (sections stream into the freshly allocated shared arrays).
+  const head = await readBinFile<ModelMeta>(path, { kind: 'model', headerOnly: true });
+  const meta = head.meta;
+  if (!meta || meta.format !== 'sublinear-model' || !meta.config) throw new Error(`${path}: not a sublinear model (missing config)`);
+  const net = make(meta.config);
+  const into = sections(net);
+  const labels = net.config.layers.at(-1)!.size;
+  const hasFreq = head.table.some((t) => t.name === 'labelFreq');
+  if (hasFreq) into['labelFreq'] = new Uint32Array(labels);
+  await readBinFile(path, { kind: 'model', into });
+  if (hasFreq) net.labelFreq = into['labelFreq'] as Uint32Array;
+  net.batchesDone = meta.batchesDone;
+  net.rebuildRound = meta.rebuildRound - 1; // the next rebuild replays the last round's seed
+  net.trainPoints = meta.trainPoints;
+  net.invalidateTables();
+  return net;
+}

@@ -1,0 +1,121 @@
+// Allocation and initialisation of the layers' shared state (weights, biases, Adam moments, step counters)
+// on SharedArrayBuffers, in the layouts of docs/design.md: layer 0 input-major (inDim, outDim), later layers
+// neuron-major (outDim, inDim). Sampling objects (hash functions and tables) are attached by the caller
+// (src/network/allocate.ts); `sampling` passes through untouched.
+import { Xoshiro128 } from '../util/rng.js';
+import { ACTIVATION_CODE, type LayerState } from './native-types.js';
+
+/** Shape of one layer for allocation. */
+export interface StateLayerConfig {
+  /** Neurons of the layer (the last layer: number of labels). */
+  size: number;
+  activation: 'relu' | 'softmax' | 'linear';
+}
+
+/** Input of allocateLayers. */
+export interface StateConfig {
+  /** Input feature dimension (layer 0's inDim). */
+  inputDim: number;
+  layers: StateLayerConfig[];
+  /** Seed of the weight initialisation (non-negative integer). */
+  seed: number;
+}
+
+/**
+ * Bytes of one layer's shared state: weights and both Adam moments (3 * inDim * outDim floats), bias and its
+ * moments (3 * outDim), the per-row step counters (inDim for the input-major layer 0, else outDim) and the
+ * bias step counter. Sampling (tables, hash parameters) is not included.
+ */
+export function layerBytes(inDim: number, outDim: number, inputMajor: boolean): number {
+  return 4 * (3 * inDim * outDim + 3 * outDim + (inputMajor ? inDim : outDim) + 1);
+}
+
+/** Bytes of every layer of `config` (see layerBytes). */
+export function stateBytes(config: StateConfig): number {
+  let total = 0;
+  let inDim = config.inputDim;
+  config.layers.forEach((l, k) => {
+    total += layerBytes(inDim, l.size, k === 0);
+    inDim = l.size;
+  });
+  return total;
+}
+
+function positiveInt(v: unknown, what: string): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
+    throw new Error(`Expected positive integer for ${what} but received ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+function sharedF32(length: number, what: string): Float32Array {
+  try {
+    return new Float32Array(new SharedArrayBuffer(Math.max(1, length) * 4), 0, length);
+  } catch (e) {
+    throw new Error(`Cannot allocate ${what} (${length * 4} bytes): ${(e as Error).message}`);
+  }
+}
+
+function sharedU32(length: number, what: string): Uint32Array {
+  try {
+    return new Uint32Array(new SharedArrayBuffer(Math.max(1, length) * 4), 0, length);
+  } catch (e) {
+    throw new Error(`Cannot allocate ${what} (${length * 4} bytes): ${(e as Error).message}`);
+  }
+}
+
+/** Seed of layer k's initialisation stream under the network seed. */
+export function initSeed(seed: number, k: number): bigint {
+  return (BigInt(seed) << 16n) + BigInt(k) + 0x5eedn;
+}
+
+/**
+ * Allocates every layer of `config` on SharedArrayBuffers and initialises the weights with Glorot (Xavier)
+ * uniform, U(-sqrt(6 / (inDim + outDim)), +sqrt(6 / (inDim + outDim))), from a Xoshiro128 stream per layer
+ * seeded by (seed, layer); biases, Adam moments and step counters start at zero. Deterministic in `seed`.
+ */
+export function allocateLayers(config: StateConfig): LayerState[] {
+  const inputDim = positiveInt(config.inputDim, 'inputDim');
+  if (!Array.isArray(config.layers) || config.layers.length === 0) throw new Error('Expected at least one layer in layers');
+  const seed = config.seed;
+  if (typeof seed !== 'number' || !Number.isInteger(seed) || seed < 0) {
+    throw new Error(`Expected non-negative integer for seed but received ${JSON.stringify(seed)}`);
+  }
+  const out: LayerState[] = [];
+  let inDim = inputDim;
+  config.layers.forEach((l, k) => {
+    const where = `layers[${k}]`;
+    const outDim = positiveInt(l.size, `${where}.size`);
+    const code = ACTIVATION_CODE[l.activation];
+    if (code === undefined) {
+      throw new Error(`Unknown activation ${JSON.stringify(l.activation)} for ${where}.activation (expected relu, softmax or linear)`);
+    }
+    const last = k === config.layers.length - 1;
+    if (last !== (code === ACTIVATION_CODE.softmax)) {
+      throw new Error(`${where}.activation: softmax is required on the last layer and only there`);
+    }
+    const inputMajor = k === 0;
+    const n = inDim * outDim;
+    if (!Number.isSafeInteger(n) || n > 2 ** 32) throw new Error(`${where} has ${n} weights, more than 2^32`);
+    const weights = sharedF32(n, `${where}.weights`);
+    const limit = Math.sqrt(6 / (inDim + outDim));
+    const rng = new Xoshiro128(initSeed(seed, k));
+    for (let i = 0; i < n; i++) weights[i] = (2 * rng.nextFloat() - 1) * limit;
+    out.push({
+      inDim,
+      outDim,
+      activation: code,
+      inputMajor: inputMajor ? 1 : 0,
+      weights,
+      bias: sharedF32(outDim, `${where}.bias`),
+      mWeights: sharedF32(n, `${where}.mWeights`),
+      vWeights: sharedF32(n, `${where}.vWeights`),
+      mBias: sharedF32(outDim, `${where}.mBias`),
+      vBias: sharedF32(outDim, `${where}.vBias`),
+      rowSteps: sharedU32(inputMajor ? inDim : outDim, `${where}.rowSteps`),
+      biasSteps: sharedU32(1, `${where}.biasSteps`),
+    });
+    inDim = outDim;
+  });
+  return out;
+}

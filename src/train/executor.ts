@@ -1,0 +1,84 @@
+// Where tasks run: in the calling thread (workers = 0) or on a piscina pool of worker threads that
+// share the network's SharedArrayBuffers.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { availableParallelism } from 'node:os';
+import { Piscina } from 'piscina';
+import { packageRoot } from '../util/package-root.js';
+import { runPredict, runRehash, runTrain } from './kernels.js';
+import type { PredictResult, PredictTask, RehashTask, TrainResult, TrainTask } from './tasks.js';
+
+export interface Executor {
+  /** Number of tasks that can usefully run at once. */
+  readonly parallelism: number;
+  train(t: TrainTask): Promise<TrainResult>;
+  predict(t: PredictTask): Promise<PredictResult>;
+  rehash(t: RehashTask): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Runs every task synchronously in this thread. */
+export class InlineExecutor implements Executor {
+  readonly parallelism = 1;
+  async train(t: TrainTask) {
+    return runTrain(t);
+  }
+  async predict(t: PredictTask) {
+    return runPredict(t);
+  }
+  async rehash(t: RehashTask) {
+    return runRehash(t);
+  }
+  async close() {}
+}
+
+/** The compiled worker module. Under vitest (TS sources) we still use the compiled copy in dist/. */
+function workerFile(): string {
+  const here = fileURLToPath(new URL('./worker.js', import.meta.url));
+  if (existsSync(here)) return here;
+  const built = join(packageRoot(), 'dist', 'src', 'train', 'worker.js');
+  if (existsSync(built)) return built;
+  throw new Error(`sublinear: worker module not found (${here}); run \`npm run build\``);
+}
+
+/** A piscina pool of `workers` threads. */
+export class PoolExecutor implements Executor {
+  readonly parallelism: number;
+  private pool: Piscina;
+  constructor(workers: number) {
+    this.parallelism = workers;
+    this.pool = new Piscina({
+      filename: workerFile(),
+      minThreads: workers,
+      maxThreads: workers,
+      idleTimeout: 60_000,
+      // Results are small; tasks are coarse. One queue slot per worker keeps dispatch latency low.
+      concurrentTasksPerWorker: 1,
+    });
+  }
+  train(t: TrainTask): Promise<TrainResult> {
+    return this.pool.run(t, { name: 'train' });
+  }
+  predict(t: PredictTask): Promise<PredictResult> {
+    return this.pool.run(t, { name: 'predict' });
+  }
+  rehash(t: RehashTask): Promise<number> {
+    return this.pool.run(t, { name: 'rehash' });
+  }
+  async close() {
+    await this.pool.destroy();
+  }
+}
+
+/** Default worker count: the machine's cores. */
+export function defaultWorkers(): number {
+  return availableParallelism();
+}
+
+export function createExecutor(workers: number): Executor {
+  if (!Number.isInteger(workers) || workers < 0) {
+    throw new Error(`Expected non-negative integer for workers but received ${JSON.stringify(workers)}`);
+  }
+  return workers === 0 ? new InlineExecutor() : new PoolExecutor(workers);
+}

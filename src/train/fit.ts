@@ -1,0 +1,227 @@
+// The training loop: epochs of shuffled mini-batches dispatched to an executor (inline or a pool of
+// HOGWILD workers), with hash-table rebuilds scheduled between batches, progress and cancellation.
+//
+// Exactly-once: every row of an epoch belongs to exactly one batch; a batch whose task fails is retried
+// once (on whichever worker is free); a second failure stops training with an error that says how many
+// batches completed, so a checkpoint taken then is consistent.
+import type { SparseDataset } from '../../datasets/csr.js';
+import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
+import type { NetSpec } from '../network/native-types.js';
+import type { Executor } from './executor.js';
+import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
+import type { TrainResult, TrainTask } from './tasks.js';
+
+/** Options of `Network.fit`. */
+export interface FitOptions {
+  /** Passes over the training set. Default 5. */
+  epochs?: number;
+  /** Points per mini-batch. Default 128 (SLIDE). */
+  batchSize?: number;
+  /** Adam learning rate. Default 1e-3. */
+  lr?: number;
+  /** Adam beta1. Default 0.9. */
+  beta1?: number;
+  /** Adam beta2. Default 0.999. */
+  beta2?: number;
+  /** Adam epsilon. Default 1e-8. */
+  eps?: number;
+  /** Worker threads updating the shared weights (HOGWILD); 0 runs in the calling thread. Default: the machine's cores. */
+  workers?: number;
+  /** Hash-table rebuild schedule (sampled layers only). */
+  rebuild?: RebuildScheduleOptions;
+  /** Shuffle rows every epoch. Default true. */
+  shuffle?: boolean;
+  /** Called about every `progressEvery` seconds and at the end of each epoch. */
+  onProgress?: (p: FitProgress) => void;
+  /** Seconds between progress callbacks. Default 0.5. */
+  progressEvery?: number;
+  /** Called after each epoch (for evaluation, checkpoints). Awaited before the next epoch. */
+  onEpochEnd?: (epoch: number, stats: FitStats) => void | Promise<void>;
+  /** Stops cleanly after the batches in flight when aborted (Ctrl-C). */
+  signal?: AbortSignal;
+}
+
+export interface FitProgress {
+  epoch: number;
+  epochs: number;
+  batch: number;
+  batchesPerEpoch: number;
+  samples: number;
+  /** Mean loss over the batches since the last progress report. */
+  loss: number;
+  samplesPerSec: number;
+  etaSeconds: number;
+  /** Mean active-set size of the last layer (all neurons when dense). */
+  avgActive: number;
+  /** Fraction of true labels not retrieved by LSH (0 for dense output layers). */
+  labelMissRate: number;
+}
+
+export interface FitStats {
+  epochs: number;
+  batches: number;
+  samples: number;
+  /** Wall-clock training seconds, rebuilds included, epoch callbacks excluded. */
+  trainSeconds: number;
+  /** Seconds spent rebuilding hash tables. */
+  rebuildSeconds: number;
+  rebuilds: number;
+  samplesPerSec: number;
+  /** Mean loss of the last epoch. */
+  lastLoss: number;
+  /** True if training stopped early because of `signal`. */
+  aborted: boolean;
+}
+
+/** Internal: everything the loop needs from a network. */
+export interface FitTarget {
+  spec: NetSpec;
+  seed: number;
+  /** Rebuilds every sampled layer's tables, split into table ranges across the executor. Returns seconds. */
+  rebuildTables(exec: Executor, round: number): Promise<number>;
+  /** Schedule state persisted across fit() calls (and checkpoints). */
+  schedule: RebuildSchedule | null;
+  /** Batches trained so far over the network's life (seeds and schedule continue across fit calls). */
+  batchesDone: number;
+}
+
+export function resolveFitOptions(o: FitOptions) {
+  const epochs = o.epochs ?? 5;
+  const batchSize = o.batchSize ?? 128;
+  const lr = o.lr ?? 1e-3;
+  if (!Number.isInteger(epochs) || epochs < 0) throw new Error(`Expected non-negative integer for epochs but received ${JSON.stringify(o.epochs)}`);
+  if (!Number.isInteger(batchSize) || batchSize <= 0) throw new Error(`Expected positive integer for batchSize but received ${JSON.stringify(o.batchSize)}`);
+  if (!(lr > 0 && Number.isFinite(lr))) throw new Error(`Expected positive number for lr but received ${JSON.stringify(o.lr)}`);
+  return {
+    epochs,
+    batchSize,
+    lr,
+    beta1: o.beta1 ?? 0.9,
+    beta2: o.beta2 ?? 0.999,
+    eps: o.eps ?? 1e-8,
+    shuffle: o.shuffle ?? true,
+    progressEvery: o.progressEvery ?? 0.5,
+  };
+}
+
+/** Seed of batch `b` (global batch counter) under network seed `seed`. */
+export function batchSeed(seed: number, b: number): number {
+  let x = (Math.imul(seed ^ 0x5bd1e995, 0x9e3779b1) ^ Math.imul(b + 1, 0x85ebca6b)) >>> 0;
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x7feb352d) >>> 0;
+  x ^= x >>> 15;
+  return x >>> 0;
+}
+
+/** Row order of epoch `epoch`: a seeded shuffle, identical for every worker count. */
+export function epochOrder(points: number, seed: number, epoch: number, shuffle: boolean): Uint32Array {
+  const order = new Uint32Array(points);
+  for (let i = 0; i < points; i++) order[i] = i;
+  return shuffle ? shuffleInPlace(order, new Xoshiro128(BigInt(seed) * 1000003n + BigInt(epoch) + 17n)) : order;
+}
+
+export async function fitLoop(target: FitTarget, data: SparseDataset, exec: Executor, opts: FitOptions, startEpoch = 0): Promise<FitStats> {
+  const o = resolveFitOptions(opts);
+  const batchesPerEpoch = Math.ceil(data.points / o.batchSize);
+  const totalBatches = (o.epochs - startEpoch) * batchesPerEpoch;
+  let samples = 0, batches = 0, rebuildSeconds = 0, callbackSeconds = 0;
+  let aborted = false;
+  const t0 = performance.now();
+  let lastReport = t0, repLoss = 0, repSamples = 0, repActive = 0, repMissed = 0, repLabels = 0;
+  let epochLoss = 0, epochSamples = 0, lastLoss = NaN;
+  const failures: Error[] = [];
+
+  const report = (epoch: number, batch: number) => {
+    const now = performance.now();
+    const elapsed = (now - t0) / 1000 - callbackSeconds;
+    const sps = samples / Math.max(elapsed, 1e-9);
+    opts.onProgress?.({
+      epoch, epochs: o.epochs, batch, batchesPerEpoch, samples,
+      loss: repSamples ? repLoss / repSamples : NaN,
+      samplesPerSec: sps,
+      etaSeconds: ((totalBatches - batches) * o.batchSize) / Math.max(sps, 1e-9),
+      avgActive: repSamples ? repActive / repSamples : 0,
+      labelMissRate: repLabels ? repMissed / repLabels : 0,
+    });
+    lastReport = now;
+    repLoss = repSamples = repActive = repMissed = repLabels = 0;
+  };
+
+  for (let epoch = startEpoch; epoch < o.epochs && !aborted; epoch++) {
+    const order = epochOrder(data.points, target.seed, epoch, o.shuffle);
+    epochLoss = epochSamples = 0;
+    const inflight = new Set<Promise<void>>();
+    let nextBatch = 0;
+
+    const runBatch = async (b: number) => {
+      const start = b * o.batchSize;
+      const pointIds = order.slice(start, Math.min(start + o.batchSize, data.points));
+      const global = target.batchesDone + b;
+      const task: TrainTask = {
+        net: target.spec, data, pointIds,
+        lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
+        gradScale: 1 / pointIds.length,
+        seed: batchSeed(target.seed, global),
+      };
+      let r: TrainResult;
+      try {
+        r = await exec.train({ ...task, attempt: 0 });
+      } catch (e1) {
+        try {
+          r = await exec.train({ ...task, attempt: 1 });
+        } catch (e2) {
+          failures.push(new Error(`batch ${b} of epoch ${epoch + 1} failed twice: ${(e2 as Error).message} (first: ${(e1 as Error).message})`));
+          return;
+        }
+      }
+      samples += r.samples; batches++;
+      repLoss += r.lossSum; repSamples += r.samples; repActive += r.activeSum; repMissed += r.missedLabels;
+      for (const p of pointIds) repLabels += data.labelOffsets[p + 1]! - data.labelOffsets[p]!;
+      epochLoss += r.lossSum; epochSamples += r.samples;
+    };
+
+    while (nextBatch < batchesPerEpoch || inflight.size > 0) {
+      if (failures.length) break;
+      if (opts.signal?.aborted) aborted = true;
+      // Rebuilds need quiescent tables: drain the batches in flight first.
+      const due = !aborted && target.schedule !== null && target.schedule.due(target.batchesDone + nextBatch);
+      while (!aborted && !due && nextBatch < batchesPerEpoch && inflight.size < exec.parallelism) {
+        const p: Promise<void> = runBatch(nextBatch++).finally(() => inflight.delete(p));
+        inflight.add(p);
+      }
+      if (inflight.size > 0) {
+        await Promise.race(inflight);
+      } else if (due && target.schedule) {
+        const secs = await target.rebuildTables(exec, target.schedule.rebuilds + 1);
+        rebuildSeconds += secs;
+        target.schedule.done(target.batchesDone + nextBatch);
+      } else if (aborted) {
+        break;
+      }
+      if ((performance.now() - lastReport) / 1000 >= o.progressEvery) report(epoch, nextBatch);
+    }
+    if (failures.length) {
+      await Promise.allSettled(inflight);
+      throw new Error(`training stopped: ${failures[0]!.message}. ${batches} batches completed.`);
+    }
+    target.batchesDone += nextBatch;
+    if (epochSamples > 0) lastLoss = epochLoss / epochSamples;
+    report(epoch, nextBatch);
+    if (opts.onEpochEnd && !aborted) {
+      const cb0 = performance.now();
+      await opts.onEpochEnd(epoch, stats());
+      callbackSeconds += (performance.now() - cb0) / 1000;
+    }
+  }
+
+  function stats(): FitStats {
+    const trainSeconds = (performance.now() - t0) / 1000 - callbackSeconds;
+    return {
+      epochs: o.epochs, batches, samples, trainSeconds, rebuildSeconds,
+      rebuilds: target.schedule?.rebuilds ?? 0,
+      samplesPerSec: samples / Math.max(trainSeconds, 1e-9),
+      lastLoss, aborted,
+    };
+  }
+  return stats();
+}

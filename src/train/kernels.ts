@@ -1,0 +1,36 @@
+// Runs tasks by calling the native kernels directly. Used in-process (workers: 0) and, unchanged,
+// inside each piscina worker, so one worker computes exactly what the serial engine computes.
+import { native } from '../native.js';
+import type { PredictResult, PredictTask, RehashTask, TrainResult, TrainTask } from './tasks.js';
+
+export function runTrain(t: TrainTask): TrainResult {
+  if (t.failAttempt !== undefined && t.failAttempt === (t.attempt ?? 0)) {
+    throw new Error(`injected failure (attempt ${t.attempt ?? 0})`);
+  }
+  const stats = new Float64Array(4);
+  native().netTrainSlice(
+    t.net,
+    t.data,
+    t.pointIds,
+    { mode: 0, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: t.gradScale, seed: t.seed >>> 0 },
+    stats,
+  );
+  return { lossSum: stats[0]!, samples: stats[1]!, activeSum: stats[2]!, missedLabels: stats[3]! };
+}
+
+export function runPredict(t: PredictTask): PredictResult {
+  const n = t.pointIds.length;
+  const idx = new Uint32Array(n * t.k);
+  const val = new Float32Array(n * t.k);
+  native().netPredictSlice(t.net, t.data, t.pointIds, t.k, t.sampled ? 1 : 0, idx, val);
+  return { idx, val };
+}
+
+export function runRehash(t: RehashTask): number {
+  const layer = t.net.layers[t.layer]!;
+  const s = layer.sampling;
+  if (!s) throw new Error(`layer ${t.layer} is not sampled`);
+  const start = performance.now();
+  native().lshRehash(s.hash, s.tables, layer.weights, t.t0, t.t1, t.seed);
+  return (performance.now() - start) / 1000;
+}

@@ -1,0 +1,239 @@
+// Plain TypeScript reference of the network kernels (native/net.h) for tiny networks, in float64 with
+// straightforward per-sample loops and dense gradient accumulators: forward, softmax cross-entropy with
+// labels split evenly, backward, and lazy Adam on touched rows with per-row step counts. Sampled layers
+// take their active sets from a callback (the tests build LSH tables whose candidates are known).
+import type { LayerState } from '../../src/network/native-types.js';
+
+export interface RefLayer {
+  inDim: number;
+  outDim: number;
+  act: number; // 0 relu, 1 softmax, 2 linear
+  inputMajor: boolean;
+  W: Float64Array;
+  b: Float64Array;
+  mW: Float64Array;
+  vW: Float64Array;
+  mb: Float64Array;
+  vb: Float64Array;
+  rowSteps: Uint32Array;
+  biasSteps: Uint32Array;
+}
+
+export interface RefData {
+  points: number;
+  offsets: Uint32Array;
+  indices: Uint32Array;
+  values: Float32Array;
+  labelOffsets: Uint32Array;
+  labelIndices: Uint32Array;
+}
+
+export interface RefHyper {
+  mode: 0 | 1 | 2;
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  gradScale: number;
+}
+
+/**
+ * Active set of layer k >= 1 for the sample at position `pos` of pointIds (dataset row `row`); null for all
+ * neurons. For the last layer while training it must include the labels (the native kernel puts them first).
+ */
+export type ActiveSets = (k: number, pos: number, row: number) => number[] | null;
+
+export function refFromState(layers: LayerState[]): RefLayer[] {
+  return layers.map((l) => ({
+    inDim: l.inDim,
+    outDim: l.outDim,
+    act: l.activation,
+    inputMajor: l.inputMajor === 1,
+    W: Float64Array.from(l.weights),
+    b: Float64Array.from(l.bias),
+    mW: Float64Array.from(l.mWeights),
+    vW: Float64Array.from(l.vWeights),
+    mb: Float64Array.from(l.mBias),
+    vb: Float64Array.from(l.vBias),
+    rowSteps: Uint32Array.from(l.rowSteps),
+    biasSteps: Uint32Array.from(l.biasSteps),
+  }));
+}
+
+function weight(L: RefLayer, j: number, i: number): number {
+  // Weight from input i to neuron j.
+  return L.inputMajor ? L.W[i * L.outDim + j]! : L.W[j * L.inDim + i]!;
+}
+
+export interface RefForward {
+  /** Per layer: activation (hidden) or logits (last), dense (outDim), zeros outside the active set. */
+  acts: Float64Array[];
+  /** Per layer: active set (all neurons when dense). */
+  active: number[][];
+  /** Softmax probabilities of the last layer on its active set (dense, zeros outside). */
+  probs: Float64Array;
+  loss: number;
+}
+
+/** Forward of one sample; labels (may be empty) give the loss. */
+export function refForward(layers: RefLayer[], data: RefData, row: number, pos: number, sets?: ActiveSets): RefForward {
+  const acts: Float64Array[] = [];
+  const active: number[][] = [];
+  const nL = layers.length;
+  let input: Float64Array | null = null;
+  for (let k = 0; k < nL; k++) {
+    const L = layers[k]!;
+    const z = new Float64Array(L.outDim);
+    let S: number[];
+    if (k === 0) {
+      S = [...Array(L.outDim).keys()];
+      for (let j = 0; j < L.outDim; j++) z[j] = L.b[j]!;
+      for (let q = data.offsets[row]!; q < data.offsets[row + 1]!; q++) {
+        const f = data.indices[q]!, x = data.values[q]!;
+        for (let j = 0; j < L.outDim; j++) z[j] += x * weight(L, j, f);
+      }
+    } else {
+      S = sets?.(k, pos, row) ?? [...Array(L.outDim).keys()];
+      for (const j of S) {
+        let s = L.b[j]!;
+        for (let i = 0; i < L.inDim; i++) s += weight(L, j, i) * input![i]!;
+        z[j] = s;
+      }
+    }
+    if (L.act === 0) for (const j of S) z[j] = Math.max(0, z[j]!);
+    acts.push(z);
+    active.push(S);
+    input = z;
+  }
+  const last = acts[nL - 1]!;
+  const S = active[nL - 1]!;
+  let mx = -Infinity;
+  for (const j of S) mx = Math.max(mx, last[j]!);
+  let sum = 0;
+  for (const j of S) sum += Math.exp(last[j]! - mx);
+  const lse = mx + Math.log(sum);
+  const probs = new Float64Array(last.length);
+  for (const j of S) probs[j] = Math.exp(last[j]! - lse);
+  const l0 = data.labelOffsets[row]!, l1 = data.labelOffsets[row + 1]!;
+  let loss = 0;
+  for (let q = l0; q < l1; q++) loss += (lse - last[data.labelIndices[q]!]!) / (l1 - l0);
+  return { acts, active, probs, loss };
+}
+
+export interface RefResult {
+  loss: number;
+  samples: number;
+  active: number;
+}
+
+/** Dense gradients (float64) shaped like each layer's weights and bias. */
+export interface RefGrads {
+  W: Float64Array[];
+  b: Float64Array[];
+}
+
+export function zeroGrads(layers: RefLayer[]): RefGrads {
+  return { W: layers.map((l) => new Float64Array(l.W.length)), b: layers.map((l) => new Float64Array(l.outDim)) };
+}
+
+/**
+ * One netTrainSlice call: mode 0 updates `layers` in place (Adam on touched rows), mode 1 adds gradients
+ * into `grads`, mode 2 only sums the loss.
+ */
+export function refTrainSlice(
+  layers: RefLayer[],
+  data: RefData,
+  pointIds: Uint32Array,
+  h: RefHyper,
+  sets?: ActiveSets,
+  grads?: RefGrads,
+): RefResult {
+  const nL = layers.length;
+  const g = zeroGrads(layers);
+  const touched: Set<number>[] = layers.map(() => new Set<number>());
+  let loss = 0, active = 0, trained = 0;
+  pointIds.forEach((row, pos) => {
+    const l0 = data.labelOffsets[row]!, l1 = data.labelOffsets[row + 1]!;
+    if (l1 === l0) return;
+    trained++;
+    const f = refForward(layers, data, row, pos, sets);
+    loss += f.loss;
+    active += f.active[nL - 1]!.length;
+    // dz of the last layer on its active set.
+    let dz = new Float64Array(layers[nL - 1]!.outDim);
+    for (const j of f.active[nL - 1]!) dz[j] = f.probs[j]! * h.gradScale;
+    for (let q = l0; q < l1; q++) dz[data.labelIndices[q]!]! -= h.gradScale / (l1 - l0);
+    for (let k = nL - 1; k >= 0; k--) {
+      const L = layers[k]!;
+      if (k === 0) {
+        for (let q = data.offsets[row]!; q < data.offsets[row + 1]!; q++) {
+          const feat = data.indices[q]!, x = data.values[q]!;
+          touched[0]!.add(feat);
+          for (let j = 0; j < L.outDim; j++) g.W[0]![feat * L.outDim + j]! += x * dz[j]!;
+        }
+        for (let j = 0; j < L.outDim; j++) g.b[0]![j]! += dz[j]!;
+        break;
+      }
+      const aPrev = f.acts[k - 1]!;
+      const da = new Float64Array(L.inDim);
+      for (const j of f.active[k]!) {
+        touched[k]!.add(j);
+        g.b[k]![j]! += dz[j]!;
+        for (let i = 0; i < L.inDim; i++) {
+          g.W[k]![j * L.inDim + i]! += dz[j]! * aPrev[i]!;
+          da[i]! += dz[j]! * weight(L, j, i);
+        }
+      }
+      const P = layers[k - 1]!;
+      const dzPrev = new Float64Array(P.outDim);
+      for (const i of f.active[k - 1]!) dzPrev[i] = P.act === 0 && !(aPrev[i]! > 0) ? 0 : da[i]!;
+      dz = dzPrev;
+    }
+  });
+  if (h.mode === 1 && grads) {
+    for (let k = 0; k < nL; k++) {
+      for (let i = 0; i < g.W[k]!.length; i++) grads.W[k]![i]! += g.W[k]![i]!;
+      for (let i = 0; i < g.b[k]!.length; i++) grads.b[k]![i]! += g.b[k]![i]!;
+    }
+  }
+  if (h.mode === 0) {
+    const adam = (w: Float64Array, m: Float64Array, v: Float64Array, gr: Float64Array, o: number, n: number, t: number) => {
+      const c1 = 1 - h.beta1 ** t, c2 = 1 - h.beta2 ** t;
+      for (let i = o; i < o + n; i++) {
+        m[i] = h.beta1 * m[i]! + (1 - h.beta1) * gr[i]!;
+        v[i] = h.beta2 * v[i]! + (1 - h.beta2) * gr[i]! * gr[i]!;
+        w[i]! -= (h.lr * (m[i]! / c1)) / (Math.sqrt(v[i]! / c2) + h.eps);
+      }
+    };
+    for (let k = 0; k < nL; k++) {
+      const L = layers[k]!;
+      const width = L.inputMajor ? L.outDim : L.inDim;
+      for (const r of touched[k]!) {
+        const t = ++L.rowSteps[r]!;
+        adam(L.W, L.mW, L.vW, g.W[k]!, r * width, width, t);
+        if (!L.inputMajor) adam(L.b, L.mb, L.vb, g.b[k]!, r, 1, t);
+      }
+      if (L.inputMajor && trained > 0) adam(L.b, L.mb, L.vb, g.b[k]!, 0, L.outDim, ++L.biasSteps[0]!);
+    }
+  }
+  return { loss, samples: pointIds.length, active };
+}
+
+/** Top-k (descending probability, ties by smaller id) of the last layer, as netPredictSlice reports it. */
+export function refPredict(
+  layers: RefLayer[],
+  data: RefData,
+  row: number,
+  k: number,
+  sets?: ActiveSets,
+): { idx: number[]; val: number[] } {
+  const f = refForward(layers, data, row, 0, sets);
+  const S = [...f.active[layers.length - 1]!];
+  S.sort((a, b) => f.probs[b]! - f.probs[a]! || a - b);
+  const idx: number[] = [], val: number[] = [];
+  for (let e = 0; e < k; e++) {
+    idx.push(e < S.length ? S[e]! : 0xffffffff);
+    val.push(e < S.length ? f.probs[S[e]!]! : 0);
+  }
+  return { idx, val };
+}

@@ -1,0 +1,114 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtemp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../../src/util/atomic-write.js';
+
+let dir: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sublinear-atomic-'));
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const OLD = Buffer.from('the previous model, which must survive\n');
+
+describe('writeFileAtomic', () => {
+  it('writes array and async-iterable chunks, including SharedArrayBuffer views, and returns the size', async () => {
+    const target = join(dir, 'out.bin');
+    expect(await writeFileAtomic(target, [Uint8Array.of(1, 2), new Uint8Array(0), Uint8Array.of(3)])).toBe(3);
+    expect([...(await readFile(target))]).toEqual([1, 2, 3]);
+
+    const shared = new Uint8Array(new SharedArrayBuffer(16));
+    for (let i = 0; i < 16; i++) shared[i] = 100 + i;
+    async function* gen() {
+      yield shared.subarray(0, 10);
+      yield shared.subarray(10);
+    }
+    expect(await writeFileAtomic(target, gen())).toBe(16);
+    expect([...(await readFile(target))]).toEqual(Array.from({ length: 16 }, (_, i) => 100 + i));
+    expect(await readdir(dir)).toEqual(['out.bin']);
+  });
+
+  it('writes through a temporary file next to the target, invisible until the rename', async () => {
+    const target = join(dir, 'model.bin');
+    await writeFile(target, OLD);
+    const seen: string[][] = [];
+    async function* gen() {
+      yield Uint8Array.of(1);
+      // Mid-write: the target still holds the old bytes and one temporary file exists.
+      seen.push(await readdir(dir));
+      expect(await readFile(target)).toEqual(OLD);
+      yield Uint8Array.of(2);
+    }
+    await writeFileAtomic(target, gen());
+    expect(seen[0]!.length).toBe(2);
+    const tmp = seen[0]!.find((n) => n !== 'model.bin')!;
+    expect(tmp).toMatch(new RegExp(`^\\.model\\.bin\\.tmp-${process.pid}-[0-9a-f]{12}$`));
+    expect([...(await readFile(target))]).toEqual([1, 2]);
+    expect(await readdir(dir)).toEqual(['model.bin']);
+  });
+
+  it('a failure mid-write leaves the previous file byte-identical and no temporary file', async () => {
+    const target = join(dir, 'model.bin');
+    await writeFile(target, OLD);
+    const before = await stat(target);
+    let produced = 0;
+    async function* failing() {
+      for (let i = 0; i < 10; i++) {
+        if (i === 4) throw new Error('disk on fire');
+        produced++;
+        yield new Uint8Array(64 * 1024).fill(i); // 256 kB reach the temporary file before the failure
+      }
+    }
+    await expect(writeFileAtomic(target, failing())).rejects.toThrow('disk on fire');
+    expect(produced).toBe(4);
+    expect(await readFile(target)).toEqual(OLD);
+    expect((await stat(target)).mtimeMs).toBe(before.mtimeMs);
+    expect(await readdir(dir)).toEqual(['model.bin']);
+  });
+
+  it('a synchronous iterable that throws is handled the same way', async () => {
+    const target = join(dir, 'model.bin');
+    await writeFile(target, OLD);
+    function* failing() {
+      yield Uint8Array.of(9, 9, 9);
+      throw new RangeError('producer bug');
+    }
+    await expect(writeFileAtomic(target, failing())).rejects.toThrow('producer bug');
+    expect(await readFile(target)).toEqual(OLD);
+    expect(await readdir(dir)).toEqual(['model.bin']);
+  });
+
+  it('rejects non-Uint8Array chunks without touching the target', async () => {
+    const target = join(dir, 'model.bin');
+    await writeFile(target, OLD);
+    await expect(writeFileAtomic(target, [Uint8Array.of(1), 'text' as unknown as Uint8Array])).rejects.toThrow(
+      `writeFileAtomic(${target}): expected Uint8Array chunks but received string`,
+    );
+    expect(await readFile(target)).toEqual(OLD);
+    expect(await readdir(dir)).toEqual(['model.bin']);
+  });
+
+  it('a failing rename (target is a directory) removes the temporary file', async () => {
+    const target = join(dir, 'model.bin');
+    await mkdir(target);
+    await writeFile(join(target, 'keep'), 'x');
+    await expect(writeFileAtomic(target, [Uint8Array.of(1, 2, 3)])).rejects.toThrow(/EISDIR|ENOTEMPTY|EEXIST|EPERM/);
+    expect(await readdir(dir)).toEqual(['model.bin']);
+    expect(await readFile(join(target, 'keep'), 'utf8')).toBe('x');
+  });
+
+  it('fails cleanly when the directory does not exist', async () => {
+    await expect(writeFileAtomic(join(dir, 'missing', 'model.bin'), [Uint8Array.of(1)])).rejects.toThrow(/ENOENT/);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('honours mode and the fsync switch', async () => {
+    const target = join(dir, 'private.bin');
+    await writeFileAtomic(target, [Uint8Array.of(7)], { mode: 0o600, fsync: false });
+    expect((await stat(target)).mode & 0o777).toBe(0o600);
+    expect([...(await readFile(target))]).toEqual([7]);
+  });
+});
