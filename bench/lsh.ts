@@ -2,23 +2,29 @@
 // size and recall@10 against the exact top-10 inner products, for SimHash and DWTA, compared with a
 // brute-force top-10 scan run in the same process.
 //
-//   node dist/bench/lsh.js [--json] [--neurons n] [--dim d] [--K k] [--L l] [--queries q] [--budget b] [--seed s]
+//   node dist/bench/lsh.js [--json] [--neurons n] [--dim d] [--K k] [--simK k] [--L l] [--queries q]
+//                          [--budget b] [--workers w] [--seed s]
+//   (--budget b > 0 switches both families from union queries to the top-b ids by table frequency)
 //
 // Data (why it has structure): label embeddings of extreme classification are not isotropic noise; similar
-// labels form groups. We draw `neurons / 32` cluster centres c ~ N(0, I_d); each neuron is c + 0.6 * g (g ~
-// N(0, I_d)) for a random centre, and each query is a noisy copy of a random neuron (neuron + 0.6 * g). The
+// labels form groups. We draw `neurons / 32` cluster centres c ~ N(0, I_d); each neuron is c + 0.4 * g (g ~
+// N(0, I_d)) for a random centre, and each query is a noisy copy of a random neuron (neuron + 0.4 * g). The
 // exact top-10 of a query are then mostly its source's cluster-mates - a real nearest-neighbour structure for
-// LSH to find - while the inner products still have to be computed to rank them (norms vary).
+// LSH to find - while the inner products still have to be computed to rank them (norms vary). Same recipe
+// as test/lsh/recall.test.ts.
 //
-// Timing, all single-threaded in one process:
+// Timing, single-threaded in one process unless stated:
 // - build: hashing every neuron in all L tables + counting-sort rebuild (one lshRehash call);
+// - parallel build: the same tables rebuilt by `--workers` worker threads (default 2), each running lshRehash on
+//   a contiguous range of tables over the shared arrays, as the trainer does (workers started beforehand);
 // - LSH query time = hashing the queries + the candidate query (lshQuery) + exact inner products over the
 //   candidates and top-10 selection (lshInnerTopK with candidate lists): everything an LSH layer pays;
 // - brute force = lshInnerTopK over all neurons (8 queries share each pass over the weight matrix, AVX2 /
 //   AVX-512 dot products), the same kernel the LSH path uses for its candidates.
 // speedupVsBruteForce = brute-force seconds per query / LSH seconds per query.
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { native } from '../src/native.js';
-import { LshIndex, type LshFamily, type LshQueryOptions } from '../src/lsh/index.js';
+import { LshIndex, type HashSpec, type LshFamily, type LshQueryOptions, type TablesSpec } from '../src/lsh/index.js';
 import { Xoshiro128 } from '../src/util/rng.js';
 
 interface Args {
@@ -26,14 +32,16 @@ interface Args {
   neurons: number;
   dim: number;
   K: number;
+  simK: number;
   L: number;
   queries: number;
   budget: number;
+  workers: number;
   seed: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { json: false, neurons: 670_091, dim: 128, K: 6, L: 50, queries: 1000, budget: 0, seed: 1 };
+  const a: Args = { json: false, neurons: 670_091, dim: 128, K: 6, simK: 16, L: 50, queries: 1000, budget: 0, workers: 2, seed: 1 };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     if (flag === '--json') {
@@ -56,21 +64,71 @@ function makeData(a: Args): { neurons: Float32Array; queries: Float32Array } {
   const nc = Math.max(1, Math.floor(a.neurons / 32));
   const centres = new Float32Array(nc * dim);
   for (let i = 0; i < centres.length; i++) centres[i] = rng.normal();
-  const neurons = new Float32Array(a.neurons * dim);
+  // Shared memory: the parallel build's workers read the neurons without a copy.
+  const neurons = new Float32Array(new SharedArrayBuffer(a.neurons * dim * 4));
   for (let n = 0; n < a.neurons; n++) {
     const c = rng.below(nc) * dim;
-    for (let d = 0; d < dim; d++) neurons[n * dim + d] = centres[c + d]! + 0.6 * rng.normal();
+    for (let d = 0; d < dim; d++) neurons[n * dim + d] = centres[c + d]! + 0.4 * rng.normal();
   }
   const queries = new Float32Array(a.queries * dim);
   for (let q = 0; q < a.queries; q++) {
     const src = rng.below(a.neurons) * dim;
-    for (let d = 0; d < dim; d++) queries[q * dim + d] = neurons[src + d]! + 0.6 * rng.normal();
+    for (let d = 0; d < dim; d++) queries[q * dim + d] = neurons[src + d]! + 0.4 * rng.normal();
   }
   return { neurons, queries };
 }
 
 function seconds(t0: bigint): number {
   return Number(process.hrtime.bigint() - t0) / 1e9;
+}
+
+/** Worker threads that rebuild table ranges of shared tables (the trainer's parallel rebuild, in miniature). */
+class RebuildPool {
+  private readonly workers: Worker[];
+  constructor(n: number) {
+    this.workers = Array.from({ length: n }, () => new Worker(new URL(import.meta.url), { workerData: { role: 'rebuild' } }));
+  }
+  async ready(): Promise<void> {
+    await Promise.all(this.workers.map((w) => new Promise((resolve) => w.once('message', resolve))));
+  }
+  /** Rebuilds all L tables, worker i taking tables [i * L / n, (i + 1) * L / n). */
+  async rehash(hash: HashSpec, tables: TablesSpec, vectors: Float32Array, seed: number): Promise<void> {
+    const n = this.workers.length, L = tables.L;
+    await Promise.all(
+      this.workers.map(
+        (w, i) =>
+          new Promise<void>((resolve, reject) => {
+            const t0 = Math.floor((i * L) / n), t1 = Math.floor(((i + 1) * L) / n);
+            if (t0 === t1) return resolve();
+            w.once('message', (m: { error?: string }) => (m.error ? reject(new Error(m.error)) : resolve()));
+            w.postMessage({ hash, tables, vectors, t0, t1, seed });
+          }),
+      ),
+    );
+  }
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+}
+
+function workerMain(): void {
+  const addon = native(); // load before reporting ready, so the timing excludes it
+  parentPort!.postMessage('ready');
+  parentPort!.on('message', (m: { hash: HashSpec; tables: TablesSpec; vectors: Float32Array; t0: number; t1: number; seed: number }) => {
+    try {
+      addon.lshRehash(m.hash, m.tables, m.vectors, m.t0, m.t1, m.seed);
+      parentPort!.postMessage({});
+    } catch (e) {
+      parentPort!.postMessage({ error: (e as Error).message });
+    }
+  });
+}
+
+/** FNV-1a over the table arrays that a rebuild writes (compares two rebuilds without a second copy). */
+function tablesChecksum(t: TablesSpec): number {
+  let h = 0x811c9dc5;
+  for (const a of [t.offsets, t.fill, t.seen, t.ids, t.keys]) for (let i = 0; i < a.length; i++) h = Math.imul(h ^ a[i]!, 16777619);
+  return h >>> 0;
 }
 
 interface RunResult {
@@ -84,6 +142,9 @@ interface RunResult {
   mode: string;
   budget: number | null;
   buildSeconds: number;
+  parallelBuildSeconds: number;
+  buildWorkers: number;
+  parallelBuildMatchesSerial: boolean;
   tablesMB: number;
   hashSecondsPerQuery: number;
   querySecondsPerQuery: number;
@@ -95,7 +156,7 @@ interface RunResult {
   speedupVsBruteForce: number;
 }
 
-function run(
+async function run(
   a: Args,
   family: LshFamily,
   K: number,
@@ -103,14 +164,24 @@ function run(
   exact: Uint32Array,
   bruteSecPerQuery: number,
   qopts: LshQueryOptions,
-): RunResult {
+  pool: RebuildPool,
+): Promise<RunResult> {
   const { dim, neurons: N, queries: q, L } = a;
   const index = new LshIndex({ family, K, L, dim, seed: a.seed + 17 });
   let t = process.hrtime.bigint();
   index.build(data.neurons, N);
   const buildSeconds = seconds(t);
 
+  // Parallel rebuild by table ranges, then a serial rebuild with the same seed: the tables must be identical.
   const addon = native();
+  const tables = index.tables!;
+  t = process.hrtime.bigint();
+  await pool.rehash(index.hashSpec, tables, data.neurons, 4242);
+  const parallelBuildSeconds = seconds(t);
+  const parallelSum = tablesChecksum(tables);
+  addon.lshRehash(index.hashSpec, tables, data.neurons, 0, L, 4242);
+  const parallelBuildMatchesSerial = tablesChecksum(tables) === parallelSum;
+
   // Warm-up (page faults of the output buffers and scratch).
   index.query(data.queries.subarray(0, Math.min(q, 16) * dim), Math.min(q, 16), qopts);
 
@@ -132,7 +203,6 @@ function run(
     for (let j = 0; j < 10; j++) if (truth.has(outIdx[i * 10 + j]!)) hits++;
   }
   const lshSecPerQuery = (hashSec + querySec + scoreSec) / q;
-  const tables = index.tables!;
   return {
     family,
     K,
@@ -144,6 +214,9 @@ function run(
     mode: qopts.mode ?? 'union',
     budget: qopts.budget === undefined ? null : qopts.budget,
     buildSeconds: round(buildSeconds, 3),
+    parallelBuildSeconds: round(parallelBuildSeconds, 3),
+    buildWorkers: a.workers,
+    parallelBuildMatchesSerial,
     tablesMB: round(index.memoryBytes() / 1e6, 1),
     hashSecondsPerQuery: hashSec / q,
     querySecondsPerQuery: querySec / q,
@@ -153,7 +226,6 @@ function run(
     recallAt10: round(hits / (10 * q), 4),
     bruteForceSecondsPerQuery: bruteSecPerQuery,
     speedupVsBruteForce: round(bruteSecPerQuery / lshSecPerQuery, 2),
-    ...(tables ? {} : {}),
   };
 }
 
@@ -162,7 +234,7 @@ function round(x: number, digits: number): number {
   return Math.round(x * f) / f;
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const log = (s: string): void => {
     if (!a.json) console.log(s);
@@ -170,8 +242,10 @@ function main(): void {
   };
   const addon = native();
   log(`lsh bench: ${a.neurons} neurons x ${a.dim} dims, ${a.queries} queries, L = ${a.L} (cpu: ${JSON.stringify(addon.cpuFeatures())})`);
+  const pool = new RebuildPool(Math.max(1, a.workers));
   let t = process.hrtime.bigint();
   const data = makeData(a);
+  await pool.ready();
   log(`data: ${seconds(t).toFixed(2)} s`);
 
   t = process.hrtime.bigint();
@@ -182,22 +256,34 @@ function main(): void {
 
   const qopts: LshQueryOptions = a.budget > 0 ? { mode: 'topk', budget: a.budget } : { mode: 'union' };
   const results: RunResult[] = [];
-  for (const [family, K] of [
-    ['simhash', 18],
-    ['dwta', a.K],
-  ] as [LshFamily, number][]) {
-    const r = run(a, family, K, data, exact, brute, qopts);
-    results.push(r);
-    log(
-      `${family.padEnd(8)} K=${K} L=${a.L} rangeBits=${r.rangeBits}: build ${r.buildSeconds.toFixed(2)} s, tables ${r.tablesMB} MB, ` +
-        `${r.queriesPerSec.toFixed(0)} queries/s (hash ${(r.hashSecondsPerQuery * 1e6).toFixed(1)} us + query ${(r.querySecondsPerQuery * 1e6).toFixed(1)} us + score ${(r.scoreSecondsPerQuery * 1e6).toFixed(1)} us), ` +
-        `${r.avgCandidates} candidates, recall@10 ${r.recallAt10.toFixed(3)}, speedup ${r.speedupVsBruteForce.toFixed(1)}x`,
-    );
+  try {
+    for (const [family, K] of [
+      ['simhash', a.simK],
+      ['dwta', a.K],
+    ] as [LshFamily, number][]) {
+      const r = await run(a, family, K, data, exact, brute, qopts, pool);
+      results.push(r);
+      log(
+        `${family.padEnd(8)} K=${K} L=${a.L} rangeBits=${r.rangeBits} ${r.mode}${r.budget ? ` ${r.budget}` : ''}: ` +
+          `build ${r.buildSeconds.toFixed(2)} s (${r.buildWorkers} workers: ${r.parallelBuildSeconds.toFixed(2)} s, ` +
+          `${r.parallelBuildMatchesSerial ? 'identical tables' : 'TABLES DIFFER'}), tables ${r.tablesMB} MB, ` +
+          `${r.queriesPerSec.toFixed(0)} queries/s (hash ${(r.hashSecondsPerQuery * 1e6).toFixed(1)} us + query ` +
+          `${(r.querySecondsPerQuery * 1e6).toFixed(1)} us + score ${(r.scoreSecondsPerQuery * 1e6).toFixed(1)} us), ` +
+          `${r.avgCandidates} candidates, recall@10 ${r.recallAt10.toFixed(3)}, speedup ${r.speedupVsBruteForce.toFixed(1)}x`,
+      );
+      if (!r.parallelBuildMatchesSerial) process.exitCode = 1;
+    }
+  } finally {
+    await pool.close();
   }
-  if (a.json) {
-    for (const r of results.slice(0, -1)) console.log(JSON.stringify(r));
-    console.log(JSON.stringify(results[results.length - 1]));
-  }
+  if (a.json) for (const r of results) console.log(JSON.stringify(r)); // the DWTA run is the last line
 }
 
-main();
+if (isMainThread) {
+  main().catch((e) => {
+    console.error((e as Error).message);
+    process.exit(1);
+  });
+} else if ((workerData as { role?: string } | null)?.role === 'rebuild') {
+  workerMain();
+}

@@ -1,10 +1,11 @@
-// Appends CSR rows into growable typed arrays, then hands out an exactly-sized SparseDataset on
-// SharedArrayBuffers. Shared by the text readers, the synthetic generator and `subset`.
+// Appends CSR rows into growable typed arrays on SharedArrayBuffers, then hands out a SparseDataset.
+// Shared by the text readers and the synthetic generator.
 //
-// Memory: while growing, arrays live on plain ArrayBuffers and grow by 1.5x (not 2x) so that the slack
-// stays small; `reserve` lets a reader pre-size from an estimate so that a large file usually needs no
-// growth at all. `toDataset` copies once into exactly-sized SharedArrayBuffers, so the peak is about
-// (builder capacity + final size), i.e. 2-2.5x the final CSR, and the builder is garbage afterwards.
+// Memory: arrays grow by 1.5x (not 2x) so that the slack stays small, and `reserve` lets a reader pre-size
+// from an estimate (the readers estimate from the first chunk, +3%), so a large file usually needs no growth
+// at all. `toDataset` then returns views of the builder's own buffers when at most 1/8 of an array is
+// unused (no copy: the peak stays near the final size), and copies into an exactly-sized
+// SharedArrayBuffer otherwise (peak about builder capacity + final size).
 import { sharedFloat32, sharedUint32, type SparseDataset } from './csr.js';
 
 /** Offsets are Uint32: a dataset holds at most 2^32 - 1 nonzeros and 2^32 - 1 label entries. */
@@ -28,19 +29,19 @@ export class CsrBuilder {
 
   constructor(initialPoints = MIN_CAPACITY, initialNnz = MIN_CAPACITY * 16, initialLabels = MIN_CAPACITY * 4) {
     const p = Math.max(2, Math.ceil(initialPoints) + 1);
-    this.offsets = new Uint32Array(p);
-    this.labelOffsets = new Uint32Array(p);
-    this.indices = new Uint32Array(Math.max(1, Math.ceil(initialNnz)));
-    this.values = new Float32Array(this.indices.length);
-    this.labelIndices = new Uint32Array(Math.max(1, Math.ceil(initialLabels)));
+    this.offsets = sharedUint32(p);
+    this.labelOffsets = sharedUint32(p);
+    this.indices = sharedUint32(Math.max(1, Math.ceil(initialNnz)));
+    this.values = sharedFloat32(this.indices.length);
+    this.labelIndices = sharedUint32(Math.max(1, Math.ceil(initialLabels)));
   }
 
   /** Makes room for at least `points` rows (offsets of length points + 1). */
   growPoints(points: number): void {
     if (points + 1 <= this.offsets.length) return;
     const cap = grownCapacity(this.offsets.length, points + 1);
-    this.offsets = copyInto(new Uint32Array(cap), this.offsets, this.points + 1);
-    this.labelOffsets = copyInto(new Uint32Array(cap), this.labelOffsets, this.points + 1);
+    this.offsets = copyInto(sharedUint32(cap), this.offsets, this.points + 1);
+    this.labelOffsets = copyInto(sharedUint32(cap), this.labelOffsets, this.points + 1);
   }
 
   /** Makes room for at least `n` feature entries in total. */
@@ -48,8 +49,8 @@ export class CsrBuilder {
     if (n <= this.indices.length) return;
     if (n > MAX_ENTRIES) throw new RangeError(`more than ${MAX_ENTRIES} nonzeros: CSR offsets are Uint32`);
     const cap = Math.min(MAX_ENTRIES, grownCapacity(this.indices.length, n));
-    this.indices = copyInto(new Uint32Array(cap), this.indices, this.nnz);
-    this.values = copyInto(new Float32Array(cap), this.values, this.nnz);
+    this.indices = copyInto(sharedUint32(cap), this.indices, this.nnz);
+    this.values = copyInto(sharedFloat32(cap), this.values, this.nnz);
   }
 
   /** Makes room for at least `n` label entries in total. */
@@ -57,7 +58,7 @@ export class CsrBuilder {
     if (n <= this.labelIndices.length) return;
     if (n > MAX_ENTRIES) throw new RangeError(`more than ${MAX_ENTRIES} label entries: CSR offsets are Uint32`);
     const cap = Math.min(MAX_ENTRIES, grownCapacity(this.labelIndices.length, n));
-    this.labelIndices = copyInto(new Uint32Array(cap), this.labelIndices, this.nLabels);
+    this.labelIndices = copyInto(sharedUint32(cap), this.labelIndices, this.nLabels);
   }
 
   /**
@@ -67,17 +68,17 @@ export class CsrBuilder {
   reserve(points: number, nnz: number, labels: number): void {
     if (points + 1 > this.offsets.length) {
       const cap = Math.ceil(points) + 1;
-      this.offsets = copyInto(new Uint32Array(cap), this.offsets, this.points + 1);
-      this.labelOffsets = copyInto(new Uint32Array(cap), this.labelOffsets, this.points + 1);
+      this.offsets = copyInto(sharedUint32(cap), this.offsets, this.points + 1);
+      this.labelOffsets = copyInto(sharedUint32(cap), this.labelOffsets, this.points + 1);
     }
     if (nnz > this.indices.length) {
       const cap = Math.min(MAX_ENTRIES, Math.ceil(nnz));
-      this.indices = copyInto(new Uint32Array(cap), this.indices, this.nnz);
-      this.values = copyInto(new Float32Array(cap), this.values, this.nnz);
+      this.indices = copyInto(sharedUint32(cap), this.indices, this.nnz);
+      this.values = copyInto(sharedFloat32(cap), this.values, this.nnz);
     }
     if (labels > this.labelIndices.length) {
       const cap = Math.min(MAX_ENTRIES, Math.ceil(labels));
-      this.labelIndices = copyInto(new Uint32Array(cap), this.labelIndices, this.nLabels);
+      this.labelIndices = copyInto(sharedUint32(cap), this.labelIndices, this.nLabels);
     }
   }
 
@@ -114,23 +115,33 @@ export class CsrBuilder {
     this.labelOffsets[p] = this.nLabels;
   }
 
-  /** Copies into exactly-sized SharedArrayBuffers (see csr.ts) and returns the dataset. */
+  /**
+   * The dataset: views of the builder's arrays where little is unused, exact copies elsewhere (see the
+   * top of this file). The builder must not be used afterwards.
+   */
   toDataset(features: number, labels: number): SparseDataset {
     const n = this.points;
-    const offsets = sharedUint32(n + 1);
-    offsets.set(this.offsets.subarray(0, n + 1));
-    const labelOffsets = sharedUint32(n + 1);
-    labelOffsets.set(this.labelOffsets.subarray(0, n + 1));
     const nnz = this.offsets[n]!;
     const nl = this.labelOffsets[n]!;
-    const indices = sharedUint32(nnz);
-    indices.set(this.indices.subarray(0, nnz));
-    const values = sharedFloat32(nnz);
-    values.set(this.values.subarray(0, nnz));
-    const labelIndices = sharedUint32(nl);
-    labelIndices.set(this.labelIndices.subarray(0, nl));
-    return { points: n, features, labels, offsets, indices, values, labelOffsets, labelIndices };
+    return {
+      points: n,
+      features,
+      labels,
+      offsets: fit(this.offsets, n + 1, sharedUint32),
+      indices: fit(this.indices, nnz, sharedUint32),
+      values: fit(this.values, nnz, sharedFloat32),
+      labelOffsets: fit(this.labelOffsets, n + 1, sharedUint32),
+      labelIndices: fit(this.labelIndices, nl, sharedUint32),
+    };
   }
+}
+
+/** The first `length` elements: a view if at most 1/8 of the array would be wasted, else a copy. */
+function fit<T extends Uint32Array | Float32Array>(a: T, length: number, alloc: (n: number) => T): T {
+  if (a.length - length <= a.length / 8) return a.subarray(0, length) as T;
+  const out = alloc(length);
+  out.set(a.subarray(0, length) as never);
+  return out;
 }
 
 function grownCapacity(current: number, needed: number): number {

@@ -1,6 +1,7 @@
 // Reader for multi-label LIBSVM files: `l1,l2 f:v f:v ...` per line, no header, feature ids usually
 // 1-based. Shares the byte parser (and every rule about sorting, duplicates and errors) with the XC reader:
 // see datasets/line-parser.ts.
+import { stat } from 'node:fs/promises';
 import { CsrBuilder } from './csr-builder.js';
 import type { SparseDataset } from './csr.js';
 import { LineParser, streamLines, type StreamOptions } from './line-parser.js';
@@ -27,32 +28,30 @@ export async function readLibsvm(path: string, opts: ReadLibsvmOptions = {}): Pr
       throw new Error(`Expected non-negative integer for ${k} but received ${v}`);
     }
   }
-  let parser: LineParser | undefined;
+  // Initial capacities from the file size: a nonzero takes at least 4 bytes (`1:1 `), a label 2 (`1,`).
+  const total = (await stat(path)).size;
+  const parser = new LineParser(
+    {
+      file: opts.displayName ?? path,
+      features: opts.features,
+      labels: opts.labels,
+      featureBase: (opts.oneBased ?? true) ? 1 : 0,
+      labelBase: opts.labelsOneBased ? 1 : 0,
+      lineOffset: 0,
+    },
+    new CsrBuilder(Math.min(total + 1, 1 << 16), Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18)),
+  );
   let sampled = false;
   await streamLines(
     path,
-    (buf, start, end, consumed, total, eof) => {
-      if (!parser) {
-        parser = new LineParser(
-          {
-            file: opts.displayName ?? path,
-            features: opts.features,
-            labels: opts.labels,
-            featureBase: (opts.oneBased ?? true) ? 1 : 0,
-            labelBase: opts.labelsOneBased ? 1 : 0,
-            lineOffset: 0,
-          },
-          new CsrBuilder(Math.min(total + 1, 1 << 16), Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18)),
-        );
-      }
+    (buf, start, end, consumed, size, eof) => {
       parser.parse(buf, start, end);
       if (!sampled && !eof) {
         sampled = true;
-        parser.reserveFromSample(consumed, total);
+        parser.reserveFromSample(consumed, size);
       }
     },
     opts,
   );
-  if (!parser) parser = new LineParser({ file: path, featureBase: 1, labelBase: 0, lineOffset: 0 });
   return parser.builder.toDataset(opts.features ?? parser.maxFeature + 1, opts.labels ?? parser.maxLabel + 1);
 }

@@ -121,18 +121,18 @@ export class LineParser {
         pos += c === NL ? 1 : 2;
         continue;
       }
-      if (this.blankLine !== 0) throw new DataFormatError(this.file, this.blankLine, BLANK_LINE_PROBLEM);
       if (b.points >= this.maxPoints) {
         // Whitespace-only lines after the declared points are as harmless as blank ones.
         let q = pos;
         while (buf[q] === SP || buf[q] === TAB || buf[q] === CR) q++;
         if (buf[q] === NL) {
-          this.blankLine = line;
+          if (this.blankLine === 0) this.blankLine = line;
           pos = q + 1;
           continue;
         }
         throw new DataFormatError(this.file, line, `more points than the header declares (${this.maxPoints})`);
       }
+      if (this.blankLine !== 0) throw new DataFormatError(this.file, this.blankLine, BLANK_LINE_PROBLEM);
       const rowF = nnz, rowL = nl;
       let prevF = -1, prevL = -1;
       let unsortedF = false, unsortedL = false;
@@ -431,55 +431,72 @@ export type ChunkSink = (buf: Uint8Array, start: number, end: number, consumed: 
  * Reads `path` in chunks and hands each run of complete lines to `sink`. A partial line at the end of a
  * chunk is carried over to the next read; an unterminated last line gets a '\n' appended; a UTF-8 byte
  * order mark at the start is skipped. `consumed` counts the bytes handed to the sink so far.
+ * Double-buffered: the next chunk is read (in libuv's thread pool) while the sink parses the current one,
+ * so parsing never waits for the disk when the disk keeps up.
  */
 export async function streamLines(path: string, sink: ChunkSink, opts: StreamOptions = {}): Promise<void> {
   const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
   const fh = await open(path, 'r');
+  let inFlight: Promise<unknown> | undefined;
   try {
     const total = (await fh.stat()).size;
-    // One spare byte for the '\n' appended to an unterminated last line.
-    let buf = Buffer.allocUnsafe(chunk + 1);
-    let filled = 0;
-    let readTotal = 0;
-    let consumed = 0;
-    let bomChecked = false;
-    let start = 0;
+    // One spare byte in each buffer for the '\n' appended to an unterminated last line.
+    let cur = Buffer.allocUnsafe(chunk + 1);
+    let nxt = Buffer.allocUnsafe(chunk + 1);
+    let filled = 0, readTotal = 0, consumed = 0, start = 0;
+    let eof = false, bomChecked = false;
     for (;;) {
-      if (filled === buf.length - 1) {
-        // A single line longer than the buffer: grow it.
-        const bigger = Buffer.allocUnsafe((buf.length - 1) * 2 + 1);
-        buf.copy(bigger, 0, 0, filled);
-        buf = bigger;
-      }
-      const { bytesRead } = await fh.read(buf, filled, buf.length - 1 - filled, null);
-      const eof = bytesRead === 0;
-      filled += bytesRead;
-      readTotal += bytesRead;
-      if (!bomChecked) {
-        if (!eof && filled < 3) continue;
-        bomChecked = true;
-        if (filled >= 3 && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf) {
-          start = 3;
-          consumed = 3;
+      // 1. Read until cur holds at least one complete line, or the rest of the file.
+      let lineEnd = 0;
+      for (;;) {
+        if (!bomChecked && (filled >= 3 || eof)) {
+          bomChecked = true;
+          if (filled >= 3 && cur[0] === 0xef && cur[1] === 0xbb && cur[2] === 0xbf) start = consumed = 3;
         }
+        if (bomChecked) {
+          if (eof) {
+            lineEnd = filled;
+            if (filled > start && cur[filled - 1] !== NL) cur[lineEnd++] = NL;
+            break;
+          }
+          if (filled > start) lineEnd = cur.lastIndexOf(NL, filled - 1) + 1;
+          if (lineEnd > start) break;
+        }
+        if (filled === cur.length - 1) {
+          // A single line longer than the buffer: grow it.
+          const bigger = Buffer.allocUnsafe((cur.length - 1) * 2 + 1);
+          cur.copy(bigger, 0, 0, filled);
+          cur = bigger;
+        }
+        const { bytesRead } = await fh.read(cur, filled, cur.length - 1 - filled, null);
+        if (bytesRead === 0) eof = true;
+        filled += bytesRead;
+        readTotal += bytesRead;
       }
-      let lineEnd: number;
-      if (eof) {
-        lineEnd = filled;
-        if (filled > start && buf[filled - 1] !== NL) buf[lineEnd++] = NL;
-      } else {
-        lineEnd = buf.lastIndexOf(NL, filled - 1) + 1;
-        if (lineEnd <= start) continue; // no complete line yet: read more
+      // 2. Start reading the next chunk behind the carried-over partial line, then parse this one.
+      let next: Promise<{ bytesRead: number }> | undefined;
+      const leftover = filled - lineEnd;
+      if (!eof) {
+        if (nxt.length - 1 - leftover < chunk) nxt = Buffer.allocUnsafe(leftover + chunk + 1);
+        cur.copy(nxt, 0, lineEnd, filled);
+        next = fh.read(nxt, leftover, nxt.length - 1 - leftover, null);
+        inFlight = next;
+        next.catch(() => {}); // if the sink throws first, the finally block waits for this read
       }
       consumed += Math.min(lineEnd, filled) - start;
-      sink(buf, start, lineEnd, consumed, total, eof);
+      sink(cur, start, lineEnd, consumed, total, eof);
       opts.onProgress?.(readTotal, total);
-      if (eof) return;
-      buf.copyWithin(0, lineEnd, filled);
-      filled -= lineEnd;
+      if (!next) return;
+      const { bytesRead } = await next;
+      inFlight = undefined;
+      if (bytesRead === 0) eof = true;
+      readTotal += bytesRead;
+      [cur, nxt] = [nxt, cur];
+      filled = leftover + bytesRead;
       start = 0;
     }
   } finally {
+    if (inFlight) await inFlight.catch(() => {});
     await fh.close();
   }
 }

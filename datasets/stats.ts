@@ -43,12 +43,8 @@ export function describe(d: SparseDataset): DatasetStats {
   const n = d.points;
   const nnz = d.offsets[n]!;
   const occ = d.labelOffsets[n]!;
-  const freq = new Uint32Array(d.labels);
-  for (let i = 0; i < occ; i++) freq[d.labelIndices[i]!]!++;
-  const featureSeen = new Uint8Array(d.features);
-  for (let i = 0; i < nnz; i++) featureSeen[d.indices[i]!] = 1;
-  let featuresSeen = 0;
-  for (let f = 0; f < d.features; f++) featuresSeen += featureSeen[f]!;
+  const seen = labelFrequencies(d.labelIndices.subarray(0, occ), d.labels); // ascending
+  const featuresSeen = countDistinct(d.indices.subarray(0, nnz), d.features);
 
   let noLabels = 0, noFeatures = 0, maxL = 0, maxF = 0;
   for (let i = 0; i < n; i++) {
@@ -60,7 +56,6 @@ export function describe(d: SparseDataset): DatasetStats {
     if (nf > maxF) maxF = nf;
   }
 
-  const seen = freq.filter((c) => c > 0).sort();
   const q = (p: number): number => (seen.length === 0 ? 0 : seen[Math.max(0, Math.ceil(p * seen.length) - 1)]!);
   let top10 = 0;
   for (let i = Math.max(0, seen.length - 10); i < seen.length; i++) top10 += seen[i]!;
@@ -88,4 +83,44 @@ export function describe(d: SparseDataset): DatasetStats {
     },
     top10LabelShare: occ === 0 ? 0 : top10 / occ,
   };
+}
+
+// A header may declare a dimension far larger than the data uses; then counting by sorting the entries
+// (O(n log n) in what exists) beats an array over the whole dimension (which might not even fit).
+const sparseDim = (dim: number, entries: number): boolean => dim > 4 * entries + 65536;
+
+/** Occurrence counts of the ids that occur, ascending. */
+function labelFrequencies(ids: Uint32Array, dim: number): Uint32Array {
+  if (!sparseDim(dim, ids.length)) {
+    const freq = new Uint32Array(dim);
+    for (let i = 0; i < ids.length; i++) freq[ids[i]!]!++;
+    return freq.filter((c) => c > 0).sort();
+  }
+  const sorted = ids.slice().sort();
+  const out: number[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let j = i + 1;
+    while (j < sorted.length && sorted[j] === sorted[i]) j++;
+    out.push(j - i);
+    i = j;
+  }
+  return Uint32Array.from(out).sort();
+}
+
+/** Number of distinct ids. */
+function countDistinct(ids: Uint32Array, dim: number): number {
+  if (!sparseDim(dim, ids.length)) {
+    const mark = new Uint8Array(dim);
+    let k = 0;
+    for (let i = 0; i < ids.length; i++) {
+      const f = ids[i]!;
+      k += 1 - mark[f]!;
+      mark[f] = 1;
+    }
+    return k;
+  }
+  const sorted = ids.slice().sort();
+  let k = 0;
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) k++;
+  return k;
 }

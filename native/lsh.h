@@ -119,17 +119,21 @@ struct Tables {
   uint32_t buckets() const { return 1u << rangeBits; }
 };
 
-// Rebuilds tables [t0, t1) from tables.keys (already written for those tables). Neurons are inserted in
-// the order of a permutation drawn from `seed` (splitmix64), so FIFO keeps a random subset of an
-// overflowing bucket rather than the highest ids; reservoir uses the same stream.
+// Rebuilds tables [t0, t1) from tables.keys (already written for those tables). Each bucket ends up holding
+// a uniformly random subset of size min(count, capacity) of its neurons, in random order - what inserting
+// them in a random order under FIFO or reservoir would leave - so an overflowing bucket never keeps just the
+// highest ids. Table t draws from splitmix64(stream_seed(seed, t)): rebuilding table ranges on different
+// workers gives exactly the tables of one serial rebuild.
 void tables_build(Tables& t, uint32_t t0, uint32_t t1, uint64_t seed);
 
 // Hashes vectors (n, D) row-major into tables.keys for tables [t0, t1), then rebuilds those tables.
 void tables_rehash(Tables& t, const HashParams& p, const float* vectors, uint32_t t0, uint32_t t1, uint64_t seed);
 
 // Incremental update of neurons ids[0..n): newKeys (n, L). A neuron whose key changed leaves its old bucket
-// (swap-remove) and enters the new one: appended if there is room; if full, FIFO drops the oldest entry,
-// reservoir replaces a random slot with probability capacity / seen.
+// (FIFO: order-preserving erase, so entry 0 stays the oldest; reservoir: swap-remove) and enters the new one:
+// appended if there is room; if full, FIFO drops the oldest entry, reservoir replaces a random slot with
+// probability capacity / seen. Table t draws from splitmix64(stream_seed(seed, L + t)). Throws ArgError on ids
+// >= N or keys >= 2^rangeBits (checked before anything changes).
 void tables_update(Tables& t, const uint32_t* neuronIds, const uint32_t* newKeys, uint32_t n, uint64_t seed);
 
 enum class QueryMode : uint32_t { Union = 0, TopK = 1, Threshold = 2 };
@@ -154,6 +158,9 @@ struct QueryScratch {
 // then table candidates (Union: table order, bucket order; TopK: by frequency desc, ties by first-seen;
 // Threshold: first-seen order), then random fill. Writes at most `cap` ids to out and returns the count.
 // cap must be >= nRequired + budget + minActive is NOT required; output is simply truncated at cap.
+// Allocation-free once `s` has grown to N (call it per sample from a batch kernel). Random fill draws from
+// splitmix64(rngSeed). Throws ArgError on required ids >= N, keys >= 2^rangeBits or corrupt table contents
+// (every bucket read is bounds-checked: the arrays live in JS-writable memory); never reads out of bounds.
 uint32_t tables_query(const Tables& t, const uint32_t* keys, const uint32_t* required, uint32_t nRequired,
                       const QueryOptions& o, uint64_t rngSeed, QueryScratch& s, uint32_t* out, uint32_t cap);
 

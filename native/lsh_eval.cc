@@ -5,6 +5,14 @@
 #include <limits>
 #include <vector>
 
+// Function multi-versioning where the toolchain supports it (GCC/Clang on x86 ELF); elsewhere (arm64, macOS)
+// the portable vector-extension code is compiled once for the baseline target.
+#if defined(__x86_64__) && defined(__ELF__)
+#define SL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SL_CLONES
+#endif
+
 namespace sl {
 
 namespace {
@@ -12,8 +20,9 @@ namespace {
 // 8-lane dot product with GCC vector extensions: two independent accumulators per call, a fixed lane
 // order and a fixed reduction tree, so the brute-force scan and the candidate scoring (which both inline
 // it) compute bit-identical scores, on every target clone. Inlined into target_clones functions, the
-// vector type is lowered to AVX-512/AVX2/SSE per clone. Dimensions past the last multiple of 16 are summed
-// by a scalar tail.
+// vector type is lowered to AVX-512/AVX2/SSE per clone (none of these clone targets enables FMA, so no
+// clone contracts a * b + acc differently). Dimensions past the last multiple of 16 are summed by a scalar
+// tail.
 typedef float v8f __attribute__((vector_size(32)));
 
 __attribute__((always_inline)) inline float dot(const float* a, const float* b, uint32_t n) {
@@ -80,7 +89,12 @@ struct Heap {
 
 }  // namespace
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
+// Candidate rows are scattered over a matrix far larger than the caches: prefetch kAhead rows ahead so that
+// their misses overlap the scoring of the current ones (8 rows x 8 lines of a 128-dim row ~ the core's
+// outstanding-miss capacity).
+constexpr uint32_t kAhead = 8;
+
+SL_CLONES
 static void topk_candidates(const float* V, uint32_t D, const float* Q, uint32_t q, const uint32_t* candOffsets,
                             const uint32_t* candIds, uint32_t k, uint32_t* outIdx, float* outVal) {
   for (uint32_t i = 0; i < q; ++i) {
@@ -88,9 +102,8 @@ static void topk_candidates(const float* V, uint32_t D, const float* Q, uint32_t
     const float* a = Q + size_t(i) * D;
     const uint32_t b = candOffsets[i], e = candOffsets[i + 1];
     for (uint32_t c = b; c < e; ++c) {
-      // Candidate rows are scattered: prefetch a few ahead to overlap the cache misses.
-      if (c + 4 < e) {
-        const char* nx = reinterpret_cast<const char*>(V + size_t(candIds[c + 4]) * D);
+      if (c + kAhead < e) {
+        const char* nx = reinterpret_cast<const char*>(V + size_t(candIds[c + kAhead]) * D);
         for (uint32_t off = 0; off < D * sizeof(float); off += 64) __builtin_prefetch(nx + off);
       }
       uint32_t id = candIds[c];
@@ -102,7 +115,7 @@ static void topk_candidates(const float* V, uint32_t D, const float* Q, uint32_t
 
 // Brute force: blocks of 16 queries share each pass over the matrix (each row is read from memory once per
 // block and reused from L1), so the scan is compute-bound rather than bandwidth-bound.
-__attribute__((target_clones("avx512f", "avx2", "default")))
+SL_CLONES
 static void topk_all(const float* V, uint32_t N, uint32_t D, const float* Q, uint32_t q, uint32_t k, uint32_t* outIdx,
                      float* outVal) {
   constexpr uint32_t kBlock = 16;

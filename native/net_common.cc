@@ -7,6 +7,10 @@
 #include "napi_util.h"
 #include "net_internal.h"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace sl {
 namespace net {
 
@@ -22,19 +26,28 @@ void build_index(RowIndex& idx, const uint32_t* ids, size_t P, uint32_t maxId, S
   uint32_t* cnt = grow(idx.cursor, P);
   uint32_t* start = grow(idx.rowStart, P + 1);
   uint32_t* ent = grow(idx.entPos, P);
+  // Distinct rows, then ascending order: the row passes then stream through W and the Adam moments
+  // (a batch of a sampled 670K-neuron layer touches a large fraction of the rows) instead of jumping.
   uint32_t nRows = 0;
   for (size_t p = 0; p < P; ++p) {
     const uint32_t j = ids[p];
-    int32_t t = slot[j];
-    if (t < 0) {
-      t = static_cast<int32_t>(nRows);
-      slot[j] = t;
-      rows[nRows] = j;
-      cnt[nRows] = 0;
-      ++nRows;
+    if (slot[j] < 0) {
+      slot[j] = 0;
+      rows[nRows++] = j;
     }
-    ++cnt[t];
   }
+  if (size_t(nRows) * 16 >= maxId) {
+    nRows = 0;
+    for (uint32_t j = 0; j < maxId; ++j)
+      if (slot[j] >= 0) rows[nRows++] = j;
+  } else {
+    std::sort(rows, rows + nRows);
+  }
+  for (uint32_t t = 0; t < nRows; ++t) {
+    slot[rows[t]] = static_cast<int32_t>(t);
+    cnt[t] = 0;
+  }
+  for (size_t p = 0; p < P; ++p) ++cnt[slot[ids[p]]];
   start[0] = 0;
   for (uint32_t t = 0; t < nRows; ++t) {
     start[t + 1] = start[t] + cnt[t];
@@ -72,6 +85,30 @@ void check_slice(const CsrView& d, const uint32_t* pointIds, uint32_t n, uint32_
         throw ArgError("labels of point " + std::to_string(r) + " are not strictly increasing");
     }
   }
+}
+
+void advise_huge_pages(const void* p, size_t bytes) {
+#if defined(__linux__)
+  constexpr size_t kMin = size_t(16) << 20, kHuge = size_t(2) << 20;
+  if (bytes < kMin) return;
+  static thread_local std::vector<std::pair<uintptr_t, size_t>> advised;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  for (const auto& r : advised)
+    if (r.first == a && r.second == bytes) return;
+  if (advised.size() >= 64) advised.erase(advised.begin());
+  advised.emplace_back(a, bytes);
+  const uintptr_t lo = (a + kHuge - 1) & ~(kHuge - 1), hi = (a + bytes) & ~(kHuge - 1);
+  if (hi <= lo) return;
+  madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#if defined(MADV_COLLAPSE)
+  madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_COLLAPSE);
+#else
+  madvise(reinterpret_cast<void*>(lo), hi - lo, 25 /* MADV_COLLAPSE */);
+#endif
+#else
+  (void)p;
+  (void)bytes;
+#endif
 }
 
 void apply_activation(float* x, size_t n, Activation a) {

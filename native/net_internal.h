@@ -82,7 +82,8 @@ struct Scratch {
 // The calling thread's scratch (thread_local: worker threads never share it).
 Scratch& scratch();
 
-// Builds idx over ids[0..P) (every id < maxId) using s.slotOf; rows appear in first-seen order.
+// Builds idx over ids[0..P) (every id < maxId) using s.slotOf; rows in ascending order, each row's entries
+// in increasing position order.
 void build_index(RowIndex& idx, const uint32_t* ids, size_t P, uint32_t maxId, Scratch& s);
 
 // Checks rows pointIds[0..n) of data: ids < points, CSR bounds, feature ids < D, and (needLabels) label
@@ -111,6 +112,12 @@ void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& dat
 // sample's L query buckets.
 void sampled_active_sets(LayerBuf& buf, const NetLayer& L, uint32_t k, const float* X, uint32_t ldx,
                          const ForwardCtx& c, const CsrView* labels, double* missed, Scratch& s);
+
+// Asks the kernel to back a large array with transparent huge pages (MADV_HUGEPAGE for pages not yet
+// touched, MADV_COLLAPSE for pages already present, Linux >= 6.1). Random rows of a 300 MB weight matrix
+// otherwise miss the TLB on every access (4 KiB pages). Done once per array per thread (a small
+// thread-local list of advised ranges); failures are ignored (it is only a hint). No-op off Linux.
+void advise_huge_pages(const void* p, size_t bytes);
 
 // act applied in place to x[0..n); relu or identity.
 void apply_activation(float* x, size_t n, Activation a);

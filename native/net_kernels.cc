@@ -22,15 +22,20 @@ namespace nk {
 void AdamCorrection::init(double b1, double b2) {
   logB1 = std::log(b1);
   logB2 = std::log(b2);
-  lastT = 0;
+  for (uint32_t i = 0; i < kCache; ++i) cacheT[i] = 0;  // t >= 1 never matches 0
 }
 
 void AdamCorrection::at(uint32_t t) {
-  if (t == lastT) return;
-  lastT = t;
-  // 1 - beta^t in double: for beta2 = 0.999 and t = 1 this is 1e-3, which float pow would round badly.
-  ibc1 = static_cast<float>(1.0 / -std::expm1(t * logB1));
-  ibc2 = static_cast<float>(1.0 / -std::expm1(t * logB2));
+  const uint32_t slot = t % kCache;
+  if (cacheT[slot] != t) {
+    // 1 - beta^t in double: for beta2 = 0.999 and t = 1 this is 1e-3, which float pow would round badly.
+    // beta = 0 gives log 0 = -inf and a correction of exactly 1.
+    cacheT[slot] = t;
+    cache1[slot] = static_cast<float>(1.0 / -std::expm1(t * logB1));
+    cache2[slot] = static_cast<float>(1.0 / -std::expm1(t * logB2));
+  }
+  ibc1 = cache1[slot];
+  ibc2 = cache2[slot];
 }
 
 // ---- row kernels ------------------------------------------------------------------------------------------
@@ -103,7 +108,10 @@ SL_CLONES void rowlist_forward(float* z, const RowList& rl, const uint32_t* samp
                                const float* bias, const float* X, uint32_t d, uint32_t ldx) {
   constexpr uint32_t kAhead = 4;  // rows are random: prefetch the weight row needed kAhead rows later
   for (uint32_t t = 0; t < rl.nRows; ++t) {
-    if (t + kAhead < rl.nRows) prefetch_row(W + size_t(rl.rows[t + kAhead]) * d, d);
+    if (t + kAhead < rl.nRows) {
+      prefetch_row(W + size_t(rl.rows[t + kAhead]) * d, d);
+      __builtin_prefetch(bias + rl.rows[t + kAhead], 0, 3);
+    }
     const uint32_t j = rl.rows[t];
     const float* Wj = W + size_t(j) * d;
     const float bj = bias[j];
@@ -122,11 +130,18 @@ SL_CLONES void rowlist_backward(const RowList& rl, const uint32_t* sampleOf, con
   if (u.mode == 0) corr.init(u.b1, u.b2);
   for (uint32_t t = 0; t < rl.nRows; ++t) {
     if (t + kAhead < rl.nRows) {
-      const size_t o = size_t(rl.rows[t + kAhead]) * width;
+      const uint32_t jn = rl.rows[t + kAhead];
+      const size_t o = size_t(jn) * width;
       prefetch_row(u.W + o, width);
       if (u.mode == 0) {
         prefetch_row(u.mW + o, width);
         prefetch_row(u.vW + o, width);
+        __builtin_prefetch(u.rowSteps + jn, 1, 3);
+        if (u.bias) {
+          __builtin_prefetch(u.bias + jn, 1, 3);
+          __builtin_prefetch(u.mB + jn, 1, 3);
+          __builtin_prefetch(u.vB + jn, 1, 3);
+        }
       } else {
         prefetch_row(u.gW + o, width);
       }
@@ -144,7 +159,7 @@ SL_CLONES void rowlist_backward(const RowList& rl, const uint32_t* sampleOf, con
       if (dX) axpy_inl(dX + size_t(s) * ldx, c, Wj, width);
     }
     if (u.mode == 0) {
-      const uint32_t step = __atomic_add_fetch(&u.rowSteps[j], 1u, __ATOMIC_RELAXED);
+      const uint32_t step = bump_step(u.rowSteps + j);
       corr.at(step);
       adam_inl(Wj, u.mW + size_t(j) * width, u.vW + size_t(j) * width, g, width, u.lr, u.b1, u.b2, u.eps, corr.ibc1,
                corr.ibc2);

@@ -43,14 +43,26 @@ struct AdamStep {
   float ibc1, ibc2;  // 1 / (1 - b1^t), 1 / (1 - b2^t)
 };
 
-// Bias-correction factors for step t, cached for the common case of many rows with the same t.
+// Bias-correction factors for step t (1 / (1 - beta^t), computed in double), with a small direct-mapped
+// cache: rows of one slice have few distinct step counts, and two expm1 per row would show in profiles.
 struct AdamCorrection {
+  static constexpr uint32_t kCache = 64;
   double logB1 = 0, logB2 = 0;
-  uint32_t lastT = 0;
   float ibc1 = 1, ibc2 = 1;
+  uint32_t cacheT[kCache];
+  float cache1[kCache], cache2[kCache];
   void init(double b1, double b2);
   void at(uint32_t t);  // sets ibc1/ibc2 for step t (t >= 1)
 };
+
+// Step counter of a row: ++*c without a locked instruction. A lock prefix drains the store buffer, which
+// holds the previous row's Adam stores, on every row; under HOGWILD two threads may rarely lose an
+// increment (the row's bias correction then uses a count one lower), like any other racy update.
+inline uint32_t bump_step(uint32_t* c) {
+  const uint32_t t = __atomic_load_n(c, __ATOMIC_RELAXED) + 1;
+  __atomic_store_n(c, t, __ATOMIC_RELAXED);
+  return t;
+}
 
 // ---- row kernels (target_clones) -------------------------------------------------------------------------
 float dot(const float* a, const float* b, uint32_t n);

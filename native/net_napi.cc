@@ -12,6 +12,7 @@
 #include "modules.h"
 #include "napi_util.h"
 #include "net.h"
+#include "net_internal.h"
 
 namespace sl {
 namespace {
@@ -49,6 +50,7 @@ void ParseLayer(const Napi::Object& o, NetLayer& L) {
   L.b = ExactArray<float>(o, "bias", L.outDim, "outDim").data;
   L.mb = ExactArray<float>(o, "mBias", L.outDim, "outDim").data;
   L.vb = ExactArray<float>(o, "vBias", L.outDim, "outDim").data;
+  for (float* a : {L.W, L.mW, L.vW}) net::advise_huge_pages(a, wlen * sizeof(float));
   L.rowSteps = ExactArray<uint32_t>(o, "rowSteps", L.rows(), L.inputMajor ? "inDim" : "outDim").data;
   L.biasSteps = GetArrayProp<uint32_t>(o, "biasSteps", 1).data;
   Napi::Value sv = o.Get("sampling");

@@ -27,7 +27,7 @@ void update_rows(const NetLayer& L, float* gradW, float* gradB, uint32_t j0, uin
   for (uint32_t r = 0; r < R; ++r) {
     const uint32_t j = j0 + r;
     if (h.mode == 0) {
-      const uint32_t step = __atomic_add_fetch(&L.rowSteps[j], 1u, __ATOMIC_RELAXED);
+      const uint32_t step = nk::bump_step(L.rowSteps + j);
       corr.at(step);
       const nk::AdamStep a{h.lr, h.beta1, h.beta2, h.eps, corr.ibc1, corr.ibc2};
       nk::adam_row(L.W + size_t(j) * d, L.mW + size_t(j) * d, L.vW + size_t(j) * d, g + size_t(r) * ldg, d, a);
@@ -264,7 +264,7 @@ void backward_layer0(const NetLayer& L0, const Slice& sl, const float* dz0, uint
   if (h.mode == 0) {
     nk::AdamCorrection corr;
     corr.init(h.beta1, h.beta2);
-    corr.at(__atomic_add_fetch(&L0.biasSteps[0], 1u, __ATOMIC_RELAXED));
+    corr.at(nk::bump_step(L0.biasSteps));
     const nk::AdamStep a{h.lr, h.beta1, h.beta2, h.eps, corr.ibc1, corr.ibc2};
     nk::adam_row(L0.b, L0.mb, L0.vb, gb, d0, a);
   } else {

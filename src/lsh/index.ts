@@ -65,7 +65,7 @@ export interface SparseRows {
 
 const UNLIMITED = 0xffffffff;
 // Query outputs are produced in chunks of at most this many id slots, to bound temporary memory.
-const CHUNK_SLOTS = 1 << 22;
+const CHUNK_SLOTS = 1 << 20;
 
 /** Resolves query options into the native QuerySpec for tables of L tables. */
 export function resolveQuerySpec(o: Omit<LshQueryOptions, 'required' | 'seed'>, L: number): QuerySpec {
@@ -97,6 +97,7 @@ export class LshIndex {
   readonly hashSpec: HashSpec;
   private tablesSpec: TablesSpec | undefined;
   private readonly stream: SplitMix64;
+  private outScratch = new Uint32Array(0);
 
   constructor(options: LshIndexOptions) {
     const h = resolveHashOptions(options);
@@ -205,12 +206,15 @@ export class LshIndex {
     // Slots per query: required + table candidates, or minActive when the fill goes further.
     const fromTables = Math.min(spec.budget, L * this.options.bucketSize);
     const cap = Math.max(1, Math.min(tables.N, Math.max(maxReq + fromTables, spec.minActive)));
-    const chunk = Math.max(1, Math.floor(CHUNK_SLOTS / cap));
+    const chunk = Math.max(1, Math.min(q, Math.floor(CHUNK_SLOTS / cap)));
     const counts = new Uint32Array(q);
     const offsets = new Uint32Array(q + 1);
     const parts: Uint32Array[] = [];
-    const chunkCounts = new Uint32Array(Math.min(chunk, Math.max(q, 1)));
-    const outIds = new Uint32Array(chunkCounts.length * cap);
+    const chunkCounts = new Uint32Array(chunk);
+    // The padded (chunk, cap) output block is reused across calls: allocating and zeroing it per call would
+    // cost more than the queries themselves (cap is often 50 x 128 slots while a query returns ~100 ids).
+    if (this.outScratch.length < chunk * cap) this.outScratch = new Uint32Array(chunk * cap);
+    const outIds = this.outScratch;
     let total = 0;
     for (let i0 = 0; i0 < q; i0 += chunk) {
       const nq = Math.min(chunk, q - i0);
@@ -220,19 +224,27 @@ export class LshIndex {
       // so a call is reproducible from its seed).
       const chunkSeed = (seed + i0) % 2 ** 53;
       native().lshQuery(tables, keys.subarray(i0 * L, (i0 + nq) * L), nq, spec, subReqOffsets, reqIds, chunkSeed, chunkCounts, outIds, cap);
+      let chunkTotal = 0;
+      for (let i = 0; i < nq; i++) chunkTotal += chunkCounts[i]!;
+      const part = new Uint32Array(chunkTotal);
+      let at = 0;
       for (let i = 0; i < nq; i++) {
         const c = chunkCounts[i]!;
+        part.set(outIds.subarray(i * cap, i * cap + c), at);
+        at += c;
         counts[i0 + i] = c;
-        parts.push(outIds.slice(i * cap, i * cap + c));
         total += c;
         offsets[i0 + i + 1] = total;
       }
+      parts.push(part);
     }
-    const ids = new Uint32Array(total);
-    let at = 0;
-    for (const p of parts) {
-      ids.set(p, at);
-      at += p.length;
+    const ids = parts.length === 1 ? parts[0]! : new Uint32Array(total);
+    if (parts.length > 1) {
+      let at = 0;
+      for (const p of parts) {
+        ids.set(p, at);
+        at += p.length;
+      }
     }
     return { counts, offsets, ids };
   }

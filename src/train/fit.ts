@@ -39,6 +39,11 @@ export interface FitOptions {
   onEpochEnd?: (epoch: number, stats: FitStats) => void | Promise<void>;
   /** Stops cleanly after the batches in flight when aborted (Ctrl-C). */
   signal?: AbortSignal;
+  /**
+   * Testing only: make the task of batch `batch` (0-based, in the first epoch trained) throw inside the
+   * worker on its first `failures` attempts (1: retried and recovered; 2: training stops). Default none.
+   */
+  faultInjection?: { batch: number; failures: 1 | 2 };
 }
 
 export interface FitProgress {
@@ -163,6 +168,9 @@ export async function fitLoop(target: FitTarget, data: SparseDataset, exec: Exec
         gradScale: 1 / pointIds.length,
         seed: batchSeed(target.seed, global),
       };
+      if (opts.faultInjection && epoch === startEpoch && b === opts.faultInjection.batch) {
+        task.failBelowAttempt = opts.faultInjection.failures;
+      }
       let r: TrainResult;
       try {
         r = await exec.train({ ...task, attempt: 0 });

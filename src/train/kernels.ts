@@ -4,7 +4,7 @@ import { native } from '../native.js';
 import type { PredictResult, PredictTask, RehashTask, TrainResult, TrainTask } from './tasks.js';
 
 export function runTrain(t: TrainTask): TrainResult {
-  if (t.failAttempt !== undefined && t.failAttempt === (t.attempt ?? 0)) {
+  if (t.failBelowAttempt !== undefined && (t.attempt ?? 0) < t.failBelowAttempt) {
     throw new Error(`injected failure (attempt ${t.attempt ?? 0})`);
   }
   const stats = new Float64Array(4);

@@ -18,8 +18,9 @@ export interface TrainTask {
   gradScale: number;
   /** Seed of this batch's random choices (random fill of the active sets). */
   seed: number;
-  /** Test hook: a task whose `failAt` equals the attempt number throws inside the worker. */
-  failAttempt?: number;
+  /** Fault injection (tests): attempts numbered below this throw inside the worker before any update. */
+  failBelowAttempt?: number;
+  /** 0 for the first try of a batch, 1 for its retry. */
   attempt?: number;
 }
 

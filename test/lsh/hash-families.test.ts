@@ -148,3 +148,17 @@ describe('sparse input with explicit zeros and unsorted indices', () => {
     expect(Array.from(out.subarray(8))).toEqual(refKeysSparse(spec, [1], [2]));
   });
 });
+
+describe('simhash without the dense sign matrix', () => {
+  it('the gather path gives the same keys as the matrix path and the reference', () => {
+    const cfg: HashParamsOptions = { family: 'simhash', K: 9, L: 11, dim: 45, seed: 21 };
+    const spec = generateHashSpec(cfg);
+    expect(spec.projMatrix).toBeDefined();
+    const { projMatrix: _unused, ...gatherOnly } = spec;
+    const xs = vectors(cfg.dim, 77);
+    const a = nativeDense(spec, xs, 0, cfg.L);
+    const b = nativeDense(gatherOnly, xs, 0, cfg.L);
+    expect(b).toEqual(a);
+    xs.forEach((x, i) => expect(Array.from(b.subarray(i * cfg.L, (i + 1) * cfg.L))).toEqual(refKeys(spec, x)));
+  });
+});

@@ -1,0 +1,50 @@
+// Sampled vs dense output layer on Amazon-670K-shaped synthetic data (135,909 -> 128 -> 670,091),
+// the same network, data, epochs and seed; each run in its own process. Reports samples/s, peak
+// memory and P@1, and the ratios.
+//
+//   npm run bench:engine -- [--train 10000] [--test 2000] [--epochs 1] [--workers 1] [--json]
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { availableParallelism, cpus } from 'node:os';
+import { packageRoot } from '../src/util/package-root.js';
+import { parseBenchArgs, num } from './args.js';
+import { runBenchChild } from './child.js';
+import type { TrainRunResult } from './train-run.js';
+
+async function main() {
+  const a = parseBenchArgs(process.argv.slice(2));
+  const common = ['--shape', String(a.shape ?? 'amazon-670k'), '--train', String(num(a, 'train', 10000)), '--test', String(num(a, 'test', 2000)),
+    '--epochs', String(num(a, 'epochs', 1)), '--seed', String(num(a, 'seed', 1)), '--lr', String(num(a, 'lr', 1e-3)),
+    '--workers', String(num(a, 'workers', 1))];
+  if (a.labels) common.push('--labels', String(a.labels));
+  const runs: Record<'sampled' | 'dense', TrainRunResult> = {} as never;
+  for (const output of ['sampled', 'dense'] as const) {
+    if (!a.json) process.stderr.write(`running the ${output} output layer...\n`);
+    runs[output] = await runBenchChild<TrainRunResult>('train-run.js', [...common, '--output', output], !!a.verbose);
+    const r = runs[output];
+    if (!a.json) process.stderr.write(`  ${r.samplesPerSec.toFixed(1)} samples/s, P@1 ${r.p1.toFixed(4)}, peak RSS ${r.peakRssMB} MB\n`);
+  }
+  const s = runs.sampled, d = runs.dense;
+  const result = {
+    bench: 'engine',
+    machine: { cores: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown' },
+    shape: s.shape, labels: s.labels, trainPoints: s.trainPoints, epochs: s.epochs, workers: s.workers,
+    sampled: s, dense: d,
+    speedup: s.samplesPerSec / d.samplesPerSec,
+    p1Diff: s.p1 - d.p1,
+  };
+  if (!a.json) {
+    process.stdout.write(`output   samples/s  P@1     P@5     peak RSS MB  avg active\n`);
+    for (const r of [s, d]) process.stdout.write(`${r.output.padEnd(8)} ${r.samplesPerSec.toFixed(1).padStart(9)}  ${r.p1.toFixed(4)}  ${r.p5.toFixed(4)}  ${String(r.peakRssMB).padStart(11)}  ${Math.round(r.avgActive)}\n`);
+    process.stdout.write(`sampled / dense: ${result.speedup.toFixed(1)}x samples/s; P@1 difference ${(100 * result.p1Diff).toFixed(2)} points\n`);
+  }
+  const dir = join(packageRoot(), 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'engine.json'), JSON.stringify(result, null, 2) + '\n');
+  process.stdout.write(JSON.stringify(result) + '\n');
+}
+
+main().catch((e) => {
+  process.stderr.write(`bench/engine: ${e instanceof Error ? e.message : e}\n`);
+  process.exit(1);
+});
