@@ -94,7 +94,7 @@ void simhash_matrix_scalar(const int8_t* P, const float* x, uint32_t D, uint32_t
 // Eight projections run interleaved so that the adds are throughput-bound rather than waiting on one lane
 // chain's latency. One ymm register = the 8 lanes of one projection, so AVX-512 has nothing to add here.
 template <int G>
-__attribute__((target("avx2"), always_inline)) inline void simhash_group_avx2(const int8_t* r, const float* x,
+__attribute__((target("avx2,fma"), always_inline)) inline void simhash_group_avx2(const int8_t* r, const float* x,
                                                                               uint32_t D, uint32_t* h) {
   const uint32_t D8 = D & ~7u;
   __m256 a[G];
@@ -115,11 +115,40 @@ __attribute__((target("avx2"), always_inline)) inline void simhash_group_avx2(co
   }
 }
 
-__attribute__((target("avx2"))) void simhash_matrix_avx2(const int8_t* P, const float* x, uint32_t D, uint32_t m0,
+__attribute__((target("avx2,fma"))) void simhash_matrix_avx2(const int8_t* P, const float* x, uint32_t D, uint32_t m0,
                                                          uint32_t m1, uint32_t* h) {
   uint32_t m = m0;
   for (; m + 8 <= m1; m += 8) simhash_group_avx2<8>(P + size_t(m) * D, x, D, h + m);
   for (; m < m1; ++m) simhash_group_avx2<1>(P + size_t(m) * D, x, D, h + m);
+}
+
+// Batch variant over a float copy of the matrix (made once per batch call): one FMA with a memory operand
+// per 8 terms instead of load + sign-extend + convert + mul + add. fma(s, x, l) == l + s * x exactly here
+// because s is -1, 0 or +1 (the product is exact), so the result is bit-identical to the other paths.
+template <int G>
+__attribute__((target("avx2,fma"), always_inline)) inline void simhash_group_fma(const float* r, const float* x,
+                                                                                uint32_t D, uint32_t* h) {
+  const uint32_t D8 = D & ~7u;
+  __m256 a[G];
+  for (int g = 0; g < G; ++g) a[g] = _mm256_setzero_ps();
+  for (uint32_t d = 0; d < D8; d += 8) {
+    __m256 xv = _mm256_loadu_ps(x + d);
+    for (int g = 0; g < G; ++g) a[g] = _mm256_fmadd_ps(_mm256_loadu_ps(r + size_t(g) * D + d), xv, a[g]);
+  }
+  for (int g = 0; g < G; ++g) {
+    alignas(32) float l[8];
+    _mm256_store_ps(l, a[g]);
+    const float* rg = r + size_t(g) * D;
+    for (uint32_t d = D8; d < D; ++d) l[d & 7] += rg[d] * x[d];
+    h[g] = lanes_combine(l) >= 0.0f ? 1u : 0u;
+  }
+}
+
+__attribute__((target("avx2,fma"))) void simhash_matrixf_fma(const float* P, const float* x, uint32_t D, uint32_t m0,
+                                                             uint32_t m1, uint32_t* h) {
+  uint32_t m = m0;
+  for (; m + 8 <= m1; m += 8) simhash_group_fma<8>(P + size_t(m) * D, x, D, h + m);
+  for (; m < m1; ++m) simhash_group_fma<1>(P + size_t(m) * D, x, D, h + m);
 }
 #endif
 
@@ -179,7 +208,7 @@ __attribute__((target("avx512f"))) bool dwta_bins8_avx512(const float* x, const 
   return anyEmpty;
 }
 
-// 0 scalar, 1 AVX2, 2 AVX-512F: the best the running CPU supports (never the build host's), capped by
+// 0 scalar, 1 AVX2 + FMA, 2 AVX-512F: the best the running CPU supports (never the build host's), capped by
 // lsh_set_simd_cap (tests run every path against the reference on one machine).
 std::atomic<int> gSimdCap{2};
 
@@ -187,7 +216,7 @@ int cpu_simd_level() {
   static const int level = [] {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return 2;
-    if (__builtin_cpu_supports("avx2")) return 1;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
     return 0;
   }();
   return level;
@@ -387,6 +416,30 @@ void hash_sparse(const HashParams& p, const uint32_t* idx, const float* val, uin
       throw ArgError("hash: unknown family");
   }
   write_keys(p, t0, t1, keys, s.sub.data());
+}
+
+void hash_dense_batch(const HashParams& p, const float* X, size_t n, uint32_t t0, uint32_t t1, uint32_t* keys,
+                      size_t keyStride, HashScratch& s) {
+  check_call(p, t0, t1);
+  if (t0 == t1 || n == 0) return;
+#if defined(__x86_64__) || defined(__i386__)
+  const uint32_t m0 = t0 * p.K, m1 = t1 * p.K, D = p.dim;
+  const size_t entries = size_t(m1 - m0) * D;
+  // Worth a float copy of the matrix rows when it is amortised over several vectors.
+  if (p.family == HashFamily::SimHash && p.projMatrix && simd_level() >= 1 && n >= 4) {
+    float* Pf = ensure(s.matrix, entries);
+    const int8_t* src = p.projMatrix + size_t(m0) * D;
+    for (size_t i = 0; i < entries; ++i) Pf[i] = static_cast<float>(src[i]);
+    uint32_t* h = ensure(s.sub, p.K * p.L);
+    for (size_t i = 0; i < n; ++i) {
+      // simhash_matrixf_fma indexes projections from m0: shift P and h so that row m0 is row 0.
+      simhash_matrixf_fma(Pf, X + i * D, D, 0, m1 - m0, h + m0);
+      write_keys(p, t0, t1, keys + i * keyStride, h);
+    }
+    return;
+  }
+#endif
+  for (size_t i = 0; i < n; ++i) hash_dense(p, X + i * p.dim, t0, t1, keys + i * keyStride, s);
 }
 
 int lsh_set_simd_cap(int cap) {

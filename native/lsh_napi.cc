@@ -43,8 +43,7 @@ Napi::Value HashDense(const Napi::CallbackInfo& info) {
   auto vectors = GetArray<float>(info[1], "vectors", size_t(n) * p.dim);
   const uint32_t w = t1 - t0;
   auto out = GetArray<uint32_t>(info[5], "outKeys", size_t(n) * w);
-  HashScratch& s = tHashScratch;
-  for (uint32_t i = 0; i < n; ++i) hash_dense(p, vectors.data + size_t(i) * p.dim, t0, t1, out.data + size_t(i) * w, s);
+  hash_dense_batch(p, vectors.data, n, t0, t1, out.data, w, tHashScratch);
   return info.Env().Undefined();
 }
 

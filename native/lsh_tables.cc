@@ -124,10 +124,16 @@ void tables_rehash(Tables& T, const HashParams& p, const float* vectors, uint32_
   if (t0 == t1) return;
   HashScratch s;
   const uint32_t n = t1 - t0, N = T.N;
-  std::vector<uint32_t> k(n);
-  for (uint32_t i = 0; i < N; ++i) {
-    hash_dense(p, vectors + size_t(i) * p.dim, t0, t1, k.data(), s);
-    for (uint32_t j = 0; j < n; ++j) T.keys[size_t(t0 + j) * N + i] = k[j];
+  // Hash in blocks of neurons into a (block, n) buffer, then transpose into the table-major keys.
+  constexpr uint32_t kBlock = 256;
+  std::vector<uint32_t> k(size_t(kBlock) * n);
+  for (uint32_t i0 = 0; i0 < N; i0 += kBlock) {
+    const uint32_t nb = std::min(kBlock, N - i0);
+    hash_dense_batch(p, vectors + size_t(i0) * p.dim, nb, t0, t1, k.data(), n, s);
+    for (uint32_t j = 0; j < n; ++j) {
+      uint32_t* dst = T.keys + size_t(t0 + j) * N + i0;
+      for (uint32_t i = 0; i < nb; ++i) dst[i] = k[size_t(i) * n + j];
+    }
   }
   tables_build(T, t0, t1, seed);
 }

@@ -6,9 +6,10 @@
 //   node dist/bench/baselines/measure.js tta       [--labels 2000,5000] [--max-seconds 240] [--points-per-label 10]
 //   common: [--batch 128] [--lr 1e-3] [--seed 1] [--emb sparse_adam|adam] [--json]
 //
-// delicious: ../shared/datasets/delicious (or --train/--test paths); amazon: random CSR at the
-// Amazon-670K shape (135,909 features, ~76 nnz and ~5 labels per point), a fixed number of batches;
-// tta: learnable synthetic data at 135,909 features, trains tfjs until P@1 plateaus or --max-seconds.
+// delicious: ../shared/datasets/delicious (or --train/--test paths); amazon: datasets/synth.ts points at
+// the Amazon-670K shape (135,909 features, ~75 nnz and ~5.45 labels per point), a fixed number of batches;
+// tta: the same generator with --labels labels and --points-per-label x labels training points, trained
+// for --max-seconds (P@1 on 2,000 held-out points of the same stream every --eval-seconds).
 // Each system runs in its own child process (`--child`), so peak RSS is that system's alone.
 
 import { spawnSync } from 'node:child_process';
@@ -17,7 +18,8 @@ import { fileURLToPath } from 'node:url';
 import { packageRoot } from '../../src/util/package-root.js';
 import type { SparseDataset } from '../../datasets/csr.js';
 import type { BaselineOptions, BaselineResult } from './common.js';
-import { learnableCsr, loadXC, randomCsr } from './data.js';
+import { readXC } from '../../datasets/xc-reader.js';
+import { syntheticSplit } from './data.js';
 import { pytorchAvailable, trainPytorch } from './pytorch.js';
 
 type Args = Record<string, string | boolean>;
@@ -54,21 +56,17 @@ async function datasetFor(cmd: string, a: Args): Promise<{ train: SparseDataset;
   const seed = numArg(a, 'seed', 1);
   if (cmd === 'delicious') {
     const dir = join(packageRoot(), '..', 'shared', 'datasets', 'delicious');
-    const train = await loadXC(strArg(a, 'train', join(dir, 'Delicious_train.txt')));
-    const test = await loadXC(strArg(a, 'test', join(dir, 'Delicious_test.txt')));
+    const train = await readXC(strArg(a, 'train', join(dir, 'Delicious_train.txt')));
+    const test = await readXC(strArg(a, 'test', join(dir, 'Delicious_test.txt')));
     return { train, test };
   }
-  const D = numArg(a, 'features', 135_909);
-  if (cmd === 'amazon') {
-    return { train: randomCsr(numArg(a, 'points', 3000), D, numArg(a, 'labels', 670_091), 76, 5, seed) };
-  }
-  // tta
-  const L = numArg(a, 'labels', 5000);
-  const n = Math.round(numArg(a, 'points-per-label', 10) * L);
-  return {
-    train: learnableCsr(n, D, L, seed, 0),
-    test: learnableCsr(numArg(a, 'test-points', 2000), D, L, seed, 1),
-  };
+  // datasets/synth.ts at the Amazon-670K shape (135,909 features, ~75 nnz, ~5.45 labels per point),
+  // with the label count overridden by --labels
+  const labels = numArg(a, 'labels', cmd === 'amazon' ? 670_091 : 5000);
+  const trainN = cmd === 'amazon' ? numArg(a, 'points', 3000) : Math.round(numArg(a, 'points-per-label', 10) * labels);
+  const testN = cmd === 'amazon' ? 0 : numArg(a, 'test-points', 2000);
+  const s = syntheticSplit('amazon-670k', trainN, testN, seed, { labels });
+  return cmd === 'amazon' ? { train: s.train } : s;
 }
 
 /** Child mode: run one system on one dataset and print its result as JSON on the last stdout line. */
@@ -113,13 +111,17 @@ async function main(): Promise<void> {
       process.stderr.write(`${cmd} ${system}${labels ? ` labels=${labels}` : ''} ...\n`);
       const extra = labels ? ['--labels', labels] : [];
       const p = spawnSync(process.execPath, ['--max-old-space-size=16384', self, cmd, ...passThrough, ...extra, '--child', system], {
-        encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20,
+        encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20,
       });
+      process.stderr.write((p.stderr || '').split('\n').filter((l) => !/^\s+at |Hi, looks like|^=+$/.test(l)).join('\n'));
       const last = (p.stdout || '').trim().split('\n').pop() ?? '';
       try {
         results.push(JSON.parse(last) as Record<string, unknown>);
       } catch {
-        results.push({ cmd, system, labels, error: `exit ${p.status} ${p.signal ?? ''}: ${last.slice(0, 300)}` });
+        const err = (p.stderr || '').split('\n').find((l) => /Error|error:/.test(l)) ?? '';
+        const why = /memory access out of bounds|Out of memory|Cannot allocate/i.test(p.stderr || '')
+          ? 'out of memory (' + err.trim() + ')' : err.trim();
+        results.push({ cmd, system, labels, error: `exit ${p.status ?? p.signal}: ${why}` });
       }
     }
   }

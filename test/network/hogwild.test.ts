@@ -34,7 +34,12 @@ describe('HOGWILD', () => {
     const after = meanLoss(net, data);
     expect(Number.isFinite(after)).toBe(true);
     expect(after).toBeLessThan(before * 0.5);
-    // Every neuron of the dense hidden layer took one step per slice of either worker (atomic counters).
-    expect(Array.from(net.layers[1]!.rowSteps)).toEqual(new Array(64).fill(2 * 30 * 8));
+    // Every neuron of the dense hidden layer took one step per slice of either worker. Step counters are
+    // racy by design (relaxed load + store, no locked instruction), so a rare lost increment is allowed.
+    const exact = 2 * 30 * 8;
+    for (const t of net.layers[1]!.rowSteps) {
+      expect(t).toBeLessThanOrEqual(exact);
+      expect(t).toBeGreaterThan(0.95 * exact);
+    }
   });
 });
