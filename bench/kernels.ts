@@ -53,7 +53,8 @@ function main(): void {
   const args = parseArgs(process.argv.slice(2));
   const log = (s: string) => !args.json && console.log(s);
   const nat = native();
-  const result: Record<string, unknown> = { cpu: nat.cpuFeatures(), batch: args.batch };
+  const result: Record<string, unknown> = { cpu: nat.cpuFeatures(), blockIsa: nat.netKernelIsa, batch: args.batch };
+  log(`block kernels: ${nat.netKernelIsa}, batch ${args.batch}, single thread`);
 
   let t = performance.now();
   const batchesTotal = args.denseBatches + args.batches + 2;

@@ -19,9 +19,10 @@
 //   a contiguous range of tables over the shared arrays, as the trainer does (workers started beforehand);
 // - LSH query time = hashing the queries + the candidate query (lshQuery) + exact inner products over the
 //   candidates and top-10 selection (lshInnerTopK with candidate lists): everything an LSH layer pays;
-// - brute force = lshInnerTopK over all neurons (8 queries share each pass over the weight matrix, AVX2 /
-//   AVX-512 dot products), the same kernel the LSH path uses for its candidates.
-// speedupVsBruteForce = brute-force seconds per query / LSH seconds per query.
+// - brute force = lshInnerTopK over all neurons (16 queries share each pass over the weight matrix, AVX2 /
+//   AVX-512 dot products), the same dot product the LSH path uses for its candidates.
+// Query-side stages and the brute force report the fastest of 3 runs (the box is shared; the minimum is the
+// least noisy estimate). speedupVsBruteForce = brute-force seconds per query / LSH seconds per query.
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { native } from '../src/native.js';
 import { LshIndex, type HashSpec, type LshFamily, type LshQueryOptions, type TablesSpec } from '../src/lsh/index.js';
@@ -77,6 +78,8 @@ function makeData(a: Args): { neurons: Float32Array; queries: Float32Array } {
   }
   return { neurons, queries };
 }
+
+const REPEATS = 3;
 
 function seconds(t0: bigint): number {
   return Number(process.hrtime.bigint() - t0) / 1e9;
@@ -185,17 +188,24 @@ async function run(
   // Warm-up (page faults of the output buffers and scratch).
   index.query(data.queries.subarray(0, Math.min(q, 16) * dim), Math.min(q, 16), qopts);
 
-  t = process.hrtime.bigint();
-  const keys = index.hash(data.queries, q);
-  const hashSec = seconds(t);
-  t = process.hrtime.bigint();
-  const cands = index.queryKeys(keys, q, { ...qopts, seed: 5 });
-  const querySec = seconds(t);
+  // Each stage is timed REPEATS times and the fastest run is kept: the box is shared, and the minimum is the
+  // least noisy estimate of what the code costs (the same rule is applied to the brute force).
+  let hashSec = Infinity, querySec = Infinity, scoreSec = Infinity;
+  let keys: Uint32Array = new Uint32Array(0);
+  let cands = index.queryKeys(index.hash(data.queries.subarray(0, dim), 1), 1, qopts);
   const outIdx = new Uint32Array(q * 10);
   const outVal = new Float32Array(q * 10);
-  t = process.hrtime.bigint();
-  addon.lshInnerTopK(data.neurons, N, dim, data.queries, q, cands.offsets, cands.ids, 10, outIdx, outVal);
-  const scoreSec = seconds(t);
+  for (let r = 0; r < REPEATS; r++) {
+    t = process.hrtime.bigint();
+    keys = index.hash(data.queries, q);
+    hashSec = Math.min(hashSec, seconds(t));
+    t = process.hrtime.bigint();
+    cands = index.queryKeys(keys, q, { ...qopts, seed: 5 });
+    querySec = Math.min(querySec, seconds(t));
+    t = process.hrtime.bigint();
+    addon.lshInnerTopK(data.neurons, N, dim, data.queries, q, cands.offsets, cands.ids, 10, outIdx, outVal);
+    scoreSec = Math.min(scoreSec, seconds(t));
+  }
 
   let hits = 0;
   for (let i = 0; i < q; i++) {
@@ -248,10 +258,19 @@ async function main(): Promise<void> {
   await pool.ready();
   log(`data: ${seconds(t).toFixed(2)} s`);
 
+  // Ground truth for every query, then the brute-force time as the fastest of REPEATS runs over the first
+  // 200 queries (the full run is timed too and counts as one of the candidates for the minimum).
   t = process.hrtime.bigint();
   const exact = new Uint32Array(a.queries * 10);
   addon.lshInnerTopK(data.neurons, a.neurons, a.dim, data.queries, a.queries, null, null, 10, exact, new Float32Array(a.queries * 10));
-  const brute = seconds(t) / a.queries;
+  let brute = seconds(t) / a.queries;
+  const qb = Math.min(a.queries, 200);
+  const bi = new Uint32Array(qb * 10), bv = new Float32Array(qb * 10);
+  for (let r = 0; r < REPEATS; r++) {
+    t = process.hrtime.bigint();
+    addon.lshInnerTopK(data.neurons, a.neurons, a.dim, data.queries, qb, null, null, 10, bi, bv);
+    brute = Math.min(brute, seconds(t) / qb);
+  }
   log(`brute force top-10: ${(brute * 1e3).toFixed(3)} ms/query`);
 
   const qopts: LshQueryOptions = a.budget > 0 ? { mode: 'topk', budget: a.budget } : { mode: 'union' };

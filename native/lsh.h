@@ -86,15 +86,18 @@ struct HashScratch {
   std::vector<uint32_t> sub;  // sub-hashes
   std::vector<uint8_t> empty;
   std::vector<float> dense;   // (D) scatter buffer for sparse SimHash/WTA input; all zeros between calls
-  std::vector<float> matrix;  // hash_dense_batch: float copy of SimHash's sign matrix rows
+  std::vector<float> matrix;  // hash_dense_batch: float copy of SimHash's sign matrix / transposed DWTA block
+  std::vector<uint32_t> batch;  // hash_dense_batch: sub-hashes of a block of vectors
 };
 
 // Keys of tables [t0, t1) for one dense vector x (D). keys: (t1 - t0).
 void hash_dense(const HashParams& p, const float* x, uint32_t t0, uint32_t t1, uint32_t* keys, HashScratch& s);
-// Same for n dense vectors X (n, D) row-major; keys of vector i at keys + i * keyStride. Identical results;
-// faster for SimHash with a projMatrix (the matrix is converted to float once per call, not per vector).
-void hash_dense_batch(const HashParams& p, const float* X, size_t n, uint32_t t0, uint32_t t1, uint32_t* keys,
-                      size_t keyStride, HashScratch& s);
+// Same for n dense vectors: vector i is X[i * xStride .. + D) (xStride >= D, e.g. a padded activation row),
+// its keys go to keys + i * keyStride. Identical results to n hash_dense calls, several times faster:
+// SimHash with a projMatrix converts the matrix to float once per call and streams it once per 16 vectors;
+// DWTA transposes blocks of 8/16 vectors so that one SIMD lane follows one vector (no gathers).
+void hash_dense_batch(const HashParams& p, const float* X, size_t xStride, size_t n, uint32_t t0, uint32_t t1,
+                      uint32_t* keys, size_t keyStride, HashScratch& s);
 // Same for one sparse vector given as (idx[i], val[i]), i < nnz, idx < D (unsorted allowed, no duplicates).
 void hash_sparse(const HashParams& p, const uint32_t* idx, const float* val, uint32_t nnz, uint32_t t0, uint32_t t1,
                  uint32_t* keys, HashScratch& s);

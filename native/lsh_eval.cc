@@ -89,10 +89,11 @@ struct Heap {
 
 }  // namespace
 
-// Candidate rows are scattered over a matrix far larger than the caches: prefetch kAhead rows ahead so that
-// their misses overlap the scoring of the current ones (8 rows x 8 lines of a 128-dim row ~ the core's
-// outstanding-miss capacity).
-constexpr uint32_t kAhead = 8;
+// Candidate rows are scattered over a matrix far larger than the caches: prefetch the row kAhead candidates
+// ahead so that its misses overlap the scoring of the current ones. Measured on the 2-core Zen4 box (670k x
+// 128 matrix, 200 random candidates per query, min of 12 runs): no prefetch ~190 ns/candidate, 4 ahead ~110,
+// 8 ahead ~110, 16 ahead ~100.
+constexpr uint32_t kAhead = 16;
 
 SL_CLONES
 static void topk_candidates(const float* V, uint32_t D, const float* Q, uint32_t q, const uint32_t* candOffsets,

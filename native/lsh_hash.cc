@@ -91,6 +91,23 @@ void simhash_matrix_scalar(const int8_t* P, const float* x, uint32_t D, uint32_t
 }
 
 #if defined(__x86_64__) || defined(__i386__)
+// Sign bit of one projection's 8 lanes (plus the scalar tail dims [D8, D) of row r) in lanes_combine's order:
+// t = (l0+l4, l1+l5, l2+l6, l3+l7), u0 = t0+t2, u1 = t1+t3, sum = u0+u1. Vector form when there is no
+// tail: a few instructions instead of a store, eight reloads and seven dependent scalar adds.
+template <typename Row>
+__attribute__((target("avx2,fma"), always_inline)) inline uint32_t finish_bit(__m256 a, const Row* r, const float* x,
+                                                                               uint32_t D8, uint32_t D) {
+  if (D8 == D) {
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    __m128 u = _mm_add_ps(t, _mm_movehl_ps(t, t));
+    return _mm_cvtss_f32(_mm_add_ss(u, _mm_movehdup_ps(u))) >= 0.0f ? 1u : 0u;
+  }
+  alignas(32) float l[8];
+  _mm256_store_ps(l, a);
+  for (uint32_t d = D8; d < D; ++d) l[d & 7] += static_cast<float>(r[d]) * x[d];  // r[d] in {-1,0,1}: exact
+  return lanes_combine(l) >= 0.0f ? 1u : 0u;
+}
+
 // Eight projections run interleaved so that the adds are throughput-bound rather than waiting on one lane
 // chain's latency. One ymm register = the 8 lanes of one projection, so AVX-512 has nothing to add here.
 template <int G>
@@ -106,13 +123,7 @@ __attribute__((target("avx2,fma"), always_inline)) inline void simhash_group_avx
       a[g] = _mm256_add_ps(a[g], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)), xv));
     }
   }
-  for (int g = 0; g < G; ++g) {
-    alignas(32) float l[8];
-    _mm256_store_ps(l, a[g]);
-    const int8_t* rg = r + size_t(g) * D;
-    for (uint32_t d = D8; d < D; ++d) l[d & 7] += static_cast<float>(rg[d]) * x[d];
-    h[g] = lanes_combine(l) >= 0.0f ? 1u : 0u;
-  }
+  for (int g = 0; g < G; ++g) h[g] = finish_bit(a[g], r + size_t(g) * D, x, D8, D);
 }
 
 __attribute__((target("avx2,fma"))) void simhash_matrix_avx2(const int8_t* P, const float* x, uint32_t D, uint32_t m0,
@@ -135,20 +146,20 @@ __attribute__((target("avx2,fma"), always_inline)) inline void simhash_group_fma
     __m256 xv = _mm256_loadu_ps(x + d);
     for (int g = 0; g < G; ++g) a[g] = _mm256_fmadd_ps(_mm256_loadu_ps(r + size_t(g) * D + d), xv, a[g]);
   }
-  for (int g = 0; g < G; ++g) {
-    alignas(32) float l[8];
-    _mm256_store_ps(l, a[g]);
-    const float* rg = r + size_t(g) * D;
-    for (uint32_t d = D8; d < D; ++d) l[d & 7] += rg[d] * x[d];
-    h[g] = lanes_combine(l) >= 0.0f ? 1u : 0u;
-  }
+  for (int g = 0; g < G; ++g) h[g] = finish_bit(a[g], r + size_t(g) * D, x, D8, D);
 }
 
-__attribute__((target("avx2,fma"))) void simhash_matrixf_fma(const float* P, const float* x, uint32_t D, uint32_t m0,
-                                                             uint32_t m1, uint32_t* h) {
-  uint32_t m = m0;
-  for (; m + 8 <= m1; m += 8) simhash_group_fma<8>(P + size_t(m) * D, x, D, h + m);
-  for (; m < m1; ++m) simhash_group_fma<1>(P + size_t(m) * D, x, D, h + m);
+// Bits of `rows` projections for nb vectors X (nb, D) into H (nb, rows). The loop runs over blocks of 8
+// projections outside and vectors inside, so a block of the matrix (8 x D floats) stays in L1 while all nb
+// vectors use it: the matrix streams from L2 once per nb vectors instead of once per vector (which made
+// the per-vector loop L2-bandwidth-bound).
+__attribute__((target("avx2,fma"))) void simhash_batch_fma(const float* P, uint32_t rows, const float* X, size_t xStride,
+                                                           uint32_t nb, uint32_t D, uint32_t* H) {
+  uint32_t m = 0;
+  for (; m + 8 <= rows; m += 8)
+    for (uint32_t i = 0; i < nb; ++i) simhash_group_fma<8>(P + size_t(m) * D, X + i * xStride, D, H + size_t(i) * rows + m);
+  for (; m < rows; ++m)
+    for (uint32_t i = 0; i < nb; ++i) simhash_group_fma<1>(P + size_t(m) * D, X + i * xStride, D, H + size_t(i) * rows + m);
 }
 #endif
 
@@ -206,6 +217,45 @@ __attribute__((target("avx512f"))) bool dwta_bins8_avx512(const float* x, const 
   }
   if (m < m1) anyEmpty |= dwta_bins8_avx2(x, binDims, m, m1, h, st);
   return anyEmpty;
+}
+
+// DWTA over a block of W vectors transposed to XT (D, W): lane i of every vector register follows vector i,
+// so a bin costs binSize contiguous loads instead of gathers. Per lane the update is exactly the scalar
+// loop's `if (v != 0 && v > best)` (ordered compares: NaN never wins). H (bins, W): winner position, or
+// kNone for an empty bin.
+__attribute__((target("avx2"))) void dwta_block8_avx2(const float* XT, const uint32_t* binDims, uint32_t binSize,
+                                                      uint32_t m0, uint32_t m1, uint32_t* H) {
+  const __m256 zero = _mm256_setzero_ps(), ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (uint32_t m = m0; m < m1; ++m) {
+    const uint32_t* dims = binDims + size_t(m) * binSize;
+    __m256 best = ninf;
+    __m256i pos = _mm256_set1_epi32(-1);
+    for (uint32_t q = 0; q < binSize; ++q) {
+      __m256 v = _mm256_loadu_ps(XT + size_t(dims[q]) * 8);
+      __m256 k = _mm256_and_ps(_mm256_cmp_ps(v, zero, _CMP_NEQ_OQ), _mm256_cmp_ps(v, best, _CMP_GT_OQ));
+      best = _mm256_blendv_ps(best, v, k);
+      pos = _mm256_castps_si256(
+          _mm256_blendv_ps(_mm256_castsi256_ps(pos), _mm256_castsi256_ps(_mm256_set1_epi32(int(q))), k));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(H + size_t(m - m0) * 8), pos);
+  }
+}
+
+__attribute__((target("avx512f"))) void dwta_block16_avx512(const float* XT, const uint32_t* binDims, uint32_t binSize,
+                                                            uint32_t m0, uint32_t m1, uint32_t* H) {
+  const __m512 zero = _mm512_setzero_ps(), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (uint32_t m = m0; m < m1; ++m) {
+    const uint32_t* dims = binDims + size_t(m) * binSize;
+    __m512 best = ninf;
+    __m512i pos = _mm512_set1_epi32(-1);
+    for (uint32_t q = 0; q < binSize; ++q) {
+      __m512 v = _mm512_loadu_ps(XT + size_t(dims[q]) * 16);
+      __mmask16 k = _mm512_cmp_ps_mask(v, zero, _CMP_NEQ_OQ) & _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);
+      best = _mm512_mask_blend_ps(k, best, v);
+      pos = _mm512_mask_blend_epi32(k, pos, _mm512_set1_epi32(int(q)));
+    }
+    _mm512_storeu_si512(H + size_t(m - m0) * 16, pos);
+  }
 }
 
 // 0 scalar, 1 AVX2 + FMA, 2 AVX-512F: the best the running CPU supports (never the build host's), capped by
@@ -418,10 +468,11 @@ void hash_sparse(const HashParams& p, const uint32_t* idx, const float* val, uin
   write_keys(p, t0, t1, keys, s.sub.data());
 }
 
-void hash_dense_batch(const HashParams& p, const float* X, size_t n, uint32_t t0, uint32_t t1, uint32_t* keys,
-                      size_t keyStride, HashScratch& s) {
+void hash_dense_batch(const HashParams& p, const float* X, size_t xStride, size_t n, uint32_t t0, uint32_t t1,
+                      uint32_t* keys, size_t keyStride, HashScratch& s) {
   check_call(p, t0, t1);
   if (t0 == t1 || n == 0) return;
+  if (xStride < p.dim) throw ArgError("hash: xStride must be >= dim");
 #if defined(__x86_64__) || defined(__i386__)
   const uint32_t m0 = t0 * p.K, m1 = t1 * p.K, D = p.dim;
   const size_t entries = size_t(m1 - m0) * D;
@@ -430,16 +481,51 @@ void hash_dense_batch(const HashParams& p, const float* X, size_t n, uint32_t t0
     float* Pf = ensure(s.matrix, entries);
     const int8_t* src = p.projMatrix + size_t(m0) * D;
     for (size_t i = 0; i < entries; ++i) Pf[i] = static_cast<float>(src[i]);
-    uint32_t* h = ensure(s.sub, p.K * p.L);
-    for (size_t i = 0; i < n; ++i) {
-      // simhash_matrixf_fma indexes projections from m0: shift P and h so that row m0 is row 0.
-      simhash_matrixf_fma(Pf, X + i * D, D, 0, m1 - m0, h + m0);
-      write_keys(p, t0, t1, keys + i * keyStride, h);
+    constexpr uint32_t kVectors = 16;  // 16 x 512 B of 128-dim vectors + an 8-row matrix block fit in L1
+    const uint32_t rows = m1 - m0;
+    uint32_t* H = ensure(s.batch, size_t(kVectors) * rows);
+    for (size_t i0 = 0; i0 < n; i0 += kVectors) {
+      const uint32_t nb = static_cast<uint32_t>(std::min<size_t>(kVectors, n - i0));
+      simhash_batch_fma(Pf, rows, X + i0 * xStride, xStride, nb, D, H);
+      for (uint32_t i = 0; i < nb; ++i)
+        for (uint32_t t = t0; t < t1; ++t)
+          keys[(i0 + i) * keyStride + (t - t0)] =
+              pack_key(H + size_t(i) * rows + size_t(t - t0) * p.K, p.K, p.bitsPerHash, p.rangeBits);
+    }
+    return;
+  }
+  if (p.family == HashFamily::DWTA && simd_level() >= 1 && n >= 4) {
+    const uint32_t W = simd_level() == 2 ? 16 : 8, rows = m1 - m0, K = p.K;
+    float* XT = ensure(s.matrix, size_t(D) * W);
+    uint32_t* H = ensure(s.batch, size_t(rows) * W);
+    for (size_t i0 = 0; i0 < n; i0 += W) {
+      const uint32_t nb = static_cast<uint32_t>(std::min<size_t>(W, n - i0));
+      for (uint32_t d = 0; d < D; ++d) {
+        float* col = XT + size_t(d) * W;
+        for (uint32_t i = 0; i < nb; ++i) col[i] = X[(i0 + i) * xStride + d];
+        for (uint32_t i = nb; i < W; ++i) col[i] = 0.0f;  // idle lanes: all bins empty, never read
+      }
+      if (W == 16) dwta_block16_avx512(XT, p.binDims, p.binSize, m0, m1, H);
+      else dwta_block8_avx2(XT, p.binDims, p.binSize, m0, m1, H);
+      for (uint32_t i = 0; i < nb; ++i) {
+        uint32_t* out = keys + (i0 + i) * keyStride;
+        bool anyEmpty = false;
+        for (uint32_t r = 0; r < rows && !anyEmpty; ++r) anyEmpty = H[size_t(r) * W + i] == kNone;
+        if (anyEmpty) {  // densification needs the other bins: take the per-vector path (same result)
+          hash_dense(p, X + (i0 + i) * xStride, t0, t1, out, s);
+          continue;
+        }
+        uint32_t h[32];  // K <= 32 (K * bitsPerHash <= 32, bitsPerHash >= 1)
+        for (uint32_t t = t0; t < t1; ++t) {
+          for (uint32_t j = 0; j < K; ++j) h[j] = H[size_t((t - t0) * K + j) * W + i];
+          out[t - t0] = pack_key(h, K, p.bitsPerHash, p.rangeBits);
+        }
+      }
     }
     return;
   }
 #endif
-  for (size_t i = 0; i < n; ++i) hash_dense(p, X + i * p.dim, t0, t1, keys + i * keyStride, s);
+  for (size_t i = 0; i < n; ++i) hash_dense(p, X + i * xStride, t0, t1, keys + i * keyStride, s);
 }
 
 int lsh_set_simd_cap(int cap) {

@@ -43,7 +43,7 @@ Napi::Value HashDense(const Napi::CallbackInfo& info) {
   auto vectors = GetArray<float>(info[1], "vectors", size_t(n) * p.dim);
   const uint32_t w = t1 - t0;
   auto out = GetArray<uint32_t>(info[5], "outKeys", size_t(n) * w);
-  hash_dense_batch(p, vectors.data, n, t0, t1, out.data, w, tHashScratch);
+  hash_dense_batch(p, vectors.data, p.dim, n, t0, t1, out.data, w, tHashScratch);
   return info.Env().Undefined();
 }
 

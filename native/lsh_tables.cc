@@ -125,11 +125,11 @@ void tables_rehash(Tables& T, const HashParams& p, const float* vectors, uint32_
   HashScratch s;
   const uint32_t n = t1 - t0, N = T.N;
   // Hash in blocks of neurons into a (block, n) buffer, then transpose into the table-major keys.
-  constexpr uint32_t kBlock = 256;
+  constexpr uint32_t kBlock = 2048;  // amortises hash_dense_batch's per-call setup (SimHash matrix copy)
   std::vector<uint32_t> k(size_t(kBlock) * n);
   for (uint32_t i0 = 0; i0 < N; i0 += kBlock) {
     const uint32_t nb = std::min(kBlock, N - i0);
-    hash_dense_batch(p, vectors + size_t(i0) * p.dim, nb, t0, t1, k.data(), n, s);
+    hash_dense_batch(p, vectors + size_t(i0) * p.dim, p.dim, nb, t0, t1, k.data(), n, s);
     for (uint32_t j = 0; j < n; ++j) {
       uint32_t* dst = T.keys + size_t(t0 + j) * N + i0;
       for (uint32_t i = 0; i < nb; ++i) dst[i] = k[size_t(i) * n + j];

@@ -19,13 +19,14 @@ Scratch& scratch() {
   return s;
 }
 
-void build_index(RowIndex& idx, const uint32_t* ids, size_t P, uint32_t maxId, Scratch& s) {
+void build_index(RowIndex& idx, const uint32_t* ids, const uint32_t* sampleOf, size_t P, uint32_t maxId, Scratch& s) {
   if (s.slotOf.size() < maxId) s.slotOf.resize(maxId, -1);
   int32_t* slot = s.slotOf.data();
   uint32_t* rows = grow(idx.rows, P);
   uint32_t* cnt = grow(idx.cursor, P);
   uint32_t* start = grow(idx.rowStart, P + 1);
   uint32_t* ent = grow(idx.entPos, P);
+  uint32_t* entS = grow(idx.entSample, P);
   // Distinct rows, then ascending order: the row passes then stream through W and the Adam moments
   // (a batch of a sampled 670K-neuron layer touches a large fraction of the rows) instead of jumping.
   uint32_t nRows = 0;
@@ -53,7 +54,11 @@ void build_index(RowIndex& idx, const uint32_t* ids, size_t P, uint32_t maxId, S
     start[t + 1] = start[t] + cnt[t];
     cnt[t] = start[t];
   }
-  for (size_t p = 0; p < P; ++p) ent[cnt[slot[ids[p]]]++] = static_cast<uint32_t>(p);
+  for (size_t p = 0; p < P; ++p) {
+    const uint32_t e = cnt[slot[ids[p]]]++;
+    ent[e] = static_cast<uint32_t>(p);
+    entS[e] = sampleOf[p];
+  }
   for (uint32_t t = 0; t < nRows; ++t) slot[rows[t]] = -1;  // leave the map clean for the next index
   idx.nRows = nRows;
 }
@@ -207,9 +212,9 @@ void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& dat
     if (Lk.sampled && c.useSampling) {
       sampled_active_sets(buf, Lk, k, prev.A.data(), prev.lda, c, nullptr, nullptr, s);
       const uint32_t P = buf.actOff[n];
-      build_index(buf.index, buf.actIds.data(), P, o, s);
+      build_index(buf.index, buf.actIds.data(), buf.sampleOf.data(), P, o, s);
       float* z = grow(buf.z, P);
-      nk::rowlist_forward(z, buf.index.view(), buf.sampleOf.data(), Lk.W, Lk.b, prev.A.data(), d, prev.lda);
+      nk::rowlist_forward(z, buf.index.view(), Lk.W, Lk.b, prev.A.data(), d, prev.lda);
       apply_activation(z, P, Lk.act);
       std::memset(A, 0, sizeof(float) * size_t(n) * buf.lda);
       std::memset(At, 0, sizeof(float) * size_t(o) * ldn);

@@ -33,9 +33,10 @@ struct FtzScope {
 
 // Inverted index of a list of (row id) entries: for each distinct row, the positions naming it.
 struct RowIndex {
-  std::vector<uint32_t> rows, rowStart, entPos, cursor;
+  std::vector<uint32_t> rows, rowStart, entPos, entSample, cursor;
+  std::vector<float> coef;  // (entries) per-entry coefficients of a backward pass, entry order
   nk::RowList view() const {
-    return nk::RowList{rows.data(), rowStart.data(), entPos.data(), static_cast<uint32_t>(nRows)};
+    return nk::RowList{rows.data(), rowStart.data(), entPos.data(), entSample.data(), static_cast<uint32_t>(nRows)};
   }
   size_t nRows = 0;
 };
@@ -83,8 +84,8 @@ struct Scratch {
 Scratch& scratch();
 
 // Builds idx over ids[0..P) (every id < maxId) using s.slotOf; rows in ascending order, each row's entries
-// in increasing position order.
-void build_index(RowIndex& idx, const uint32_t* ids, size_t P, uint32_t maxId, Scratch& s);
+// in increasing position order; entSample[e] = sampleOf[entPos[e]].
+void build_index(RowIndex& idx, const uint32_t* ids, const uint32_t* sampleOf, size_t P, uint32_t maxId, Scratch& s);
 
 // Checks rows pointIds[0..n) of data: ids < points, CSR bounds, feature ids < D, and (needLabels) label
 // bounds, label ids < numLabels, strictly increasing labels. Throws ArgError before any work is done.

@@ -9,8 +9,10 @@
 #include "net_kernels.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 namespace sl {
 namespace nk {
@@ -104,9 +106,9 @@ SL_CLONES void adam_row(float* w, float* m, float* v, const float* g, uint32_t n
   adam_inl(w, m, v, g, n, s.lr, s.b1, s.b2, s.eps, s.ibc1, s.ibc2);
 }
 
-SL_CLONES void rowlist_forward(float* z, const RowList& rl, const uint32_t* sampleOf, const float* W,
-                               const float* bias, const float* X, uint32_t d, uint32_t ldx) {
-  constexpr uint32_t kAhead = 4;  // rows are random: prefetch the weight row needed kAhead rows later
+SL_CLONES void rowlist_forward(float* z, const RowList& rl, const float* W, const float* bias, const float* X,
+                               uint32_t d, uint32_t ldx) {
+  constexpr uint32_t kAhead = 8;  // rows ascend but skip: prefetch the weight row needed kAhead rows later
   for (uint32_t t = 0; t < rl.nRows; ++t) {
     if (t + kAhead < rl.nRows) {
       prefetch_row(W + size_t(rl.rows[t + kAhead]) * d, d);
@@ -115,17 +117,14 @@ SL_CLONES void rowlist_forward(float* z, const RowList& rl, const uint32_t* samp
     const uint32_t j = rl.rows[t];
     const float* Wj = W + size_t(j) * d;
     const float bj = bias[j];
-    for (uint32_t e = rl.rowStart[t]; e < rl.rowStart[t + 1]; ++e) {
-      const uint32_t p = rl.entPos[e];
-      z[p] = bj + dot_inl(Wj, X + size_t(sampleOf[p]) * ldx, d);
-    }
+    for (uint32_t e = rl.rowStart[t]; e < rl.rowStart[t + 1]; ++e)
+      z[rl.entPos[e]] = bj + dot_inl(Wj, X + size_t(rl.entSample[e]) * ldx, d);
   }
 }
 
-SL_CLONES void rowlist_backward(const RowList& rl, const uint32_t* sampleOf, const float* coef, const float* V,
-                                uint32_t ldv, uint32_t width, float* dX, uint32_t ldx, const RowUpdate& u,
-                                float* g) {
-  constexpr uint32_t kAhead = 3;
+SL_CLONES void rowlist_backward(const RowList& rl, const float* coef, const float* V, uint32_t ldv, uint32_t width,
+                                float* dX, uint32_t ldx, const RowUpdate& u, float* g) {
+  constexpr uint32_t kAhead = 6;
   AdamCorrection corr;
   if (u.mode == 0) corr.init(u.b1, u.b2);
   for (uint32_t t = 0; t < rl.nRows; ++t) {
@@ -151,9 +150,8 @@ SL_CLONES void rowlist_backward(const RowList& rl, const uint32_t* sampleOf, con
     std::memset(g, 0, sizeof(float) * width);
     float gb = 0;
     for (uint32_t e = rl.rowStart[t]; e < rl.rowStart[t + 1]; ++e) {
-      const uint32_t p = rl.entPos[e];
-      const float c = coef[p];
-      const uint32_t s = sampleOf[p];
+      const float c = coef[e];
+      const uint32_t s = rl.entSample[e];
       gb += c;
       axpy_inl(g, c, V + size_t(s) * ldv, width);
       if (dX) axpy_inl(dX + size_t(s) * ldx, c, Wj, width);
@@ -185,6 +183,10 @@ SL_CLONES void sparse_forward(float* A, uint32_t lda, const float* W0, const flo
       axpy_inl(a, values[q], W0 + size_t(indices[q]) * d0, d0);
     }
   }
+}
+
+void gather(float* out, const float* in, const uint32_t* idx, size_t n) {
+  for (size_t e = 0; e < n; ++e) out[e] = in[idx[e]];
 }
 
 void transpose(float* out, uint32_t ldo, const float* in, uint32_t ldi, uint32_t rows, uint32_t cols) {
@@ -415,12 +417,15 @@ SL_DEFINE_ISA(avx2, __attribute__((target("avx2,fma"))), v8f)
 #endif
 SL_DEFINE_ISA(generic, , v4f)
 
+// The best ISA the CPU supports; SUBLINEAR_BLOCK_ISA=avx2|sse selects a lower one (tests compare them).
 static BlockOps select_ops() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
+  const char* env = std::getenv("SUBLINEAR_BLOCK_ISA");
+  const std::string want = env ? env : "";
+  if (__builtin_cpu_supports("avx512f") && (want.empty() || want == "avx512"))
     return {forward_avx512, grad_avx512, dx_avx512, lse_avx512, softmax_avx512, exps_avx512, "avx512"};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && want != "sse")
     return {forward_avx2, grad_avx2, dx_avx2, lse_avx2, softmax_avx2, exps_avx2, "avx2"};
   return {forward_generic, grad_generic, dx_generic, lse_generic, softmax_generic, exps_generic, "sse"};
 #else

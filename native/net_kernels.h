@@ -74,19 +74,21 @@ void add(float* y, const float* x, uint32_t n);
 void adam_row(float* w, float* m, float* v, const float* g, uint32_t n, const AdamStep& s);
 
 // Inverted-index ("row list") passes over the rows touched by a slice. Row t of the list is neuron
-// rows[t]; its entries are e in [rowStart[t], rowStart[t+1]), each naming a position p = entPos[e] whose
-// sample is sampleOf[p].
+// rows[t]; its entries are e in [rowStart[t], rowStart[t+1]), each naming a position p = entPos[e] (an
+// element of the slice's CSR active sets, or of its input nonzeros for layer 0) of sample entSample[e].
+// Per-entry data is kept in entry order so that the row passes read it sequentially.
 struct RowList {
-  const uint32_t* rows;      // (nRows) neuron (or feature) ids, distinct
-  const uint32_t* rowStart;  // (nRows + 1)
-  const uint32_t* entPos;    // (entries) positions, grouped by row
+  const uint32_t* rows;       // (nRows) neuron (or feature) ids, distinct, ascending
+  const uint32_t* rowStart;   // (nRows + 1)
+  const uint32_t* entPos;     // (entries) positions, grouped by row
+  const uint32_t* entSample;  // (entries) sample of each entry
   uint32_t nRows;
 };
 
-// Forward of a sampled layer: z[p] = bias[j] + W[j,:] . X[sampleOf[p], :] for every entry of every row j.
-// W: (rows, d) neuron-major; X: (n, ldx).
-void rowlist_forward(float* z, const RowList& rl, const uint32_t* sampleOf, const float* W, const float* bias,
-                     const float* X, uint32_t d, uint32_t ldx);
+// Forward of a sampled layer: z[entPos[e]] = bias[j] + W[j,:] . X[entSample[e], :] for every entry e of
+// every row j. W: (rows, d) neuron-major; X: (n, ldx).
+void rowlist_forward(float* z, const RowList& rl, const float* W, const float* bias, const float* X, uint32_t d,
+                     uint32_t ldx);
 
 // Update target of a row-list backward pass. mode 0: Adam on W/bias rows (lazy, per-row step counts);
 // mode 1: add the gradient into gW/gBias.
@@ -105,14 +107,17 @@ struct RowUpdate {
   double logB1 = 0, logB2 = 0;
 };
 
-// Backward of the rows of a row list. For row j:
-//   g = sum_e coef[p] * V[sampleOf[p], 0..width)          (V: (n, ldv))
-//   gb = sum_e coef[p]                                    (when u.bias)
-//   dX[sampleOf[p], 0..width) += coef[p] * W[j, :]        (when dX; uses the pre-update row)
+// Backward of the rows of a row list, coef in entry order (coef[e]). For row j, with s = entSample[e]:
+//   g = sum_e coef[e] * V[s, 0..width)          (V: (n, ldv))
+//   gb = sum_e coef[e]                          (when u.bias)
+//   dX[s, 0..width) += coef[e] * W[j, :]        (when dX; uses the pre-update row)
 //   then the row update (Adam with t = ++rowSteps[j], or gradient accumulation).
 // gScratch: (width) floats.
-void rowlist_backward(const RowList& rl, const uint32_t* sampleOf, const float* coef, const float* V, uint32_t ldv,
-                      uint32_t width, float* dX, uint32_t ldx, const RowUpdate& u, float* gScratch);
+void rowlist_backward(const RowList& rl, const float* coef, const float* V, uint32_t ldv, uint32_t width, float* dX,
+                      uint32_t ldx, const RowUpdate& u, float* gScratch);
+
+// out[e] = in[idx[e]], e < n (entry-order copy of position-order data).
+void gather(float* out, const float* in, const uint32_t* idx, size_t n);
 
 // a (n, lda) = bias + sum over the CSR nonzeros of each sample's input row of x_f * W0[f, :]  (W0: (D, d0)
 // input-major). rows[i] is sample i's dataset row.

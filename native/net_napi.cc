@@ -1,6 +1,7 @@
 // Bindings of the network kernels (shapes: src/network/native-types.ts, math: net.h):
 //   netTrainSlice(net, data, pointIds, hyper, outStats)
 //   netPredictSlice(net, data, pointIds, k, sampled, outIdx, outVal)
+//   netKernelIsa: string constant, the instruction set of the dense block kernels
 // Parsing re-checks every length against the layer shapes (cheap: O(layers) property reads plus the hash
 // parameter scan of lsh_napi_parse.h), so a TS bug becomes an exception, never a wild write.
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "napi_util.h"
 #include "net.h"
 #include "net_internal.h"
+#include "net_kernels.h"
 
 namespace sl {
 namespace {
@@ -191,6 +193,8 @@ Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
 void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetTrainSlice>(env, exports, "netTrainSlice");
   Export<NetPredictSlice>(env, exports, "netPredictSlice");
+  // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).
+  exports.Set("netKernelIsa", Napi::String::New(env, nk::block_isa()));
 }
 
 }  // namespace sl

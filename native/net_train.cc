@@ -174,10 +174,10 @@ double output_sampled(const NetLayer& L, uint32_t k, const Slice& sl, const net:
   const uint32_t* off = buf.actOff.data();
   const uint32_t P = off[n];
   *active += P;
-  net::build_index(buf.index, buf.actIds.data(), P, L.outDim, s);
+  net::build_index(buf.index, buf.actIds.data(), buf.sampleOf.data(), P, L.outDim, s);
   float* z = grow(buf.z, P);
   float* dz = grow(buf.dz, P);
-  nk::rowlist_forward(z, buf.index.view(), buf.sampleOf.data(), L.W, L.b, X, d, ldx);
+  nk::rowlist_forward(z, buf.index.view(), L.W, L.b, X, d, ldx);
   double loss = 0;
   for (uint32_t i = 0; i < n; ++i)
     loss += softmax_xent(z + off[i], off[i + 1] - off[i], nullptr, sl.labelsOf(i), h.mode == 2 ? nullptr : dz + off[i],
@@ -186,7 +186,9 @@ double output_sampled(const NetLayer& L, uint32_t k, const Slice& sl, const net:
   float* dX = grow(s.dX, size_t(n) * ldx);
   std::memset(dX, 0, sizeof(float) * size_t(n) * ldx);
   float* g = grow(s.g, ldx);
-  nk::rowlist_backward(buf.index.view(), buf.sampleOf.data(), dz, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
+  float* coef = grow(buf.index.coef, P);
+  nk::gather(coef, dz, buf.index.entPos.data(), P);
+  nk::rowlist_backward(buf.index.view(), coef, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
   nk::transpose(dAt, ldn, dX, ldx, n, d);
   for (uint32_t r = 0; r < d; ++r) std::memset(dAt + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
   return loss;
@@ -214,7 +216,9 @@ void backward_hidden(const NetLayer& L, uint32_t k, const Slice& sl, const float
     float* dX = grow(s.dX, size_t(n) * ldx);
     std::memset(dX, 0, sizeof(float) * size_t(n) * ldx);
     float* g = grow(s.g, ldx);
-    nk::rowlist_backward(buf.index.view(), so, dz, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
+    float* coef = grow(buf.index.coef, P);
+    nk::gather(coef, dz, buf.index.entPos.data(), P);
+    nk::rowlist_backward(buf.index.view(), coef, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
     nk::transpose(dAtPrev, ldn, dX, ldx, n, d);
     for (uint32_t r = 0; r < d; ++r) std::memset(dAtPrev + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
     return;
@@ -258,9 +262,11 @@ void backward_layer0(const NetLayer& L0, const Slice& sl, const float* dz0, uint
       fs[p] = i;
       fc[p] = data.values[q];
     }
-  net::build_index(s.l0Index, fr, P, L0.inDim, s);
+  net::build_index(s.l0Index, fr, fs, P, L0.inDim, s);
   float* g = grow(s.g, d0);
-  nk::rowlist_backward(s.l0Index.view(), fs, fc, dz0, lda0, d0, nullptr, 0, row_update(L0, 0, h, false), g);
+  float* coef = grow(s.l0Index.coef, P);
+  nk::gather(coef, fc, s.l0Index.entPos.data(), P);
+  nk::rowlist_backward(s.l0Index.view(), coef, dz0, lda0, d0, nullptr, 0, row_update(L0, 0, h, false), g);
   if (h.mode == 0) {
     nk::AdamCorrection corr;
     corr.init(h.beta1, h.beta2);

@@ -62,6 +62,9 @@ export interface BaselineResult {
   steadySamplesPerSec: number;
   /** Training wall-clock seconds, evaluation excluded. */
   seconds: number;
+  /** Wall-clock seconds of each training batch, in order (their sum is `seconds`). The median is robust
+   * to other processes competing for the cores during a short run. */
+  batchSeconds: number[];
   /** Training samples processed (points with at least one label). */
   samples: number;
   batches: number;
@@ -266,4 +269,11 @@ export class SteadyRate {
     if (batches <= this.warmup || seconds <= this.s0) return NaN;
     return (samples - this.n0) / (seconds - this.s0);
   }
+}
+
+/** Median of a list (NaN when empty). */
+export function median(xs: readonly number[]): number {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { packageRoot } from '../../src/util/package-root.js';
 import type { SparseDataset } from '../../datasets/csr.js';
-import type { BaselineOptions, BaselineResult } from './common.js';
+import { median, type BaselineOptions, type BaselineResult } from './common.js';
 import { readXC } from '../../datasets/xc-reader.js';
 import { syntheticSplit } from './data.js';
 import { pytorchAvailable, trainPytorch } from './pytorch.js';
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     const x = r as unknown as BaselineResult & { labels: number; trainPoints: number };
     console.log([
       r.cmd, x.system, `labels=${x.labels}`, `batches=${x.batches}`, `samples/s=${x.samplesPerSec.toFixed(1)}`, `steady=${typeof x.steadySamplesPerSec === 'number' ? x.steadySamplesPerSec.toFixed(1) : '-'}`,
-      `s/batch=${(x.seconds / Math.max(1, x.batches)).toFixed(3)}`, `train_s=${x.seconds.toFixed(1)}`,
+      `s/batch=${(x.seconds / Math.max(1, x.batches)).toFixed(3)}`, `median_s/batch=${median(x.batchSeconds ?? []).toFixed(3)}`, `train_s=${x.seconds.toFixed(1)}`,
       `P@1=${typeof x.finalP1 === 'number' && !Number.isNaN(x.finalP1) ? x.finalP1.toFixed(4) : '-'}`, `peakRSS=${(x.peakRssBytes / 2 ** 20).toFixed(0)}MiB`,
       `diverged=${x.diverged}`, JSON.stringify(x.info),
     ].join('\t'));

@@ -163,6 +163,7 @@ export async function trainPytorch(opts: PytorchOptions): Promise<BaselineResult
       samplesPerSec: num(done.samplesPerSec),
       steadySamplesPerSec: num(done.steadySamplesPerSec),
       seconds: num(done.seconds),
+      batchSeconds: Array.isArray(done.batchSeconds) ? (done.batchSeconds as number[]) : [],
       samples: num(done.samples),
       batches: num(done.batches),
       finalP1: num(done.finalP1),

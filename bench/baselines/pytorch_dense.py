@@ -202,6 +202,7 @@ def main():
           "last_eval_batch": -1, "last_eval_seconds": 0.0, "warm_seconds": 0.0, "warm_samples": 0}
     curve = []
     recent = []
+    batch_seconds = []
 
     def evaluate():
         if test is None or len(eval_rows) == 0:
@@ -245,7 +246,9 @@ def main():
             for o in opts:
                 o.step()
             lv = float(loss.item())
-            st["seconds"] += time.perf_counter() - t0
+            dt = time.perf_counter() - t0
+            st["seconds"] += dt
+            batch_seconds.append(dt)
             st["batches"] += 1
             if not math.isfinite(lv):
                 diverged = True
@@ -273,6 +276,7 @@ def main():
     emit({
         "event": "done",
         "seconds": st["seconds"], "samples": st["samples"], "batches": st["batches"],
+        "batchSeconds": batch_seconds,
         "samplesPerSec": st["samples"] / st["seconds"] if st["seconds"] > 0 else 0,
         "steadySamplesPerSec": ((st["samples"] - st["warm_samples"]) / (st["seconds"] - st["warm_seconds"])
                                 if st["batches"] > a.warmup_batches and st["seconds"] > st["warm_seconds"] else None),

@@ -181,6 +181,7 @@ export async function trainTfjs(opts: TfjsOptions): Promise<BaselineResult> {
   const recentLoss: number[] = [];
   const curve: BaselineResult['curve'] = [];
   const steady = new SteadyRate(o.warmupBatches);
+  const batchSeconds: number[] = [];
 
   const evaluate = () => {
     if (!test || evalRows.length === 0) return;
@@ -207,7 +208,9 @@ export async function trainTfjs(opts: TfjsOptions): Promise<BaselineResult> {
         const loss = (lossT.dataSync() as Float32Array)[0]!;
         lossT.dispose();
         disposeBatch(t);
-        seconds += (performance.now() - t0) / 1000;
+        const dt = (performance.now() - t0) / 1000;
+        seconds += dt;
+        batchSeconds.push(dt);
         batches++;
         if (!Number.isFinite(loss)) { diverged = true; break; }
         samples += rows.length;
@@ -230,7 +233,7 @@ export async function trainTfjs(opts: TfjsOptions): Promise<BaselineResult> {
       system: `tfjs-${backend}`,
       samplesPerSec: seconds > 0 ? samples / seconds : 0,
       steadySamplesPerSec: steady.rate(batches, seconds, samples),
-      seconds, samples, batches, finalP1, curve, diverged,
+      seconds, batchSeconds, samples, batches, finalP1, curve, diverged,
       finalLoss: recentLoss.length ? recentLoss.reduce((a, b) => a + b, 0) / recentLoss.length : NaN,
       evalSeconds,
       peakRssBytes: peakRssBytes(),

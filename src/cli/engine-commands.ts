@@ -13,27 +13,44 @@ const mode = {
 const propensityA = { type: 'number', valueName: 'A', description: 'propensity model A for PSP@k (default 0.55; 0.6 for Amazon)' } as const;
 const propensityB = { type: 'number', valueName: 'B', description: 'propensity model B for PSP@k (default 1.5; 2.6 for Amazon)' } as const;
 
+// train's own variants without flag defaults (--resume must tell a flag given again from a default).
+const trainFormat = { type: 'choice', choices: ['xc', 'libsvm'] as const, description: 'input format of the data files (default: xc)' } as const;
+const trainMode = {
+  type: 'choice', choices: ['exact', 'sampled'] as const,
+  description: 'inference: exact scores every label; sampled scores only the LSH candidates (faster) (default: exact)',
+} as const;
+
 export const trainCmd = defineCommand({
   name: 'train',
   summary: 'Train a network on an extreme-classification dataset (and evaluate it on a test set).',
   description:
     'Without --config the network is chosen from the data: 128 ReLU hidden units and a softmax output, ' +
     'LSH-sampled (DWTA, K=6, L=50) when there are 4096 labels or more. Ctrl-C stops after the batches in flight ' +
-    '(and saves with --save).',
+    '(and saves with --save, and writes a checkpoint with --checkpoint). With --checkpoint, the full training ' +
+    'state is written every --checkpoint-every (atomically; the newest two files are kept); --resume continues ' +
+    'such a run exactly where its last checkpoint left it, with the data paths and settings it recorded ' +
+    '(flags given again override them; --epochs can extend a finished run).',
   flags: {
-    train: { type: 'string', required: true, valueName: 'file', description: 'training data' },
+    train: { type: 'string', valueName: 'file', description: 'training data (required unless --resume)' },
     test: { type: 'string', valueName: 'file', description: 'test data, evaluated after training (and every --eval-every epochs)' },
     config: { type: 'string', valueName: 'json', description: 'network configuration file (NetworkConfig; inputDim defaults to the data)' },
-    format,
-    epochs: { type: 'integer', min: 0, default: 5, valueName: 'n', description: 'passes over the training data' },
-    batch: { type: 'integer', min: 1, default: 128, valueName: 'n', description: 'mini-batch size' },
-    lr: { type: 'number', min: 0, default: 1e-3, valueName: 'x', description: 'Adam learning rate' },
+    format: trainFormat,
+    // No flag defaults for what --resume restores: a default would be indistinguishable from a flag given again.
+    epochs: { type: 'integer', min: 0, valueName: 'n', description: 'passes over the training data (default: 5)' },
+    batch: { type: 'integer', min: 1, valueName: 'n', description: 'mini-batch size (default: 128)' },
+    lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate (default: 0.001)' },
     workers,
     seed: { type: 'integer', min: 0, valueName: 'n', description: 'seed of every random choice (default: the config seed, else 1)' },
     save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically)' },
     evalEvery: { type: 'integer', min: 1, valueName: 'n', description: 'evaluate on --test every n epochs' },
     maxMemory: { type: 'string', valueName: 'bytes', description: 'refuse configurations needing more memory, e.g. 4GB' },
-    mode,
+    checkpoint: { type: 'string', valueName: 'dir', description: 'write training checkpoints to this directory (default with --resume: the resumed one)' },
+    checkpointEvery: {
+      type: 'string', valueName: 'n|Ns|Nm',
+      description: 'checkpoint every n batches, or every N seconds/minutes/hours, e.g. 500, 90s, 10m, 1h (default: 10m)',
+    },
+    resume: { type: 'string', valueName: 'dir', description: 'continue the run checkpointed in this directory' },
+    mode: trainMode,
     propensityA,
     propensityB,
     json,
@@ -41,6 +58,9 @@ export const trainCmd = defineCommand({
   examples: [
     'train --train train.txt --test test.txt',
     'train --train train.txt --test test.txt --epochs 10 --lr 0.001 --workers 2 --save model.sl --json',
+    'train --train train.txt --save model.sl --checkpoint ckpt --checkpoint-every 10m',
+    'train --resume ckpt',
+    'train --resume ckpt --epochs 20',
   ],
   run: (o, io) =>
     trainCommand({ ...o, maxMemory: o.maxMemory !== undefined ? parseBytes(o.maxMemory) : undefined }, io),

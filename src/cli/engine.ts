@@ -2,17 +2,20 @@
 // src/cli/main.ts's command table; these functions receive typed options.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { readXC, readLibsvm, generateSynthetic, type SparseDataset } from '../../datasets/index.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
 import { checkMemory, formatBytes, planMemory } from '../train/memory-plan.js';
+import { parseCheckpointEvery } from '../train/checkpoint.js';
 import { Progress } from '../util/progress.js';
+import { UsageError } from './args.js';
 
 export interface TrainCliOptions {
-  train: string;
+  /** Required unless `resume` is given. */
+  train?: string;
   test?: string;
   config?: string;
   format?: 'xc' | 'libsvm';
@@ -28,6 +31,51 @@ export interface TrainCliOptions {
   mode?: 'exact' | 'sampled';
   propensityA?: number;
   propensityB?: number;
+  /** Directory for periodic checkpoints. */
+  checkpoint?: string;
+  /** `--checkpoint-every`: batches, or a duration like '10m' (default '10m'). */
+  checkpointEvery?: string;
+  /** Checkpoint directory of a run to continue. */
+  resume?: string;
+}
+
+/**
+ * What `train --checkpoint` stores in each checkpoint (CheckpointOptions.extra), so that `--resume`
+ * can continue with the same data and settings: paths are absolute (resume may run elsewhere).
+ */
+interface SavedCli {
+  train: string;
+  test?: string;
+  format?: 'xc' | 'libsvm';
+  save?: string;
+  evalEvery?: number;
+  workers?: number;
+  maxMemory?: number;
+  mode?: 'exact' | 'sampled';
+  propensityA?: number;
+  propensityB?: number;
+  checkpointEvery?: string;
+}
+
+const SAVED_CLI_KEYS = ['train', 'test', 'format', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery'] as const;
+
+function savedCli(o: TrainCliOptions & { train: string }): SavedCli {
+  const s: Record<string, unknown> = {};
+  for (const k of SAVED_CLI_KEYS) if (o[k] !== undefined) s[k] = o[k];
+  for (const k of ['train', 'test', 'save'] as const) if (o[k] !== undefined) s[k] = resolve(o[k]);
+  return s as unknown as SavedCli;
+}
+
+/** The CLI settings recorded in a checkpoint's extra, or null when it holds none (an API-written checkpoint). */
+function readSavedCli(extra: unknown): Partial<SavedCli> | null {
+  const cli = (extra as { cli?: unknown } | null)?.cli;
+  if (!cli || typeof cli !== 'object') return null;
+  const out: Record<string, unknown> = {};
+  for (const k of SAVED_CLI_KEYS) {
+    const v = (cli as Record<string, unknown>)[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out as Partial<SavedCli>;
 }
 
 type Out = { out: (s: string) => void; err: (s: string) => void };
@@ -68,13 +116,40 @@ export function peakRssMB(): number {
   return Math.round(process.resourceUsage().maxRSS / 1024);
 }
 
-export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number> {
-  const quiet = !!o.json;
-  const train = await loadData(o.train, o.format, 'training data', quiet);
+export async function trainCommand(given: TrainCliOptions, io: Out): Promise<number> {
+  const quiet = !!given.json;
+  let o: TrainCliOptions = given;
+  let resumed: Network | undefined;
+  if (given.resume) {
+    if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
+    if (given.seed !== undefined) throw new UsageError('--seed cannot be combined with --resume: the seed comes from the checkpoint');
+    resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`) });
+    const info = resumed.resumeInfo!;
+    // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
+    const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
+    o = { ...readSavedCli(info.extra), checkpoint: given.resume, ...defined };
+    if (!o.train) throw new UsageError(`${info.file} does not record its training data (it was not written by sublinear train); give --train`);
+    if (!quiet) {
+      const p = info.position;
+      io.err(`resuming from ${info.file}: epoch ${p.epoch + 1}, batch ${p.batch} (${p.batchesDone} batches done)\n`);
+    }
+  } else if (!given.train) {
+    throw new UsageError('missing required option --train (or --resume <dir>)');
+  }
+  if (given.checkpointEvery !== undefined && !o.checkpoint) throw new UsageError('--checkpoint-every needs --checkpoint <dir>');
+  if (o.checkpointEvery !== undefined) {
+    try {
+      parseCheckpointEvery(o.checkpointEvery);
+    } catch {
+      throw new UsageError(`option --checkpoint-every expects a number of batches or a duration like 90s, 10m, 1h but received '${o.checkpointEvery}'`);
+    }
+  }
+  const trainPath = o.train!;
+  const train = await loadData(trainPath, o.format, 'training data', quiet);
   const test = o.test ? await loadData(o.test, o.format, 'test data', quiet) : undefined;
-  const config = await loadConfig(o.config, train, o.seed);
+  const config = resumed ? resumed.config : await loadConfig(o.config, train, o.seed);
   const resolved = resolveConfig(config);
-  if (train.features > resolved.inputDim) throw new Error(`${o.train} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
+  if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const workers = o.workers ?? defaultWorkers();
   const plan = planMemory({
     inputDim: resolved.inputDim,
@@ -86,13 +161,22 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
     workers,
   });
   checkMemory(plan, o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
-  const net = new Network(config);
+  const net = resumed ?? new Network(config);
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
+  let checkpoints = 0;
+  const checkpoint = o.checkpoint
+    ? {
+        dir: o.checkpoint,
+        every: o.checkpointEvery ?? '10m',
+        extra: { cli: savedCli({ ...o, train: trainPath }) },
+        onSaved: () => void checkpoints++,
+      }
+    : undefined;
 
   const ac = new AbortController();
   const onSigint = () => {
-    if (!ac.signal.aborted) io.err('\nstopping after the batches in flight (Ctrl-C again to force)\n');
+    if (!ac.signal.aborted) io.err(`\nstopping after the batches in flight${checkpoint ? ' and writing a checkpoint' : ''} (Ctrl-C again to force)\n`);
     else process.exit(130);
     ac.abort();
   };
@@ -107,6 +191,7 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
       lr: o.lr,
       workers,
       signal: ac.signal,
+      checkpoint,
       onProgress: (p) => {
         bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
           `epoch ${p.epoch + 1}/${p.epochs} loss ${p.loss.toFixed(4)} ${Math.round(p.samplesPerSec)} samples/s`);
@@ -127,6 +212,7 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
     io.err(`trained ${stats.samples} samples in ${stats.trainSeconds.toFixed(1)} s (${Math.round(stats.samplesPerSec)} samples/s; ` +
       `hash-table rebuilds ${stats.rebuildSeconds.toFixed(1)} s = ${(100 * stats.rebuildSeconds / Math.max(stats.trainSeconds, 1e-9)).toFixed(1)}%)` +
       `${stats.aborted ? ' (stopped early)' : ''}\n`);
+    if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}\n`);
   }
   if (o.save) {
     await net.save(o.save);
@@ -146,6 +232,9 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
     workers,
     peakRssMB: peakRssMB(),
     aborted: stats.aborted,
+    batchesDone: net.batchesDone,
+    ...(checkpoint ? { checkpoints } : {}),
+    ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
   };
   if (o.json) io.out(JSON.stringify(summary) + '\n');
   return 0;

@@ -107,7 +107,8 @@ export function resolveHashOptions(o: HashParamsOptions): ResolvedHashOptions {
     throw new Error(
       `K too large for the code type: K * bitsPerHash = ${K * bitsPerHash} exceeds 32 bits (K = ${K}, bitsPerHash = ${bitsPerHash})`,
     );
-  if (K * L * Math.max(binSize, 1) > 0xffffffff) throw new Error(`K * L * binSize = ${K * L * binSize} exceeds 2^32 - 1`);
+  if (K * L * Math.max(binSize, 64) > 0xffffffff)
+    throw new Error(`K * L = ${K * L} is too large: K * L * ${Math.max(binSize, 64)} must stay below 2^32`);
   const rangeBits =
     o.rangeBits === undefined ? Math.min(K * bitsPerHash, 20) : intInRange('rangeBits', o.rangeBits, 1, MAX_RANGE_BITS);
   return { family, K, L, dim, seed, binSize, density, bitsPerHash, rangeBits };

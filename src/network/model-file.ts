@@ -2,6 +2,7 @@
 // src/util/binfile.ts, written atomically. Hash tables are not stored: their functions derive from the
 // config's seed and the tables are rebuilt from the weights, so a loaded model predicts exactly as saved.
 import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
+import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import type { NetworkConfig, ResolvedNetworkConfig } from './config.js';
 import type { Network } from './network.js';
 
@@ -34,12 +35,29 @@ export async function saveModel(path: string, net: Network): Promise<void> {
   await writeBinFile(path, { kind: 'model', meta, sections: sections(net) });
 }
 
-export async function loadModel(path: string, make: (c: NetworkConfig) => Network): Promise<Network> {
+/**
+ * Reads a model file into a network built by `make(config)`. A checkpoint file (kind 'checkpoint') is
+ * handed to `fromCheckpoint` when given, and refused otherwise.
+ */
+export async function loadModel(
+  path: string,
+  make: (c: NetworkConfig) => Network,
+  fromCheckpoint?: (path: string) => Promise<Network>,
+): Promise<Network> {
   // Read the header first (sections stream into the freshly allocated shared arrays).
-  const head = await readBinFile<ModelMeta>(path, { kind: 'model', headerOnly: true });
+  const head = await readBinFile<ModelMeta>(path, fromCheckpoint ? { headerOnly: true } : { kind: 'model', headerOnly: true });
+  if (head.kind === 'checkpoint' && fromCheckpoint) return fromCheckpoint(path);
+  // The header sizes the network (and its hash tables, which are not in the file) before the sections
+  // are read: verify the checksum first, so that a damaged digit in the config cannot allocate gigabytes.
+  await verifyBinFileChecksum(path);
   const meta = head.meta;
   if (!meta || meta.format !== 'sublinear-model' || !meta.config) throw new Error(`${path}: not a sublinear model (missing config)`);
-  const net = make(meta.config);
+  let net: Network;
+  try {
+    net = make(meta.config);
+  } catch (e) {
+    throw new Error(`${path}: invalid network configuration: ${(e as Error).message}`);
+  }
   const into = sections(net);
   const labels = net.config.layers.at(-1)!.size;
   const hasFreq = head.table.some((t) => t.name === 'labelFreq');

@@ -7,8 +7,13 @@ import { resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '.
 import type { NetSpec } from './native-types.js';
 import { allocateNetwork, networkBytes } from './allocate.js';
 import { createExecutor, defaultWorkers, type Executor } from '../train/executor.js';
-import { fitLoop, type FitOptions, type FitStats } from '../train/fit.js';
+import { fitLoop, resolveFitOptions, type FitOptions, type FitStart, type FitStats } from '../train/fit.js';
 import { RebuildSchedule } from '../train/schedule.js';
+import {
+  Checkpointer, dataFingerprint, loadLatestCheckpoint, readCheckpoint,
+  type DataFingerprint, type SavedFitOptions, type SkippedCheckpoint, type TrainingPosition,
+} from '../train/checkpoint.js';
+import { stat } from 'node:fs/promises';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../train/metrics.js';
 import { loadModel, saveModel } from './model-file.js';
 
@@ -25,6 +30,33 @@ export interface PredictOptions {
   workers?: number;
   /** Rows per task. Default 256. */
   chunk?: number;
+}
+
+/** Options of `Network.resume`. */
+export interface ResumeOptions {
+  /**
+   * Receives warnings, e.g. that the newest checkpoint is damaged and an older one is used.
+   * Default: written to stderr as `sublinear: <message>`.
+   */
+  onWarning?: (message: string) => void;
+}
+
+/** Where a network restored by `Network.resume` came from. */
+export interface ResumeInfo {
+  /** The checkpoint file loaded. */
+  file: string;
+  /** Where its run stood: the next fit() starts at this epoch and batch. */
+  position: TrainingPosition;
+  /** The run's fit options; the next fit() defaults to them. */
+  fitOptions: SavedFitOptions;
+  /** `CheckpointOptions.extra` of the run (the CLI: data paths and flags). */
+  extra: unknown;
+  /** 'periodic', 'end' (its fit completed) or 'abort'. */
+  reason: string;
+  /** ISO time of the write. */
+  savedAt: string;
+  /** Newer checkpoint files that were damaged and skipped (renamed to `<file>.corrupt`). */
+  skipped: SkippedCheckpoint[];
 }
 
 /** Options of `Network.evaluate`. */
@@ -79,7 +111,13 @@ export class Network {
   /** Training label frequencies (for propensity-scored metrics), recorded by fit(). */
   labelFreq: Uint32Array | null = null;
   trainPoints = 0;
+  /** Set by `Network.resume`: the checkpoint this network was restored from (null otherwise). */
+  resumeInfo: ResumeInfo | null = null;
   private tablesFresh = false;
+  /** A resume not yet consumed by fit(): its data fingerprint and position. */
+  private pendingResume: { data: DataFingerprint } | null = null;
+  /** The checkpoint this network last wrote or was restored from: fit() may keep writing to that directory. */
+  private lastCheckpoint: { dir: string; batchesDone: number } | null = null;
 
   constructor(config: NetworkConfig) {
     this.config = resolveConfig(config);
@@ -96,19 +134,73 @@ export class Network {
     return networkBytes(this.spec);
   }
 
-  /** Trains on `data` (CSR rows with labels). Resolves with throughput and timing statistics. */
+  /**
+   * Trains on `data` (CSR rows with labels). Resolves with throughput and timing statistics.
+   *
+   * On a network restored by `Network.resume`, the first fit() continues the checkpointed run: it starts
+   * at the saved epoch and batch, and options not given default to the run's (epochs, batchSize, lr,
+   * betas, eps, shuffle); `data` must be the same training set (checked by a fingerprint), and batchSize
+   * and shuffle cannot change in the middle of an epoch. With one worker (or workers: 0) the result is
+   * bit-identical to the uninterrupted run.
+   */
   async fit(data: SparseDataset, opts: FitOptions = {}): Promise<FitStats> {
     checkDataset(data, this.config, 'training data');
-    if (opts.rebuild && this.schedule) this.schedule = new RebuildSchedule(opts.rebuild);
+    const resumed = this.pendingResume !== null && this.resumeInfo !== null;
+    let fingerprint: DataFingerprint | null = null;
+    let start: FitStart = { epoch: 0, batch: 0 };
+    if (resumed) {
+      const info = this.resumeInfo!;
+      opts = { ...savedAsFitOptions(info.fitOptions), ...definedOnly(opts) };
+      fingerprint = await dataFingerprint(data);
+      checkResumeData(info.file, this.pendingResume!.data, fingerprint);
+      const o = resolveFitOptions(opts);
+      const p = info.position;
+      if (p.batch > 0) {
+        const at = `(${info.file} is at batch ${p.batch} of epoch ${p.epoch + 1})`;
+        if (o.batchSize !== info.fitOptions.batchSize) {
+          throw new Error(`Cannot change batchSize from ${info.fitOptions.batchSize} to ${o.batchSize} when resuming mid-epoch ${at}; resume with batchSize ${info.fitOptions.batchSize}`);
+        }
+        if (o.shuffle !== info.fitOptions.shuffle) {
+          throw new Error(`Cannot change shuffle from ${info.fitOptions.shuffle} to ${o.shuffle} when resuming mid-epoch ${at}`);
+        }
+      }
+      start = { epoch: p.epoch, batch: p.batch };
+    }
+    const o = resolveFitOptions(opts);
+    // A resumed schedule keeps its restored state unless different rebuild options are given.
+    if (opts.rebuild && this.schedule && !(resumed && sameRebuild(opts.rebuild, this.schedule))) this.schedule = new RebuildSchedule(opts.rebuild);
+    let checkpointer: Checkpointer | undefined;
+    if (opts.checkpoint) {
+      const c = opts.checkpoint;
+      fingerprint ??= await dataFingerprint(data);
+      const saved: SavedFitOptions = {
+        epochs: o.epochs, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, shuffle: o.shuffle,
+        rebuild: this.schedule ? { first: this.schedule.first, growth: this.schedule.growth, maxInterval: this.schedule.maxInterval } : null,
+      };
+      checkpointer = new Checkpointer(
+        {
+          ...c,
+          onSaved: async (info) => {
+            this.lastCheckpoint = { dir: c.dir, batchesDone: info.batchesDone };
+            await c.onSaved?.(info);
+          },
+        },
+        this, saved, fingerprint,
+      );
+      await checkpointer.prepare(this.batchesDone, this.lastCheckpoint);
+    }
     const exec = createExecutor(opts.workers ?? defaultWorkers());
     try {
       let rebuildSeconds = 0;
       if (!this.tablesFresh) rebuildSeconds += await this.rebuildTables(exec);
       this.labelFreq = labelFrequencies(data.labelIndices, this.config.layers.at(-1)!.size);
       this.trainPoints = data.points;
-      const stats = await fitLoop(this, data, exec, opts);
+      // From here on the network moves past the checkpoint: a later fit() is an ordinary one.
+      this.pendingResume = null;
+      const stats = await fitLoop(this, data, exec, opts, start, checkpointer);
       // Index the final weights, so sampled inference (and a saved model) sees the trained network.
-      if (this.schedule && stats.batches > 0) rebuildSeconds += await this.rebuildTables(exec);
+      // A resumed network's tables are those of its checkpoint, not of its final weights: rebuild too.
+      if (this.schedule && (stats.batches > 0 || resumed)) rebuildSeconds += await this.rebuildTables(exec);
       stats.rebuildSeconds += rebuildSeconds;
       stats.rebuilds = this.rebuildRound;
       return stats;
@@ -184,13 +276,78 @@ export class Network {
     await saveModel(path, this);
   }
 
-  /** Reads a model written by `save`. Hash tables are rebuilt from the weights on first sampled use. */
+  /**
+   * Reads a model written by `save` (or the weights of a checkpoint file, for evaluation). Hash tables
+   * are rebuilt from the weights on first sampled use.
+   */
   static async load(path: string): Promise<Network> {
-    return loadModel(path, (config) => new Network(config));
+    return loadModel(path, (config) => new Network(config), async (file) => {
+      const { network } = await readCheckpoint(file, (config) => new Network(config));
+      // The checkpoint's tables index the weights of its last scheduled rebuild; inference wants the
+      // current ones. Replay the seed of that rebuild, as a loaded model does.
+      network.rebuildRound = Math.max(0, network.rebuildRound - 1);
+      network.invalidateTables();
+      return network;
+    });
+  }
+
+  /**
+   * Restores a network from a checkpoint written by `fit({ checkpoint })`: `path` is a checkpoint
+   * directory (its newest usable checkpoint is loaded; damaged newer ones are renamed to
+   * `<file>.corrupt` and reported through `onWarning`) or one checkpoint file. The next `fit()`
+   * continues the run (see fit); `resumeInfo` says where it stands.
+   *
+   * @example
+   * ```ts
+   * const net = await Network.resume('ckpt');
+   * await net.fit(train, { checkpoint: { dir: 'ckpt', every: '10m' } }); // epochs etc. as saved
+   * ```
+   */
+  static async resume(path: string, opts: ResumeOptions = {}): Promise<Network> {
+    const warn = opts.onWarning ?? ((m: string) => void process.stderr.write(`sublinear: ${m}\n`));
+    const make = (config: NetworkConfig) => new Network(config);
+    let isFile: boolean;
+    try {
+      isFile = (await stat(path)).isFile();
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`${path}: no such checkpoint directory`);
+      throw e;
+    }
+    const r = isFile ? { ...(await readCheckpoint(path, make)), file: path, skipped: [] } : await loadLatestCheckpoint(path, make, warn);
+    const net = r.network;
+    net.tablesFresh = true; // the checkpoint's tables, exactly as the run had them
+    net.pendingResume = { data: r.meta.data };
+    net.resumeInfo = {
+      file: r.file, position: r.meta.position, fitOptions: r.meta.options, extra: r.meta.extra,
+      reason: r.meta.reason, savedAt: r.meta.savedAt, skipped: r.skipped,
+    };
+    net.lastCheckpoint = isFile ? null : { dir: path, batchesDone: r.meta.position.batchesDone };
+    return net;
   }
 
   /** Marks tables stale (after weights were replaced from a file). */
   invalidateTables(): void {
     this.tablesFresh = false;
+  }
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function savedAsFitOptions(s: SavedFitOptions): FitOptions {
+  return {
+    epochs: s.epochs, batchSize: s.batchSize, lr: s.lr, beta1: s.beta1, beta2: s.beta2, eps: s.eps, shuffle: s.shuffle,
+  };
+}
+
+function sameRebuild(r: NonNullable<FitOptions['rebuild']>, s: RebuildSchedule): boolean {
+  return (r.first ?? 50) === s.first && (r.growth ?? 1.15) === s.growth && (r.maxInterval ?? 1000) === s.maxInterval;
+}
+
+function checkResumeData(file: string, want: DataFingerprint, got: DataFingerprint): void {
+  const describe = (d: DataFingerprint) => `${d.points} points, ${d.features} features, ${d.labels} labels, ${d.nnz} nonzeros, ${d.labelNnz} labels set, hash ${d.hash}`;
+  if (want.points !== got.points || want.features !== got.features || want.labels !== got.labels || want.nnz !== got.nnz || want.labelNnz !== got.labelNnz || want.hash !== got.hash) {
+    throw new Error(`The training data is not the data of checkpoint ${file}: it has ${describe(got)}; the checkpoint was trained on ${describe(want)}`);
   }
 }

@@ -7,6 +7,7 @@
 import type { SparseDataset } from '../../datasets/csr.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../network/native-types.js';
+import type { CheckpointInfo, CheckpointOptions, CheckpointReason, TrainingPosition } from './checkpoint.js';
 import type { Executor } from './executor.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import type { TrainResult, TrainTask } from './tasks.js';
@@ -37,8 +38,13 @@ export interface FitOptions {
   progressEvery?: number;
   /** Called after each epoch (for evaluation, checkpoints). Awaited before the next epoch. */
   onEpochEnd?: (epoch: number, stats: FitStats) => void | Promise<void>;
-  /** Stops cleanly after the batches in flight when aborted (Ctrl-C). */
+  /** Stops cleanly after the batches in flight when aborted (Ctrl-C); with `checkpoint`, a checkpoint is then written. */
   signal?: AbortSignal;
+  /**
+   * Periodic checkpoints (src/train/checkpoint.ts), taken between batches with none in flight, plus one
+   * when fit() ends or is aborted. Continue from them with `Network.resume(dir)`. Default: none.
+   */
+  checkpoint?: CheckpointOptions;
   /**
    * Testing only: make the task of batch `batch` (0-based, in the first epoch trained) throw inside the
    * worker on its first `failures` attempts (1: retried and recovered; 2: training stops). Default none.
@@ -66,7 +72,7 @@ export interface FitStats {
   epochs: number;
   batches: number;
   samples: number;
-  /** Wall-clock training seconds, rebuilds included, epoch callbacks excluded. */
+  /** Wall-clock training seconds, rebuilds included, epoch callbacks and checkpoint writes excluded. */
   trainSeconds: number;
   /** Seconds spent rebuilding hash tables. */
   rebuildSeconds: number;
@@ -125,10 +131,38 @@ export function epochOrder(points: number, seed: number, epoch: number, shuffle:
   return shuffle ? shuffleInPlace(order, new Xoshiro128(BigInt(seed) * 1000003n + BigInt(epoch) + 17n)) : order;
 }
 
-export async function fitLoop(target: FitTarget, data: SparseDataset, exec: Executor, opts: FitOptions, startEpoch = 0): Promise<FitStats> {
+/** Where fitLoop starts: batch `batch` (0-based) of epoch `epoch` (0-based). */
+export interface FitStart {
+  epoch: number;
+  batch: number;
+}
+
+/** The loop's view of a Checkpointer (src/train/checkpoint.ts). */
+export interface FitCheckpointHook {
+  /** True when a checkpoint is due after `batchesDone` global batches. */
+  due(batchesDone: number): boolean;
+  /** Writes one; called only with no batch or rebuild in flight. */
+  save(position: TrainingPosition, reason: CheckpointReason): Promise<CheckpointInfo | null>;
+}
+
+/**
+ * Trains epochs `start.epoch .. epochs-1`, the first of them from batch `start.batch` (a resumed run:
+ * the rows of that epoch's earlier batches were trained before the checkpoint). `target.batchesDone`
+ * must already count those earlier batches; it is advanced as batches complete (at checkpoints and
+ * epoch ends).
+ */
+export async function fitLoop(
+  target: FitTarget,
+  data: SparseDataset,
+  exec: Executor,
+  opts: FitOptions,
+  start: FitStart = { epoch: 0, batch: 0 },
+  checkpoint?: FitCheckpointHook,
+): Promise<FitStats> {
   const o = resolveFitOptions(opts);
   const batchesPerEpoch = Math.ceil(data.points / o.batchSize);
-  const totalBatches = (o.epochs - startEpoch) * batchesPerEpoch;
+  const startEpoch = start.epoch;
+  const totalBatches = Math.max(0, (o.epochs - startEpoch) * batchesPerEpoch - start.batch);
   let samples = 0, batches = 0, rebuildSeconds = 0, callbackSeconds = 0;
   let aborted = false;
   const t0 = performance.now();
@@ -152,16 +186,20 @@ export async function fitLoop(target: FitTarget, data: SparseDataset, exec: Exec
     repLoss = repSamples = repActive = repMissed = repLabels = 0;
   };
 
+  // Position of the last completed (quiescent) point, for the final checkpoint.
+  let posEpoch = startEpoch, posBatch = start.batch;
   for (let epoch = startEpoch; epoch < o.epochs && !aborted; epoch++) {
     const order = epochOrder(data.points, target.seed, epoch, o.shuffle);
     epochLoss = epochSamples = 0;
     const inflight = new Set<Promise<void>>();
-    let nextBatch = 0;
+    let nextBatch = epoch === startEpoch ? start.batch : 0;
+    // Global number of batch 0 of this epoch: batch seeds and the schedules count from it.
+    const epochBase = target.batchesDone - nextBatch;
 
     const runBatch = async (b: number) => {
       const start = b * o.batchSize;
       const pointIds = order.slice(start, Math.min(start + o.batchSize, data.points));
-      const global = target.batchesDone + b;
+      const global = epochBase + b;
       const task: TrainTask = {
         net: target.spec, data, pointIds,
         lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
@@ -191,18 +229,31 @@ export async function fitLoop(target: FitTarget, data: SparseDataset, exec: Exec
     while (nextBatch < batchesPerEpoch || inflight.size > 0) {
       if (failures.length) break;
       if (opts.signal?.aborted) aborted = true;
-      // Rebuilds need quiescent tables: drain the batches in flight first.
-      const due = !aborted && target.schedule !== null && target.schedule.due(target.batchesDone + nextBatch);
-      while (!aborted && !due && nextBatch < batchesPerEpoch && inflight.size < exec.parallelism) {
+      // Rebuilds need quiescent tables and checkpoints a consistent state: drain the batches in flight
+      // first. A rebuild due at the same point goes first, so the checkpoint holds the fresh tables.
+      // Checked before every dispatch, so that both happen exactly at their batch count.
+      let rebuildDue = false, ckptDue = false;
+      const checkDue = () => {
+        rebuildDue = !aborted && target.schedule !== null && target.schedule.due(epochBase + nextBatch);
+        ckptDue = !aborted && !rebuildDue && checkpoint !== undefined && checkpoint.due(epochBase + nextBatch);
+      };
+      checkDue();
+      while (!aborted && !rebuildDue && !ckptDue && nextBatch < batchesPerEpoch && inflight.size < exec.parallelism) {
         const p: Promise<void> = runBatch(nextBatch++).finally(() => inflight.delete(p));
         inflight.add(p);
+        checkDue();
       }
       if (inflight.size > 0) {
         await Promise.race(inflight);
-      } else if (due && target.schedule) {
+      } else if (rebuildDue && target.schedule) {
         const secs = await target.rebuildTables(exec, target.schedule.rebuilds + 1);
         rebuildSeconds += secs;
-        target.schedule.done(target.batchesDone + nextBatch);
+        target.schedule.done(epochBase + nextBatch);
+      } else if (ckptDue && !failures.length) {
+        target.batchesDone = epochBase + nextBatch;
+        const cb0 = performance.now();
+        await checkpoint!.save(position(epoch, nextBatch), 'periodic');
+        callbackSeconds += (performance.now() - cb0) / 1000;
       } else if (aborted) {
         break;
       }
@@ -212,7 +263,9 @@ export async function fitLoop(target: FitTarget, data: SparseDataset, exec: Exec
       await Promise.allSettled(inflight);
       throw new Error(`training stopped: ${failures[0]!.message}. ${batches} batches completed.`);
     }
-    target.batchesDone += nextBatch;
+    target.batchesDone = epochBase + nextBatch;
+    posEpoch = epoch;
+    posBatch = nextBatch;
     if (epochSamples > 0) lastLoss = epochLoss / epochSamples;
     report(epoch, nextBatch);
     if (opts.onEpochEnd && !aborted) {
@@ -220,6 +273,20 @@ export async function fitLoop(target: FitTarget, data: SparseDataset, exec: Exec
       await opts.onEpochEnd(epoch, stats());
       callbackSeconds += (performance.now() - cb0) / 1000;
     }
+  }
+
+  // Final checkpoint (completed or aborted; a failed run keeps its last periodic one). Taken before
+  // Network.fit's closing rebuild, so resuming it with more epochs continues exactly like a longer run.
+  if (checkpoint) {
+    const cb0 = performance.now();
+    await checkpoint.save(position(posEpoch, posBatch), aborted ? 'abort' : 'end');
+    callbackSeconds += (performance.now() - cb0) / 1000;
+  }
+
+  /** A position normalised so that the end of an epoch reads as the start of the next one. */
+  function position(epoch: number, batch: number): TrainingPosition {
+    const batchesDone = target.batchesDone;
+    return batch >= batchesPerEpoch ? { epoch: epoch + 1, batch: 0, batchesDone } : { epoch, batch, batchesDone };
   }
 
   function stats(): FitStats {

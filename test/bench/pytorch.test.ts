@@ -27,6 +27,8 @@ describe.skipIf(!avail.ok)(`pytorch dense baseline${avail.ok ? '' : ` — SKIPPE
     expect(r.samples).toBe(4 * 600);
     expect(r.samplesPerSec).toBeGreaterThan(0);
     expect(r.peakRssBytes).toBeGreaterThan(0);
+    expect(r.batchSeconds.length).toBe(r.batches);
+    expect(r.batchSeconds.reduce((a, b) => a + b, 0)).toBeCloseTo(r.seconds, 6);
     expect(records[0]!.seconds).toBe(0);
     expect(records.length).toBe(r.curve.length);
     expect(r.finalP1).toBeGreaterThan(0.8);

@@ -57,6 +57,8 @@ describe('tfjs dense baseline', () => {
     expect(r.batches).toBe(4 * Math.ceil(600 / 32));
     expect(r.samples).toBe(4 * 600);
     expect(r.samplesPerSec).toBeGreaterThan(0);
+    expect(r.batchSeconds.length).toBe(r.batches);
+    expect(r.batchSeconds.reduce((a, b) => a + b, 0)).toBeCloseTo(r.seconds, 6);
     expect(records.length).toBeGreaterThanOrEqual(4);
     expect(records[0]!.seconds).toBe(0);
     const losses = records.slice(1).map((e) => e.loss);

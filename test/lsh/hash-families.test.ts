@@ -84,6 +84,7 @@ function toCsr(xs: Float32Array[], seed: number) {
 const configs: HashParamsOptions[] = [
   { family: 'dwta', K: 3, L: 16, dim: 128, seed: 12, binSize: 8 }, // odd bin count: the AVX-512 2-bin loop's tail
   { family: 'simhash', K: 6, L: 7, dim: 21, seed: 13, density: 0.5 }, // dim % 8 != 0, M % 8 != 0: SIMD tails
+  { family: 'simhash', K: 12, L: 6, dim: 64, seed: 14 }, // dim % 8 == 0: the vector lane reduction
   { family: 'dwta', K: 6, L: 20, dim: 64, seed: 1 },
   { family: 'dwta', K: 4, L: 9, dim: 37, seed: 2, binSize: 4, rangeBits: 5 }, // fold path, dim % binSize != 0
   { family: 'wta', K: 5, L: 12, dim: 50, seed: 3, binSize: 8 },

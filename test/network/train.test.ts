@@ -112,6 +112,18 @@ describe('netTrainSlice: dense networks equal the reference', () => {
     runGradCase(makeNet(30, [8, 6, 12], 10), data, ids(12));
   });
 
+  it('an empty slice, or one whose points have no labels, reports zeros and changes nothing', () => {
+    const net = makeNet(30, [8, 12], 12);
+    const before = snapshot(net);
+    expect(Array.from(train(net, data, new Uint32Array(0), { mode: 0, gradScale: 1 }))).toEqual([0, 0, 0, 0]);
+    expect(Array.from(train(net, data, Uint32Array.of(2, 7), { mode: 0 }))).toEqual([0, 2, 0, 0]); // 0 labels each
+    net.layers.forEach((l, k) => {
+      expect(l.weights).toEqual(before[k]!.weights);
+      expect(l.rowSteps).toEqual(before[k]!.rowSteps);
+      expect(l.biasSteps).toEqual(before[k]!.biasSteps);
+    });
+  });
+
   it('mode 2 returns the loss and changes nothing', () => {
     const net = makeNet(30, [8, 6, 12], 11);
     const before = snapshot(net);

@@ -1,0 +1,477 @@
+// Training checkpoints: everything needed to continue a fit() exactly where it stopped, in the
+// checksummed container of src/util/binfile.ts (kind 'checkpoint'), written atomically.
+//
+// What a checkpoint holds, and why each part is needed for an exact resume:
+// - sections: every layer's weights, bias, Adam moments (mWeights, vWeights, mBias, vBias) and step
+//   counters (rowSteps, biasSteps); the hash tables of sampled layers (offsets, fill, seen, ids, keys),
+//   because the tables in use at batch k were built at the last scheduled rebuild from the weights of
+//   that time, which cannot be recomputed from the batch-k weights; the training label frequencies.
+// - meta: the resolved network config (the hash functions and initialisation derive from its seed), the
+//   position (epoch, batch within the epoch, global batch counter: batch seeds derive from it and the
+//   epoch's row order derives from seed + epoch via epochOrder), the rebuild schedule state and
+//   rebuildRound (rebuild seeds derive from it), the fit options (a resumed fit defaults to them), a
+//   fingerprint of the training data (resuming on other data is refused), and `extra` (the CLI stores
+//   its data paths and flags there).
+// Nothing else carries state between batches (batch seeds and row orders are pure functions), so
+// restoring these gives, with one worker, a resumed run bit-identical to an uninterrupted one.
+//
+// Directory layout: `ckpt-<batchesDone, 9 digits>.bin`, the newest `keep` (default 2) kept, so that a
+// checkpoint that turns out to be damaged (disk error, truncated copy) still has a good predecessor.
+// Files are written through writeFileAtomic (temporary `.ckpt-....bin.tmp-<pid>-<hex>`, fsync,
+// rename): a crash leaves either the old set or the new file, plus possibly a temporary file that never
+// matches the checkpoint name pattern and is removed by the next run once its writer is dead.
+import { mkdir, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import xxhash from 'xxhash-wasm';
+import type { SparseDataset } from '../../datasets/csr.js';
+import type { NetworkConfig, ResolvedNetworkConfig } from '../network/config.js';
+import type { NetSpec } from '../network/native-types.js';
+import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
+import { verifyBinFileChecksum } from '../util/binfile-verify.js';
+import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
+
+/** `meta.format` of a checkpoint file. */
+export const CHECKPOINT_FORMAT = 'sublinear-checkpoint';
+/** Layout version of the checkpoint meta and sections; newer ones are refused. */
+export const CHECKPOINT_VERSION = 1;
+
+const NAME_RE = /^ckpt-(\d+)\.bin$/;
+// writeFileAtomic's temporary name for a checkpoint: `.<name>.tmp-<pid>-<12 hex>`.
+const TEMP_RE = /^\.ckpt-\d+\.bin\.tmp-(\d+)-[0-9a-f]+$/;
+
+/** Options of `fit({ checkpoint })`. */
+export interface CheckpointOptions {
+  /**
+   * Directory of the checkpoint files (created if missing). It must not hold checkpoints of another run:
+   * a fresh network refuses a directory with checkpoints in it (resume them with Network.resume instead).
+   */
+  dir: string;
+  /**
+   * How often to checkpoint: a number of batches (checkpoints at every multiple of it of the network's
+   * global batch counter, so resumed runs keep the same schedule), or a duration string `'<n>s'`,
+   * `'<n>m'` or `'<n>h'` (wall clock since the last checkpoint). A checkpoint is also written when
+   * fit() ends, normally or by its abort signal. Default '10m'.
+   */
+  every?: number | string;
+  /** Newest checkpoint files kept; older ones are deleted after each write. Default 2 (minimum 1). */
+  keep?: number;
+  /**
+   * JSON-serialisable data stored in every checkpoint and returned by `Network.resume` as
+   * `resumeInfo.extra` (the CLI stores its data paths and flags). Default null.
+   */
+  extra?: unknown;
+  /** Called after each checkpoint file is written. Default none. */
+  onSaved?: (info: CheckpointInfo) => void | Promise<void>;
+}
+
+/** Where a run stands: the next batch to train is batch `batch` (0-based) of epoch `epoch` (0-based). */
+export interface TrainingPosition {
+  epoch: number;
+  batch: number;
+  /** Global batch counter of the network (batches trained over its life, all fit() calls). */
+  batchesDone: number;
+}
+
+/** Reported to `CheckpointOptions.onSaved`. */
+export interface CheckpointInfo extends TrainingPosition {
+  file: string;
+  bytes: number;
+  seconds: number;
+  reason: CheckpointReason;
+}
+
+/** 'periodic': `every` came due; 'end': fit() completed; 'abort': fit() stopped by its signal. */
+export type CheckpointReason = 'periodic' | 'end' | 'abort';
+
+/** The fit options a checkpoint records (a resumed fit() defaults to them). */
+export interface SavedFitOptions {
+  epochs: number;
+  batchSize: number;
+  lr: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  shuffle: boolean;
+  rebuild: Required<RebuildScheduleOptions> | null;
+}
+
+/** Identifies a training set: shape plus an xxhash64 of its CSR arrays. */
+export interface DataFingerprint {
+  points: number;
+  features: number;
+  labels: number;
+  nnz: number;
+  labelNnz: number;
+  /** xxhash64 (hex) of offsets, indices, values, labelOffsets, labelIndices. */
+  hash: string;
+}
+
+/** The JSON meta of a checkpoint file. */
+export interface CheckpointMeta {
+  format: typeof CHECKPOINT_FORMAT;
+  version: number;
+  config: ResolvedNetworkConfig;
+  position: TrainingPosition;
+  rebuildRound: number;
+  /** RebuildSchedule.state(), null for networks without sampled layers. */
+  schedule: { next: number; interval: number; rebuilds: number } | null;
+  options: SavedFitOptions;
+  data: DataFingerprint;
+  trainPoints: number;
+  reason: CheckpointReason;
+  savedAt: string;
+  extra: unknown;
+}
+
+/** What a checkpoint is taken from (Network implements it). */
+export interface CheckpointSource {
+  readonly config: ResolvedNetworkConfig;
+  readonly spec: NetSpec;
+  schedule: RebuildSchedule | null;
+  rebuildRound: number;
+  labelFreq: Uint32Array | null;
+  trainPoints: number;
+}
+
+/** Parsed `CheckpointOptions.every`. */
+export type CheckpointEvery = { batches: number } | { seconds: number };
+
+/** Parses `every`: a positive integer of batches, or `<n>s` / `<n>m` / `<n>h` (n may have a fraction). */
+export function parseCheckpointEvery(v: number | string | undefined): CheckpointEvery {
+  if (v === undefined) return { seconds: 600 };
+  if (typeof v === 'number') {
+    if (Number.isInteger(v) && v > 0) return { batches: v };
+  } else if (typeof v === 'string') {
+    const s = v.trim();
+    if (/^\d+$/.test(s) && Number(s) > 0 && Number.isSafeInteger(Number(s))) return { batches: Number(s) };
+    const m = /^(\d+(?:\.\d+)?)\s*([smh])$/.exec(s);
+    if (m && Number(m[1]) > 0) return { seconds: Number(m[1]) * { s: 1, m: 60, h: 3600 }[m[2] as 's' | 'm' | 'h'] };
+  }
+  throw new Error(`Expected a number of batches (e.g. 500) or a duration (e.g. 90s, 10m, 1h) for checkpoint every but received ${JSON.stringify(v)}`);
+}
+
+/** File name of the checkpoint taken after `batchesDone` batches. */
+export function checkpointName(batchesDone: number): string {
+  return `ckpt-${String(batchesDone).padStart(9, '0')}.bin`;
+}
+
+/** Checkpoint files of `dir` (name pattern only, contents unchecked), newest (most batches) first. */
+export async function listCheckpoints(dir: string): Promise<{ file: string; batchesDone: number }[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+  const out: { file: string; batchesDone: number }[] = [];
+  for (const n of names) {
+    const m = NAME_RE.exec(n);
+    if (m) out.push({ file: join(dir, n), batchesDone: Number(m[1]) });
+  }
+  return out.sort((a, b) => b.batchesDone - a.batchesDone);
+}
+
+let hashApi: ReturnType<typeof xxhash> | undefined;
+
+/** Fingerprint of a training set (one xxhash64 pass over its arrays, about 1 GB/s). */
+export async function dataFingerprint(d: SparseDataset): Promise<DataFingerprint> {
+  const h = (await (hashApi ??= xxhash())).create64(0n);
+  for (const a of [d.offsets, d.indices, d.values, d.labelOffsets, d.labelIndices]) {
+    const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+    // Chunked: xxhash-wasm copies each update into wasm memory, which would otherwise grow to the array size.
+    for (let off = 0; off < bytes.length; off += 8 << 20) h.update(bytes.subarray(off, Math.min(bytes.length, off + (8 << 20))));
+  }
+  return {
+    points: d.points,
+    features: d.features,
+    labels: d.labels,
+    nnz: d.offsets[d.points]!,
+    labelNnz: d.labelOffsets[d.points]!,
+    hash: h.digest().toString(16).padStart(16, '0'),
+  };
+}
+
+/** The sections of a checkpoint, by name (the network's own arrays: written from, or read into). */
+export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null): Record<string, SectionArray> {
+  const s: Record<string, SectionArray> = {};
+  spec.layers.forEach((l, i) => {
+    const p = `layer${i}.`;
+    s[p + 'weights'] = l.weights;
+    s[p + 'bias'] = l.bias;
+    s[p + 'mWeights'] = l.mWeights;
+    s[p + 'vWeights'] = l.vWeights;
+    s[p + 'mBias'] = l.mBias;
+    s[p + 'vBias'] = l.vBias;
+    s[p + 'rowSteps'] = l.rowSteps;
+    s[p + 'biasSteps'] = l.biasSteps;
+    const t = l.sampling?.tables;
+    if (t) {
+      s[p + 'tables.offsets'] = t.offsets;
+      s[p + 'tables.fill'] = t.fill;
+      s[p + 'tables.seen'] = t.seen;
+      s[p + 'tables.ids'] = t.ids;
+      s[p + 'tables.keys'] = t.keys;
+    }
+  });
+  if (labelFreq) s['labelFreq'] = labelFreq;
+  return s;
+}
+
+/** Writes one checkpoint file (atomically). Must be called with no batch or rebuild in flight. */
+export async function writeCheckpoint(
+  path: string,
+  src: CheckpointSource,
+  m: { position: TrainingPosition; options: SavedFitOptions; data: DataFingerprint; reason: CheckpointReason; extra: unknown },
+): Promise<number> {
+  const meta: CheckpointMeta = {
+    format: CHECKPOINT_FORMAT,
+    version: CHECKPOINT_VERSION,
+    config: src.config,
+    position: m.position,
+    rebuildRound: src.rebuildRound,
+    schedule: src.schedule ? src.schedule.state() : null,
+    options: m.options,
+    data: m.data,
+    trainPoints: src.trainPoints,
+    reason: m.reason,
+    savedAt: new Date().toISOString(),
+    extra: m.extra ?? null,
+  };
+  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq) });
+}
+
+/** A checkpoint file whose contents cannot be used (a BinFileError covers damaged containers). */
+export class CheckpointFormatError extends Error {
+  override name = 'CheckpointFormatError';
+}
+
+const isInt = (v: unknown, min = 0): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= min;
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** Checks the meta's shape; returns the first problem or null. */
+function metaProblem(m: unknown): string | null {
+  if (m === null || typeof m !== 'object') return 'missing meta';
+  const o = m as Partial<CheckpointMeta>;
+  if (o.format !== CHECKPOINT_FORMAT) return `not a sublinear checkpoint (format ${JSON.stringify(o.format)})`;
+  if (!isInt(o.version, 1)) return `invalid checkpoint version ${JSON.stringify(o.version)}`;
+  if (o.version > CHECKPOINT_VERSION) return `checkpoint version ${o.version} is newer than this sublinear (${CHECKPOINT_VERSION})`;
+  if (!o.config || typeof o.config !== 'object') return 'missing config';
+  const p = o.position;
+  if (!p || !isInt(p.epoch) || !isInt(p.batch) || !isInt(p.batchesDone) || p.batch > p.batchesDone) return 'invalid position';
+  if (!isInt(o.rebuildRound)) return 'invalid rebuildRound';
+  const s = o.schedule;
+  if (s !== null && (!s || !isInt(s.next) || !isInt(s.interval, 1) || !isInt(s.rebuilds))) return 'invalid schedule state';
+  const f = o.options;
+  if (!f || !isInt(f.epochs) || !isInt(f.batchSize, 1) || !isNum(f.lr) || !isNum(f.beta1) || !isNum(f.beta2) || !isNum(f.eps) || typeof f.shuffle !== 'boolean') {
+    return 'invalid fit options';
+  }
+  if (f.rebuild !== null && (!f.rebuild || !isInt(f.rebuild.first, 1) || !isNum(f.rebuild.growth) || !isNum(f.rebuild.maxInterval))) return 'invalid rebuild options';
+  const d = o.data;
+  if (!d || !isInt(d.points) || !isInt(d.features) || !isInt(d.labels) || !isInt(d.nnz) || !isInt(d.labelNnz) || typeof d.hash !== 'string') return 'invalid data fingerprint';
+  if (!isInt(o.trainPoints)) return 'invalid trainPoints';
+  return null;
+}
+
+/** What readCheckpoint needs from the network it builds. */
+export interface CheckpointTarget extends CheckpointSource {
+  batchesDone: number;
+}
+
+/**
+ * Reads and verifies one checkpoint file into a network built by `make(config)`. Order: header and
+ * structure, then the checksum of the whole file (streamed, nothing kept), then the meta, and only then
+ * the network is allocated and the sections streamed into it (so a damaged header can never size an
+ * allocation). Throws BinFileError for a damaged file, CheckpointFormatError for intact files that are
+ * not usable checkpoints, and the network's own errors for an invalid config.
+ */
+export async function readCheckpoint<N extends CheckpointTarget>(path: string, make: (c: NetworkConfig) => N): Promise<{ network: N; meta: CheckpointMeta }> {
+  const head = await readBinFile<CheckpointMeta>(path, { kind: 'checkpoint', headerOnly: true });
+  await verifyBinFileChecksum(path);
+  const problem = metaProblem(head.meta);
+  if (problem) throw new CheckpointFormatError(`${path}: ${problem}`);
+  const meta = head.meta;
+  let network: N;
+  try {
+    network = make(meta.config);
+  } catch (e) {
+    throw new CheckpointFormatError(`${path}: invalid network configuration: ${(e as Error).message}`);
+  }
+  const labels = network.config.layers.at(-1)!.size;
+  const hasFreq = head.table.some((t) => t.name === 'labelFreq');
+  const freq = hasFreq ? new Uint32Array(labels) : null;
+  const into = checkpointSections(network.spec, freq);
+  const expected = new Set(Object.keys(into));
+  const extra = head.table.find((t) => !expected.has(t.name));
+  if (extra) throw new CheckpointFormatError(`${path}: unexpected section "${extra.name}" for this network configuration`);
+  await readBinFile(path, { kind: 'checkpoint', into });
+  if ((network.schedule === null) !== (meta.schedule === null)) throw new CheckpointFormatError(`${path}: schedule state does not match the configuration`);
+  if (network.schedule) {
+    // The schedule's growth and cap shape every later interval: rebuild it with the run's options.
+    try {
+      network.schedule = new RebuildSchedule(meta.options.rebuild ?? {});
+    } catch (e) {
+      throw new CheckpointFormatError(`${path}: invalid rebuild options: ${(e as Error).message}`);
+    }
+    network.schedule.restore(meta.schedule!);
+  }
+  network.rebuildRound = meta.rebuildRound;
+  network.batchesDone = meta.position.batchesDone;
+  network.labelFreq = freq;
+  network.trainPoints = meta.trainPoints;
+  return { network, meta };
+}
+
+/** A file skipped while looking for a usable checkpoint. */
+export interface SkippedCheckpoint {
+  file: string;
+  error: string;
+  /** Where the damaged file was moved (`<file>.corrupt`), or null if it was left in place. */
+  movedTo: string | null;
+}
+
+/**
+ * Loads the newest usable checkpoint of `dir`. A file that is damaged or not a usable checkpoint is
+ * renamed to `<file>.corrupt` (so that later runs neither pick it again nor count it among the kept
+ * checkpoints) and the next older one is tried; `warn` is told about each. Throws if there is none.
+ */
+export async function loadLatestCheckpoint<N extends CheckpointTarget>(
+  dir: string,
+  make: (c: NetworkConfig) => N,
+  warn: (message: string) => void,
+): Promise<{ network: N; meta: CheckpointMeta; file: string; skipped: SkippedCheckpoint[] }> {
+  try {
+    if (!(await stat(dir)).isDirectory()) throw new Error(`${dir}: not a directory`);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`${dir}: no such checkpoint directory`);
+    throw e;
+  }
+  const files = await listCheckpoints(dir);
+  if (files.length === 0) throw new Error(`${dir}: no checkpoints (ckpt-<batches>.bin files) found`);
+  const skipped: SkippedCheckpoint[] = [];
+  for (let i = 0; i < files.length; i++) {
+    const { file } = files[i]!;
+    try {
+      const r = await readCheckpoint(file, make);
+      return { ...r, file, skipped };
+    } catch (e) {
+      const msg = (e as Error).message;
+      const damaged = e instanceof BinFileError || e instanceof CheckpointFormatError;
+      let movedTo: string | null = null;
+      if (damaged) {
+        try {
+          await rename(file, file + '.corrupt');
+          movedTo = file + '.corrupt';
+        } catch {
+          // Leave it; the message below says it stayed.
+        }
+      }
+      skipped.push({ file, error: msg, movedTo });
+      const next = files[i + 1];
+      warn(
+        `checkpoint ${file} is unusable: ${msg}` +
+          (movedTo ? ` (moved to ${movedTo})` : '') +
+          (next ? `; falling back to the previous checkpoint ${next.file}` : ''),
+      );
+    }
+  }
+  throw new Error(`${dir}: no usable checkpoint (${skipped.map((s) => `${s.file}: ${s.error}`).join('; ')})`);
+}
+
+/** Removes leftover temporary checkpoint files whose writing process is gone (killed mid-write). */
+async function removeStaleTemps(dir: string): Promise<void> {
+  for (const n of await readdir(dir)) {
+    const m = TEMP_RE.exec(n);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid !== process.pid && isAlive(pid)) continue; // another live process is writing it
+    if (pid === process.pid) continue; // ours, in progress
+    await unlink(join(dir, n)).catch(() => {});
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
+  }
+}
+
+/**
+ * Periodic checkpointing during one fit(): decides when a checkpoint is due and writes it. The fit loop
+ * asks `due()` between batches, drains the batches in flight when it is, then calls `save()`.
+ */
+export class Checkpointer {
+  readonly dir: string;
+  readonly every: CheckpointEvery;
+  readonly keep: number;
+  private lastSaved = -1;
+  private lastTime = performance.now();
+  /** Checkpoints written by this checkpointer. */
+  written = 0;
+
+  constructor(
+    private opts: CheckpointOptions,
+    private src: CheckpointSource,
+    private options: SavedFitOptions,
+    private data: DataFingerprint,
+  ) {
+    if (!opts || typeof opts.dir !== 'string' || opts.dir.length === 0) {
+      throw new Error(`Expected a directory path for checkpoint.dir but received ${JSON.stringify(opts?.dir)}`);
+    }
+    this.dir = opts.dir;
+    this.every = parseCheckpointEvery(opts.every);
+    this.keep = opts.keep ?? 2;
+    if (!Number.isInteger(this.keep) || this.keep < 1) throw new Error(`Expected positive integer for checkpoint.keep but received ${JSON.stringify(opts.keep)}`);
+  }
+
+  /**
+   * Creates the directory, removes dead writers' temporary files, and refuses a directory that holds
+   * checkpoints this network did not come from (its newest must not be newer than `owned`, the batch
+   * count of the checkpoint this network last wrote to or was resumed from in this directory).
+   */
+  async prepare(startBatches: number, owned: { dir: string; batchesDone: number } | null): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    await removeStaleTemps(this.dir);
+    const existing = await listCheckpoints(this.dir);
+    const mine = owned !== null && resolve(owned.dir) === resolve(this.dir);
+    if (existing.length > 0 && !(mine && existing[0]!.batchesDone <= owned.batchesDone)) {
+      throw new Error(
+        `checkpoint directory ${this.dir} already holds checkpoints of another run (newest: ${existing[0]!.file}); ` +
+          'resume them (sublinear train --resume, Network.resume) or use an empty directory',
+      );
+    }
+    this.lastSaved = startBatches;
+    this.lastTime = performance.now();
+  }
+
+  /** True when a checkpoint is due with `batchesDone` batches trained (never twice at one count). */
+  due(batchesDone: number): boolean {
+    if (batchesDone === this.lastSaved) return false;
+    if ('batches' in this.every) return batchesDone % this.every.batches === 0;
+    return (performance.now() - this.lastTime) / 1000 >= this.every.seconds;
+  }
+
+  /**
+   * Writes a checkpoint at `position` (no batch in flight), then deletes all but the newest `keep`.
+   * Returns null (and writes nothing) if a checkpoint at this batch count was already written or
+   * resumed from.
+   */
+  async save(position: TrainingPosition, reason: CheckpointReason): Promise<CheckpointInfo | null> {
+    // The state at a given batch count is unique, so an 'end' right after a periodic one adds nothing.
+    if (position.batchesDone === this.lastSaved) return null;
+    const t0 = performance.now();
+    const file = join(this.dir, checkpointName(position.batchesDone));
+    const bytes = await writeCheckpoint(file, this.src, { position, options: this.options, data: this.data, reason, extra: this.opts.extra ?? null });
+    this.lastSaved = position.batchesDone;
+    this.lastTime = performance.now();
+    this.written++;
+    const all = await listCheckpoints(this.dir);
+    for (const old of all.slice(this.keep)) await unlink(old.file).catch(() => {});
+    const info: CheckpointInfo = { ...position, file, bytes, seconds: (performance.now() - t0) / 1000, reason };
+    await this.opts.onSaved?.(info);
+    return info;
+  }
+}

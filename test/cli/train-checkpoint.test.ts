@@ -1,0 +1,212 @@
+// End-to-end reliability of `sublinear train`: a real training process killed with SIGKILL at seeded
+// random moments resumes from its last checkpoint and ends with the same model, byte for byte, as an
+// uninterrupted run; every checkpoint file left behind loads; --resume settings and overrides; and
+// --max-memory refusing a configuration before allocating it. Spawns the compiled CLI
+// (`npx tsc -p .` first; `npm test` does it).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Network } from '../../src/network/network.js';
+import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train/checkpoint.js';
+import { checkMemory, planMemory } from '../../src/train/memory-plan.js';
+import { readXC } from '../../datasets/xc-reader.js';
+
+const ROOT = join(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'dist/src/cli.js');
+
+let dir: string;
+let trainFile: string;
+let cfgFile: string;
+beforeAll(async () => {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (npx tsc -p .; npm test does it)`);
+  for (const src of ['src/cli', 'src/train', 'src/network']) {
+    for (const f of readdirSync(join(ROOT, src)).filter((x) => x.endsWith('.ts'))) {
+      const built = join(ROOT, 'dist', src, f.replace(/\.ts$/, '.js'));
+      if (!existsSync(built) || statSync(built).mtimeMs < statSync(join(ROOT, src, f)).mtimeMs) {
+        throw new Error(`${built} is older than ${src}/${f}: rebuild first (npx tsc -p .; npm test does it)`);
+      }
+    }
+  }
+  dir = await mkdtemp(join(tmpdir(), 'sublinear-ckcli-'));
+  const synth = run('data', 'synth', '--shape', 'tiny', '--train', '3000', '--seed', '7', '--out', join(dir, 'data'));
+  expect(synth.code).toBe(0);
+  trainFile = join(dir, 'data', 'train.txt');
+  cfgFile = join(dir, 'config.json');
+  // A sampled output layer, so hash tables and rebuilds are part of what must survive the kill.
+  writeFileSync(cfgFile, JSON.stringify({
+    inputDim: 2000, seed: 3,
+    layers: [{ size: 48 }, { size: 100, sampling: { hash: 'dwta', K: 3, L: 8, budget: 16 } }],
+  }));
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+function run(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd: ROOT });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function lastJson(stdout: string): Record<string, unknown> {
+  const lines = stdout.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
+}
+
+/** mulberry32: the kill moments are random but the same on every run of the suite. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Starts `train` and SIGKILLs it `delayMs` after a checkpoint newer than `after` batches appears.
+ * Resolves with whether the kill happened (false: the run finished first).
+ */
+async function runAndKill(args: string[], ckDir: string, after: number, delayMs: number): Promise<boolean> {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => child.on('exit', (code, signal) => res({ code, signal })));
+  let done: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  void exited.then((r) => (done = r));
+  for (;;) {
+    if (done) break;
+    const newest = existsSync(ckDir) ? (await listCheckpoints(ckDir))[0] : undefined;
+    if (newest && newest.batchesDone > after) break;
+    await sleep(2);
+  }
+  if (!done) {
+    await sleep(delayMs);
+    child.kill('SIGKILL');
+  }
+  const r = await exited;
+  if (r.signal === 'SIGKILL') return true;
+  expect({ code: r.code, stderr }).toEqual({ code: 0, stderr: '' });
+  return false;
+}
+
+describe('train killed with SIGKILL, then --resume', () => {
+  it('completes with the same model as an uninterrupted run; every checkpoint left behind loads', async () => {
+    const common = ['--config', cfgFile, '--epochs', '30', '--workers', '0', '--json'];
+    const ref = run('train', '--train', trainFile, ...common, '--save', join(dir, 'ref.sl'));
+    expect(ref.code).toBe(0);
+    const total = lastJson(ref.stdout).batchesDone as number;
+    expect(total).toBe(30 * Math.ceil(3000 / 128));
+
+    const ck = join(dir, 'ck');
+    const out = join(dir, 'out.sl');
+    const random = rng(20240607);
+    let kills = 0;
+    let newest = 0;
+    // Up to three kills: the first run, then resumed runs, each killed 0-150 ms after its next checkpoint.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const args = attempt === 0
+        ? ['train', '--train', trainFile, ...common, '--save', out, '--checkpoint', ck, '--checkpoint-every', '5']
+        : ['train', '--resume', ck, '--json'];
+      const killed = await runAndKill(args, ck, newest, Math.floor(random() * 150));
+      if (!killed) break;
+      kills++;
+      // No file is corrupt: every name that counts as a checkpoint loads (checksum verified); anything
+      // else is a temporary file of the dead writer, never matched as a checkpoint.
+      const names = readdirSync(ck);
+      const ckpts = await listCheckpoints(ck);
+      expect(ckpts.length).toBeGreaterThanOrEqual(1);
+      // keep = 2, plus one if the kill fell between a new file's rename and the pruning of the oldest.
+      expect(ckpts.length).toBeLessThanOrEqual(3);
+      for (const c of ckpts) {
+        const { meta } = await readCheckpoint(c.file, (cfg) => new Network(cfg));
+        expect(meta.position.batchesDone).toBe(c.batchesDone);
+        expect(c.batchesDone % 5 === 0 || c.batchesDone === total).toBe(true);
+      }
+      for (const n of names.filter((n) => !/^ckpt-\d+\.bin$/.test(n))) expect(n).toMatch(/^\.ckpt-\d+\.bin\.tmp-\d+-[0-9a-f]+$/);
+      expect(ckpts[0]!.batchesDone).toBeGreaterThan(newest);
+      newest = ckpts[0]!.batchesDone;
+      // Resume: it starts exactly at the newest checkpoint, so at most the work since then was lost.
+      if (attempt === 2 || newest === total) break;
+    }
+    expect(kills).toBeGreaterThanOrEqual(1);
+
+    const fin = run('train', '--resume', ck, '--json');
+    expect(fin.code).toBe(0);
+    const summary = lastJson(fin.stdout);
+    expect(summary.resumedFrom).toBe(join(ck, checkpointName(newest)));
+    expect(summary.resumedAt).toBe(newest);
+    expect(summary.batchesDone).toBe(total);
+    // The saved --save path was used, and the model is byte-identical to the uninterrupted run's.
+    expect(readFileSync(out).equals(readFileSync(join(dir, 'ref.sl')))).toBe(true);
+    // Dead writers' temporary files were cleaned up by the resumed run.
+    expect(readdirSync(ck).filter((n) => n.includes('.tmp-'))).toEqual([]);
+  });
+});
+
+describe('train --resume settings', () => {
+  it('flags given again override the saved ones; --epochs extends a finished run', async () => {
+    const ck = join(dir, 'ck2');
+    const first = run('train', '--train', trainFile, '--config', cfgFile, '--epochs', '2', '--workers', '0', '--checkpoint', ck, '--checkpoint-every', '1h', '--json');
+    expect(first.code).toBe(0);
+    expect(readdirSync(ck)).toEqual([checkpointName(48)]);
+    const again = run('train', '--resume', ck, '--json');
+    expect(again.code).toBe(0);
+    expect(lastJson(again.stdout)).toMatchObject({ batchesDone: 48, samples: 0, resumedAt: 48 });
+    const more = run('train', '--resume', ck, '--epochs', '3', '--json');
+    expect(more.code).toBe(0);
+    expect(lastJson(more.stdout)).toMatchObject({ batchesDone: 72, samples: 3000, epochs: 3, workers: 0 });
+    expect(readdirSync(ck).sort()).toEqual([checkpointName(48), checkpointName(72)]);
+  });
+
+  it('usage errors', () => {
+    const cases: [string[], string][] = [
+      [['train'], 'missing required option --train (or --resume <dir>)'],
+      [['train', '--train', trainFile, '--checkpoint-every', '5'], '--checkpoint-every needs --checkpoint <dir>'],
+      [['train', '--train', trainFile, '--checkpoint', join(dir, 'x'), '--checkpoint-every', 'soon'],
+        "option --checkpoint-every expects a number of batches or a duration like 90s, 10m, 1h but received 'soon'"],
+      [['train', '--resume', join(dir, 'ck2'), '--config', cfgFile], '--config cannot be combined with --resume: the network configuration comes from the checkpoint'],
+      [['train', '--resume', join(dir, 'ck2'), '--seed', '3'], '--seed cannot be combined with --resume: the seed comes from the checkpoint'],
+    ];
+    for (const [args, message] of cases) {
+      const r = run(...args);
+      expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 2, stderr: `sublinear train: ${message}\nRun 'sublinear train --help' for usage.\n` });
+    }
+  });
+
+  it('a missing checkpoint directory is a runtime error', () => {
+    const r = run('train', '--resume', join(dir, 'nope'));
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: `sublinear: ${join(dir, 'nope')}: no such checkpoint directory\n` });
+  });
+});
+
+describe('train --max-memory', () => {
+  it('exits 1 before allocating, naming the largest parts', async () => {
+    const r = run('train', '--train', trainFile, '--workers', '2', '--max-memory', '1MB');
+    expect(r.code).toBe(1);
+    // The message the memory plan gives for this data and the default network (128 hidden, dense 100 outputs).
+    const data = await readXC(trainFile);
+    const plan = planMemory({
+      inputDim: data.features,
+      layers: [{ size: 128 }, { size: data.labels }],
+      dataset: { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points },
+      workers: 2,
+    });
+    let expected = '';
+    try {
+      checkMemory(plan, { maxBytes: 1e6 });
+    } catch (e) {
+      expected = (e as Error).message;
+    }
+    expect(r.stderr).toBe(`sublinear: ${expected}\n`);
+    expect(r.stderr).toMatch(
+      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 3\.07 MB, worker scratch \(2 workers\) [\d.]+ MB, training data [\d.]+ kB, \.\.\.\) but the limit is 1\.00 MB \(--max-memory\)\n$/,
+    );
+  });
+});
