@@ -255,15 +255,17 @@ export function csrProblem(d: SparseDataset): string | null {
   if (d.offsets[points] !== d.indices.length || d.indices.length !== d.values.length) return 'nnz disagrees with indices/values lengths';
   if (d.labelOffsets[points] !== d.labelIndices.length) return 'label count disagrees with labelIndices length';
   for (let i = 0; i < points; i++) {
+    if (d.offsets[i + 1]! < d.offsets[i]!) return `offsets decrease at row ${i}`;
+    if (d.labelOffsets[i + 1]! < d.labelOffsets[i]!) return `labelOffsets decrease at row ${i}`;
+  }
+  for (let i = 0; i < points; i++) {
     const a = d.offsets[i]!, b = d.offsets[i + 1]!;
-    if (b < a) return `offsets decrease at row ${i}`;
     for (let k = a; k < b; k++) {
       if (d.indices[k]! >= features) return `row ${i}: feature id ${d.indices[k]} >= features ${features}`;
       if (k > a && d.indices[k]! <= d.indices[k - 1]!) return `row ${i}: feature ids not strictly increasing`;
       if (!Number.isFinite(d.values[k]!)) return `row ${i}: non-finite value ${d.values[k]}`;
     }
     const la = d.labelOffsets[i]!, lb = d.labelOffsets[i + 1]!;
-    if (lb < la) return `labelOffsets decrease at row ${i}`;
     for (let k = la; k < lb; k++) {
       if (d.labelIndices[k]! >= labels) return `row ${i}: label id ${d.labelIndices[k]} >= labels ${labels}`;
       if (k > la && d.labelIndices[k]! <= d.labelIndices[k - 1]!) return `row ${i}: label ids not strictly increasing`;

@@ -46,7 +46,7 @@ async function main() {
     seed,
     layers: [
       { size: 128, activation: 'relu' },
-      { size: shape.labels, activation: 'softmax', ...(output === 'sampled' ? { sampling: { hash: 'dwta', K: num(a, 'K', 6), L: num(a, 'L', 50) } } : {}) },
+      { size: shape.labels, activation: 'softmax', ...(output === 'sampled' ? { sampling: { hash: 'dwta', K: num(a, 'K', 6), L: num(a, 'L', 50), ...(a.budget ? { budget: num(a, 'budget', 0) } : {}), ...(a['min-active'] ? { minActive: num(a, 'min-active', 0) } : {}), ...(a['per-sample-fill'] ? { sharedFill: false } : {}) } } : {}) },
     ],
   };
   const net = new Network(config);

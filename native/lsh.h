@@ -102,7 +102,7 @@ void hash_dense_batch(const HashParams& p, const float* X, size_t xStride, size_
 void hash_sparse(const HashParams& p, const uint32_t* idx, const float* val, uint32_t nnz, uint32_t t0, uint32_t t1,
                  uint32_t* keys, HashScratch& s);
 
-// Caps the SIMD level of the hash kernels (0 scalar, 1 AVX2, 2 AVX-512F) process-wide and returns the level
+// Caps the SIMD level of the hash kernels (0 scalar, 1 AVX2+FMA, 2 AVX-512F) process-wide and returns the level
 // now in use (min of the cap and what the CPU supports). Results never depend on it; tests use it to run
 // every code path against the reference.
 int lsh_set_simd_cap(int cap);

@@ -1,7 +1,7 @@
 // Bindings of the LSH kernels (shapes in docs/design.md "Native functions"). One call per batch: every
 // binding parses its spec objects once, re-checks lengths and ranges, then loops in C++.
 //
-//   lshHashDense(hash, vectors (n, D), n, t0, t1, outKeys (n, t1-t0))
+//   lshHashDense(hash, vectors (n, D), n, t0, t1, outKeys (n, t1-t0), rowStride = D)
 //   lshHashSparse(hash, offsets, indices, values, rows (r), t0, t1, outKeys (r, t1-t0))
 //   lshRehash(hash, tables, vectors (N, D), t0, t1, seed)
 //   lshBuild(tables, t0, t1, seed)
@@ -40,10 +40,16 @@ Napi::Value HashDense(const Napi::CallbackInfo& info) {
   HashParams p = ParseHashParams(GetObject(info[0], "hash"));
   uint32_t n = GetU32(info[2], "n"), t0 = GetU32(info[3], "t0"), t1 = GetU32(info[4], "t1");
   CheckRange(t0, t1, p.L);
-  auto vectors = GetArray<float>(info[1], "vectors", size_t(n) * p.dim);
+  // Optional row stride (padded rows, as the network's activations): vector i = vectors[i * stride ..][0, dim).
+  uint32_t stride = p.dim;
+  if (info.Length() > 6 && !IsAbsent(info[6])) {
+    stride = GetU32(info[6], "rowStride");
+    if (stride < p.dim) throw ArgError("rowStride must be >= hash.dim");
+  }
+  auto vectors = GetArray<float>(info[1], "vectors", n == 0 ? 0 : size_t(n - 1) * stride + p.dim);
   const uint32_t w = t1 - t0;
   auto out = GetArray<uint32_t>(info[5], "outKeys", size_t(n) * w);
-  hash_dense_batch(p, vectors.data, p.dim, n, t0, t1, out.data, w, tHashScratch);
+  hash_dense_batch(p, vectors.data, stride, n, t0, t1, out.data, w, tHashScratch);
   return info.Env().Undefined();
 }
 

@@ -50,6 +50,10 @@ struct NetLayer {
   HashParams hash;                // hash.dim == inDim
   Tables tables;                  // tables.N == outDim
   QueryOptions query;
+  // Training: every sample of a slice draws the same random fill (negatives shared across the batch), so a
+  // batch touches ~minActive + its candidates and labels rows instead of ~n * minActive: lazy Adam's cost
+  // is proportional to the distinct rows touched. Each sample's negatives are still uniform.
+  bool sharedFill = true;
   // rows of W: (inputMajor ? inDim : outDim); width of a row: (inputMajor ? outDim : inDim)
   uint32_t rows() const { return inputMajor ? inDim : outDim; }
   uint32_t width() const { return inputMajor ? outDim : inDim; }

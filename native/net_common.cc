@@ -165,7 +165,7 @@ void sampled_active_sets(LayerBuf& buf, const NetLayer& layer, uint32_t k, const
     const uint32_t cap = static_cast<uint32_t>(std::min<uint64_t>(N, std::max<uint64_t>(nReq + fromTables, q.minActive)));
     uint32_t* out = grow(buf.actIds, size_t(off[i]) + cap) + off[i];
     hash_dense(layer.hash, X + size_t(i) * ldx, 0, L, keys, hs);
-    const uint64_t key = c.training ? (uint64_t(c.seed) << 32 | c.positions[i]) : uint64_t(c.rows[i]);
+    const uint64_t key = c.training ? (uint64_t(c.seed) << 32 | (layer.sharedFill ? 0u : c.positions[i])) : uint64_t(c.rows[i]);
     const uint32_t cnt = tables_query(T, keys, req, nReq, q, net_query_seed(key, k), qs, out, cap);
     if (cnt < nReq) throw ArgError("internal: the query dropped required ids");
     for (uint32_t e = 0; e < nReq; ++e) {

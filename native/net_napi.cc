@@ -62,6 +62,8 @@ void ParseLayer(const Napi::Object& o, NetLayer& L) {
     L.hash = ParseHashParams(GetObject(so.Get("hash"), "sampling.hash"));
     L.tables = ParseTables(GetObject(so.Get("tables"), "sampling.tables"));
     L.query = ParseQuery(GetObject(so.Get("query"), "sampling.query"));
+    Napi::Value sf = so.Get("sharedFill");
+    L.sharedFill = sf.IsUndefined() ? true : sf.ToBoolean().Value();
   }
 }
 

@@ -2,7 +2,7 @@
 // Only this module touches the raw addon; public classes validate arguments before calling it.
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { packageRoot } from './util/package-root.js';
 import type { NativeLsh } from './lsh/native-types.js';
 import type { NativeNetwork } from './network/native-types.js';
@@ -18,11 +18,19 @@ export interface NativeAddon extends NativeLsh, NativeNetwork {
 const EXPECTED_ABI = 1;
 let addon: NativeAddon | undefined;
 
+/**
+ * Environment variable naming an addon file to load instead of build/Release or build/Debug, e.g. the
+ * sanitizer build of `npm run test:asan`. When set, only that file is tried (a typo must not silently
+ * test the regular build). Inherited by worker threads and child processes. Default: unset.
+ */
+export const ADDON_ENV = 'SUBLINEAR_ADDON';
+
 /** Returns the loaded addon, loading it on first use. Throws a message that says how to rebuild. */
 export function native(): NativeAddon {
   if (addon) return addon;
   const root = packageRoot();
-  const candidates = [join(root, 'build', 'Release', 'sublinear.node'), join(root, 'build', 'Debug', 'sublinear.node')];
+  const override = process.env[ADDON_ENV];
+  const candidates = override ? [resolve(override)] : [join(root, 'build', 'Release', 'sublinear.node'), join(root, 'build', 'Debug', 'sublinear.node')];
   const require = createRequire(import.meta.url);
   const errors: string[] = [];
   for (const file of candidates) {
@@ -41,6 +49,9 @@ export function native(): NativeAddon {
     } catch (e) {
       errors.push(`${file}: ${(e as Error).message}`);
     }
+  }
+  if (override) {
+    throw new Error(`sublinear: could not load the native addon named by ${ADDON_ENV}.\n${errors.map((e) => `  - ${e}`).join('\n')}\nUnset ${ADDON_ENV} to use the regular build.`);
   }
   throw new Error(
     'sublinear: could not load the native addon.\n' +

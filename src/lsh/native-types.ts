@@ -78,8 +78,11 @@ export interface QuerySpec {
 }
 
 export interface NativeLsh {
-  /** Keys of tables [t0, t1) for n dense vectors (n, dim) into outKeys (n, t1 - t0). */
-  lshHashDense(hash: HashSpec, vectors: Float32Array, n: number, t0: number, t1: number, outKeys: Uint32Array): void;
+  /**
+   * Keys of tables [t0, t1) for n dense vectors (n, dim) into outKeys (n, t1 - t0). rowStride (default dim):
+   * vector i is vectors[i * rowStride .. i * rowStride + dim), for padded rows.
+   */
+  lshHashDense(hash: HashSpec, vectors: Float32Array, n: number, t0: number, t1: number, outKeys: Uint32Array, rowStride?: number): void;
   /** Keys of tables [t0, t1) for the CSR rows `rows` into outKeys (rows.length, t1 - t0). */
   lshHashSparse(
     hash: HashSpec,
@@ -131,7 +134,7 @@ export interface NativeLsh {
     outVal: Float32Array,
   ): void;
   /**
-   * Caps the SIMD level of the hash kernels process-wide (0 scalar, 1 AVX2, 2 AVX-512F; omitted: 2) and returns
+   * Caps the SIMD level of the hash kernels process-wide (0 scalar, 1 AVX2+FMA, 2 AVX-512F; omitted: 2) and returns
    * the level in use. Keys never depend on it (tests run every level against the reference).
    */
   lshSimdLevel(cap?: number): number;

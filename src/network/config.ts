@@ -37,6 +37,13 @@ export interface SamplingConfig {
   minFreq?: number;
   /** Random fill up to this many active neurons per sample (negatives for the softmax). Default: same as budget. */
   minActive?: number;
+  /**
+   * Training: the samples of a mini-batch share one random fill (batch-shared negatives). Each sample's
+   * negatives stay uniform, but a batch then updates ~minActive fill rows instead of batchSize * minActive,
+   * and lazy Adam's cost is proportional to the rows updated. false draws a fill per sample as SLIDE does.
+   * Default true.
+   */
+  sharedFill?: boolean;
 }
 
 /** One fully connected layer. */
@@ -102,7 +109,7 @@ export function bitsPerHashOf(s: { hash: HashName; binSize: number; bitsPerHash:
 
 /** Fills defaults and validates. Throws ConfigError with a message naming the field. */
 export function resolveSampling(s: SamplingConfig, size: number, where: string): ResolvedSampling {
-  const known = new Set(['hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode', 'budget', 'minFreq', 'minActive']);
+  const known = new Set(['hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode', 'budget', 'minFreq', 'minActive', 'sharedFill']);
   for (const k of Object.keys(s)) if (!known.has(k)) throw new ConfigError(`Unknown option ${where}.${k}`);
   const hash = s.hash ?? 'dwta';
   if (!HASHES.includes(hash)) {
@@ -134,7 +141,9 @@ export function resolveSampling(s: SamplingConfig, size: number, where: string):
   if (minFreq > L) throw new ConfigError(`${where}.minFreq = ${minFreq} exceeds L = ${L}`);
   const minActive = nonNegativeInt(s.minActive ?? budget, `${where}.minActive`);
   if (minActive > size) throw new ConfigError(`${where}.minActive = ${minActive} exceeds the layer size ${size}`);
-  return { hash, K, L, binSize, density, bitsPerHash, rangeBits, bucketSize, policy, slack, mode, budget, minFreq, minActive };
+  const sharedFill = s.sharedFill ?? true;
+  if (typeof sharedFill !== 'boolean') throw new ConfigError(`Expected boolean for ${where}.sharedFill but received ${JSON.stringify(sharedFill)}`);
+  return { hash, K, L, binSize, density, bitsPerHash, rangeBits, bucketSize, policy, slack, mode, budget, minFreq, minActive, sharedFill };
 }
 
 /** Validates a network configuration and fills in every default. */

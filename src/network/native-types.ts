@@ -16,6 +16,11 @@ export interface LayerSampling {
   /** tables.N === the layer's outDim. */
   tables: TablesSpec;
   query: QuerySpec;
+  /**
+   * Training: all samples of a slice share one random fill (batch-shared negatives), so a batch touches
+   * about minActive rows for the fill instead of n * minActive. Default true.
+   */
+  sharedFill?: boolean;
 }
 
 /**

@@ -128,6 +128,19 @@ describe.each(configs)('$family K=$K L=$L dim=$dim', (cfg) => {
     rows.forEach((r, i) => expect(Array.from(part.subarray(i * 2, i * 2 + 2))).toEqual(expected[r]!.slice(cfg.L - 2)));
   });
 
+  it('padded rows (rowStride > dim) give the same keys', () => {
+    const stride = cfg.dim + 5;
+    const padded = new Float32Array(xs.length * stride).fill(7); // padding must be ignored
+    xs.forEach((x, i) => padded.set(x, i * stride));
+    for (const cap of [0, 2]) {
+      native().lshSimdLevel(cap);
+      const out = new Uint32Array(xs.length * cfg.L);
+      native().lshHashDense(spec, padded.subarray(0, (xs.length - 1) * stride + cfg.dim), xs.length, 0, cfg.L, out, stride);
+      xs.forEach((_, i) => expect(Array.from(out.subarray(i * cfg.L, (i + 1) * cfg.L))).toEqual(expected[i]));
+    }
+    native().lshSimdLevel(2);
+  });
+
   it('keys are < 2^rangeBits and hashing is deterministic in the seed', () => {
     const got = nativeDense(spec, xs, 0, cfg.L);
     for (const k of got) expect(k).toBeLessThan(2 ** spec.rangeBits);

@@ -126,3 +126,25 @@ describe('configuration errors', () => {
     await expect(net.fit(train, { workers: -1 })).rejects.toThrow('Expected non-negative integer for workers but received -1');
   });
 });
+
+describe('batch-shared random fill', () => {
+  // After one batch, lazy Adam has stepped exactly the rows the batch touched. With a shared fill those are
+  // ~minActive fill rows plus candidates and labels; with a per-sample fill ~batch * minActive.
+  async function rowsTouched(sharedFill: boolean): Promise<number> {
+    const net = new Network({
+      inputDim: train.features,
+      layers: [{ size: 16 }, { size: 5000, sampling: { hash: 'dwta', K: 4, L: 4, budget: 8, minActive: 200, sharedFill } }],
+      seed: 2,
+    });
+    const one = subset(train, Uint32Array.from({ length: 64 }, (_, i) => i));
+    await net.fit(one, { epochs: 1, batchSize: 64, workers: 0 });
+    return net.spec.layers[1]!.rowSteps.reduce((n, s) => n + (s > 0 ? 1 : 0), 0);
+  }
+  it('touches far fewer output rows than a per-sample fill', async () => {
+    const shared = await rowsTouched(true);
+    const perSample = await rowsTouched(false);
+    // Observed: 642 vs 4,643 rows (64 samples, minActive 200, budget 8, 5,000 outputs).
+    expect(shared).toBeLessThan(200 + 64 * (8 + 4));
+    expect(perSample).toBeGreaterThan(2500);
+  });
+});
