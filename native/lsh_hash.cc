@@ -500,27 +500,34 @@ void hash_dense_batch(const HashParams& p, const float* X, size_t xStride, size_
     uint32_t* H = ensure(s.batch, size_t(rows) * W);
     for (size_t i0 = 0; i0 < n; i0 += W) {
       const uint32_t nb = static_cast<uint32_t>(std::min<size_t>(W, n - i0));
-      for (uint32_t d = 0; d < D; ++d) {
-        float* col = XT + size_t(d) * W;
-        for (uint32_t i = 0; i < nb; ++i) col[i] = X[(i0 + i) * xStride + d];
-        for (uint32_t i = nb; i < W; ++i) col[i] = 0.0f;  // idle lanes: all bins empty, never read
+      // Transpose row by row: each row is read sequentially (prefetcher-friendly, the rows come from a matrix
+      // far larger than the caches) and the strided writes land in the L1-resident block.
+      for (uint32_t i = 0; i < nb; ++i) {
+        const float* x = X + (i0 + i) * xStride;
+        for (uint32_t d = 0; d < D; ++d) XT[size_t(d) * W + i] = x[d];
       }
+      for (uint32_t i = nb; i < W; ++i)  // idle lanes: all bins empty, never read
+        for (uint32_t d = 0; d < D; ++d) XT[size_t(d) * W + i] = 0.0f;
       if (W == 16) dwta_block16_avx512(XT, p.binDims, p.binSize, m0, m1, H);
       else dwta_block8_avx2(XT, p.binDims, p.binSize, m0, m1, H);
-      for (uint32_t i = 0; i < nb; ++i) {
-        uint32_t* out = keys + (i0 + i) * keyStride;
-        bool anyEmpty = false;
-        for (uint32_t r = 0; r < rows && !anyEmpty; ++r) anyEmpty = H[size_t(r) * W + i] == kNone;
-        if (anyEmpty) {  // densification needs the other bins: take the per-vector path (same result)
-          hash_dense(p, X + (i0 + i) * xStride, t0, t1, out, s);
-          continue;
+      // Keys of all W lanes at once (lane loops over the (bins, W) layout vectorise); a lane with an empty
+      // bin is redone by the per-vector path, whose densification needs the other bins (same result).
+      uint32_t empty[16] = {0}, raw[16];
+      for (uint32_t r = 0; r < rows; ++r)
+        for (uint32_t i = 0; i < 16; ++i) empty[i] |= i < W && H[size_t(r) * W + i] == kNone;
+      const bool fold = K * p.bitsPerHash > p.rangeBits;
+      for (uint32_t t = t0; t < t1; ++t) {
+        for (uint32_t i = 0; i < 16; ++i) raw[i] = 0;
+        for (uint32_t j = 0; j < K; ++j) {
+          const uint32_t* Hj = H + size_t((t - t0) * K + j) * W;
+          for (uint32_t i = 0; i < W; ++i) raw[i] |= Hj[i] << (j * p.bitsPerHash);
         }
-        uint32_t h[32];  // K <= 32 (K * bitsPerHash <= 32, bitsPerHash >= 1)
-        for (uint32_t t = t0; t < t1; ++t) {
-          for (uint32_t j = 0; j < K; ++j) h[j] = H[size_t((t - t0) * K + j) * W + i];
-          out[t - t0] = pack_key(h, K, p.bitsPerHash, p.rangeBits);
-        }
+        for (uint32_t i = 0; i < nb; ++i)
+          keys[(i0 + i) * keyStride + (t - t0)] =
+              fold ? static_cast<uint32_t>((uint64_t(raw[i]) * 0x9E3779B97F4A7C15ull) >> (64 - p.rangeBits)) : raw[i];
       }
+      for (uint32_t i = 0; i < nb; ++i)
+        if (empty[i]) hash_dense(p, X + (i0 + i) * xStride, t0, t1, keys + (i0 + i) * keyStride, s);
     }
     return;
   }

@@ -3,6 +3,7 @@
 # directory and runs the tests that exercise native code against that build.
 #
 #   npm run test:asan                      # test/lsh test/network test/train test/native-addon.test.ts
+#                                          # test/cli/train-checkpoint.test.ts
 #   npm run test:asan -- test/lsh/query.test.ts   # only these tests
 #
 # The build never touches build/ (other builds and running tests use build/Release): binding.gyp and
@@ -36,10 +37,10 @@ const fs = require('fs');
 const gyp = JSON.parse(fs.readFileSync('binding.gyp', 'utf8'));
 const t = gyp.targets[0];
 t.include_dirs = t.include_dirs.map((d) => (d.includes('node-addon-api') ? require('path').resolve(require('node-addon-api').include_dir) : d));
-const san = ['-fsanitize=address,undefined', '-fno-omit-frame-pointer', '-fno-sanitize-recover=undefined'];
+const san = ['-fsanitize=address,undefined,float-cast-overflow', '-fno-omit-frame-pointer', '-fno-sanitize-recover=undefined'];
 t.cflags_cc = [...t.cflags_cc.filter((f) => !/^-O/.test(f)), '-O1', '-g', ...san];
 t.cflags = [...(t.cflags || []), '-O1', '-g', ...san];
-t.ldflags = [...(t.ldflags || []), '-fsanitize=address,undefined'];
+t.ldflags = [...(t.ldflags || []), '-fsanitize=address,undefined,float-cast-overflow'];
 fs.writeFileSync(process.argv[2], JSON.stringify(gyp, null, 2));
 EOF
 if ! cmp -s "$OUT/binding.gyp.new" "$OUT/binding.gyp"; then mv "$OUT/binding.gyp.new" "$OUT/binding.gyp"; else rm "$OUT/binding.gyp.new"; fi
@@ -59,7 +60,9 @@ echo "test:asan: built $ADDON"
 
 # Workers run from dist/: compile the TypeScript first.
 npx tsc -p tsconfig.json || echo "test:asan: tsc reported errors; testing what it emitted" >&2
-[ "$#" -gt 0 ] || set -- test/lsh test/network test/train test/native-addon.test.ts
+# Default: everything that runs native code in-process, plus the CLI training runs (child processes
+# inherit LD_PRELOAD and SUBLINEAR_ADDON, so the sanitized addon trains there too).
+[ "$#" -gt 0 ] || set -- test/lsh test/network test/train test/native-addon.test.ts test/cli/train-checkpoint.test.ts
 export SUBLINEAR_ADDON="$ADDON"
 export LD_PRELOAD="$LIBASAN"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"

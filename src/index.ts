@@ -1,11 +1,18 @@
 // Public entry point of the sublinear package.
-export { Network, type PredictOptions, type EvaluateOptions, type Predictions } from './network/network.js';
+export {
+  Network, type PredictOptions, type EvaluateOptions, type Predictions, type ResumeOptions, type ResumeInfo,
+} from './network/network.js';
 export {
   defaultConfig, resolveConfig, ConfigError,
   type NetworkConfig, type LayerConfig, type SamplingConfig, type HashName, type SelectionMode,
 } from './network/config.js';
 export type { FitOptions, FitProgress, FitStats } from './train/fit.js';
 export type { RebuildScheduleOptions } from './train/schedule.js';
+export {
+  listCheckpoints, CheckpointFormatError,
+  type CheckpointOptions, type CheckpointInfo, type CheckpointReason, type TrainingPosition, type SavedFitOptions,
+  type SkippedCheckpoint,
+} from './train/checkpoint.js';
 export { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './train/metrics.js';
 export { LshIndex, type LshIndexOptions, type LshQueryOptions, type LshQueryResult } from './lsh/index.js';
 export {

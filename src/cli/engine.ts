@@ -2,7 +2,7 @@
 // src/cli/main.ts's command table; these functions receive typed options.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { readXC, readLibsvm, generateSynthetic, type SparseDataset } from '../../datasets/index.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
@@ -127,7 +127,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     const info = resumed.resumeInfo!;
     // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
-    o = { ...readSavedCli(info.extra), checkpoint: given.resume, ...defined };
+    o = { ...readSavedCli(info.extra), checkpoint: dirname(info.file), ...defined };
     if (!o.train) throw new UsageError(`${info.file} does not record its training data (it was not written by sublinear train); give --train`);
     if (!quiet) {
       const p = info.position;

@@ -10,6 +10,7 @@ import {
 } from './args.js';
 import { dataCommands } from './data.js';
 import { demoCmd, evalCmd, predictCmd, trainCmd } from './engine-commands.js';
+import { benchCmd } from './bench.js';
 
 /** Top-level commands and groups, in --help order. Registering a command is one line here. */
 export const COMMANDS: CommandNode[] = [
@@ -17,6 +18,7 @@ export const COMMANDS: CommandNode[] = [
   evalCmd,
   predictCmd,
   demoCmd,
+  benchCmd,
   dataCommands,
 ];
 

@@ -14,6 +14,7 @@ import {
   type DataFingerprint, type SavedFitOptions, type SkippedCheckpoint, type TrainingPosition,
 } from '../train/checkpoint.js';
 import { stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../train/metrics.js';
 import { loadModel, saveModel } from './model-file.js';
 
@@ -321,7 +322,8 @@ export class Network {
       file: r.file, position: r.meta.position, fitOptions: r.meta.options, extra: r.meta.extra,
       reason: r.meta.reason, savedAt: r.meta.savedAt, skipped: r.skipped,
     };
-    net.lastCheckpoint = isFile ? null : { dir: path, batchesDone: r.meta.position.batchesDone };
+    // fit() may go on writing checkpoints next to this one (not if newer ones exist there: a fork).
+    net.lastCheckpoint = { dir: dirname(r.file), batchesDone: r.meta.position.batchesDone };
     return net;
   }
 

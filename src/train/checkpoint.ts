@@ -464,7 +464,14 @@ export class Checkpointer {
     if (position.batchesDone === this.lastSaved) return null;
     const t0 = performance.now();
     const file = join(this.dir, checkpointName(position.batchesDone));
-    const bytes = await writeCheckpoint(file, this.src, { position, options: this.options, data: this.data, reason, extra: this.opts.extra ?? null });
+    let bytes: number;
+    try {
+      bytes = await writeCheckpoint(file, this.src, { position, options: this.options, data: this.data, reason, extra: this.opts.extra ?? null });
+    } catch (e) {
+      // Training stops (the caller sees this error): going on without the checkpoints that were asked
+      // for would risk more work than the batches since the last good one.
+      throw new Error(`cannot write checkpoint ${file}: ${(e as Error).message} (earlier checkpoints are untouched)`, { cause: e });
+    }
     this.lastSaved = position.batchesDone;
     this.lastTime = performance.now();
     this.written++;

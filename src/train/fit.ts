@@ -166,6 +166,7 @@ export async function fitLoop(
   let samples = 0, batches = 0, rebuildSeconds = 0, callbackSeconds = 0;
   let aborted = false;
   const t0 = performance.now();
+  let lastYield = t0;
   let lastReport = t0, repLoss = 0, repSamples = 0, repActive = 0, repMissed = 0, repLabels = 0;
   let epochLoss = 0, epochSamples = 0, lastLoss = NaN;
   const failures: Error[] = [];
@@ -245,6 +246,12 @@ export async function fitLoop(
       }
       if (inflight.size > 0) {
         await Promise.race(inflight);
+        // The inline executor (workers: 0) settles tasks as microtasks, which never let the event loop
+        // run: give it a turn now and then, so that signals (Ctrl-C -> opts.signal) and timers get through.
+        if (performance.now() - lastYield > 50) {
+          await new Promise<void>((r) => setImmediate(r));
+          lastYield = performance.now();
+        }
       } else if (rebuildDue && target.schedule) {
         const secs = await target.rebuildTables(exec, target.schedule.rebuilds + 1);
         rebuildSeconds += secs;

@@ -150,6 +150,36 @@ describe('train killed with SIGKILL, then --resume', () => {
   });
 });
 
+describe('train interrupted with Ctrl-C (SIGINT)', () => {
+  it('stops after the batches in flight, writes a final checkpoint there, and resumes from it', async () => {
+    const ck = join(dir, 'ck-int');
+    // workers 0 and no periodic checkpoint: nothing in the loop does I/O, yet the signal must get through
+    // (the loop yields to the event loop). 200 epochs would take seconds; it is stopped early.
+    const child = spawn(process.execPath, [CLI, 'train', '--train', trainFile, '--config', cfgFile, '--epochs', '200', '--workers', '0',
+      '--checkpoint', ck, '--checkpoint-every', '1h'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+    while (!stderr.includes('network: ')) await sleep(2);
+    await sleep(150);
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(stderr).toContain('stopping after the batches in flight and writing a checkpoint');
+    expect(stderr).toContain('(stopped early)');
+    const files = await listCheckpoints(ck);
+    expect(files).toHaveLength(1);
+    const stoppedAt = files[0]!.batchesDone;
+    expect(stoppedAt).toBeGreaterThan(0);
+    expect(stoppedAt).toBeLessThan(200 * 24);
+    const { meta } = await readCheckpoint(files[0]!.file, (c) => new Network(c));
+    expect(meta.reason).toBe('abort');
+    const epochs = Math.ceil(stoppedAt / 24) + 1;
+    const fin = run('train', '--resume', ck, '--epochs', String(epochs), '--json');
+    expect(fin.code).toBe(0);
+    expect(lastJson(fin.stdout)).toMatchObject({ resumedAt: stoppedAt, batchesDone: epochs * 24, aborted: false });
+  });
+});
+
 describe('train --resume settings', () => {
   it('flags given again override the saved ones; --epochs extends a finished run', async () => {
     const ck = join(dir, 'ck2');

@@ -246,6 +246,39 @@ describe('misuse', () => {
     expect(stats.batches).toBe(31);
   });
 
+  it('resuming an older checkpoint file must not write into the directory of its newer successors', async () => {
+    const dir = freshDir();
+    await trainAndStop(dir, 4, 12);
+    const older = await Network.resume(join(dir, checkpointName(8)));
+    await expect(older.fit(data, { workers: 0, checkpoint: { dir, every: 4 } })).rejects.toThrow(
+      `checkpoint directory ${dir} already holds checkpoints of another run (newest: ${join(dir, checkpointName(12))})`,
+    );
+    const newest = await Network.resume(join(dir, checkpointName(12)));
+    const seen: number[] = [];
+    await newest.fit(data, { workers: 0, checkpoint: { dir, every: 12, onSaved: (i) => void seen.push(i.batchesDone) } });
+    expect(seen).toEqual([24, 36]);
+    expectSameState(newest, await reference());
+  });
+
+  it('a checkpoint that cannot be written stops training with a clear error', async () => {
+    const dir = freshDir();
+    const net = new Network(config());
+    const fit = net.fit(data, {
+      ...base,
+      checkpoint: {
+        dir, every: 4,
+        // After the first checkpoint, the directory turns into a file: the next write fails.
+        onSaved: () => {
+          rmSync(dir, { recursive: true });
+          writeFileSync(dir, 'not a directory');
+        },
+      },
+    });
+    await expect(fit).rejects.toThrow(
+      new RegExp(`^cannot write checkpoint ${dir}/ckpt-000000008\\.bin: ENOTDIR: not a directory, open '${dir}/\\.ckpt-000000008\\.bin\\.tmp-\\d+-[0-9a-f]+' \\(earlier checkpoints are untouched\\)$`),
+    );
+  });
+
   it('bad checkpoint options', async () => {
     const net = new Network(config());
     await expect(net.fit(data, { ...base, checkpoint: { dir: freshDir(), every: 'often' } })).rejects.toThrow(

@@ -1,0 +1,254 @@
+// `npm run bench`: sublinear against the dense baselines (TensorFlow.js wasm, PyTorch when installed),
+// one system after the other, each in its own process (so peak RSS is its own), on the same data, network
+// (sparse input -> 128 ReLU -> full softmax), batch size, learning rate, Adam and seed.
+//
+//   npm run bench -- [--full] [--json] [--datasets delicious,amazon-tta,amazon-670k] [--verbose]
+//
+// Datasets:
+// - delicious: the Extreme Classification Repository's Delicious (../shared/datasets), when present.
+// - amazon-<L>: time to accuracy on the Amazon-670K input shape (135,909 features, ~75 nnz, ~5.45 labels
+//   per point) with L labels (default 5,000: the largest the dense tfjs baseline trains to a plateau within
+//   the run on this 2-core machine; a 670,091-label tfjs batch takes about a minute).
+// - amazon-670k: throughput (samples/s over a fixed number of batches) at the full 670,091-label shape.
+// Writes bench/results/<name>.json and bench/results/<name>.svg (P@1 against training time).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { availableParallelism, cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../src/util/package-root.js';
+import { readXC } from '../datasets/index.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import { parseBenchArgs, num } from './args.js';
+import type { BaselineOptions, BaselineResult } from './baselines/common.js';
+import { syntheticSplit } from './baselines/data.js';
+import { pytorchAvailable, trainPytorch } from './baselines/pytorch.js';
+import { trainSublinear } from './systems/sublinear.js';
+import { plotCurves } from './plot.js';
+
+type Args = Record<string, string | boolean>;
+const SYSTEMS = ['sublinear', 'tfjs', 'pytorch'] as const;
+type System = (typeof SYSTEMS)[number];
+
+interface DatasetPlan {
+  name: string;
+  kind: 'accuracy' | 'throughput';
+  load(): Promise<{ train: SparseDataset; test?: SparseDataset }>;
+  options(system: System): Omit<BaselineOptions, 'train' | 'test'>;
+  /** Extra sublinear options. */
+  sublinear?: { workers?: number; sampling?: null | Record<string, unknown> };
+}
+
+function deliciousDir(): string {
+  return join(packageRoot(), '..', 'shared', 'datasets', 'delicious');
+}
+
+function plans(a: Args): DatasetPlan[] {
+  const full = !!a.full;
+  const seed = num(a, 'seed', 1), lr = num(a, 'lr', 1e-3), batchSize = 128;
+  const ttaLabels = num(a, 'tta-labels', 5000);
+  const ttaSeconds = num(a, 'tta-seconds', full ? 900 : 120);
+  const base = { hidden: [128], batchSize, lr, seed };
+  return [
+    {
+      name: 'delicious',
+      kind: 'accuracy',
+      async load() {
+        const dir = deliciousDir();
+        return { train: await readXC(join(dir, 'Delicious_train.txt')), test: await readXC(join(dir, 'Delicious_test.txt')) };
+      },
+      options: (s) => ({ ...base, epochs: full ? 20 : s === 'tfjs' ? 4 : 5, evalEvery: { seconds: 2 }, evalPoints: 1000 }),
+      sublinear: { sampling: null },
+    },
+    {
+      name: `amazon-${ttaLabels}`,
+      kind: 'accuracy',
+      async load() {
+        return syntheticSplit('amazon-670k', ttaLabels * num(a, 'points-per-label', 10), 2000, seed, { labels: ttaLabels });
+      },
+      options: (s) => ({ ...base, epochs: s === 'sublinear' ? (full ? 30 : 10) : 1000, maxSeconds: ttaSeconds, evalEvery: { seconds: full ? 20 : 10 }, evalPoints: 2000 }),
+      sublinear: { sampling: { hash: 'dwta', K: 5, L: 50 } },
+    },
+    {
+      name: 'amazon-670k',
+      kind: 'throughput',
+      async load() {
+        return syntheticSplit('amazon-670k', full ? 20000 : 6000, 0, seed);
+      },
+      options: (s) => ({
+        ...base,
+        maxBatches: s === 'tfjs' ? (full ? 8 : 2) : s === 'pytorch' ? (full ? 40 : 10) : full ? 150 : 40,
+        warmupBatches: s === 'tfjs' ? 1 : s === 'pytorch' ? 3 : 0,
+      }),
+    },
+  ];
+}
+
+async function runSystem(system: System, plan: DatasetPlan, a: Args): Promise<BaselineResult> {
+  const { train, test } = await plan.load();
+  const opts: BaselineOptions = { ...plan.options(system), train, ...(test && test.points > 0 ? { test } : {}) };
+  if (a.verbose) opts.onEval = (r) => process.stderr.write(`  [${system}] t=${r.seconds.toFixed(1)}s P@1=${r.p1.toFixed(4)}\n`);
+  if (system === 'sublinear') return trainSublinear({ ...opts, workers: num(a, 'workers', 1), ...(plan.sublinear ?? {}) } as never);
+  if (system === 'tfjs') {
+    const { trainTfjs } = await import('./baselines/tfjs-dense.js');
+    return trainTfjs({ ...opts, backend: 'wasm' });
+  }
+  return trainPytorch(opts);
+}
+
+/** Runs one (system, dataset) in a child process; resolves with its result or an error string. */
+function runChild(system: System, dataset: string, passArgs: string[]): Promise<BaselineResult | { error: string }> {
+  const self = fileURLToPath(import.meta.url);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--max-old-space-size=16384', self, ...passArgs, '--child', system, '--dataset', dataset], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '', err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => {
+      err += d;
+      if (passArgs.includes('--verbose')) process.stderr.write(d);
+    });
+    child.on('close', (code, signal) => {
+      const last = out.trim().split('\n').at(-1) ?? '';
+      if (code === 0) {
+        try {
+          return resolve(JSON.parse(last) as BaselineResult);
+        } catch {
+          /* fall through */
+        }
+      }
+      const line = err.split('\n').filter((l) => l.trim()).at(-1) ?? '';
+      resolve({ error: `exit ${code ?? signal}: ${line.slice(0, 300)}` });
+    });
+  });
+}
+
+/** Seconds at which a P@1 curve first reaches `target`, or null. */
+function secondsTo(curve: BaselineResult['curve'], target: number): number | null {
+  for (const c of curve) if (c.p1 >= target) return c.seconds;
+  return null;
+}
+
+interface SystemSummary {
+  samplesPerSec: number | null;
+  finalP1: number | null;
+  secondsToP1: number | null;
+  peakRssMB: number | null;
+  trainSeconds?: number;
+  error?: string;
+}
+
+async function main() {
+  const a = parseBenchArgs(process.argv.slice(2));
+  const all = plans(a);
+  if (typeof a.child === 'string') {
+    const plan = all.find((p) => p.name === a.dataset);
+    if (!plan) throw new Error(`unknown dataset ${a.dataset}`);
+    const r = await runSystem(a.child as System, plan, a);
+    process.stdout.write(JSON.stringify(r) + '\n');
+    return;
+  }
+  const wanted = typeof a.datasets === 'string' ? a.datasets.split(',') : null;
+  const selected = all.filter((p) => {
+    if (wanted) return wanted.some((w) => p.name === w || (w === 'amazon-tta' && p.name.startsWith('amazon-') && p.kind === 'accuracy'));
+    return p.name !== 'delicious' || existsSync(join(deliciousDir(), 'Delicious_train.txt'));
+  });
+  if (wanted) {
+    for (const w of wanted) {
+      if (!selected.some((p) => p.name === w || (w === 'amazon-tta' && p.kind === 'accuracy' && p.name.startsWith('amazon-')))) throw new Error(`unknown dataset ${w} (known: ${all.map((p) => p.name).join(', ')}, amazon-tta)`);
+    }
+    if (selected.some((p) => p.name === 'delicious') && !existsSync(join(deliciousDir(), 'Delicious_train.txt'))) {
+      throw new Error(`required dataset missing: ${join(deliciousDir(), 'Delicious_train.txt')}`);
+    }
+  }
+  if (!wanted && !selected.some((p) => p.name === 'delicious')) process.stderr.write(`note: ${deliciousDir()} not found; skipping Delicious\n`);
+  const pass = process.argv.slice(2).filter((x, i, arr) => x !== '--json' && x !== '--datasets' && arr[i - 1] !== '--datasets');
+  const torch = pytorchAvailable();
+  const resultsDir = join(packageRoot(), 'bench', 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  const datasets: unknown[] = [];
+  const failures: string[] = [];
+  for (const plan of selected) {
+    const raw: Partial<Record<System, BaselineResult | { error: string }>> = {};
+    for (const s of SYSTEMS) {
+      if (s === 'pytorch' && !torch.ok) {
+        raw[s] = { error: `not installed: ${torch.reason}` };
+        continue;
+      }
+      process.stderr.write(`${plan.name}: ${s} ...\n`);
+      raw[s] = await runChild(s, plan.name, pass);
+      const r = raw[s]!;
+      if ('error' in r) {
+        process.stderr.write(`  ${r.error}\n`);
+        if (s !== 'pytorch') failures.push(`${plan.name}/${s}: ${r.error}`);
+      } else {
+        if (r.diverged) failures.push(`${plan.name}/${s}: diverged (loss NaN/Inf)`);
+        process.stderr.write(`  ${r.samplesPerSec.toFixed(1)} samples/s, final P@1 ${Number.isNaN(r.finalP1) ? '-' : r.finalP1.toFixed(4)}, peak RSS ${Math.round(r.peakRssBytes / 2 ** 20)} MB\n`);
+      }
+    }
+    const tf = raw.tfjs && !('error' in raw.tfjs) ? raw.tfjs : null;
+    const target = tf && plan.kind === 'accuracy' ? tf.finalP1 - 0.01 : NaN;
+    const systems: Record<string, SystemSummary> = {};
+    for (const s of SYSTEMS) {
+      const r = raw[s];
+      if (!r || 'error' in r) {
+        systems[s] = { samplesPerSec: null, finalP1: null, secondsToP1: null, peakRssMB: null, error: r ? r.error : 'not run' };
+        continue;
+      }
+      systems[s] = {
+        samplesPerSec: r.steadySamplesPerSec > 0 && Number.isFinite(r.steadySamplesPerSec) ? r.steadySamplesPerSec : r.samplesPerSec,
+        finalP1: Number.isNaN(r.finalP1) ? null : r.finalP1,
+        secondsToP1: Number.isNaN(target) ? null : secondsTo(r.curve, target),
+        peakRssMB: Math.round(r.peakRssBytes / 2 ** 20),
+        trainSeconds: r.seconds,
+      };
+    }
+    const sl = systems.sublinear!, tfs = systems.tfjs!, pt = systems.pytorch!;
+    const ratio = (x: number | null | undefined, y: number | null | undefined) => (x && y ? x / y : null);
+    const entry = {
+      name: plan.name,
+      kind: plan.kind,
+      labels: (await plan.load()).train.labels,
+      // Time-to-accuracy entries: tfjs seconds to (its final P@1 - 1 point) over sublinear's; throughput entries: samples/s ratio.
+      speedup: plan.kind === 'accuracy' ? ratio(tfs.secondsToP1, sl.secondsToP1) : ratio(sl.samplesPerSec, tfs.samplesPerSec),
+      throughputVsTfjs: ratio(sl.samplesPerSec, tfs.samplesPerSec),
+      throughputVsPytorch: ratio(sl.samplesPerSec, pt.samplesPerSec),
+      targetP1: Number.isNaN(target) ? null : target,
+      systems,
+    };
+    datasets.push(entry);
+    writeFileSync(join(resultsDir, `${plan.name}.json`), JSON.stringify({ ...entry, raw }, null, 2) + '\n');
+    if (plan.kind === 'accuracy') {
+      const series = SYSTEMS.flatMap((s) => {
+        const r = raw[s];
+        return r && !('error' in r) && r.curve.length ? [{ name: s === 'tfjs' ? 'TensorFlow.js (wasm, dense)' : s === 'pytorch' ? 'PyTorch (dense)' : 'sublinear (LSH-sampled)' + (plan.sublinear?.sampling === null ? ' [dense output]' : ''), points: r.curve.map((c) => [Math.max(c.seconds, 0.01), c.p1] as [number, number]) }] : [];
+      });
+      writeFileSync(join(resultsDir, `${plan.name}.svg`), plotCurves({
+        title: `${plan.name}: P@1 against training time (${availableParallelism()} cores)`,
+        xLabel: 'wall-clock training time (s, log scale)', yLabel: 'P@1 (test subset)', series, logX: true,
+      }));
+    }
+  }
+  const summary = { machine: { cores: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown' }, datasets };
+  writeFileSync(join(resultsDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+  if (!a.json) {
+    for (const d of datasets as { name: string; speedup: number | null; systems: Record<string, SystemSummary> }[]) {
+      process.stdout.write(`\n${d.name}  (speedup ${d.speedup?.toFixed(1) ?? '-'}x)\nsystem      samples/s   final P@1  s to P@1  peak RSS MB\n`);
+      for (const [s, v] of Object.entries(d.systems)) {
+        if (v.error) process.stdout.write(`${s.padEnd(10)}  ${v.error}\n`);
+        else process.stdout.write(`${s.padEnd(10)}  ${(v.samplesPerSec ?? 0).toFixed(1).padStart(9)}  ${v.finalP1?.toFixed(4) ?? '     -'}     ${v.secondsToP1?.toFixed(1).padStart(7) ?? '      -'}  ${String(v.peakRssMB).padStart(10)}\n`);
+      }
+    }
+  }
+  process.stdout.write(JSON.stringify(summary) + '\n');
+  if (failures.length) {
+    process.stderr.write(`bench failed:\n  ${failures.join('\n  ')}\n`);
+    process.exit(1);
+  }
+}
+
+main().catch((e) => {
+  process.stderr.write(`bench: ${e instanceof Error ? e.message : e}\n`);
+  process.exit(1);
+});
