@@ -15,7 +15,8 @@ import type { SparseDataset } from '../../datasets/csr.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import { type BaselineOptions, type BaselineResult, type EvalRecord, resolveOptions } from './common.js';
 
-export const DEFAULT_PYTHON = '/usr/bin/python3';
+/** Interpreter used by default: $SUBLINEAR_PYTHON, else Debian's /usr/bin/python3 (where apt's python3-torch lives). */
+export const DEFAULT_PYTHON = process.env.SUBLINEAR_PYTHON || '/usr/bin/python3';
 
 export interface PytorchOptions extends BaselineOptions {
   /** torch intra-op threads (default: all cores, os.availableParallelism()). */
@@ -23,7 +24,7 @@ export interface PytorchOptions extends BaselineOptions {
   /** 'sparse_adam' (default): EmbeddingBag(sparse=True) + SparseAdam for the input layer, Adam for the
    * rest. 'adam': dense input-layer gradient, one Adam over everything. */
   embeddingOptimizer?: 'sparse_adam' | 'adam';
-  /** Python interpreter (default /usr/bin/python3). */
+  /** Python interpreter (default $SUBLINEAR_PYTHON or /usr/bin/python3). */
   python?: string;
   /** Called with each line the script writes to stderr (warnings). */
   onStderr?: (line: string) => void;

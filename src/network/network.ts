@@ -348,7 +348,7 @@ function sameRebuild(r: NonNullable<FitOptions['rebuild']>, s: RebuildSchedule):
 }
 
 function checkResumeData(file: string, want: DataFingerprint, got: DataFingerprint): void {
-  const describe = (d: DataFingerprint) => `${d.points} points, ${d.features} features, ${d.labels} labels, ${d.nnz} nonzeros, ${d.labelNnz} labels set, hash ${d.hash}`;
+  const describe = (d: DataFingerprint) => `${d.points} points, ${d.features} features, ${d.labels} labels, ${d.nnz} nonzeros, ${d.labelNnz} label entries, hash ${d.hash}`;
   if (want.points !== got.points || want.features !== got.features || want.labels !== got.labels || want.nnz !== got.nnz || want.labelNnz !== got.labelNnz || want.hash !== got.hash) {
     throw new Error(`The training data is not the data of checkpoint ${file}: it has ${describe(got)}; the checkpoint was trained on ${describe(want)}`);
   }
