@@ -7,8 +7,10 @@
 // Datasets:
 // - delicious: the Extreme Classification Repository's Delicious (../shared/datasets), when present.
 // - amazon-<L>: time to accuracy on the Amazon-670K input shape (135,909 features, ~75 nnz, ~5.45 labels
-//   per point) with L labels (default 5,000: the largest the dense tfjs baseline trains to a plateau within
-//   the run on this 2-core machine; a 670,091-label tfjs batch takes about a minute).
+//   per point) with L labels and 10 L training points (default 2,000 labels: tfjs-wasm reaches its plateau,
+//   ~0.98 P@1, in about 4 minutes here; at 5,000 labels it is still at ~0.68 after 4 minutes).
+//   The dense baselines train for --tta-seconds (default 240) of training time.
+//   tfjs-wasm cannot train the full 670,091-label network at all: its wasm heap is limited to 4 GiB.
 // - amazon-670k: throughput (samples/s over a fixed number of batches) at the full 670,091-label shape.
 // Writes bench/results/<name>.json and bench/results/<name>.svg (P@1 against training time).
 import { spawn } from 'node:child_process';
@@ -46,8 +48,8 @@ function deliciousDir(): string {
 function plans(a: Args): DatasetPlan[] {
   const full = !!a.full;
   const seed = num(a, 'seed', 1), lr = num(a, 'lr', 1e-3), batchSize = 128;
-  const ttaLabels = num(a, 'tta-labels', 5000);
-  const ttaSeconds = num(a, 'tta-seconds', full ? 900 : 120);
+  const ttaLabels = num(a, 'tta-labels', 2000);
+  const ttaSeconds = num(a, 'tta-seconds', full ? 600 : 240);
   const base = { hidden: [128], batchSize, lr, seed };
   return [
     {
@@ -66,8 +68,8 @@ function plans(a: Args): DatasetPlan[] {
       async load() {
         return syntheticSplit('amazon-670k', ttaLabels * num(a, 'points-per-label', 10), 2000, seed, { labels: ttaLabels });
       },
-      options: (s) => ({ ...base, epochs: s === 'sublinear' ? (full ? 30 : 10) : 1000, maxSeconds: ttaSeconds, evalEvery: { seconds: full ? 20 : 10 }, evalPoints: 2000 }),
-      sublinear: { sampling: { hash: 'dwta', K: 5, L: 50 } },
+      options: (s) => ({ ...base, epochs: s === 'sublinear' ? (full ? 40 : 20) : 1000, maxSeconds: ttaSeconds, evalEvery: { seconds: full ? 20 : 10 }, evalPoints: 2000 }),
+      sublinear: { sampling: { hash: 'dwta', K: 4, L: 32, budget: 400, minActive: 400 } },
     },
     {
       name: 'amazon-670k',
@@ -181,7 +183,8 @@ async function main() {
       const r = raw[s]!;
       if ('error' in r) {
         process.stderr.write(`  ${r.error}\n`);
-        if (s !== 'pytorch') failures.push(`${plan.name}/${s}: ${r.error}`);
+        // tfjs-wasm runs out of its 4 GiB heap at the full Amazon-670K shape: a finding, reported in its row.
+        if (s === 'sublinear' || (s === 'tfjs' && plan.kind === 'accuracy')) failures.push(`${plan.name}/${s}: ${r.error}`);
       } else {
         if (r.diverged) failures.push(`${plan.name}/${s}: diverged (loss NaN/Inf)`);
         process.stderr.write(`  ${r.samplesPerSec.toFixed(1)} samples/s, final P@1 ${Number.isNaN(r.finalP1) ? '-' : r.finalP1.toFixed(4)}, peak RSS ${Math.round(r.peakRssBytes / 2 ** 20)} MB\n`);

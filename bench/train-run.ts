@@ -20,6 +20,7 @@ export interface TrainRunResult {
   trainSeconds: number;
   rebuildSeconds: number;
   rebuildShare: number;
+  indexSeconds: number;
   p1: number;
   p3: number;
   p5: number;
@@ -64,7 +65,7 @@ async function main() {
   const r: TrainRunResult = {
     shape: shapeName, labels: shape.labels, features: shape.features, output, workers, epochs, trainPoints: nTrain,
     samplesPerSec: stats.samplesPerSec, trainSeconds: stats.trainSeconds, rebuildSeconds: stats.rebuildSeconds,
-    rebuildShare: stats.rebuildSeconds / stats.trainSeconds,
+    rebuildShare: stats.rebuildSeconds / stats.trainSeconds, indexSeconds: stats.indexSeconds,
     p1: m['p1']!, p3: m['p3']!, p5: m['p5']!, evalSeconds,
     peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
     sharedStateMB: Math.round(net.memoryBytes() / 1e6),

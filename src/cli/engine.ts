@@ -225,6 +225,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     samplesPerSec: stats.samplesPerSec,
     trainSeconds: stats.trainSeconds,
     rebuildSeconds: stats.rebuildSeconds,
+    indexSeconds: stats.indexSeconds,
     rebuilds: stats.rebuilds,
     epochs: stats.epochs,
     samples: stats.samples,

@@ -192,8 +192,8 @@ export class Network {
     }
     const exec = createExecutor(opts.workers ?? defaultWorkers());
     try {
-      let rebuildSeconds = 0;
-      if (!this.tablesFresh) rebuildSeconds += await this.rebuildTables(exec);
+      let indexSeconds = 0;
+      if (!this.tablesFresh) indexSeconds += await this.rebuildTables(exec);
       this.labelFreq = labelFrequencies(data.labelIndices, this.config.layers.at(-1)!.size);
       this.trainPoints = data.points;
       // From here on the network moves past the checkpoint: a later fit() is an ordinary one.
@@ -201,8 +201,8 @@ export class Network {
       const stats = await fitLoop(this, data, exec, opts, start, checkpointer);
       // Index the final weights, so sampled inference (and a saved model) sees the trained network.
       // A resumed network's tables are those of its checkpoint, not of its final weights: rebuild too.
-      if (this.schedule && (stats.batches > 0 || resumed)) rebuildSeconds += await this.rebuildTables(exec);
-      stats.rebuildSeconds += rebuildSeconds;
+      if (this.schedule && (stats.batches > 0 || resumed)) indexSeconds += await this.rebuildTables(exec);
+      stats.indexSeconds = indexSeconds;
       stats.rebuilds = this.rebuildRound;
       return stats;
     } finally {

@@ -74,8 +74,13 @@ export interface FitStats {
   samples: number;
   /** Wall-clock training seconds, rebuilds included, epoch callbacks and checkpoint writes excluded. */
   trainSeconds: number;
-  /** Seconds spent rebuilding hash tables. */
+  /** Seconds of scheduled hash-table rebuilds during training (part of trainSeconds). */
   rebuildSeconds: number;
+  /**
+   * Seconds indexing the tables outside the training loop: the first build before training and the
+   * rebuild from the final weights after it (not part of trainSeconds).
+   */
+  indexSeconds: number;
   rebuilds: number;
   samplesPerSec: number;
   /** Mean loss of the last epoch. */
@@ -299,7 +304,7 @@ export async function fitLoop(
   function stats(): FitStats {
     const trainSeconds = (performance.now() - t0) / 1000 - callbackSeconds;
     return {
-      epochs: o.epochs, batches, samples, trainSeconds, rebuildSeconds,
+      epochs: o.epochs, batches, samples, trainSeconds, rebuildSeconds, indexSeconds: 0,
       rebuilds: target.schedule?.rebuilds ?? 0,
       samplesPerSec: samples / Math.max(trainSeconds, 1e-9),
       lastLoss, aborted,
