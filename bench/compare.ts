@@ -126,6 +126,11 @@ function runChild(system: System, dataset: string, passArgs: string[]): Promise<
   });
 }
 
+/** NaN travels through JSON as null: both mean 'no value'. */
+function finite(x: number | null | undefined): x is number {
+  return typeof x === 'number' && Number.isFinite(x);
+}
+
 /** Seconds at which a P@1 curve first reaches `target`, or null. */
 function secondsTo(curve: BaselineResult['curve'], target: number): number | null {
   for (const c of curve) if (c.p1 >= target) return c.seconds;
@@ -187,7 +192,7 @@ async function main() {
         if (s === 'sublinear' || (s === 'tfjs' && plan.kind === 'accuracy')) failures.push(`${plan.name}/${s}: ${r.error}`);
       } else {
         if (r.diverged) failures.push(`${plan.name}/${s}: diverged (loss NaN/Inf)`);
-        process.stderr.write(`  ${r.samplesPerSec.toFixed(1)} samples/s, final P@1 ${Number.isNaN(r.finalP1) ? '-' : r.finalP1.toFixed(4)}, peak RSS ${Math.round(r.peakRssBytes / 2 ** 20)} MB\n`);
+        process.stderr.write(`  ${r.samplesPerSec.toFixed(1)} samples/s, final P@1 ${finite(r.finalP1) ? r.finalP1.toFixed(4) : '-'}, peak RSS ${Math.round(r.peakRssBytes / 2 ** 20)} MB\n`);
       }
     }
     const tf = raw.tfjs && !('error' in raw.tfjs) ? raw.tfjs : null;
@@ -202,7 +207,7 @@ async function main() {
       }
       systems[s] = {
         samplesPerSec: r.steadySamplesPerSec > 0 && Number.isFinite(r.steadySamplesPerSec) ? r.steadySamplesPerSec : r.samplesPerSec,
-        finalP1: Number.isNaN(r.finalP1) ? null : r.finalP1,
+        finalP1: finite(r.finalP1) ? r.finalP1 : null,
         secondsToP1: Number.isNaN(target) ? null : secondsTo(r.curve, target),
         peakRssMB: Math.round(r.peakRssBytes / 2 ** 20),
         trainSeconds: r.seconds,

@@ -33,3 +33,24 @@ export function sharedFloat32(length: number): Float32Array {
 export function nnz(d: SparseDataset): number {
   return d.offsets[d.points]!;
 }
+
+/** True when every array of `d` lives on a SharedArrayBuffer (worker threads then share it without copies). */
+export function isShared(d: SparseDataset): boolean {
+  return [d.offsets, d.indices, d.values, d.labelOffsets, d.labelIndices].every((a) => a.buffer instanceof SharedArrayBuffer);
+}
+
+/**
+ * `d` itself if its arrays are already shared, else a copy on SharedArrayBuffers. Without it a dataset
+ * built on plain ArrayBuffers would be copied into a worker with every task.
+ */
+export function toShared(d: SparseDataset): SparseDataset {
+  if (isShared(d)) return d;
+  const u32 = (a: Uint32Array) => {
+    const c = sharedUint32(a.length);
+    c.set(a);
+    return c;
+  };
+  const values = sharedFloat32(d.values.length);
+  values.set(d.values);
+  return { ...d, offsets: u32(d.offsets), indices: u32(d.indices), values, labelOffsets: u32(d.labelOffsets), labelIndices: u32(d.labelIndices) };
+}

@@ -29,6 +29,7 @@ import { SplitMix64, Xoshiro128, shuffleInPlace } from '../src/util/rng.js';
 import { CsrBuilder } from './csr-builder.js';
 import type { SparseDataset } from './csr.js';
 import { XCEncoder } from './xc-writer.js';
+import { subset } from './split-reader.js';
 
 /** Parameters of a synthetic dataset's distribution. */
 export interface SynthShape {
@@ -393,4 +394,17 @@ export async function generateSynthetic(opts: GenerateSyntheticOptions): Promise
   let bytes = await writeFileAtomic(trainPath, rows(opts.train), { fsync });
   bytes += await writeFileAtomic(testPath, rows(test), { fsync });
   return { train: trainPath, test: testPath, bytes, shape: sh };
+}
+
+/**
+ * A train/test split from one generator stream (test = the `test` points after the `train` points), on
+ * SharedArrayBuffers. `shape` may override a named shape's fields (e.g. fewer labels at Amazon-670K's
+ * feature dimension).
+ */
+export function syntheticSplit(
+  shape: ShapeName | SynthShape, train: number, test: number, seed = 1,
+): { train: SparseDataset; test: SparseDataset } {
+  const all = synthesize({ shape, points: train + test, seed });
+  const range = (from: number, to: number) => Uint32Array.from({ length: to - from }, (_, i) => from + i);
+  return { train: subset(all, range(0, train)), test: subset(all, range(train, train + test)) };
 }

@@ -112,6 +112,12 @@ function metricLine(m: Metrics): string {
   return `P@1 ${f('p1')}  P@3 ${f('p3')}  P@5 ${f('p5')}  nDCG@1 ${f('ndcg1')}  nDCG@3 ${f('ndcg3')}  nDCG@5 ${f('ndcg5')}  PSP@1 ${f('psp1')}  PSP@3 ${f('psp3')}  PSP@5 ${f('psp5')}`;
 }
 
+/** Refuses, before any training, a data file whose ids do not fit the network (naming the file). */
+export function checkFits(d: SparseDataset, path: string, inputDim: number, outputs: number): void {
+  if (d.features > inputDim) throw new Error(`${path} has ${d.features} features but the network's inputDim is ${inputDim}`);
+  if (d.labels > outputs) throw new Error(`${path} has ${d.labels} labels but the network's last layer has ${outputs} neurons`);
+}
+
 export function peakRssMB(): number {
   return Math.round(process.resourceUsage().maxRSS / 1024);
 }
@@ -150,6 +156,8 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   const config = resumed ? resumed.config : await loadConfig(o.config, train, o.seed);
   const resolved = resolveConfig(config);
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
+  const outputs = resolved.layers.at(-1)!.size;
+  if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
   const workers = o.workers ?? defaultWorkers();
   const plan = planMemory({
     inputDim: resolved.inputDim,
@@ -255,6 +263,7 @@ export interface EvalCliOptions {
 export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const net = await Network.load(o.model);
   const test = await loadData(o.test, o.format, 'test data', !!o.json);
+  checkFits(test, o.test, net.config.inputDim, net.config.layers.at(-1)!.size);
   const t0 = performance.now();
   const m = await net.evaluate(test, { mode: o.mode ?? 'exact', workers: o.workers, propensityA: o.propensityA, propensityB: o.propensityB });
   const seconds = (performance.now() - t0) / 1000;
@@ -275,6 +284,7 @@ export interface PredictCliOptions {
 export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
   const net = await Network.load(o.model);
   const data = await loadData(o.input, o.format, 'input', true);
+  if (data.features > net.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${net.config.inputDim}`);
   const k = o.k ?? 5;
   const p = await net.predict(data, { k, mode: o.mode ?? 'exact', workers: o.workers });
   const lines: string[] = [];

@@ -1,7 +1,7 @@
 // The public Network: a stack of fully connected layers over a sparse input, some of them LSH-sampled,
 // whose weights, Adam state and hash tables live in SharedArrayBuffers so that worker threads train
 // it in place (HOGWILD).
-import type { SparseDataset } from '../../datasets/csr.js';
+import { toShared, type SparseDataset } from '../../datasets/csr.js';
 import { checkDataset } from './check-data.js';
 import { resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import type { NetSpec } from './native-types.js';
@@ -146,6 +146,7 @@ export class Network {
    */
   async fit(data: SparseDataset, opts: FitOptions = {}): Promise<FitStats> {
     checkDataset(data, this.config, 'training data');
+    data = toShared(data);
     const resumed = this.pendingResume !== null && this.resumeInfo !== null;
     let fingerprint: DataFingerprint | null = null;
     let start: FitStart = { epoch: 0, batch: 0 };
@@ -203,7 +204,7 @@ export class Network {
       // A resumed network's tables are those of its checkpoint, not of its final weights: rebuild too.
       if (this.schedule && (stats.batches > 0 || resumed)) indexSeconds += await this.rebuildTables(exec);
       stats.indexSeconds = indexSeconds;
-      stats.rebuilds = this.rebuildRound;
+      stats.rebuilds = this.schedule?.rebuilds ?? 0;
       return stats;
     } finally {
       await exec.close();
@@ -232,11 +233,13 @@ export class Network {
   /** Top-k labels for every row of `data`. */
   async predict(data: SparseDataset, opts: PredictOptions = {}): Promise<Predictions> {
     checkDataset(data, this.config, 'prediction input', false);
+    data = toShared(data);
     const k = opts.k ?? 5;
     if (!Number.isInteger(k) || k <= 0) throw new Error(`Expected positive integer for k but received ${JSON.stringify(opts.k)}`);
     const mode = opts.mode ?? 'exact';
     if (mode !== 'exact' && mode !== 'sampled') throw new Error(`Expected 'exact' or 'sampled' for mode but received ${JSON.stringify(opts.mode)}`);
     const chunk = opts.chunk ?? 256;
+    if (!Number.isInteger(chunk) || chunk <= 0) throw new Error(`Expected positive integer for chunk but received ${JSON.stringify(opts.chunk)}`);
     const exec = createExecutor(opts.workers ?? defaultWorkers());
     try {
       if (mode === 'sampled' && this.schedule && !this.tablesFresh) await this.rebuildTables(exec);

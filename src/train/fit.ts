@@ -101,6 +101,15 @@ export interface FitTarget {
   batchesDone: number;
 }
 
+function unitInterval(v: number, what: string): number {
+  if (!(typeof v === 'number' && v >= 0 && v < 1)) throw new Error(`Expected number in [0, 1) for ${what} but received ${JSON.stringify(v)}`);
+  return v;
+}
+function positiveNumber(v: number, what: string): number {
+  if (!(typeof v === 'number' && v > 0 && Number.isFinite(v))) throw new Error(`Expected positive number for ${what} but received ${JSON.stringify(v)}`);
+  return v;
+}
+
 export function resolveFitOptions(o: FitOptions) {
   const epochs = o.epochs ?? 5;
   const batchSize = o.batchSize ?? 128;
@@ -112,9 +121,9 @@ export function resolveFitOptions(o: FitOptions) {
     epochs,
     batchSize,
     lr,
-    beta1: o.beta1 ?? 0.9,
-    beta2: o.beta2 ?? 0.999,
-    eps: o.eps ?? 1e-8,
+    beta1: unitInterval(o.beta1 ?? 0.9, 'beta1'),
+    beta2: unitInterval(o.beta2 ?? 0.999, 'beta2'),
+    eps: positiveNumber(o.eps ?? 1e-8, 'eps'),
     shuffle: o.shuffle ?? true,
     progressEvery: o.progressEvery ?? 0.5,
   };

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Network } from '../../src/network/network.js';
 import { synthesize, subset } from '../../datasets/index.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { isShared, toShared, type SparseDataset } from '../../datasets/csr.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sublinear-net-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -146,5 +146,34 @@ describe('batch-shared random fill', () => {
     // Observed: 642 vs 4,643 rows (64 samples, minActive 200, budget 8, 5,000 outputs).
     expect(shared).toBeLessThan(200 + 64 * (8 + 4));
     expect(perSample).toBeGreaterThan(2500);
+  });
+});
+
+describe('data on plain ArrayBuffers', () => {
+  it('is copied to shared memory once and trains with workers like shared data', async () => {
+    const plain: SparseDataset = {
+      ...train,
+      offsets: Uint32Array.from(train.offsets), indices: Uint32Array.from(train.indices), values: Float32Array.from(train.values),
+      labelOffsets: Uint32Array.from(train.labelOffsets), labelIndices: Uint32Array.from(train.labelIndices),
+    };
+    expect(isShared(plain)).toBe(false);
+    expect(isShared(toShared(plain))).toBe(true);
+    expect(toShared(train)).toBe(train);
+    const a = new Network({ inputDim: train.features, layers: [{ size: 16 }, { size: train.labels }], seed: 3 });
+    const b = new Network({ inputDim: train.features, layers: [{ size: 16 }, { size: train.labels }], seed: 3 });
+    await a.fit(plain, { epochs: 1, workers: 1 });
+    await b.fit(train, { epochs: 1, workers: 0 });
+    expect(Buffer.from(a.spec.layers[1]!.weights.buffer).equals(Buffer.from(b.spec.layers[1]!.weights.buffer))).toBe(true);
+  });
+});
+
+describe('option validation', () => {
+  const net = new Network({ inputDim: train.features, layers: [{ size: 8 }, { size: train.labels }] });
+  it('rejects bad Adam settings before training', async () => {
+    await expect(net.fit(train, { workers: 0, beta1: 1 })).rejects.toThrow('Expected number in [0, 1) for beta1 but received 1');
+    await expect(net.fit(train, { workers: 0, eps: 0 })).rejects.toThrow('Expected positive number for eps but received 0');
+  });
+  it('rejects a non-positive prediction chunk', async () => {
+    await expect(net.predict(test, { workers: 0, chunk: 0 })).rejects.toThrow('Expected positive integer for chunk but received 0');
   });
 });
