@@ -3,6 +3,7 @@
 // (sparse input -> 128 ReLU -> full softmax), batch size, learning rate, Adam and seed.
 //
 //   npm run bench -- [--full] [--json] [--datasets delicious,amazon-tta,amazon-670k] [--verbose]
+//   npm run bench -- --replot      (redraw the SVGs from bench/results/*.json)
 //
 // Datasets:
 // - delicious: the Extreme Classification Repository's Delicious (../shared/datasets), when present.
@@ -14,7 +15,7 @@
 // - amazon-670k: throughput (samples/s over a fixed number of batches) at the full 670,091-label shape.
 // Writes bench/results/<name>.json and bench/results/<name>.svg (P@1 against training time).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { availableParallelism, cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -121,7 +122,8 @@ function runChild(system: System, dataset: string, passArgs: string[]): Promise<
         }
       }
       const line = err.split('\n').filter((l) => l.trim()).at(-1) ?? '';
-      resolve({ error: `exit ${code ?? signal}: ${line.slice(0, 300)}` });
+      const oom = /memory access out of bounds|out of memory/i.test(err) ? 'out of memory (the wasm heap is limited to 4 GiB); ' : '';
+      resolve({ error: `${oom}exit ${code ?? signal}: ${line.slice(0, 300)}` });
     });
   });
 }
@@ -146,6 +148,22 @@ interface SystemSummary {
   error?: string;
 }
 
+const LABELS: Record<System, string> = { sublinear: 'sublinear (LSH-sampled)', tfjs: 'TensorFlow.js (wasm, dense)', pytorch: 'PyTorch (dense)' };
+
+/** P@1 against training time, log time axis (points at t = 0, before training, are left out). */
+function curvePlot(name: string, raw: Partial<Record<System, BaselineResult | { error: string }>>, denseSublinear: boolean): string {
+  const series = SYSTEMS.flatMap((s) => {
+    const r = raw[s];
+    if (!r || 'error' in r) return [];
+    const points = r.curve.filter((c) => c.seconds > 0).map((c) => [c.seconds, c.p1] as [number, number]);
+    return points.length ? [{ name: s === 'sublinear' && denseSublinear ? 'sublinear (dense output)' : LABELS[s], points }] : [];
+  });
+  return plotCurves({
+    title: `${name}: P@1 against training time (${availableParallelism()} cores)`,
+    xLabel: 'wall-clock training time (s)', yLabel: 'P@1 (test subset)', series, logX: true,
+  });
+}
+
 async function main() {
   const a = parseBenchArgs(process.argv.slice(2));
   const all = plans(a);
@@ -154,6 +172,17 @@ async function main() {
     if (!plan) throw new Error(`unknown dataset ${a.dataset}`);
     const r = await runSystem(a.child as System, plan, a);
     process.stdout.write(JSON.stringify(r) + '\n');
+    return;
+  }
+  if (a.replot) {
+    // Redraw the plots of a finished run from bench/results/<name>.json.
+    const dir = join(packageRoot(), 'bench', 'results');
+    for (const p of all.filter((p) => p.kind === 'accuracy')) {
+      const file = join(dir, `${p.name}.json`);
+      if (!existsSync(file)) continue;
+      const saved = JSON.parse(readFileSync(file, 'utf8')) as { raw: Partial<Record<System, BaselineResult | { error: string }>> };
+      writeFileSync(join(dir, `${p.name}.svg`), curvePlot(p.name, saved.raw, p.sublinear?.sampling === null));
+    }
     return;
   }
   const wanted = typeof a.datasets === 'string' ? a.datasets.split(',') : null;
@@ -228,16 +257,7 @@ async function main() {
     };
     datasets.push(entry);
     writeFileSync(join(resultsDir, `${plan.name}.json`), JSON.stringify({ ...entry, raw }, null, 2) + '\n');
-    if (plan.kind === 'accuracy') {
-      const series = SYSTEMS.flatMap((s) => {
-        const r = raw[s];
-        return r && !('error' in r) && r.curve.length ? [{ name: s === 'tfjs' ? 'TensorFlow.js (wasm, dense)' : s === 'pytorch' ? 'PyTorch (dense)' : 'sublinear (LSH-sampled)' + (plan.sublinear?.sampling === null ? ' [dense output]' : ''), points: r.curve.map((c) => [Math.max(c.seconds, 0.01), c.p1] as [number, number]) }] : [];
-      });
-      writeFileSync(join(resultsDir, `${plan.name}.svg`), plotCurves({
-        title: `${plan.name}: P@1 against training time (${availableParallelism()} cores)`,
-        xLabel: 'wall-clock training time (s, log scale)', yLabel: 'P@1 (test subset)', series, logX: true,
-      }));
-    }
+    if (plan.kind === 'accuracy') writeFileSync(join(resultsDir, `${plan.name}.svg`), curvePlot(plan.name, raw, plan.sublinear?.sampling === null));
   }
   const summary = { machine: { cores: availableParallelism(), cpu: cpus()[0]?.model ?? 'unknown' }, datasets };
   writeFileSync(join(resultsDir, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');

@@ -170,7 +170,11 @@ export class Network {
     }
     const o = resolveFitOptions(opts);
     // A resumed schedule keeps its restored state unless different rebuild options are given.
-    if (opts.rebuild && this.schedule && !(resumed && sameRebuild(opts.rebuild, this.schedule))) this.schedule = new RebuildSchedule(opts.rebuild);
+    if (opts.rebuild && this.schedule && !(resumed && sameRebuild(opts.rebuild, this.schedule))) {
+      // The loop counts batches over the network's life: the new schedule starts from here.
+      this.schedule = new RebuildSchedule(opts.rebuild);
+      this.schedule.next = this.batchesDone + this.schedule.first;
+    }
     let checkpointer: Checkpointer | undefined;
     if (opts.checkpoint) {
       const c = opts.checkpoint;
@@ -212,7 +216,7 @@ export class Network {
   }
 
   /** Rebuilds every sampled layer's hash tables from its current weights (tables split across workers). */
-  async rebuildTables(exec: Executor, _round?: number): Promise<number> {
+  async rebuildTables(exec: Executor): Promise<number> {
     const start = performance.now();
     this.rebuildRound++;
     const jobs: Promise<number>[] = [];

@@ -94,7 +94,7 @@ export interface FitTarget {
   spec: NetSpec;
   seed: number;
   /** Rebuilds every sampled layer's tables, split into table ranges across the executor. Returns seconds. */
-  rebuildTables(exec: Executor, round: number): Promise<number>;
+  rebuildTables(exec: Executor): Promise<number>;
   /** Schedule state persisted across fit() calls (and checkpoints). */
   schedule: RebuildSchedule | null;
   /** Batches trained so far over the network's life (seeds and schedule continue across fit calls). */
@@ -267,7 +267,7 @@ export async function fitLoop(
           lastYield = performance.now();
         }
       } else if (rebuildDue && target.schedule) {
-        const secs = await target.rebuildTables(exec, target.schedule.rebuilds + 1);
+        const secs = await target.rebuildTables(exec);
         rebuildSeconds += secs;
         target.schedule.done(epochBase + nextBatch);
       } else if (ckptDue && !failures.length) {

@@ -5,4 +5,3 @@ import { runPredict, runRehash, runTrain } from './kernels.js';
 export const train = runTrain;
 export const predict = runPredict;
 export const rehash = runRehash;
-export default runTrain;
