@@ -3,6 +3,7 @@
 // it in place (HOGWILD).
 import { toShared, type SparseDataset } from '../../datasets/csr.js';
 import { checkDataset } from './check-data.js';
+import { native } from '../native.js';
 import { resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import type { NetSpec } from './native-types.js';
 import { allocateNetwork, networkBytes } from './allocate.js';
@@ -115,6 +116,8 @@ export class Network {
   /** Set by `Network.resume`: the checkpoint this network was restored from (null otherwise). */
   resumeInfo: ResumeInfo | null = null;
   private tablesFresh = false;
+  /** Last code-drift sketch taken by the 'change' rebuild policy (fraction of codes changed). */
+  lastCodeChange = 0;
   /** A resume not yet consumed by fit(): its data fingerprint and position. */
   private pendingResume: { data: DataFingerprint } | null = null;
   /** The checkpoint this network last wrote or was restored from: fit() may keep writing to that directory. */
@@ -173,7 +176,7 @@ export class Network {
     if (opts.rebuild && this.schedule && !(resumed && sameRebuild(opts.rebuild, this.schedule))) {
       // The loop counts batches over the network's life: the new schedule starts from here.
       this.schedule = new RebuildSchedule(opts.rebuild);
-      this.schedule.next = this.batchesDone + this.schedule.first;
+      this.schedule.next = this.batchesDone + this.schedule.interval;
     }
     let checkpointer: Checkpointer | undefined;
     if (opts.checkpoint) {
@@ -181,7 +184,7 @@ export class Network {
       fingerprint ??= await dataFingerprint(data);
       const saved: SavedFitOptions = {
         epochs: o.epochs, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, shuffle: o.shuffle,
-        rebuild: this.schedule ? { first: this.schedule.first, growth: this.schedule.growth, maxInterval: this.schedule.maxInterval } : null,
+        rebuild: this.schedule ? this.schedule.options() : null,
       };
       checkpointer = new Checkpointer(
         {
@@ -213,6 +216,45 @@ export class Network {
     } finally {
       await exec.close();
     }
+  }
+
+  /** See FitTarget.scheduledRebuild. */
+  async scheduledRebuild(exec: Executor): Promise<{ seconds: number; rebuilt: boolean }> {
+    const start = performance.now();
+    if (this.schedule?.policy === 'change') {
+      this.lastCodeChange = this.codeChangeFraction(this.schedule.sample);
+      if (this.lastCodeChange < this.schedule.threshold) return { seconds: (performance.now() - start) / 1000, rebuilt: false };
+    }
+    await this.rebuildTables(exec);
+    return { seconds: (performance.now() - start) / 1000, rebuilt: true };
+  }
+
+  /**
+   * A cheap sketch of how stale the tables are: rehashes `sample` evenly spaced neurons of each sampled
+   * layer from their current weights and returns the fraction of (neuron, table) codes that differ from
+   * the codes the tables hold. 0 right after a rebuild.
+   */
+  codeChangeFraction(sample = 1024): number {
+    let changed = 0, total = 0;
+    this.spec.layers.forEach((layer) => {
+      const s = layer.sampling;
+      if (!s) return;
+      const N = layer.outDim, D = layer.inDim, L = s.tables.L;
+      const n = Math.min(sample, N);
+      const vectors = new Float32Array(n * D);
+      const ids = new Uint32Array(n);
+      for (let i = 0; i < n; i++) {
+        ids[i] = Math.floor((i * N) / n);
+        vectors.set(layer.weights.subarray(ids[i]! * D, ids[i]! * D + D), i * D);
+      }
+      const keys = new Uint32Array(n * L);
+      native().lshHashDense(s.hash, vectors, n, 0, L, keys);
+      for (let i = 0; i < n; i++) {
+        for (let t = 0; t < L; t++) if (keys[i * L + t] !== s.tables.keys[t * N + ids[i]!]) changed++;
+      }
+      total += n * L;
+    });
+    return total ? changed / total : 0;
   }
 
   /** Rebuilds every sampled layer's hash tables from its current weights (tables split across workers). */
@@ -351,7 +393,8 @@ function savedAsFitOptions(s: SavedFitOptions): FitOptions {
 }
 
 function sameRebuild(r: NonNullable<FitOptions['rebuild']>, s: RebuildSchedule): boolean {
-  return (r.first ?? 50) === s.first && (r.growth ?? 1.15) === s.growth && (r.maxInterval ?? 1000) === s.maxInterval;
+  const o = new RebuildSchedule(r).options(), c = s.options();
+  return (Object.keys(o) as (keyof typeof o)[]).every((k) => o[k] === c[k]);
 }
 
 function checkResumeData(file: string, want: DataFingerprint, got: DataFingerprint): void {

@@ -94,7 +94,11 @@ export interface FitTarget {
   spec: NetSpec;
   seed: number;
   /** Rebuilds every sampled layer's tables, split into table ranges across the executor. Returns seconds. */
-  rebuildTables(exec: Executor): Promise<number>;
+  /**
+   * A scheduled rebuild point: rebuilds every sampled layer's tables (split into table ranges across the
+   * executor), or, under the 'change' policy, only when the code drift sketch says so.
+   */
+  scheduledRebuild(exec: Executor): Promise<{ seconds: number; rebuilt: boolean }>;
   /** Schedule state persisted across fit() calls (and checkpoints). */
   schedule: RebuildSchedule | null;
   /** Batches trained so far over the network's life (seeds and schedule continue across fit calls). */
@@ -267,9 +271,9 @@ export async function fitLoop(
           lastYield = performance.now();
         }
       } else if (rebuildDue && target.schedule) {
-        const secs = await target.rebuildTables(exec);
-        rebuildSeconds += secs;
-        target.schedule.done(epochBase + nextBatch);
+        const r = await target.scheduledRebuild(exec);
+        rebuildSeconds += r.seconds;
+        target.schedule.done(epochBase + nextBatch, r.rebuilt);
       } else if (ckptDue && !failures.length) {
         target.batchesDone = epochBase + nextBatch;
         const cb0 = performance.now();

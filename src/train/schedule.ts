@@ -10,12 +10,28 @@ export interface RebuildScheduleOptions {
   growth?: number;
   /** Largest interval in batches. Default 1000. */
   maxInterval?: number;
+  /**
+   * 'schedule': rebuild at the growing intervals above. 'change' (as MONGOOSE does): every `checkEvery`
+   * batches, rehash a fixed sample of neurons and rebuild only when at least `threshold` of their
+   * (neuron, table) codes differ from the codes in the tables. Default 'schedule'.
+   */
+  policy?: 'schedule' | 'change';
+  /** 'change' policy: batches between checks. Default 50. */
+  checkEvery?: number;
+  /** 'change' policy: neurons rehashed per check (per sampled layer). Default 1024. */
+  sample?: number;
+  /** 'change' policy: fraction of changed codes that triggers a rebuild, in (0, 1]. Default 0.1. */
+  threshold?: number;
 }
 
 export class RebuildSchedule {
   readonly first: number;
   readonly growth: number;
   readonly maxInterval: number;
+  readonly policy: 'schedule' | 'change';
+  readonly checkEvery: number;
+  readonly sample: number;
+  readonly threshold: number;
   /** Batch count at which the next rebuild is due. */
   next: number;
   interval: number;
@@ -28,8 +44,21 @@ export class RebuildSchedule {
     if (!Number.isInteger(this.first) || this.first <= 0) throw new Error(`Expected positive integer for rebuild.first but received ${o.first}`);
     if (!(this.growth >= 1)) throw new Error(`Expected rebuild.growth >= 1 but received ${o.growth}`);
     if (!(this.maxInterval >= this.first)) throw new Error(`Expected rebuild.maxInterval >= rebuild.first but received ${o.maxInterval}`);
-    this.interval = this.first;
-    this.next = this.first;
+    this.policy = o.policy ?? 'schedule';
+    this.checkEvery = o.checkEvery ?? 50;
+    this.sample = o.sample ?? 1024;
+    this.threshold = o.threshold ?? 0.1;
+    if (this.policy !== 'schedule' && this.policy !== 'change') throw new Error(`Expected 'schedule' or 'change' for rebuild.policy but received ${JSON.stringify(o.policy)}`);
+    if (!Number.isInteger(this.checkEvery) || this.checkEvery <= 0) throw new Error(`Expected positive integer for rebuild.checkEvery but received ${o.checkEvery}`);
+    if (!Number.isInteger(this.sample) || this.sample <= 0) throw new Error(`Expected positive integer for rebuild.sample but received ${o.sample}`);
+    if (!(this.threshold > 0 && this.threshold <= 1)) throw new Error(`Expected rebuild.threshold in (0, 1] but received ${o.threshold}`);
+    this.interval = this.policy === 'change' ? this.checkEvery : this.first;
+    this.next = this.interval;
+  }
+
+  /** The options this schedule was made with (stored in checkpoints). */
+  options(): Required<RebuildScheduleOptions> {
+    return { first: this.first, growth: this.growth, maxInterval: this.maxInterval, policy: this.policy, checkEvery: this.checkEvery, sample: this.sample, threshold: this.threshold };
   }
 
   /** True when a rebuild is due after `batchesDone` batches. */
@@ -37,9 +66,16 @@ export class RebuildSchedule {
     return batchesDone >= this.next;
   }
 
-  /** Records a rebuild at `batchesDone` and schedules the next one. */
-  done(batchesDone: number): void {
-    this.rebuilds++;
+  /**
+   * Records the scheduled point at `batchesDone` (`rebuilt`: whether the tables were rebuilt; under the
+   * 'change' policy a check may find too little drift) and schedules the next one.
+   */
+  done(batchesDone: number, rebuilt = true): void {
+    if (rebuilt) this.rebuilds++;
+    if (this.policy === 'change') {
+      this.next = batchesDone + this.checkEvery;
+      return;
+    }
     this.interval = Math.min(this.maxInterval, Math.max(1, Math.round(this.interval * this.growth)));
     this.next = batchesDone + this.interval;
   }

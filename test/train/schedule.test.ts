@@ -25,3 +25,21 @@ describe('RebuildSchedule', () => {
     expect(() => new RebuildSchedule({ growth: 0.5 })).toThrow('Expected rebuild.growth >= 1 but received 0.5');
   });
 });
+
+describe("RebuildSchedule 'change' policy", () => {
+  it('checks every checkEvery batches and counts only real rebuilds', () => {
+    const s = new RebuildSchedule({ policy: 'change', checkEvery: 10 });
+    expect(s.due(9)).toBe(false);
+    expect(s.due(10)).toBe(true);
+    s.done(10, false);
+    expect(s.rebuilds).toBe(0);
+    expect(s.next).toBe(20);
+    s.done(20, true);
+    expect(s.rebuilds).toBe(1);
+    expect(s.next).toBe(30);
+  });
+  it('rejects bad options', () => {
+    expect(() => new RebuildSchedule({ policy: 'sometimes' as never })).toThrow(`Expected 'schedule' or 'change' for rebuild.policy but received "sometimes"`);
+    expect(() => new RebuildSchedule({ policy: 'change', threshold: 0 })).toThrow('Expected rebuild.threshold in (0, 1] but received 0');
+  });
+});
