@@ -328,6 +328,18 @@ void densify(uint32_t* h, uint32_t M, uint32_t seed, uint32_t m0, uint32_t m1, c
   }
 }
 
+// MinHash after the min offsets are in h (kNone = empty bin): keeps bitsPerHash low bits of every full
+// bin, marks the states, and densifies the empty bins of [m0, m1). Shared by dense and sparse input.
+void finish_minhash(const HashParams& p, uint32_t* h, uint8_t* st, uint32_t M, uint32_t m0, uint32_t m1) {
+  const uint32_t mask = p.bitsPerHash >= 32 ? 0xFFFFFFFFu : (1u << p.bitsPerHash) - 1;
+  bool anyEmpty = false;
+  for (uint32_t m = 0; m < M; ++m) {
+    if (h[m] == kNone) { st[m] = kEmpty; anyEmpty = anyEmpty || (m >= m0 && m < m1); }
+    else { h[m] &= mask; st[m] = kFull; }
+  }
+  if (anyEmpty) densify(h, M, p.seed, m0, m1, st, [&](uint32_t m2) { return st[m2]; });
+}
+
 // Sub-hashes of bins [m0, m1) for dense x into s.sub (length >= M); densified where needed.
 void sub_dense(const HashParams& p, const float* x, uint32_t m0, uint32_t m1, HashScratch& s) {
   const uint32_t M = p.K * p.L;
@@ -375,13 +387,7 @@ void sub_dense(const HashParams& p, const float* x, uint32_t m0, uint32_t m1, Ha
         uint32_t r = p.perm[d], b = r / w, o = r - b * w;
         if (o < h[b]) h[b] = o;
       }
-      const uint32_t mask = p.bitsPerHash >= 32 ? 0xFFFFFFFFu : (1u << p.bitsPerHash) - 1;
-      bool anyEmpty = false;
-      for (uint32_t m = 0; m < M; ++m) {
-        if (h[m] == kNone) { st[m] = kEmpty; anyEmpty = anyEmpty || (m >= m0 && m < m1); }
-        else { h[m] &= mask; st[m] = kFull; }
-      }
-      if (anyEmpty) densify(h, M, p.seed, m0, m1, st, [&](uint32_t m2) { return st[m2]; });
+      finish_minhash(p, h, st, M, m0, m1);
       return;
     }
   }
@@ -453,13 +459,7 @@ void hash_sparse(const HashParams& p, const uint32_t* idx, const float* val, uin
         uint32_t r = p.perm[idx[i]], b = r / w, o = r - b * w;
         if (o < h[b]) h[b] = o;
       }
-      const uint32_t mask = p.bitsPerHash >= 32 ? 0xFFFFFFFFu : (1u << p.bitsPerHash) - 1;
-      bool anyEmpty = false;
-      for (uint32_t m = 0; m < M; ++m) {
-        if (h[m] == kNone) { st[m] = kEmpty; anyEmpty = anyEmpty || (m >= m0 && m < m1); }
-        else { h[m] &= mask; st[m] = kFull; }
-      }
-      if (anyEmpty) densify(h, M, p.seed, m0, m1, st, [&](uint32_t m2) { return st[m2]; });
+      finish_minhash(p, h, st, M, m0, m1);
       break;
     }
     default:

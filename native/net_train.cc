@@ -163,6 +163,23 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
   return loss;
 }
 
+// Backward of a sampled layer k from dz (P active entries, in buf's active-set order): updates the active
+// neurons' rows (Adam or gradient accumulation) and writes dL/dX^T into dXt (inDim, ldn), padding zeroed.
+// X: the layer's input (n, ldx). Shared by the sampled output and sampled hidden layers.
+void sampled_backward(const NetLayer& L, uint32_t k, const TrainHyper& h, net::LayerBuf& buf, const float* dz,
+                      uint32_t P, const float* X, uint32_t ldx, uint32_t n, uint32_t ldn, float* dXt,
+                      net::Scratch& s) {
+  const uint32_t d = L.inDim;
+  float* dX = grow(s.dX, size_t(n) * ldx);
+  std::memset(dX, 0, sizeof(float) * size_t(n) * ldx);
+  float* g = grow(s.g, ldx);
+  float* coef = grow(buf.index.coef, P);
+  nk::gather(coef, dz, buf.index.entPos.data(), P);
+  nk::rowlist_backward(buf.index.view(), coef, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
+  nk::transpose(dXt, ldn, dX, ldx, n, d);
+  for (uint32_t r = 0; r < d; ++r) std::memset(dXt + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
+}
+
 // Sampled softmax output layer k >= 1. Returns the loss sum; adds active-set sizes and missed labels.
 double output_sampled(const NetLayer& L, uint32_t k, const Slice& sl, const net::ForwardCtx& c,
                       const net::LayerBuf& prev, float* dAt, const TrainHyper& h, net::Scratch& s, double* active,
@@ -183,14 +200,7 @@ double output_sampled(const NetLayer& L, uint32_t k, const Slice& sl, const net:
     loss += softmax_xent(z + off[i], off[i + 1] - off[i], nullptr, sl.labelsOf(i), h.mode == 2 ? nullptr : dz + off[i],
                          h.gradScale, dz + off[i]);
   if (h.mode == 2) return loss;
-  float* dX = grow(s.dX, size_t(n) * ldx);
-  std::memset(dX, 0, sizeof(float) * size_t(n) * ldx);
-  float* g = grow(s.g, ldx);
-  float* coef = grow(buf.index.coef, P);
-  nk::gather(coef, dz, buf.index.entPos.data(), P);
-  nk::rowlist_backward(buf.index.view(), coef, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
-  nk::transpose(dAt, ldn, dX, ldx, n, d);
-  for (uint32_t r = 0; r < d; ++r) std::memset(dAt + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
+  sampled_backward(L, k, h, buf, dz, P, X, ldx, n, ldn, dAt, s);
   return loss;
 }
 
@@ -213,14 +223,7 @@ void backward_hidden(const NetLayer& L, uint32_t k, const Slice& sl, const float
       const float gin = dAt[size_t(ids[p]) * ldn + so[p]];
       dz[p] = relu ? (a[p] > 0.0f ? gin : 0.0f) : gin;
     }
-    float* dX = grow(s.dX, size_t(n) * ldx);
-    std::memset(dX, 0, sizeof(float) * size_t(n) * ldx);
-    float* g = grow(s.g, ldx);
-    float* coef = grow(buf.index.coef, P);
-    nk::gather(coef, dz, buf.index.entPos.data(), P);
-    nk::rowlist_backward(buf.index.view(), coef, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
-    nk::transpose(dAtPrev, ldn, dX, ldx, n, d);
-    for (uint32_t r = 0; r < d; ++r) std::memset(dAtPrev + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
+    sampled_backward(L, k, h, buf, dz, P, X, ldx, n, ldn, dAtPrev, s);
     return;
   }
   const float* At = buf.At.data();
