@@ -1,7 +1,8 @@
 // HOGWILD scaling: samples/s and P@1 with 1 and 2 workers on Amazon-670K-shaped synthetic data, each
 // run in its own process, one after the other, in one invocation.
 //
-//   npm run bench:scaling -- [--train 20000] [--test 2000] [--epochs 1] [--workers 1,2] [--json]
+//   npm run bench:scaling -- [--train 20000] [--test 2000] [--epochs 1] [--workers 1,2] [--split] [--json]
+// --split: every batch is split across the workers instead of each worker taking whole batches.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { availableParallelism, cpus } from 'node:os';
@@ -14,7 +15,7 @@ async function main() {
   const a = parseBenchArgs(process.argv.slice(2));
   const list = String(a.workers ?? '1,2').split(',').map(Number);
   const common = ['--shape', String(a.shape ?? 'amazon-670k'), '--train', String(num(a, 'train', 20000)), '--test', String(num(a, 'test', 2000)),
-    '--epochs', String(num(a, 'epochs', 1)), '--seed', String(num(a, 'seed', 1)), '--lr', String(num(a, 'lr', 1e-3)), '--output', 'sampled'];
+    '--epochs', String(num(a, 'epochs', 1)), '--seed', String(num(a, 'seed', 1)), '--lr', String(num(a, 'lr', 1e-3)), '--output', 'sampled', ...(a.split ? ['--split'] : [])];
   const runs: TrainRunResult[] = [];
   for (const w of list) {
     if (!a.json) process.stderr.write(`running ${w} worker(s)...\n`);
@@ -37,7 +38,7 @@ async function main() {
   }
   const dir = join(packageRoot(), 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'scaling.json'), JSON.stringify(result, null, 2) + '\n');
+  writeFileSync(join(dir, a.split ? 'scaling-split.json' : 'scaling.json'), JSON.stringify(result, null, 2) + '\n');
   process.stdout.write(JSON.stringify(result) + '\n');
 }
 

@@ -53,7 +53,7 @@ async function main() {
   const net = new Network(config);
   let active = 0, miss = 0, reps = 0;
   const stats = await net.fit(train, {
-    epochs, lr, workers, batchSize: num(a, 'batch', 128),
+    epochs, lr, workers, batchSize: num(a, 'batch', 128), split: !!a.split,
     onProgress: (p) => {
       if (p.avgActive > 0) { active += p.avgActive; miss += p.labelMissRate; reps++; }
       if (a.verbose) process.stderr.write(`  ${p.samples} samples ${Math.round(p.samplesPerSec)}/s loss ${p.loss.toFixed(3)}\n`);

@@ -57,3 +57,19 @@ describe('HOGWILD worker pool', () => {
     );
   });
 });
+
+describe('split batches', () => {
+  it('splitting each batch across two workers still processes every sample exactly once', async () => {
+    const net = new Network(config());
+    const stats = await net.fit(data, { epochs: 2, workers: 2, split: true });
+    expect(stats.samples).toBe(2 * data.points);
+    expect(stats.batches).toBe(2 * Math.ceil(data.points / 128));
+  });
+  it('with one worker, split equals whole batches bit for bit', async () => {
+    const a = new Network(config()), b = new Network(config());
+    await a.fit(data, { epochs: 1, workers: 1, split: true });
+    await b.fit(data, { epochs: 1, workers: 1 });
+    const x = bytesOf(a), y = bytesOf(b);
+    for (let i = 0; i < x.length; i++) expect(x[i]!.equals(y[i]!)).toBe(true);
+  });
+});
