@@ -2,30 +2,21 @@
 // would run it. `npm test` compiles first (tsc && vitest run); when running vitest directly, run
 // `npx tsc -p .` first; the check below refuses to test a dist/ older than the sources.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertBuilt, CLI, ROOT } from './built.js';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readXC } from '../../datasets/xc-reader.js';
 import { readSplit, subset } from '../../datasets/split-reader.js';
 
-const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'dist/src/cli.js');
 const FIX = join(ROOT, 'datasets/fixtures');
 const SHARED = join(ROOT, '../shared/datasets');
 
 let dir: string;
 beforeAll(async () => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (npx tsc -p .; npm test does it)`);
-  for (const src of ['src/cli', 'src/util', 'datasets']) {
-    for (const f of readdirSync(join(ROOT, src)).filter((x) => x.endsWith('.ts'))) {
-      const built = join(ROOT, 'dist', src, f.replace(/\.ts$/, '.js'));
-      if (!existsSync(built) || statSync(built).mtimeMs < statSync(join(ROOT, src, f)).mtimeMs) {
-        throw new Error(`${built} is older than ${src}/${f}: rebuild first (npx tsc -p .; npm test does it)`);
-      }
-    }
-  }
+  assertBuilt(['src/cli', 'src/util', 'datasets']);
   dir = await mkdtemp(join(tmpdir(), 'sublinear-cli-'));
 });
 afterAll(async () => {

@@ -4,8 +4,9 @@
 // --max-memory refusing a configuration before allocating it. Spawns the compiled CLI
 // (`npx tsc -p .` first; `npm test` does it).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertBuilt, CLI, ROOT } from './built.js';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,22 +15,12 @@ import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train
 import { checkMemory, planMemory } from '../../src/train/memory-plan.js';
 import { readXC } from '../../datasets/xc-reader.js';
 
-const ROOT = join(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'dist/src/cli.js');
 
 let dir: string;
 let trainFile: string;
 let cfgFile: string;
 beforeAll(async () => {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build first (npx tsc -p .; npm test does it)`);
-  for (const src of ['src/cli', 'src/train', 'src/network']) {
-    for (const f of readdirSync(join(ROOT, src)).filter((x) => x.endsWith('.ts'))) {
-      const built = join(ROOT, 'dist', src, f.replace(/\.ts$/, '.js'));
-      if (!existsSync(built) || statSync(built).mtimeMs < statSync(join(ROOT, src, f)).mtimeMs) {
-        throw new Error(`${built} is older than ${src}/${f}: rebuild first (npx tsc -p .; npm test does it)`);
-      }
-    }
-  }
+  assertBuilt(['src/cli', 'src/train', 'src/network']);
   dir = await mkdtemp(join(tmpdir(), 'sublinear-ckcli-'));
   const synth = run('data', 'synth', '--shape', 'tiny', '--train', '3000', '--seed', '7', '--out', join(dir, 'data'));
   expect(synth.code).toBe(0);
