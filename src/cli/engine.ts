@@ -18,6 +18,8 @@ export interface TrainCliOptions {
   train?: string;
   test?: string;
   config?: string;
+  /** A configuration object instead of a --config file (the demo's). */
+  networkConfig?: NetworkConfig;
   format?: 'xc' | 'libsvm';
   epochs?: number;
   batch?: number;
@@ -153,7 +155,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   const trainPath = o.train!;
   const train = await loadData(trainPath, o.format, 'training data', quiet);
   const test = o.test ? await loadData(o.test, o.format, 'test data', quiet) : undefined;
-  const config = resumed ? resumed.config : await loadConfig(o.config, train, o.seed);
+  const config = resumed ? resumed.config : o.networkConfig ?? (await loadConfig(o.config, train, o.seed));
   const resolved = resolveConfig(config);
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const outputs = resolved.layers.at(-1)!.size;
@@ -327,9 +329,7 @@ export async function demoCommand(o: DemoOptions, io: Out): Promise<number> {
         { size: 2000, activation: 'softmax', sampling: { hash: 'dwta', K: 4, L: 32, budget: 100, minActive: 100 } },
       ],
     };
-    const cfgPath = join(dir, 'config.json');
-    await (await import('node:fs/promises')).writeFile(cfgPath, JSON.stringify(config));
-    return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), config: cfgPath, epochs: 3, json: o.json, workers: o.workers }, io);
+    return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), networkConfig: config, epochs: 3, json: o.json, workers: o.workers }, io);
   } finally {
     if (!o.keep) await rm(dir, { recursive: true, force: true });
   }
