@@ -54,6 +54,11 @@ struct NetLayer {
   // batch touches ~minActive + its candidates and labels rows instead of ~n * minActive: lazy Adam's cost
   // is proportional to the distinct rows touched. Each sample's negatives are still uniform.
   bool sharedFill = true;
+  // Training: the labels of the other samples of the slice join each sample's active set as negatives
+  // (in-batch negatives). They are rows the batch updates anyway (as positives), so they add compute but no
+  // Adam rows, and they are drawn in proportion to label frequency: the frequent labels that a uniform fill
+  // rarely reaches and that dominate wrong top-1 predictions.
+  bool batchNegatives = false;
   // rows of W: (inputMajor ? inDim : outDim); width of a row: (inputMajor ? outDim : inDim)
   uint32_t rows() const { return inputMajor ? inDim : outDim; }
   uint32_t width() const { return inputMajor ? outDim : inDim; }

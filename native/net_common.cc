@@ -6,6 +6,7 @@
 
 #include "napi_util.h"
 #include "net_internal.h"
+#include "rng.h"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -141,40 +142,135 @@ static bool bucket_contains(const Tables& T, uint32_t t, uint32_t key, uint32_t 
   return false;
 }
 
+// Labels of a slice that are stored in none of their L query buckets (the tables would have missed them).
+static double count_missed(const Tables& T, const uint32_t* keys, const uint32_t* lab, uint32_t nl) {
+  double missed = 0;
+  for (uint32_t e = 0; e < nl; ++e) {
+    bool found = false;
+    for (uint32_t t = 0; t < T.L && !found; ++t)
+      if (T.keys[size_t(t) * T.N + lab[e]] == keys[t]) found = bucket_contains(T, t, keys[t], lab[e]);
+    if (!found) missed += 1;
+  }
+  return missed;
+}
+
+// Starts a new marking generation of s.labelMark (sized to N): afterwards no id is marked.
+static void new_mark_epoch(Scratch& s, uint32_t N) {
+  if (s.labelMark.size() < N) s.labelMark.assign(N, 0);
+  if (s.posInShared.size() < N) s.posInShared.resize(N);
+  if (++s.labelEpoch == 0) {
+    std::fill(s.labelMark.begin(), s.labelMark.end(), 0);
+    s.labelEpoch = 1;
+  }
+}
+
+// Appends the slice's distinct labels (first-seen order) to out[0..) unless marked; marks them. Returns the count.
+static uint32_t collect_batch_labels(const CsrView& labels, const ForwardCtx& c, uint32_t N, Scratch& s,
+                                     std::vector<uint32_t>& out, uint32_t n0) {
+  uint32_t n = n0;
+  for (uint32_t i = 0; i < c.n; ++i) {
+    const uint32_t r = c.rows[i];
+    for (uint32_t e = labels.labelOffsets[r]; e < labels.labelOffsets[r + 1]; ++e) {
+      const uint32_t id = labels.labelIndices[e];
+      if (id >= N) throw ArgError("label id " + std::to_string(id) + " >= layer size " + std::to_string(N));
+      if (s.labelMark[id] == s.labelEpoch) continue;
+      s.labelMark[id] = s.labelEpoch;
+      grow(out, size_t(n) + 1)[n] = id;
+      ++n;
+    }
+  }
+  return n - n0;
+}
+
+uint32_t shared_set(const NetLayer& layer, uint32_t k, const CsrView& labels, const ForwardCtx& c, Scratch& s) {
+  const uint32_t N = layer.outDim;
+  new_mark_epoch(s, N);
+  uint32_t nS = layer.batchNegatives ? collect_batch_labels(labels, c, N, s, s.shared, 0) : 0;
+  const uint32_t target = std::min(layer.query.minActive, N);
+  if (nS < target) {
+    if (uint64_t(target) * 2 > N) {
+      // A fill of more than half the layer: every id (rejection sampling would slow down near the end).
+      for (uint32_t id = 0; id < N; ++id)
+        if (s.labelMark[id] != s.labelEpoch) {
+          s.labelMark[id] = s.labelEpoch;
+          grow(s.shared, size_t(nS) + 1)[nS] = id;
+          ++nS;
+        }
+    } else {
+      SplitMix64 rng(net_query_seed(uint64_t(c.seed) << 32, k));
+      uint32_t* out = grow(s.shared, target);
+      while (nS < target) {
+        const uint32_t id = rng.below(N);
+        if (s.labelMark[id] == s.labelEpoch) continue;
+        s.labelMark[id] = s.labelEpoch;
+        out[nS++] = id;
+      }
+    }
+  }
+  std::sort(s.shared.begin(), s.shared.begin() + nS);
+  for (uint32_t p = 0; p < nS; ++p) s.posInShared[s.shared[p]] = p;
+  return nS;
+}
+
 void sampled_active_sets(LayerBuf& buf, const NetLayer& layer, uint32_t k, const float* X, uint32_t ldx,
-                         const ForwardCtx& c, const CsrView* labels, double* missed, Scratch& s) {
+                         const ForwardCtx& c, const CsrView* labels, double* missed, Scratch& s, bool excludeShared) {
   if (s.hashS.size() <= k) s.hashS.resize(k + 1);
   if (s.queryS.size() <= k) s.queryS.resize(k + 1);
   HashScratch& hs = s.hashS[k];
   QueryScratch& qs = s.queryS[k];
   const Tables& T = layer.tables;
   const uint32_t L = T.L, N = T.N;
-  uint32_t* keys = grow(s.keys, L);
-  const QueryOptions& q = layer.query;
+  // Keys of every sample at once: the batched hash is several times faster per vector than one call each.
+  uint32_t* allKeys = grow(s.keys, size_t(c.n) * L);
+  hash_dense_batch(layer.hash, X, ldx, c.n, 0, L, allKeys, L, hs);
+  QueryOptions q = layer.query;
+  if (excludeShared) q.minActive = 0;  // the shared set is the fill
   const uint64_t fromTables = std::min<uint64_t>(q.budget, uint64_t(L) * T.bucketSize);
+  // Per-sample fill with in-batch negatives: the slice's labels become required ids after each sample's own.
+  uint32_t nBatch = 0;
+  if (labels && layer.batchNegatives && !excludeShared) {
+    new_mark_epoch(s, N);
+    nBatch = collect_batch_labels(*labels, c, N, s, s.batchLabels, 0);
+  }
   uint32_t* off = grow(buf.actOff, size_t(c.n) + 1);
+  uint32_t* ownExtra = excludeShared ? grow(s.ownExtra, c.n) : nullptr;
   off[0] = 0;
   for (uint32_t i = 0; i < c.n; ++i) {
     const uint32_t* req = nullptr;
-    uint32_t nReq = 0;
+    const uint32_t* own = nullptr;
+    uint32_t nReq = 0, nOwn = 0;
     if (labels) {
       const uint32_t r = c.rows[i];
-      req = labels->labelIndices + labels->labelOffsets[r];
-      nReq = labels->labelOffsets[r + 1] - labels->labelOffsets[r];
+      own = req = labels->labelIndices + labels->labelOffsets[r];
+      nOwn = nReq = labels->labelOffsets[r + 1] - labels->labelOffsets[r];
+      if (nBatch) {
+        // Own labels first (the targets), then the slice's labels; tables_query drops the repeats.
+        uint32_t* rq = grow(s.required, size_t(nOwn) + nBatch);
+        std::copy(own, own + nOwn, rq);
+        std::copy(s.batchLabels.data(), s.batchLabels.data() + nBatch, rq + nOwn);
+        req = rq;
+        nReq = nOwn + nBatch;
+      }
     }
     const uint32_t cap = static_cast<uint32_t>(std::min<uint64_t>(N, std::max<uint64_t>(nReq + fromTables, q.minActive)));
     uint32_t* out = grow(buf.actIds, size_t(off[i]) + cap) + off[i];
-    hash_dense(layer.hash, X + size_t(i) * ldx, 0, L, keys, hs);
+    const uint32_t* keys = allKeys + size_t(i) * L;
     const uint64_t key = c.training ? (uint64_t(c.seed) << 32 | (layer.sharedFill ? 0u : c.positions[i])) : uint64_t(c.rows[i]);
-    const uint32_t cnt = tables_query(T, keys, req, nReq, q, net_query_seed(key, k), qs, out, cap);
-    if (cnt < nReq) throw ArgError("internal: the query dropped required ids");
-    for (uint32_t e = 0; e < nReq; ++e) {
-      if (out[e] != req[e]) throw ArgError("internal: the query reordered required ids");
-      if (!missed) continue;
-      bool found = false;
-      for (uint32_t t = 0; t < L && !found; ++t)
-        if (T.keys[size_t(t) * N + req[e]] == keys[t]) found = bucket_contains(T, t, keys[t], req[e]);
-      if (!found) *missed += 1;
+    uint32_t cnt = tables_query(T, keys, req, nReq, q, net_query_seed(key, k), qs, out, cap);
+    if (cnt < nOwn) throw ArgError("internal: the query dropped required ids");
+    for (uint32_t e = 0; e < nOwn; ++e)
+      if (out[e] != own[e]) throw ArgError("internal: the query reordered required ids");
+    if (missed) *missed += count_missed(T, keys, own, nOwn);
+    if (excludeShared) {
+      // Keep what is not in the shared set, in order: the sample's own labels outside it come first.
+      uint32_t kept = 0, keptOwn = 0;
+      for (uint32_t e = 0; e < cnt; ++e) {
+        if (s.labelMark[out[e]] == s.labelEpoch) continue;
+        out[kept++] = out[e];
+        if (e < nOwn) ++keptOwn;
+      }
+      cnt = kept;
+      ownExtra[i] = keptOwn;
     }
     off[i + 1] = off[i] + cnt;
   }

@@ -60,7 +60,16 @@ struct Scratch {
   std::vector<int32_t> slotOf;        // row -> slot of a RowIndex under construction; -1 when unused
   std::vector<uint32_t> rowsOfSlice;  // (n) dataset rows of the slice's samples
   std::vector<uint32_t> posOfSlice;   // (n) their positions in pointIds
-  std::vector<uint32_t> keys;         // (L) query keys
+  std::vector<uint32_t> keys;         // (n, L) query keys
+  std::vector<uint32_t> required;     // (labels of a sample + labels of its slice) required ids of a query
+  std::vector<uint32_t> batchLabels;  // distinct labels of a slice
+  std::vector<uint32_t> labelMark;    // (N) labelMark[id] == labelEpoch <=> id in batchLabels / shared
+  uint32_t labelEpoch = 0;
+  std::vector<uint32_t> shared;       // the slice's shared set S, ascending (shared_set)
+  std::vector<uint32_t> posInShared;  // (N) position of a marked id in shared
+  std::vector<uint32_t> ownExtra;     // (n) labels of sample i outside S (the first entries of its extras)
+  std::vector<float> zS;              // (|S|, ldn) logits of the shared set
+  std::vector<float> wg, bg;          // (kRowBlock, d), (kRowBlock) gathered rows of S
   std::vector<HashScratch> hashS;     // per layer
   std::vector<QueryScratch> queryS;   // per layer
   // backward
@@ -110,9 +119,17 @@ void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& dat
 // Active sets of sampled layer k for all samples into buf.actOff/actIds/sampleOf: sample i's input is
 // row i of X (n, ldx). labels (optional, training the last layer): sample i's labels (the CSR label row of
 // c.rows[i]) are required ids and come first, in order. missed (optional): += labels found in none of the
-// sample's L query buckets.
+// sample's L query buckets. excludeShared: the per-sample part of a shared-set slice (after shared_set):
+// no random fill, ids of S dropped, s.ownExtra[i] = how many of sample i's labels remain (they come first).
 void sampled_active_sets(LayerBuf& buf, const NetLayer& L, uint32_t k, const float* X, uint32_t ldx,
-                         const ForwardCtx& c, const CsrView* labels, double* missed, Scratch& s);
+                         const ForwardCtx& c, const CsrView* labels, double* missed, Scratch& s,
+                         bool excludeShared = false);
+
+// The batch-shared set S of a training slice of sampled output layer k (sharedFill): the slice's distinct
+// labels when batchNegatives, then uniform random ids without repeats until |S| >= minActive (every id when
+// that is more than half the layer), drawn from one stream per (slice seed, layer). Into s.shared, ascending;
+// marks S in s.labelMark and sets s.posInShared. Returns |S|.
+uint32_t shared_set(const NetLayer& L, uint32_t k, const CsrView& labels, const ForwardCtx& c, Scratch& s);
 
 // Asks the kernel to back a large array with transparent huge pages (MADV_HUGEPAGE for pages not yet
 // touched, MADV_COLLAPSE for pages already present, Linux >= 6.1). Random rows of a 300 MB weight matrix

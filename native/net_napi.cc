@@ -64,6 +64,8 @@ void ParseLayer(const Napi::Object& o, NetLayer& L) {
     L.query = ParseQuery(GetObject(so.Get("query"), "sampling.query"));
     Napi::Value sf = so.Get("sharedFill");
     L.sharedFill = sf.IsUndefined() ? true : sf.ToBoolean().Value();
+    Napi::Value bn = so.Get("batchNegatives");
+    L.batchNegatives = bn.IsUndefined() ? false : bn.ToBoolean().Value();
   }
 }
 

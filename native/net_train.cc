@@ -20,12 +20,14 @@ namespace {
 
 using net::grow;
 
-// Row update of R consecutive neuron-major rows j0.. from gradients g (R, ldg) and gb (R).
+// Row update of R neuron-major rows from gradients g (R, ldg) and gb (R): rows ids[0..R) when ids != null,
+// else the consecutive rows j0..j0+R.
 void update_rows(const NetLayer& L, float* gradW, float* gradB, uint32_t j0, uint32_t R, const float* g,
-                 uint32_t ldg, const float* gb, const TrainHyper& h, nk::AdamCorrection& corr) {
+                 uint32_t ldg, const float* gb, const TrainHyper& h, nk::AdamCorrection& corr,
+                 const uint32_t* ids = nullptr) {
   const uint32_t d = L.inDim;
   for (uint32_t r = 0; r < R; ++r) {
-    const uint32_t j = j0 + r;
+    const uint32_t j = ids ? ids[r] : j0 + r;
     if (h.mode == 0) {
       const uint32_t step = nk::bump_step(L.rowSteps + j);
       corr.at(step);
@@ -164,11 +166,12 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
 }
 
 // Backward of a sampled layer k from dz (P active entries, in buf's active-set order): updates the active
-// neurons' rows (Adam or gradient accumulation) and writes dL/dX^T into dXt (inDim, ldn), padding zeroed.
-// X: the layer's input (n, ldx). Shared by the sampled output and sampled hidden layers.
+// neurons' rows (Adam or gradient accumulation) and writes dL/dX^T into dXt (inDim, ldn), padding zeroed
+// (accumulate: adds it to dXt instead). X: the layer's input (n, ldx). Shared by the sampled output and
+// sampled hidden layers.
 void sampled_backward(const NetLayer& L, uint32_t k, const TrainHyper& h, net::LayerBuf& buf, const float* dz,
                       uint32_t P, const float* X, uint32_t ldx, uint32_t n, uint32_t ldn, float* dXt,
-                      net::Scratch& s) {
+                      net::Scratch& s, bool accumulate = false) {
   const uint32_t d = L.inDim;
   float* dX = grow(s.dX, size_t(n) * ldx);
   std::memset(dX, 0, sizeof(float) * size_t(n) * ldx);
@@ -176,8 +179,125 @@ void sampled_backward(const NetLayer& L, uint32_t k, const TrainHyper& h, net::L
   float* coef = grow(buf.index.coef, P);
   nk::gather(coef, dz, buf.index.entPos.data(), P);
   nk::rowlist_backward(buf.index.view(), coef, X, ldx, d, dX, ldx, row_update(L, k, h, true), g);
+  if (accumulate) {
+    for (uint32_t r = 0; r < d; ++r)
+      for (uint32_t i = 0; i < n; ++i) dXt[size_t(r) * ldn + i] += dX[size_t(i) * ldx + r];
+    return;
+  }
   nk::transpose(dXt, ldn, dX, ldx, n, d);
   for (uint32_t r = 0; r < d; ++r) std::memset(dXt + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
+}
+
+// Sampled softmax output in training with a batch-shared set (sharedFill): sample i's active set is
+// S + (its labels and LSH candidates outside S), S from shared_set. S's logits for every sample form a dense
+// (|S|, n) block, computed and backpropagated with the register-blocked kernels on kRowBlock gathered rows at
+// a time (a GEMM instead of |S| * n separate dot products); the per-sample extras go through the row list.
+// Every row is updated once per slice (S and the extras are disjoint). Returns the loss sum.
+double output_shared(const NetLayer& L, uint32_t k, const Slice& sl, const net::ForwardCtx& c,
+                     const net::LayerBuf& prev, float* dAt, const TrainHyper& h, net::Scratch& s, double* active,
+                     double* missed) {
+  constexpr uint32_t RB = nk::kRowBlock;
+  const uint32_t n = sl.n, ldn = sl.ldn, d = L.inDim, ldx = prev.lda;
+  const float* X = prev.A.data();
+  const float* Xt = prev.At.data();
+  net::LayerBuf& buf = s.layer[k];
+  const uint32_t nS = net::shared_set(L, k, *sl.data, c, s);
+  net::sampled_active_sets(buf, L, k, X, ldx, c, sl.data, missed, s, true);
+  const uint32_t* off = buf.actOff.data();
+  const uint32_t* ownExtra = s.ownExtra.data();
+  const uint32_t* S = s.shared.data();
+  const uint32_t P = off[n];
+  *active += double(nS) * n + P;
+
+  // (position in S, sample) of every label inside S, sorted by position: met block by block.
+  s.labelPairs.clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t* lab = sl.labelPtr(i);
+    for (uint32_t e = 0, nl = sl.labelsOf(i); e < nl; ++e)
+      if (s.labelMark[lab[e]] == s.labelEpoch) s.labelPairs.push_back(uint64_t(s.posInShared[lab[e]]) << 32 | i);
+  }
+  std::sort(s.labelPairs.begin(), s.labelPairs.end());
+  const uint64_t* pairs = s.labelPairs.data();
+  const size_t nPairs = s.labelPairs.size();
+
+  // Forward of S: zS (nS, ldn), with a running log-sum-exp per sample.
+  float* mx = grow(s.mx, ldn);
+  float* sum = grow(s.sum, ldn);
+  float* lse = grow(s.lse, ldn);
+  float* scale = grow(s.scale, ldn);
+  std::fill(mx, mx + ldn, -std::numeric_limits<float>::infinity());
+  std::fill(sum, sum + ldn, 0.0f);
+  float* zS = grow(s.zS, size_t(nS) * ldn);
+  float* wg = grow(s.wg, size_t(RB) * d);
+  float* bg = grow(s.bg, RB);
+  auto gather = [&](uint32_t r0, uint32_t R) {
+    for (uint32_t r = 0; r < R; ++r) {
+      std::memcpy(wg + size_t(r) * d, L.W + size_t(S[r0 + r]) * d, sizeof(float) * d);
+      bg[r] = L.b[S[r0 + r]];
+    }
+  };
+  for (uint32_t r0 = 0; r0 < nS; r0 += RB) {
+    const uint32_t R = std::min(RB, nS - r0);
+    gather(r0, R);
+    nk::blk_forward(zS + size_t(r0) * ldn, wg, d, bg, Xt, R, ldn);
+    nk::lse_update(mx, sum, zS + size_t(r0) * ldn, R, ldn);
+  }
+  // Forward of the extras, merged into each sample's log-sum-exp.
+  net::build_index(buf.index, buf.actIds.data(), buf.sampleOf.data(), P, L.outDim, s);
+  float* z = grow(buf.z, P);
+  float* dz = grow(buf.dz, P);
+  nk::rowlist_forward(z, buf.index.view(), L.W, L.b, X, d, ldx);
+  double loss = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t nl = sl.labelsOf(i);
+    scale[i] = nl ? h.gradScale : 0.0f;
+    float m = mx[i];
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) m = std::max(m, z[p]);
+    double acc = nS ? double(sum[i]) * std::exp(double(mx[i]) - m) : 0.0;
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) acc += std::exp(double(z[p]) - m);
+    lse[i] = static_cast<float>(m + std::log(acc));
+    if (!nl) continue;
+    double zl = 0;
+    for (uint32_t e = 0; e < ownExtra[i]; ++e) zl += z[off[i] + e];
+    loss += lse[i] - zl / nl;  // labels inside S: subtracted below
+  }
+  for (size_t q = 0; q < nPairs; ++q) {
+    const uint32_t i = uint32_t(pairs[q]);
+    loss -= double(zS[size_t(pairs[q] >> 32) * ldn + i]) / sl.labelsOf(i);
+  }
+  if (h.mode == 2) return loss;
+  for (uint32_t i = n; i < ldn; ++i) lse[i] = 0, scale[i] = 0;
+
+  // Backward of S, block by block: dz = (p - y) * gradScale, row gradients, dX^T, then the rows' update.
+  std::memset(dAt, 0, sizeof(float) * size_t(d) * ldn);
+  float* dzt = grow(s.dzt, size_t(RB) * ldn);
+  float* g = grow(s.g, size_t(RB) * ldx);
+  float* gb = grow(s.gb, RB);
+  nk::AdamCorrection corr;
+  corr.init(h.beta1, h.beta2);
+  size_t pp = 0;
+  for (uint32_t r0 = 0; r0 < nS; r0 += RB) {
+    const uint32_t R = std::min(RB, nS - r0);
+    nk::softmax_scaled(dzt, zS + size_t(r0) * ldn, lse, scale, R, ldn);
+    for (; pp < nPairs && (pairs[pp] >> 32) < r0 + R; ++pp) {
+      const uint32_t i = uint32_t(pairs[pp]);
+      dzt[size_t((pairs[pp] >> 32) - r0) * ldn + i] -= h.gradScale / static_cast<float>(sl.labelsOf(i));
+    }
+    nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
+    gather(r0, R);  // the rows as they are now (another worker may have moved them since the forward)
+    nk::blk_dx(dAt, wg, d, dzt, R, ldn);
+    update_rows(L, h.mode == 1 ? h.gradW[k] : nullptr, h.mode == 1 ? h.gradB[k] : nullptr, 0, R, g, ldx, gb, h, corr,
+                S + r0);
+  }
+  // Backward of the extras, added to dX^T.
+  for (uint32_t i = 0; i < n; ++i) {
+    const float c0 = scale[i], li = lse[i];
+    const uint32_t nl = sl.labelsOf(i);
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) dz[p] = std::exp(z[p] - li) * c0;
+    for (uint32_t e = 0; e < ownExtra[i]; ++e) dz[off[i] + e] -= h.gradScale / static_cast<float>(nl);
+  }
+  sampled_backward(L, k, h, buf, dz, P, X, ldx, n, ldn, dAt, s, true);
+  return loss;
 }
 
 // Sampled softmax output layer k >= 1. Returns the loss sum; adds active-set sizes and missed labels.
@@ -187,6 +307,7 @@ double output_sampled(const NetLayer& L, uint32_t k, const Slice& sl, const net:
   const uint32_t n = sl.n, ldn = sl.ldn, d = L.inDim, ldx = prev.lda;
   const float* X = prev.A.data();
   net::LayerBuf& buf = s.layer[k];
+  if (L.sharedFill && c.training) return output_shared(L, k, sl, c, prev, dAt, h, s, active, missed);
   net::sampled_active_sets(buf, L, k, X, ldx, c, sl.data, missed, s);
   const uint32_t* off = buf.actOff.data();
   const uint32_t P = off[n];

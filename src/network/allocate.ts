@@ -34,7 +34,7 @@ export function allocateNetwork(c: ResolvedNetworkConfig): NetSpec {
     });
     const tables = allocateTables({ L: s.L, N: l.size, rangeBits: hash.rangeBits, bucketSize: s.bucketSize, slack: s.slack, policy: s.policy });
     const query = { mode: MODE_CODE[s.mode], budget: s.budget, minFreq: s.minFreq, minActive: s.minActive };
-    layers[i]!.sampling = { hash, tables, query, sharedFill: s.sharedFill };
+    layers[i]!.sampling = { hash, tables, query, sharedFill: s.sharedFill, batchNegatives: s.batchNegatives };
   });
   return { layers };
 }

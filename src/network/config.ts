@@ -39,12 +39,20 @@ export interface SamplingConfig {
   /** Random fill up to this many active neurons per sample (negatives for the softmax). Default: same as budget. */
   minActive?: number;
   /**
-   * Training: the samples of a mini-batch share one random fill (batch-shared negatives). Each sample's
-   * negatives stay uniform, but a batch then updates ~minActive fill rows instead of batchSize * minActive,
-   * and lazy Adam's cost is proportional to the rows updated. false draws a fill per sample as SLIDE does.
-   * Default true.
+   * Training: the samples of a mini-batch share one set S of negatives (the batch's labels when
+   * batchNegatives, then uniform random ids up to minActive), and each sample adds its own labels and LSH
+   * candidates. S's logits are one dense (|S|, batch) block computed with the blocked GEMM kernels, and a
+   * batch updates ~|S| rows instead of batchSize * minActive (lazy Adam's cost is proportional to the rows
+   * updated). false draws a random fill per sample, as SLIDE does. Default true.
    */
   sharedFill?: boolean;
+  /**
+   * Training: the labels of the other samples of the mini-batch are negatives for every sample (in-batch
+   * negatives). They are drawn in proportion to label frequency, so they push down exactly the frequent
+   * labels that dominate wrong top-1 predictions, and they are rows the batch updates anyway. On
+   * Amazon-670K-shaped data this lifts P@1 after one epoch from 0.05 to 0.55 (bench/engine.ts). Default true.
+   */
+  batchNegatives?: boolean;
 }
 
 /** One fully connected layer. */
@@ -110,7 +118,7 @@ export function bitsPerHashOf(s: { hash: HashName; binSize: number; bitsPerHash:
 
 /** Fills defaults and validates. Throws ConfigError with a message naming the field. */
 export function resolveSampling(s: SamplingConfig, size: number, where: string): ResolvedSampling {
-  const known = new Set(['hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode', 'budget', 'minFreq', 'minActive', 'sharedFill']);
+  const known = new Set(['hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode', 'budget', 'minFreq', 'minActive', 'sharedFill', 'batchNegatives']);
   for (const k of Object.keys(s)) if (!known.has(k)) throw new ConfigError(`Unknown option ${where}.${k}`);
   const hash = s.hash ?? 'dwta';
   if (!HASHES.includes(hash)) {
@@ -144,7 +152,9 @@ export function resolveSampling(s: SamplingConfig, size: number, where: string):
   if (minActive > size) throw new ConfigError(`${where}.minActive = ${minActive} exceeds the layer size ${size}`);
   const sharedFill = s.sharedFill ?? true;
   if (typeof sharedFill !== 'boolean') throw new ConfigError(`Expected boolean for ${where}.sharedFill but received ${JSON.stringify(sharedFill)}`);
-  return { hash, K, L, binSize, density, bitsPerHash, rangeBits, bucketSize, policy, slack, mode, budget, minFreq, minActive, sharedFill };
+  const batchNegatives = s.batchNegatives ?? true;
+  if (typeof batchNegatives !== 'boolean') throw new ConfigError(`Expected boolean for ${where}.batchNegatives but received ${JSON.stringify(batchNegatives)}`);
+  return { hash, K, L, binSize, density, bitsPerHash, rangeBits, bucketSize, policy, slack, mode, budget, minFreq, minActive, sharedFill, batchNegatives };
 }
 
 /** Validates a network configuration and fills in every default. */

@@ -17,10 +17,12 @@ export interface LayerSampling {
   tables: TablesSpec;
   query: QuerySpec;
   /**
-   * Training: all samples of a slice share one random fill (batch-shared negatives), so a batch touches
-   * about minActive rows for the fill instead of n * minActive. Default true.
+   * Training the output layer: all samples of a slice share one set of negatives S (computed as a dense
+   * block), see SamplingConfig.sharedFill. Absent: true.
    */
   sharedFill?: boolean;
+  /** In-batch negatives (see SamplingConfig.batchNegatives). Absent: false. */
+  batchNegatives?: boolean;
 }
 
 /**

@@ -91,7 +91,7 @@ describe('learning with real LSH sampling', () => {
     const net = makeNet(DIM, [64, LABELS], 723);
     const hash = generateHashSpec({ family: 'dwta', K: 2, L: 16, dim: 64, seed: 724, binSize: 8, rangeBits: 6 });
     const tables = allocateTables({ L: 16, N: LABELS, rangeBits: hash.rangeBits, bucketSize: 16, slack: 1, policy: 'fifo' });
-    net.layers[1]!.sampling = { hash, tables, query: { mode: 0, budget: 24, minFreq: 1, minActive: 30 } };
+    net.layers[1]!.sampling = { hash, tables, query: { mode: 0, budget: 24, minFreq: 1, minActive: 30 }, sharedFill: false };
     const stats = new Float64Array(4);
     const order = ids(train.points);
     let batch = 0, active = 0, samples = 0;
@@ -105,7 +105,7 @@ describe('learning with real LSH sampling', () => {
         samples += stats[1]!;
       }
     }
-    expect(active / samples).toBe(30); // labels + 24 table candidates, filled to minActive
+    expect(active / samples).toBe(30); // labels + 24 table candidates, filled to minActive (per sample)
     rebuild(net, 900);
     const p1 = (sampled: 0 | 1) => {
       const idx = new Uint32Array(test.points), val = new Float32Array(test.points);

@@ -213,9 +213,9 @@ describe('netTrainSlice: sampled layers equal the reference with known candidate
     runGradCase(net, data, ids(10), fixedSets(net, cands, data));
   });
 
-  it('random fill reaches minActive with distinct ids, reproducibly per seed', () => {
+  it('per-sample random fill reaches minActive with distinct ids, reproducibly per seed', () => {
     const net = makeNet(30, [8, 20], 48);
-    net.layers[1]!.sampling = fixedSampling(8, 20, [1, 2], { minActive: 9 });
+    net.layers[1]!.sampling = { ...fixedSampling(8, 20, [1, 2], { minActive: 9 }), sharedFill: false };
     const b = Uint32Array.of(0, 1, 2); // 1, 3 and 2 labels: every sample has labels
     const s1 = train(net, data, b, { mode: 2, seed: 5 });
     // Active set: labels + candidates + fill up to 9 per sample.
@@ -224,5 +224,87 @@ describe('netTrainSlice: sampled layers equal the reference with known candidate
     expect(s2[0]).toBe(s1[0]);
     const s3 = train(net, data, b, { mode: 2, seed: 6 });
     expect(s3[0]).not.toBe(s1[0]);
+  });
+
+  it('shared fill: one set S of minActive random ids per slice, plus each sample\'s labels and candidates outside S', () => {
+    const net = makeNet(30, [8, 20], 48);
+    net.layers[1]!.sampling = fixedSampling(8, 20, [1, 2], { minActive: 9 });
+    const b = Uint32Array.of(0, 1, 2);
+    const own = [0, 1, 2].map((r) => new Set([1, 2, ...data.labelIndices.subarray(data.labelOffsets[r]!, data.labelOffsets[r + 1]!)]));
+    const s1 = train(net, data, b, { mode: 0, seed: 5 });
+    // Rows stepped: S (9 ids) and every sample's labels and candidates; the active count is 3 * 9 plus
+    // the per-sample ids that S does not hold.
+    const steps = net.layers[1]!.rowSteps;
+    const stepped = [...steps.keys()].filter((j) => steps[j] === 1);
+    expect(steps.every((v) => v <= 1)).toBe(true);
+    const union = new Set(own.flatMap((s) => [...s]));
+    for (const j of union) expect(steps[j], `own id ${j}`).toBe(1);
+    const outside = stepped.filter((j) => !union.has(j)).length;
+    expect(outside).toBeLessThanOrEqual(9);
+    expect(stepped.length).toBeGreaterThanOrEqual(9);
+    expect(s1[2]).toBeGreaterThanOrEqual(27);
+    expect(s1[2]).toBeLessThanOrEqual(27 + own.reduce((a, s) => a + s.size, 0));
+    // Reproducible per seed, different across seeds (loss only).
+    const fresh = () => {
+      const n = makeNet(30, [8, 20], 48);
+      n.layers[1]!.sampling = fixedSampling(8, 20, [1, 2], { minActive: 9 });
+      return n;
+    };
+    const a = train(fresh(), data, b, { mode: 2, seed: 5 }), a2 = train(fresh(), data, b, { mode: 2, seed: 5 });
+    expect(a2[0]).toBe(a[0]);
+    expect(a2[2]).toBe(a[2]);
+    expect(train(fresh(), data, b, { mode: 2, seed: 6 })[0]).not.toBe(a[0]);
+  });
+});
+
+describe('netTrainSlice: batch-shared sets (sharedFill) computed as a dense block equal the reference', () => {
+  /** Active sets with in-batch negatives and no random fill: own labels, then the batch's labels, then cands. */
+  function batchSets(net: NetSpec, cands: number[], data: RefData, batch: Uint32Array): ActiveSets {
+    const last = net.layers.length - 1;
+    const labelsOf = (r: number) => Array.from(data.labelIndices.subarray(data.labelOffsets[r]!, data.labelOffsets[r + 1]!));
+    const batchLabels = [...new Set([...batch].flatMap(labelsOf))];
+    return (k, _pos, row) => {
+      if (k !== last) return null;
+      const own = labelsOf(row);
+      return [...new Set([...own, ...batchLabels, ...cands])];
+    };
+  }
+
+  function sampledNet(sizes: number[], seed: number, cands: number[], extra: object = {}): NetSpec {
+    const net = makeNet(30, sizes, seed);
+    randomizeBiases(net, seed + 1);
+    const last = net.layers.length - 1;
+    net.layers[last]!.sampling = { ...fixedSampling(sizes[last - 1]!, sizes[last]!, cands), batchNegatives: true, ...extra };
+    return net;
+  }
+
+  it('Adam over two slices: S = the slice\'s labels (batchNegatives, no fill), extras = candidates outside S', () => {
+    const data = randomData(40, 30, 45, 61, { labelCounts: [1, 3, 2, 5, 0] });
+    const cands = [0, 5, 6, 7, 13, 18, 33, 44];
+    const net = sampledNet([37, 45], 62, cands);
+    const ref = refFromState(net.layers);
+    for (const b of [ids(23), ids(17, 23)]) {
+      const stats = train(net, data, b, { mode: 0 });
+      const r = refTrainSlice(ref, data, b, { mode: 0, ...HYPER, gradScale: 1 / b.length }, batchSets(net, cands, data, b));
+      expect(stats[0]).toBeCloseTo(r.loss, 4);
+      expect(stats[2]).toBe(r.active);
+      expectStateClose(net, ref);
+    }
+  });
+
+  it('two hidden layers, and mode 1 gradients', () => {
+    const data = randomData(12, 30, 20, 63, { labelCounts: [1, 3, 2] });
+    const cands = [2, 9, 11];
+    const net = sampledNet([8, 6, 20], 64, cands);
+    runAdamCase(net, data, [ids(12)], batchSets(net, cands, data, ids(12)));
+    const net2 = sampledNet([8, 6, 20], 65, cands);
+    runGradCase(net2, data, ids(12), batchSets(net2, cands, data, ids(12)));
+  });
+
+  it('per-sample fill with batchNegatives gives the same sets through the row list (sharedFill false)', () => {
+    const data = randomData(12, 30, 20, 66, { labelCounts: [1, 2] });
+    const cands = [4, 8];
+    const net = sampledNet([8, 20], 67, cands, { sharedFill: false });
+    runAdamCase(net, data, [ids(12)], batchSets(net, cands, data, ids(12)));
   });
 });
