@@ -2,7 +2,7 @@
 // Used by bench/engine.ts (sampled vs dense) and bench/scaling.ts (1 vs 2 workers).
 //
 //   node dist/bench/train-run.js --shape amazon-670k --train 20000 --test 2000 --seed 1 \
-//        --workers 1 --output sampled|dense --epochs 1 --lr 1e-3 [--labels n] [--K 6] [--L 50] [--budget n]
+//        --workers 1 --output sampled|dense --epochs 1 --lr 1e-3 [--labels n] [--K 6] [--L 50] [--budget n] [--mode union|topk|threshold]
 //        [--min-active n] [--per-sample-fill 1] [--no-batch-negatives 1]
 import { synthesize, subset, resolveShape, type SynthShape } from '../datasets/index.js';
 import { Network } from '../src/network/network.js';
@@ -48,7 +48,7 @@ async function main() {
     seed,
     layers: [
       { size: 128, activation: 'relu' },
-      { size: shape.labels, activation: 'softmax', ...(output === 'sampled' ? { sampling: { hash: 'dwta', K: num(a, 'K', 6), L: num(a, 'L', 50), ...(a.budget ? { budget: num(a, 'budget', 0) } : {}), ...(a['min-active'] ? { minActive: num(a, 'min-active', 0) } : {}), ...(a['per-sample-fill'] ? { sharedFill: false } : {}), ...(a['no-batch-negatives'] ? { batchNegatives: false } : {}) } } : {}) },
+      { size: shape.labels, activation: 'softmax', ...(output === 'sampled' ? { sampling: { hash: 'dwta', K: num(a, 'K', 6), L: num(a, 'L', 50), ...(a.budget ? { budget: num(a, 'budget', 0) } : {}), ...(a.mode ? { mode: String(a.mode) as 'union' | 'topk' | 'threshold' } : {}), ...(a['min-active'] ? { minActive: num(a, 'min-active', 0) } : {}), ...(a['per-sample-fill'] ? { sharedFill: false } : {}), ...(a['no-batch-negatives'] ? { batchNegatives: false } : {}) } } : {}) },
     ],
   };
   const net = new Network(config);
