@@ -102,6 +102,10 @@ describe('configuration errors', () => {
     ['bad inputDim', { inputDim: -1, layers: [{ size: 3 }] }, 'Expected positive integer for inputDim but received -1'],
     ['unknown option', { inputDim: 10, layers: [{ size: 4 }, { size: 3, sampling: { buckets: 3 } }] },
       'Unknown option layers[1].sampling.buckets'],
+    ['batchNegatives not a boolean', { inputDim: 10, layers: [{ size: 4 }, { size: 3, sampling: { batchNegatives: 'yes' } }] },
+      'Expected boolean for layers[1].sampling.batchNegatives but received "yes"'],
+    ['sharedFill not a boolean', { inputDim: 10, layers: [{ size: 4 }, { size: 3, sampling: { sharedFill: 1 } }] },
+      'Expected boolean for layers[1].sampling.sharedFill but received 1'],
   ];
   for (const [name, config, message] of cases) {
     it(name, () => {
@@ -129,7 +133,8 @@ describe('configuration errors', () => {
 
 describe('batch-shared random fill', () => {
   // After one batch, lazy Adam has stepped exactly the rows the batch touched. With a shared fill those are
-  // ~minActive fill rows plus candidates and labels; with a per-sample fill ~batch * minActive.
+  // the shared set (~minActive rows, the batch's labels among them) plus the candidates; with a per-sample
+  // fill ~batch * minActive.
   async function rowsTouched(sharedFill: boolean): Promise<number> {
     const net = new Network({
       inputDim: train.features,
