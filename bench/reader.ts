@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSynthetic } from '../datasets/synth.js';
 import { readXC } from '../datasets/xc-reader.js';
+import { peakRssMB } from '../src/util/peak-rss.js';
 
 interface Args {
   json: boolean;
@@ -79,7 +80,7 @@ async function main(): Promise<void> {
       points,
       nnz,
       csrBytes,
-      peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
+      peakRssMB: peakRssMB(),
       file: a.file ?? 'synthetic amazon-670k',
     };
     log(`${(bytes / 1e6).toFixed(1)} MB, ${points} points, ${nnz} nonzeros: median ${result.mbPerSec.toFixed(1)} MB/s, best ${result.bestMbPerSec.toFixed(1)} MB/s`);

@@ -7,6 +7,7 @@
 import { synthesize, subset, resolveShape, type SynthShape } from '../datasets/index.js';
 import { Network } from '../src/network/network.js';
 import type { NetworkConfig } from '../src/network/config.js';
+import { peakRssMB } from '../src/util/peak-rss.js';
 import { parseBenchArgs, num } from './args.js';
 
 export interface TrainRunResult {
@@ -68,7 +69,7 @@ async function main() {
     samplesPerSec: stats.samplesPerSec, trainSeconds: stats.trainSeconds, rebuildSeconds: stats.rebuildSeconds,
     rebuildShare: stats.rebuildSeconds / stats.trainSeconds, indexSeconds: stats.indexSeconds,
     p1: m['p1']!, p3: m['p3']!, p5: m['p5']!, evalSeconds,
-    peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024),
+    peakRssMB: peakRssMB(),
     sharedStateMB: Math.round(net.memoryBytes() / 1e6),
     avgActive: reps ? active / reps : shape.labels, labelMissRate: reps ? miss / reps : 0,
   };

@@ -252,10 +252,6 @@ export function epochOrder(rows: Uint32Array, rng: Xoshiro128): Uint32Array {
   return shuffleInPlace(rows.slice(), rng);
 }
 
-export function peakRssBytes(): number {
-  return process.resourceUsage().maxRSS * 1024; // maxRSS is in KiB
-}
-
 /** Throughput after the warm-up batches: tracks (seconds, samples) at the end of batch `warmup`. */
 export class SteadyRate {
   private s0 = 0;

@@ -20,8 +20,9 @@ import { Xoshiro128 } from '../../src/util/rng.js';
 import {
   type BaselineOptions, type BaselineResult, type EvalRecord, type GatheredBatch,
   countTop1Hits, epochOrder, evalBatchRows, evalSubset, gatherBatch, glorotUniform, labelledRows,
-  peakRssBytes, resolveOptions, SteadyRate,
+  resolveOptions, SteadyRate,
 } from './common.js';
+import { peakRssBytes } from '../../src/util/peak-rss.js';
 
 export type TfjsBackend = 'wasm' | 'cpu';
 

@@ -11,6 +11,7 @@ import type { SamplingConfig } from '../../src/network/config.js';
 import { computeMetrics } from '../../src/train/metrics.js';
 import { evalSubset, resolveOptions, type BaselineOptions, type BaselineResult } from '../baselines/common.js';
 import { Xoshiro128, shuffleInPlace } from '../../src/util/rng.js';
+import { peakRssBytes } from '../../src/util/peak-rss.js';
 
 export interface SublinearOptions extends BaselineOptions {
   /** LSH sampling of the output layer; null for a dense softmax. Default DWTA K=6 L=50 (SLIDE's Amazon setting). */
@@ -84,7 +85,7 @@ export async function trainSublinear(opts: SublinearOptions): Promise<BaselineRe
     diverged: !Number.isFinite(stats.lastLoss) && stats.batches > 0,
     finalLoss: stats.lastLoss,
     evalSeconds,
-    peakRssBytes: process.resourceUsage().maxRSS * 1024,
+    peakRssBytes: peakRssBytes(),
     info: {
       workers,
       output: sampling ? `${sampling.hash ?? 'dwta'} K=${sampling.K ?? 6} L=${sampling.L ?? 50}` : 'dense',

@@ -4,13 +4,14 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { readXC, readLibsvm, generateSynthetic, type SparseDataset } from '../../datasets/index.js';
-import { defaultConfig, resolveConfig, type NetworkConfig } from '../network/config.js';
+import { defaultConfig, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
-import { checkMemory, formatBytes, planMemory } from '../train/memory-plan.js';
+import { checkMemory, formatBytes, planMemory, type MemoryPlan } from '../train/memory-plan.js';
 import { parseCheckpointEvery } from '../train/checkpoint.js';
 import { Progress } from '../util/progress.js';
+import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from './args.js';
 
 export interface TrainCliOptions {
@@ -120,8 +121,17 @@ export function checkFits(d: SparseDataset, path: string, inputDim: number, outp
   if (d.labels > outputs) throw new Error(`${path} has ${d.labels} labels but the network's last layer has ${outputs} neurons`);
 }
 
-export function peakRssMB(): number {
-  return Math.round(process.resourceUsage().maxRSS / 1024);
+/** The bytes a training run of this network will allocate (planMemory), with the training data if given. */
+function memoryPlanFor(resolved: ResolvedNetworkConfig, workers: number, train?: SparseDataset): MemoryPlan {
+  return planMemory({
+    inputDim: resolved.inputDim,
+    layers: resolved.layers.map((l) => ({
+      size: l.size,
+      ...(l.sampling ? { sampled: { L: l.sampling.L, rangeBits: l.sampling.rangeBits, bucketSize: l.sampling.bucketSize, slack: l.sampling.slack } } : {}),
+    })),
+    ...(train ? { dataset: { nnz: train.offsets[train.points]!, labelNnz: train.labelOffsets[train.points]!, points: train.points } } : {}),
+    workers,
+  });
 }
 
 export async function trainCommand(given: TrainCliOptions, io: Out): Promise<number> {
@@ -131,7 +141,18 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   if (given.resume) {
     if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
     if (given.seed !== undefined) throw new UsageError('--seed cannot be combined with --resume: the seed comes from the checkpoint');
-    resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`) });
+    // The network alone is checked against the memory limit before the checkpoint allocates it; the
+    // full plan (training data included, with the saved settings) is checked again below.
+    const beforeAllocate = (c: NetworkConfig) => {
+      let r: ResolvedNetworkConfig;
+      try {
+        r = resolveConfig(c);
+      } catch {
+        return; // an invalid configuration is reported by the checkpoint reader, naming the file
+      }
+      checkMemory(memoryPlanFor(r, given.workers ?? defaultWorkers()), given.maxMemory !== undefined ? { maxBytes: given.maxMemory } : {});
+    };
+    resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`), beforeAllocate });
     const info = resumed.resumeInfo!;
     // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
@@ -161,16 +182,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   const outputs = resolved.layers.at(-1)!.size;
   if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
   const workers = o.workers ?? defaultWorkers();
-  const plan = planMemory({
-    inputDim: resolved.inputDim,
-    layers: resolved.layers.map((l) => ({
-      size: l.size,
-      ...(l.sampling ? { sampled: { L: l.sampling.L, rangeBits: l.sampling.rangeBits, bucketSize: l.sampling.bucketSize, slack: l.sampling.slack } } : {}),
-    })),
-    dataset: { nnz: train.offsets[train.points]!, labelNnz: train.labelOffsets[train.points]!, points: train.points },
-    workers,
-  });
-  checkMemory(plan, o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
+  checkMemory(memoryPlanFor(resolved, workers, train), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
   const net = resumed ?? new Network(config);
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);

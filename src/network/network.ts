@@ -41,6 +41,12 @@ export interface ResumeOptions {
    * Default: written to stderr as `sublinear: <message>`.
    */
   onWarning?: (message: string) => void;
+  /**
+   * Called with the checkpoint's network configuration after the file is verified and before the
+   * network's memory is allocated; throw to refuse (the CLI checks `--max-memory` here). The error is
+   * passed on as is and no older checkpoint is tried. Default: none.
+   */
+  beforeAllocate?: (config: NetworkConfig) => void;
 }
 
 /** Where a network restored by `Network.resume` came from. */
@@ -363,7 +369,9 @@ export class Network {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`${path}: no such checkpoint directory`);
       throw e;
     }
-    const r = isFile ? { ...(await readCheckpoint(path, make)), file: path, skipped: [] } : await loadLatestCheckpoint(path, make, warn);
+    const r = isFile
+      ? { ...(await readCheckpoint(path, make, opts.beforeAllocate)), file: path, skipped: [] }
+      : await loadLatestCheckpoint(path, make, warn, opts.beforeAllocate);
     const net = r.network;
     net.tablesFresh = true; // the checkpoint's tables, exactly as the run had them
     net.pendingResume = { data: r.meta.data };

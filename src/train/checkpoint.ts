@@ -285,12 +285,18 @@ export interface CheckpointTarget extends CheckpointSource {
  * allocation). Throws BinFileError for a damaged file, CheckpointFormatError for intact files that are
  * not usable checkpoints, and the network's own errors for an invalid config.
  */
-export async function readCheckpoint<N extends CheckpointTarget>(path: string, make: (c: NetworkConfig) => N): Promise<{ network: N; meta: CheckpointMeta }> {
+export async function readCheckpoint<N extends CheckpointTarget>(
+  path: string,
+  make: (c: NetworkConfig) => N,
+  beforeAllocate?: (c: NetworkConfig) => void,
+): Promise<{ network: N; meta: CheckpointMeta }> {
   const head = await readBinFile<CheckpointMeta>(path, { kind: 'checkpoint', headerOnly: true });
   await verifyBinFileChecksum(path);
   const problem = metaProblem(head.meta);
   if (problem) throw new CheckpointFormatError(`${path}: ${problem}`);
   const meta = head.meta;
+  // A caller's refusal (e.g. a memory limit) comes before any allocation and is not a damaged file.
+  beforeAllocate?.(meta.config);
   let network: N;
   try {
     network = make(meta.config);
@@ -334,11 +340,14 @@ export interface SkippedCheckpoint {
  * Loads the newest usable checkpoint of `dir`. A file that is damaged or not a usable checkpoint is
  * renamed to `<file>.corrupt` (so that later runs neither pick it again nor count it among the kept
  * checkpoints) and the next older one is tried; `warn` is told about each. Throws if there is none.
+ * An error thrown by `beforeAllocate` (see readCheckpoint) ends the search at once: it is the caller's
+ * refusal, not a damaged file.
  */
 export async function loadLatestCheckpoint<N extends CheckpointTarget>(
   dir: string,
   make: (c: NetworkConfig) => N,
   warn: (message: string) => void,
+  beforeAllocate?: (c: NetworkConfig) => void,
 ): Promise<{ network: N; meta: CheckpointMeta; file: string; skipped: SkippedCheckpoint[] }> {
   try {
     if (!(await stat(dir)).isDirectory()) throw new Error(`${dir}: not a directory`);
@@ -349,12 +358,22 @@ export async function loadLatestCheckpoint<N extends CheckpointTarget>(
   const files = await listCheckpoints(dir);
   if (files.length === 0) throw new Error(`${dir}: no checkpoints (ckpt-<batches>.bin files) found`);
   const skipped: SkippedCheckpoint[] = [];
+  let refused: { error: unknown } | null = null;
+  const guard = beforeAllocate && ((c: NetworkConfig) => {
+    try {
+      beforeAllocate(c);
+    } catch (error) {
+      refused = { error };
+      throw error;
+    }
+  });
   for (let i = 0; i < files.length; i++) {
     const { file } = files[i]!;
     try {
-      const r = await readCheckpoint(file, make);
+      const r = await readCheckpoint(file, make, guard);
       return { ...r, file, skipped };
     } catch (e) {
+      if (refused) throw (refused as { error: unknown }).error;
       const msg = (e as Error).message;
       const damaged = e instanceof BinFileError || e instanceof CheckpointFormatError;
       let movedTo: string | null = null;

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
 import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train/checkpoint.js';
 import { checkMemory, planMemory } from '../../src/train/memory-plan.js';
+import { resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { readXC } from '../../datasets/xc-reader.js';
 
 
@@ -229,5 +230,30 @@ describe('train --max-memory', () => {
     expect(r.stderr).toMatch(
       /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 3\.07 MB, worker scratch \(2 workers\) [\d.]+ MB, training data [\d.]+ kB, \.\.\.\) but the limit is 1\.00 MB \(--max-memory\)\n$/,
     );
+  });
+
+  it('--resume checks the checkpoint\'s network before allocating it, and leaves the checkpoints alone', () => {
+    const ck = join(dir, 'ck-mem');
+    const first = run('train', '--train', trainFile, '--config', cfgFile, '--epochs', '1', '--workers', '0', '--checkpoint', ck, '--checkpoint-every', '1h', '--json');
+    expect(first.code).toBe(0);
+    const before = readdirSync(ck).sort();
+    const r = run('train', '--resume', ck, '--workers', '2', '--max-memory', '1kB');
+    // The network alone (no training data: it is read only after the checkpoint is loaded).
+    const c = resolveConfig(JSON.parse(readFileSync(cfgFile, 'utf8')) as NetworkConfig);
+    const plan = planMemory({
+      inputDim: c.inputDim,
+      layers: c.layers.map((l) => ({ size: l.size, ...(l.sampling ? { sampled: { L: l.sampling.L, rangeBits: l.sampling.rangeBits, bucketSize: l.sampling.bucketSize, slack: l.sampling.slack } } : {}) })),
+      workers: 2,
+    });
+    let expected = '';
+    try {
+      checkMemory(plan, { maxBytes: 1e3 });
+    } catch (e) {
+      expected = (e as Error).message;
+    }
+    expect(expected).toMatch(/^Not enough memory: /);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: `sublinear: ${expected}\n` });
+    expect(r.stderr).not.toContain('training data');
+    expect(readdirSync(ck).sort()).toEqual(before); // nothing renamed to .corrupt
   });
 });
