@@ -43,14 +43,16 @@ export interface SamplingConfig {
    * batchNegatives, then uniform random ids up to minActive), and each sample adds its own labels and LSH
    * candidates. S's logits are one dense (|S|, batch) block computed with the blocked GEMM kernels, and a
    * batch updates ~|S| rows instead of batchSize * minActive (lazy Adam's cost is proportional to the rows
-   * updated). false draws a random fill per sample, as SLIDE does. Default true.
+   * updated). false draws a random fill per sample, as SLIDE does. Default true (false for a model or
+   * checkpoint file written before this option existed: see storedConfig).
    */
   sharedFill?: boolean;
   /**
    * Training: the labels of the other samples of the mini-batch are negatives for every sample (in-batch
    * negatives). They are drawn in proportion to label frequency, so they push down exactly the frequent
    * labels that dominate wrong top-1 predictions, and they are rows the batch updates anyway. On
-   * Amazon-670K-shaped data this lifts P@1 after one epoch from 0.05 to 0.55 (bench/engine.ts). Default true.
+   * Amazon-670K-shaped data this lifts P@1 after one epoch from 0.05 to 0.55 (bench/engine.ts). Default true
+   * (false for a model or checkpoint file written before this option existed: see storedConfig).
    */
   batchNegatives?: boolean;
 }
@@ -180,6 +182,27 @@ export function resolveConfig(c: NetworkConfig): ResolvedNetworkConfig {
     return { size, activation, ...(l.sampling ? { sampling: resolveSampling(l.sampling, size, `${where}.sampling`) } : {}) };
   });
   return { inputDim, layers, seed };
+}
+
+/** Training options added after the first file format, each off in files written before it existed. */
+const LATER_SAMPLING_OPTIONS = ['sharedFill', 'batchNegatives'] as const;
+
+/**
+ * The configuration of a model or checkpoint file, as the network is to be built from it. Files store the
+ * resolved configuration, where every option is explicit, so a sampling option missing from it means the
+ * file predates the option: it was trained without it, and the option is set off rather than to today's
+ * default, so that a resumed run goes on as it started. Anything malformed is returned as is, for
+ * resolveConfig to report.
+ */
+export function storedConfig(c: NetworkConfig): NetworkConfig {
+  if (!c || typeof c !== 'object' || !Array.isArray(c.layers)) return c;
+  const layers = c.layers.map((l) => {
+    const s = (l as Partial<LayerConfig> | null)?.sampling;
+    if (!s || typeof s !== 'object') return l;
+    const missing = LATER_SAMPLING_OPTIONS.filter((k) => !(k in s));
+    return missing.length ? { ...l, sampling: { ...s, ...Object.fromEntries(missing.map((k) => [k, false])) } } : l;
+  });
+  return { ...c, layers };
 }
 
 /**

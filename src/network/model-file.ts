@@ -3,7 +3,7 @@
 // config's seed and the tables are rebuilt from the weights, so a loaded model predicts exactly as saved.
 import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
-import type { NetworkConfig, ResolvedNetworkConfig } from './config.js';
+import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import type { Network } from './network.js';
 
 interface ModelMeta {
@@ -54,7 +54,7 @@ export async function loadModel(
   if (!meta || meta.format !== 'sublinear-model' || !meta.config) throw new Error(`${path}: not a sublinear model (missing config)`);
   let net: Network;
   try {
-    net = make(meta.config);
+    net = make(storedConfig(meta.config));
   } catch (e) {
     throw new Error(`${path}: invalid network configuration: ${(e as Error).message}`);
   }

@@ -24,7 +24,7 @@ import { mkdir, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import xxhash from 'xxhash-wasm';
 import type { SparseDataset } from '../../datasets/csr.js';
-import type { NetworkConfig, ResolvedNetworkConfig } from '../network/config.js';
+import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import type { NetSpec } from '../network/native-types.js';
 import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
@@ -295,11 +295,12 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const problem = metaProblem(head.meta);
   if (problem) throw new CheckpointFormatError(`${path}: ${problem}`);
   const meta = head.meta;
+  const config = storedConfig(meta.config);
   // A caller's refusal (e.g. a memory limit) comes before any allocation and is not a damaged file.
-  beforeAllocate?.(meta.config);
+  beforeAllocate?.(config);
   let network: N;
   try {
-    network = make(meta.config);
+    network = make(config);
   } catch (e) {
     throw new CheckpointFormatError(`${path}: invalid network configuration: ${(e as Error).message}`);
   }

@@ -11,6 +11,7 @@ import {
   checkpointName, listCheckpoints, parseCheckpointEvery, readCheckpoint, type CheckpointInfo,
 } from '../../src/train/checkpoint.js';
 import type { FitOptions } from '../../src/train/fit.js';
+import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-ckpt-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -296,5 +297,32 @@ describe('misuse', () => {
     const b = await Network.resume(join(dir, checkpointName(8)));
     expect(Buffer.from(a.spec.layers[1]!.weights.buffer).equals(Buffer.from(b.spec.layers[1]!.weights.buffer))).toBe(true);
     expect(a.batchesDone).toBe(8);
+  });
+});
+
+describe('files written before an option existed', () => {
+  /** Rewrites a model or checkpoint file with `sharedFill` and `batchNegatives` removed from its stored config. */
+  async function asOldFile(path: string): Promise<void> {
+    const f = await readBinFile<{ config: { layers: { sampling?: Record<string, unknown> }[] } }>(path);
+    for (const l of f.meta.config.layers) if (l.sampling) { delete l.sampling.sharedFill; delete l.sampling.batchNegatives; }
+    await writeBinFile(path, { kind: f.kind, meta: f.meta, sections: f.sections });
+  }
+  const optionsOf = (n: Network) => {
+    const s = n.config.layers[1]!.sampling!;
+    return { sharedFill: s.sharedFill, batchNegatives: s.batchNegatives };
+  };
+
+  it('resume and load them with the options off (as they were trained), current files with the options kept', async () => {
+    const dir = freshDir();
+    await trainAndStop(dir, 4, 8);
+    const file = join(dir, checkpointName(8));
+    const model = join(dir, 'model.sl');
+    await (await Network.resume(file)).save(model);
+    expect(optionsOf(await Network.resume(file))).toEqual({ sharedFill: true, batchNegatives: true });
+    expect(optionsOf(await Network.load(model))).toEqual({ sharedFill: true, batchNegatives: true });
+    await asOldFile(file);
+    await asOldFile(model);
+    expect(optionsOf(await Network.resume(file))).toEqual({ sharedFill: false, batchNegatives: false });
+    expect(optionsOf(await Network.load(model))).toEqual({ sharedFill: false, batchNegatives: false });
   });
 });
