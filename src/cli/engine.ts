@@ -142,7 +142,8 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
     if (given.seed !== undefined) throw new UsageError('--seed cannot be combined with --resume: the seed comes from the checkpoint');
     // The network alone is checked against the memory limit before the checkpoint allocates it; the
-    // full plan (training data included, with the saved settings) is checked again below.
+    // full plan (training data included, with the saved settings) is checked again below. The saved
+    // worker count is not known yet: without --workers, count the least scratch (a lower bound).
     const beforeAllocate = (c: NetworkConfig) => {
       let r: ResolvedNetworkConfig;
       try {
@@ -150,7 +151,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
       } catch {
         return; // an invalid configuration is reported by the checkpoint reader, naming the file
       }
-      checkMemory(memoryPlanFor(r, given.workers ?? defaultWorkers()), given.maxMemory !== undefined ? { maxBytes: given.maxMemory } : {});
+      checkMemory(memoryPlanFor(r, given.workers ?? 0), given.maxMemory !== undefined ? { maxBytes: given.maxMemory } : {});
     };
     resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`), beforeAllocate });
     const info = resumed.resumeInfo!;
