@@ -8,7 +8,7 @@ import { defaultConfig, resolveConfig, type NetworkConfig, type ResolvedNetworkC
 import { Network } from '../network/network.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
-import { checkMemory, formatBytes, planMemory, type MemoryPlan } from '../train/memory-plan.js';
+import { checkMemory, formatBytes, planNetworkMemory } from '../train/memory-plan.js';
 import { parseCheckpointEvery } from '../train/checkpoint.js';
 import { Progress } from '../util/progress.js';
 import { peakRssMB } from '../util/peak-rss.js';
@@ -121,19 +121,6 @@ export function checkFits(d: SparseDataset, path: string, inputDim: number, outp
   if (d.labels > outputs) throw new Error(`${path} has ${d.labels} labels but the network's last layer has ${outputs} neurons`);
 }
 
-/** The bytes a training run of this network will allocate (planMemory), with the training data if given. */
-function memoryPlanFor(resolved: ResolvedNetworkConfig, workers: number, train?: SparseDataset): MemoryPlan {
-  return planMemory({
-    inputDim: resolved.inputDim,
-    layers: resolved.layers.map((l) => ({
-      size: l.size,
-      ...(l.sampling ? { sampled: { L: l.sampling.L, rangeBits: l.sampling.rangeBits, bucketSize: l.sampling.bucketSize, slack: l.sampling.slack } } : {}),
-    })),
-    ...(train ? { dataset: { nnz: train.offsets[train.points]!, labelNnz: train.labelOffsets[train.points]!, points: train.points } } : {}),
-    workers,
-  });
-}
-
 export async function trainCommand(given: TrainCliOptions, io: Out): Promise<number> {
   const quiet = !!given.json;
   let o: TrainCliOptions = given;
@@ -151,7 +138,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
       } catch {
         return; // an invalid configuration is reported by the checkpoint reader, naming the file
       }
-      checkMemory(memoryPlanFor(r, given.workers ?? 0), given.maxMemory !== undefined ? { maxBytes: given.maxMemory } : {});
+      checkMemory(planNetworkMemory(r, given.workers ?? 0), given.maxMemory !== undefined ? { maxBytes: given.maxMemory } : {});
     };
     resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`), beforeAllocate });
     const info = resumed.resumeInfo!;
@@ -183,7 +170,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   const outputs = resolved.layers.at(-1)!.size;
   if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
   const workers = o.workers ?? defaultWorkers();
-  checkMemory(memoryPlanFor(resolved, workers, train), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
+  checkMemory(planNetworkMemory(resolved, workers, train), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
   const net = resumed ?? new Network(config);
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);

@@ -329,6 +329,11 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   return { network, meta };
 }
 
+/** An error thrown by loadLatestCheckpoint's beforeAllocate, carried out of the search unchanged. */
+class Refusal {
+  constructor(readonly error: unknown) {}
+}
+
 /** A file skipped while looking for a usable checkpoint. */
 export interface SkippedCheckpoint {
   file: string;
@@ -359,13 +364,12 @@ export async function loadLatestCheckpoint<N extends CheckpointTarget>(
   const files = await listCheckpoints(dir);
   if (files.length === 0) throw new Error(`${dir}: no checkpoints (ckpt-<batches>.bin files) found`);
   const skipped: SkippedCheckpoint[] = [];
-  let refused: { error: unknown } | null = null;
+  // Wrapped so the catch below tells the caller's refusal apart from a damaged file.
   const guard = beforeAllocate && ((c: NetworkConfig) => {
     try {
       beforeAllocate(c);
     } catch (error) {
-      refused = { error };
-      throw error;
+      throw new Refusal(error);
     }
   });
   for (let i = 0; i < files.length; i++) {
@@ -374,7 +378,7 @@ export async function loadLatestCheckpoint<N extends CheckpointTarget>(
       const r = await readCheckpoint(file, make, guard);
       return { ...r, file, skipped };
     } catch (e) {
-      if (refused) throw (refused as { error: unknown }).error;
+      if (e instanceof Refusal) throw e.error;
       const msg = (e as Error).message;
       const damaged = e instanceof BinFileError || e instanceof CheckpointFormatError;
       let movedTo: string | null = null;

@@ -5,6 +5,8 @@
 // The counts follow docs/design.md (LayerState, TablesSpec) and datasets/csr.ts exactly; only the
 // per-worker scratch is an estimate (the kernels' private buffers are not visible from TypeScript).
 import { totalmem } from 'node:os';
+import type { SparseDataset } from '../../datasets/csr.js';
+import type { ResolvedNetworkConfig } from '../network/config.js';
 
 /** LSH tables of a sampled layer (the fields of the network config's sampling block that cost memory). */
 export interface SampledPlan {
@@ -149,6 +151,22 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const totalBytes = nonEmpty.reduce((s, p) => s + p.bytes, 0);
   if (!Number.isSafeInteger(totalBytes)) throw new Error(`The configuration needs more than ${Number.MAX_SAFE_INTEGER} bytes`);
   return { totalBytes, parts: nonEmpty };
+}
+
+/**
+ * `planMemory` for a resolved network configuration: its layers and sampling tables, the scratch of
+ * `workers`, and the training data when given (not counted otherwise).
+ */
+export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number, data?: SparseDataset): MemoryPlan {
+  return planMemory({
+    inputDim: config.inputDim,
+    layers: config.layers.map((l) => ({
+      size: l.size,
+      ...(l.sampling ? { sampled: { L: l.sampling.L, rangeBits: l.sampling.rangeBits, bucketSize: l.sampling.bucketSize, slack: l.sampling.slack } } : {}),
+    })),
+    ...(data ? { dataset: { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points } } : {}),
+    workers,
+  });
 }
 
 /** Options of `checkMemory`. */

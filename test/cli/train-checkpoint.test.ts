@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
 import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train/checkpoint.js';
-import { checkMemory, planMemory } from '../../src/train/memory-plan.js';
+import { checkMemory, planMemory, planNetworkMemory, type MemoryPlan } from '../../src/train/memory-plan.js';
 import { resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { readXC } from '../../datasets/xc-reader.js';
 
@@ -209,6 +209,16 @@ describe('train --resume settings', () => {
 });
 
 describe('train --max-memory', () => {
+  /** The message checkMemory refuses `plan` with under a limit of `maxBytes` ('' if it fits). */
+  function memoryRefusal(plan: MemoryPlan, maxBytes: number): string {
+    try {
+      checkMemory(plan, { maxBytes });
+      return '';
+    } catch (e) {
+      return (e as Error).message;
+    }
+  }
+
   it('exits 1 before allocating, naming the largest parts', async () => {
     const r = run('train', '--train', trainFile, '--workers', '2', '--max-memory', '1MB');
     expect(r.code).toBe(1);
@@ -220,12 +230,7 @@ describe('train --max-memory', () => {
       dataset: { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points },
       workers: 2,
     });
-    let expected = '';
-    try {
-      checkMemory(plan, { maxBytes: 1e6 });
-    } catch (e) {
-      expected = (e as Error).message;
-    }
+    const expected = memoryRefusal(plan, 1e6);
     expect(r.stderr).toBe(`sublinear: ${expected}\n`);
     expect(r.stderr).toMatch(
       /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 3\.07 MB, worker scratch \(2 workers\) [\d.]+ MB, training data [\d.]+ kB, \.\.\.\) but the limit is 1\.00 MB \(--max-memory\)\n$/,
@@ -239,18 +244,8 @@ describe('train --max-memory', () => {
     const before = readdirSync(ck).sort();
     const r = run('train', '--resume', ck, '--workers', '2', '--max-memory', '1kB');
     // The network alone (no training data: it is read only after the checkpoint is loaded).
-    const c = resolveConfig(JSON.parse(readFileSync(cfgFile, 'utf8')) as NetworkConfig);
-    const plan = planMemory({
-      inputDim: c.inputDim,
-      layers: c.layers.map((l) => ({ size: l.size, ...(l.sampling ? { sampled: { L: l.sampling.L, rangeBits: l.sampling.rangeBits, bucketSize: l.sampling.bucketSize, slack: l.sampling.slack } } : {}) })),
-      workers: 2,
-    });
-    let expected = '';
-    try {
-      checkMemory(plan, { maxBytes: 1e3 });
-    } catch (e) {
-      expected = (e as Error).message;
-    }
+    const plan = planNetworkMemory(resolveConfig(JSON.parse(readFileSync(cfgFile, 'utf8')) as NetworkConfig), 2);
+    const expected = memoryRefusal(plan, 1e3);
     expect(expected).toMatch(/^Not enough memory: /);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: `sublinear: ${expected}\n` });
     expect(r.stderr).not.toContain('training data');

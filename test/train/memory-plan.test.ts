@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { checkMemory, formatBytes, parseBytes, planMemory } from '../../src/train/memory-plan.js';
+import { checkMemory, formatBytes, parseBytes, planMemory, planNetworkMemory } from '../../src/train/memory-plan.js';
+import { resolveConfig } from '../../src/network/config.js';
+import { synthesize } from '../../datasets/index.js';
 
 const AMAZON_670K = {
   inputDim: 135909,
@@ -35,6 +37,15 @@ describe('planMemory', () => {
       { name: 'output layer step counters', bytes: 28 },
     ]);
     expect(plan.totalBytes).toBe(3024);
+  });
+
+  it('planNetworkMemory reads the layers, tables and training data off a resolved configuration and a dataset', () => {
+    const data = synthesize({ shape: 'tiny', points: 100, seed: 1 });
+    const config = resolveConfig({ inputDim: data.features, layers: [{ size: 16 }, { size: data.labels, sampling: { K: 3, L: 5, rangeBits: 6, bucketSize: 8, slack: 2 } }] });
+    const layers = [{ size: 16 }, { size: data.labels, sampled: { L: 5, rangeBits: 6, bucketSize: 8, slack: 2 } }];
+    const dataset = { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points };
+    expect(planNetworkMemory(config, 3, data)).toEqual(planMemory({ inputDim: data.features, layers, dataset, workers: 3 }));
+    expect(planNetworkMemory(config, 0)).toEqual(planMemory({ inputDim: data.features, layers, workers: 0 }));
   });
 
   it('Amazon-670K (135,909 -> 128 -> 670,091, DWTA L=50, rangeBits 18, bucketSize 128, slack 1) needs 1,951,989,316 bytes with one worker', () => {
