@@ -33,6 +33,18 @@ namespace sl {
 
 enum class Activation : uint32_t { ReLU = 0, Softmax = 1, Linear = 2 };
 
+// Cluster index of a sampled output layer for sampled inference (net_cluster.cc): C centres of the
+// neurons' augmented vectors [w_j, b_j] and each cluster's members.
+struct ClusterIndex {
+  uint32_t C = 0;
+  const float* centroids = nullptr;  // (C, inDim + 2) unit centres in the transformed space [x / M, lift]
+  const uint32_t* offsets = nullptr; // (C + 1): cluster c's neurons are members[offsets[c] .. offsets[c+1])
+  const uint32_t* members = nullptr; // (offsets[C]) neurons, each at most once
+  const uint32_t* head = nullptr;    // (nHead) neurons every query scores (not in any cluster)
+  uint32_t nHead = 0;
+  uint32_t budget = 0;               // clusters are probed until at least this many neurons are collected
+};
+
 // Views into one JS LayerState (all arrays TS-owned, usually on SharedArrayBuffers).
 struct NetLayer {
   uint32_t inDim = 0, outDim = 0;
@@ -59,6 +71,16 @@ struct NetLayer {
   // Adam rows, and they are drawn in proportion to label frequency: the frequent labels that a uniform fill
   // rarely reaches and that dominate wrong top-1 predictions.
   bool batchNegatives = false;
+  // Training only: fraction of this hidden layer's outputs zeroed per sample (inverted dropout: kept
+  // outputs are scaled by 1 / (1 - dropout), so prediction uses the layer as it is). Dense hidden layers.
+  float dropout = 0;
+  // Training a sampled output layer with a shared set S: (outDim) logit corrections -log q_j added to the
+  // logits of S's rows, q_j = the probability that neuron j is in S (sampled-softmax correction: the
+  // sampled log-sum-exp then estimates the full one). Null: none.
+  const float* logQ = nullptr;
+  // Sampled inference: candidates from the cluster index instead of the hash tables (when present).
+  bool hasIndex = false;
+  ClusterIndex index;
   // rows of W: (inputMajor ? inDim : outDim); width of a row: (inputMajor ? outDim : inDim)
   uint32_t rows() const { return inputMajor ? inDim : outDim; }
   uint32_t width() const { return inputMajor ? outDim : inDim; }
@@ -100,12 +122,22 @@ void net_check_layers(const NetLayer* layers, uint32_t nLayers);
 void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
                      const uint32_t* pointIds, uint32_t n, const TrainHyper& h);
 
+// Spherical k-means cluster index over rows[0..M) (increasing ids < N) of a neuron-major layer (W (N, d),
+// b (N)) after the MIPS transform; see net_cluster.cc. centroids (C, d + 2), offsets (C + 1), members (M).
+// Lloyd's iterations on about max(C, min(sample, M)) rows sampled in proportion to |[w, b]|^2, then every
+// row to its nearest centre (largest cosine). centroids are unit vectors in the transformed space (d + 2).
+// Deterministic in seed. Throws ArgError on C == 0, C > M or bad rows.
+void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const float* W, const float* b, uint32_t N,
+                   uint32_t d, const uint32_t* rows, uint32_t M, uint32_t C, uint32_t iters, uint32_t sample,
+                   uint64_t seed);
+
 // Forward only. outIdx/outVal (n, k): the k best labels of each row (descending score, ties by smaller id)
 // with their softmax probabilities over the computed set; missing slots get UINT32_MAX / 0.
 // sampled = false: every neuron of every layer is computed (exact). sampled = true: LSH-sampled layers
 // compute only their candidates (no required ids; random fill seeded by the point id).
-void net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers,
-                       const CsrView& data, const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled);
+// Returns the number of output neurons scored over the slice (n * outDim when exact).
+double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers,
+                         const CsrView& data, const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled);
 
 // Seed of sample `key`'s random fill in layer `layer`. Training: key = (uint64(seed) << 32) | position in
 // pointIds; prediction: key = point id.

@@ -280,6 +280,28 @@ void sampled_active_sets(LayerBuf& buf, const NetLayer& layer, uint32_t k, const
     for (uint32_t p = off[i]; p < off[i + 1]; ++p) sampleOf[p] = i;
 }
 
+bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width, const ForwardCtx& c) {
+  if (!(L.dropout > 0.0f) || !c.training) return false;
+  const uint32_t n = c.n, lda = buf.lda;
+  float* keep = grow(buf.keep, size_t(n) * lda);
+  float* A = buf.A.data();
+  const float scale = 1.0f / (1.0f - L.dropout);
+  // Keep a unit when its 24-bit uniform draw is at least dropout * 2^24.
+  const uint32_t cut = static_cast<uint32_t>(double(L.dropout) * 16777216.0);
+  for (uint32_t i = 0; i < n; ++i) {
+    SplitMix64 rng(net_query_seed((uint64_t(c.seed) << 32) | c.positions[i], 1000 + k));
+    float* kr = keep + size_t(i) * lda;
+    float* ar = A + size_t(i) * lda;
+    for (uint32_t j = 0; j < width; ++j) {
+      const uint32_t u = static_cast<uint32_t>(rng.next() >> 40);
+      kr[j] = u >= cut ? scale : 0.0f;
+      ar[j] *= kr[j];
+    }
+    std::memset(kr + width, 0, sizeof(float) * (lda - width));
+  }
+  return true;
+}
+
 void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& data, const ForwardCtx& c, Scratch& s) {
   const uint32_t n = c.n, ldn = c.ldn;
   if (s.layer.size() < nLayers) s.layer.resize(nLayers);
@@ -293,6 +315,7 @@ void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& dat
     nk::sparse_forward(A, b0.lda, L0.W, L0.b, d0, c.rows, n, data.offsets, data.indices, data.values);
     if (nLayers == 1) return;  // layer 0 is the output: A holds its logits
     apply_activation(A, size_t(n) * b0.lda, L0.act);
+    apply_dropout(L0, 0, b0, d0, c);
     float* At = grow(b0.At, size_t(d0) * ldn);
     nk::transpose(At, ldn, A, b0.lda, n, d0);
     zero_pad_columns(At, d0, n, ldn);
@@ -329,6 +352,7 @@ void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& dat
       zero_pad_columns(At, o, n, ldn);
       nk::transpose(A, buf.lda, At, ldn, o, n);
       for (uint32_t i = 0; i < n; ++i) std::memset(A + size_t(i) * buf.lda + o, 0, sizeof(float) * (buf.lda - o));
+      if (apply_dropout(Lk, k, buf, o, c)) nk::transpose(At, ldn, A, buf.lda, n, o);
     }
   }
 }

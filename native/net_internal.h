@@ -53,6 +53,7 @@ struct LayerBuf {
   std::vector<float> z;           // (P) hidden: activation; last: logits
   std::vector<float> dz;          // (P) last: probabilities, then dL/dz
   RowIndex index;                 // rows of actIds
+  std::vector<float> keep;        // (n, lda) training with dropout: 0 or 1 / (1 - dropout) per output
 };
 
 struct Scratch {
@@ -87,6 +88,7 @@ struct Scratch {
   // prediction
   std::vector<uint32_t> candIds, candCount, tmpIdx;
   std::vector<float> candVal, thr, tmpVal;
+  std::vector<float> zHead;           // (nHead, ldn) head scores of a cluster-index prediction
 };
 
 // The calling thread's scratch (thread_local: worker threads never share it).
@@ -131,6 +133,11 @@ void sampled_active_sets(LayerBuf& buf, const NetLayer& L, uint32_t k, const flo
 // marks S in s.labelMark and sets s.posInShared. Returns |S|.
 uint32_t shared_set(const NetLayer& L, uint32_t k, const CsrView& labels, const ForwardCtx& c, Scratch& s);
 
+// Sampled inference with a cluster index (L.hasIndex): sample i's cluster candidates are the members of the
+// clusters with the best centre scores [h_i, 1, 0] . centre, taken until, with the head, at least
+// L.index.budget neurons; into buf.actOff/actIds/sampleOf (the head is not included). prev: the layer's input.
+void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev, uint32_t n, uint32_t ldn, Scratch& s);
+
 // Asks the kernel to back a large array with transparent huge pages (MADV_HUGEPAGE for pages not yet
 // touched, MADV_COLLAPSE for pages already present, Linux >= 6.1). Random rows of a 300 MB weight matrix
 // otherwise miss the TLB on every access (4 KiB pages). Done once per array per thread (a small
@@ -139,6 +146,11 @@ void advise_huge_pages(const void* p, size_t bytes);
 
 // act applied in place to x[0..n); relu or identity.
 void apply_activation(float* x, size_t n, Activation a);
+
+// Training with L.dropout > 0 on dense hidden layer k: draws buf.keep (n, lda) (0 or 1 / (1 - dropout);
+// padding 0) from stream net_query_seed((seed << 32) | position, 1000 + k) of each sample and multiplies
+// buf.A by it. Returns false (and leaves buf untouched) when the layer has no dropout or c is not training.
+bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width, const ForwardCtx& c);
 
 }  // namespace net
 }  // namespace sl

@@ -36,7 +36,8 @@ Span<T> ExactArray(const Napi::Object& o, const char* key, size_t len, const cha
 
 bool Present(const Napi::Value& v) { return !v.IsUndefined() && !v.IsNull(); }
 
-void ParseLayer(const Napi::Object& o, NetLayer& L) {
+// training: the Adam moments are touched too (prediction reads only W and b), see advise_huge_pages.
+void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
   L.inDim = GetU32Prop(o, "inDim");
   L.outDim = GetU32Prop(o, "outDim");
   const uint32_t act = GetU32Prop(o, "activation");
@@ -45,6 +46,9 @@ void ParseLayer(const Napi::Object& o, NetLayer& L) {
   const uint32_t im = GetU32Prop(o, "inputMajor");
   if (im > 1) throw ArgError("inputMajor must be 0 or 1");
   L.inputMajor = im == 1;
+  Napi::Value dv = o.Get("dropout");
+  L.dropout = Present(dv) ? static_cast<float>(dv.ToNumber().DoubleValue()) : 0.0f;
+  if (!(L.dropout >= 0.0f && L.dropout < 1.0f)) throw ArgError("dropout must be in [0, 1)");
   const size_t wlen = size_t(L.inDim) * L.outDim;
   L.W = ExactArray<float>(o, "weights", wlen, "inDim * outDim").data;
   L.mW = ExactArray<float>(o, "mWeights", wlen, "inDim * outDim").data;
@@ -52,7 +56,10 @@ void ParseLayer(const Napi::Object& o, NetLayer& L) {
   L.b = ExactArray<float>(o, "bias", L.outDim, "outDim").data;
   L.mb = ExactArray<float>(o, "mBias", L.outDim, "outDim").data;
   L.vb = ExactArray<float>(o, "vBias", L.outDim, "outDim").data;
-  for (float* a : {L.W, L.mW, L.vW}) net::advise_huge_pages(a, wlen * sizeof(float));
+  // Training updates random rows of W and its moments: huge pages spare TLB misses. Prediction does not
+  // ask: a synchronous collapse of a freshly loaded model's pages costs more than one pass saves.
+  if (training)
+    for (float* a : {L.W, L.mW, L.vW}) net::advise_huge_pages(a, wlen * sizeof(float));
   L.rowSteps = ExactArray<uint32_t>(o, "rowSteps", L.rows(), L.inputMajor ? "inDim" : "outDim").data;
   L.biasSteps = GetArrayProp<uint32_t>(o, "biasSteps", 1).data;
   Napi::Value sv = o.Get("sampling");
@@ -64,12 +71,36 @@ void ParseLayer(const Napi::Object& o, NetLayer& L) {
     L.query = ParseQuery(GetObject(so.Get("query"), "sampling.query"));
     Napi::Value sf = so.Get("sharedFill");
     L.sharedFill = sf.IsUndefined() ? true : sf.ToBoolean().Value();
+    Napi::Value lq = so.Get("logQ");
+    if (Present(lq)) L.logQ = ExactArray<float>(so, "logQ", L.outDim, "outDim").data;
+    Napi::Value iv = so.Get("index");
+    if (Present(iv)) {
+      Napi::Object io = GetObject(iv, "sampling.index");
+      ClusterIndex& ix = L.index;
+      ix.C = GetU32Prop(io, "C");
+      if (ix.C > L.outDim) throw ArgError("sampling.index.C must be at most outDim");
+      ix.budget = GetU32Prop(io, "budget");
+      ix.centroids = ExactArray<float>(io, "centroids", size_t(ix.C) * (L.inDim + 2), "C * (inDim + 2)").data;
+      ix.offsets = ExactArray<uint32_t>(io, "offsets", size_t(ix.C) + 1, "C + 1").data;
+      auto mem = GetArrayProp<uint32_t>(io, "members");
+      auto head = GetArrayProp<uint32_t>(io, "head");
+      ix.members = mem.data;
+      ix.head = head.data;
+      if (head.size > L.outDim) throw ArgError("sampling.index.head is longer than outDim");
+      ix.nHead = static_cast<uint32_t>(head.size);
+      if (ix.offsets[0] != 0 || ix.offsets[ix.C] != mem.size) throw ArgError("sampling.index.offsets must run from 0 to members.length");
+      for (uint32_t e = 0; e < ix.nHead; ++e)
+        if (ix.head[e] >= L.outDim) throw ArgError("sampling.index.head holds an id >= outDim");
+      for (uint32_t c = 0; c < ix.C; ++c)
+        if (ix.offsets[c + 1] < ix.offsets[c]) throw ArgError("sampling.index.offsets must not decrease");
+      L.hasIndex = true;
+    }
     Napi::Value bn = so.Get("batchNegatives");
     L.batchNegatives = bn.IsUndefined() ? false : bn.ToBoolean().Value();
   }
 }
 
-const std::vector<NetLayer>& ParseNet(const Napi::Value& v) {
+const std::vector<NetLayer>& ParseNet(const Napi::Value& v, bool training) {
   Napi::Object net = GetObject(v, "net");
   Napi::Value lv = net.Get("layers");
   if (!lv.IsArray()) throw ArgError("Expected an array for net.layers");
@@ -82,7 +113,7 @@ const std::vector<NetLayer>& ParseNet(const Napi::Value& v) {
   for (uint32_t k = 0; k < n; ++k) {
     const std::string where = "net.layers[" + std::to_string(k) + "]";
     try {
-      ParseLayer(GetObject(arr.Get(k), "layer"), layers[k]);
+      ParseLayer(GetObject(arr.Get(k), "layer"), layers[k], training);
     } catch (const ArgError& e) {
       throw ArgError(where + ": " + e.what());
     }
@@ -163,7 +194,7 @@ TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers)
 
 // netTrainSlice(net, data, pointIds: Uint32Array, hyper, outStats: Float64Array(4))
 Napi::Value NetTrainSlice(const Napi::CallbackInfo& info) {
-  const std::vector<NetLayer>& layers = ParseNet(info[0]);
+  const std::vector<NetLayer>& layers = ParseNet(info[0], true);
   const CsrView data = ParseData(info[1], true);
   auto pointIds = GetArray<uint32_t>(info[2], "pointIds");
   const TrainHyper h = ParseHyper(info[3], layers);
@@ -176,7 +207,7 @@ Napi::Value NetTrainSlice(const Napi::CallbackInfo& info) {
 
 // netPredictSlice(net, data, pointIds: Uint32Array, k, sampled: 0 | 1, outIdx: Uint32Array (n, k), outVal: Float32Array (n, k))
 Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
-  const std::vector<NetLayer>& layers = ParseNet(info[0]);
+  const std::vector<NetLayer>& layers = ParseNet(info[0], false);
   const CsrView data = ParseData(info[1], false);
   auto pointIds = GetArray<uint32_t>(info[2], "pointIds");
   const uint32_t k = GetU32(info[3], "k");
@@ -187,8 +218,32 @@ Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
   auto outIdx = GetArray<uint32_t>(info[5], "outIdx", n * k);
   auto outVal = GetArray<float>(info[6], "outVal", n * k);
   if (n > 0xFFFFFFFFu) throw ArgError("pointIds is too long");
-  net_predict_slice(outIdx.data, outVal.data, layers.data(), static_cast<uint32_t>(layers.size()), data, pointIds.data,
-                    static_cast<uint32_t>(n), k, sampled == 1);
+  const double scored = net_predict_slice(outIdx.data, outVal.data, layers.data(), static_cast<uint32_t>(layers.size()),
+                                          data, pointIds.data, static_cast<uint32_t>(n), k, sampled == 1);
+  return Napi::Number::New(info.Env(), scored);
+}
+
+// netClusterBuild(weights: Float32Array (N, d), bias: Float32Array (N), d, rows: Uint32Array (M), C, iters, sample, seed,
+//                 outCentroids: Float32Array (C, d + 2), outOffsets: Uint32Array (C + 1), outMembers: Uint32Array (M))
+Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
+  auto W = GetArray<float>(info[0], "weights");
+  auto b = GetArray<float>(info[1], "bias");
+  const uint32_t d = GetU32(info[2], "d");
+  auto rows = GetArray<uint32_t>(info[3], "rows");
+  const uint32_t C = GetU32(info[4], "C");
+  const uint32_t iters = GetU32(info[5], "iters");
+  const uint32_t sample = GetU32(info[6], "sample");
+  const uint32_t seed = GetU32(info[7], "seed");
+  if (d == 0) throw ArgError("d must be positive");
+  if (b.size > 0xFFFFFFFFu) throw ArgError("bias is too long");
+  const uint32_t N = static_cast<uint32_t>(b.size);
+  if (W.size != size_t(N) * d) throw ArgError("weights has " + std::to_string(W.size) + " elements, expected N * d = " + std::to_string(size_t(N) * d));
+  if (rows.size > N) throw ArgError("rows is longer than bias");
+  const uint32_t M = static_cast<uint32_t>(rows.size);
+  auto cent = GetArray<float>(info[8], "outCentroids", size_t(C) * (d + 2));
+  auto off = GetArray<uint32_t>(info[9], "outOffsets", size_t(C) + 1);
+  auto mem = GetArray<uint32_t>(info[10], "outMembers", M);
+  cluster_build(cent.data, off.data, mem.data, W.data, b.data, N, d, rows.data, M, C, iters, sample, seed);
   return info.Env().Undefined();
 }
 
@@ -197,6 +252,7 @@ Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
 void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetTrainSlice>(env, exports, "netTrainSlice");
   Export<NetPredictSlice>(env, exports, "netPredictSlice");
+  Export<NetClusterBuild>(env, exports, "netClusterBuild");
   // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).
   exports.Set("netKernelIsa", Napi::String::New(env, nk::block_isa()));
 }

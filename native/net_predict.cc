@@ -81,11 +81,11 @@ void predict_dense(uint32_t* outIdx, float* outVal, const NetLayer& L, const net
 
 }  // namespace
 
-void net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
-                       const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled) {
+double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
+                         const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled) {
   if (k == 0) throw ArgError("k must be positive");
   net::check_slice(data, pointIds, n, layers[0].inDim, false, 0);
-  if (n == 0) return;
+  if (n == 0) return 0;
   net::FtzScope ftz;
   net::Scratch& s = net::scratch();
   uint32_t* rows = grow(s.rowsOfSlice, n);
@@ -108,14 +108,57 @@ void net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, 
       emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, z, nullptr, last.outDim, k,
                 log_sum_exp(z, last.outDim, tmp));
     }
-    return;
+    return double(n) * last.outDim;
   }
   const net::LayerBuf& prev = s.layer[kLast - 1];
   if (!(last.sampled && sampled)) {
     predict_dense(outIdx, outVal, last, prev, n, c.ldn, k, s);
-    return;
+    return double(n) * last.outDim;
   }
   net::LayerBuf& buf = s.layer[kLast];
+  if (last.hasIndex) {
+    // Cluster index. The head, shared by every query, is a dense (nHead, n) block computed with the blocked
+    // kernels on gathered rows; each query's cluster candidates go through the row list (each neuron's row
+    // read once for the slice). Both are merged per query for the top-k and the log-sum-exp.
+    const ClusterIndex& ix = last.index;
+    const uint32_t d = last.inDim, H = ix.nHead, ldn = c.ldn;
+    float* zH = grow(s.zHead, size_t(H) * ldn);
+    float* wg = grow(s.wg, size_t(nk::kRowBlock) * d);
+    float* bg = grow(s.bg, nk::kRowBlock);
+    for (uint32_t r0 = 0; r0 < H; r0 += nk::kRowBlock) {
+      const uint32_t R = std::min(nk::kRowBlock, H - r0);
+      for (uint32_t r = 0; r < R; ++r) {
+        std::memcpy(wg + size_t(r) * d, last.W + size_t(ix.head[r0 + r]) * d, sizeof(float) * d);
+        bg[r] = last.b[ix.head[r0 + r]];
+      }
+      nk::blk_forward(zH + size_t(r0) * ldn, wg, d, bg, prev.At.data(), R, ldn);
+    }
+    net::cluster_active_sets(buf, last, prev, n, ldn, s);
+    const uint32_t* off = buf.actOff.data();
+    const size_t P = off[n];
+    for (size_t p = 0; p < P; ++p)
+      if (buf.actIds[p] >= last.outDim) throw ArgError("sampling.index.members holds an id >= outDim");
+    net::build_index(buf.index, buf.actIds.data(), buf.sampleOf.data(), P, last.outDim, s);
+    float* z = grow(buf.z, P);
+    nk::rowlist_forward(z, buf.index.view(), last.W, last.b, prev.A.data(), d, prev.lda);
+    size_t most = 0;
+    for (uint32_t i = 0; i < n; ++i) most = std::max<size_t>(most, off[i + 1] - off[i]);
+    float* zs = grow(buf.dz, H + most);
+    uint32_t* idsOf = grow(s.tmpIdx, std::max<size_t>(k, H + most));
+    float* tmp = grow(s.tmpVal, std::max<size_t>(k, H + most));
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t m = off[i + 1] - off[i];
+      for (uint32_t e = 0; e < H; ++e) {
+        zs[e] = zH[size_t(e) * ldn + i];
+        idsOf[e] = ix.head[e];
+      }
+      std::memcpy(zs + H, z + off[i], sizeof(float) * m);
+      std::memcpy(idsOf + H, buf.actIds.data() + off[i], sizeof(uint32_t) * m);
+      const double lse = H + m ? log_sum_exp(zs, H + m, tmp) : 0.0;
+      emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, zs, idsOf, H + m, k, lse);
+    }
+    return double(P) + double(H) * n;
+  }
   net::sampled_active_sets(buf, last, kLast, prev.A.data(), prev.lda, c, nullptr, nullptr, s);
   const uint32_t* off = buf.actOff.data();
   const uint32_t* ids = buf.actIds.data();
@@ -129,6 +172,7 @@ void net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, 
     const double lse = m ? log_sum_exp(z + off[i], m, tmp + off[i]) : 0.0;
     emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, z + off[i], ids + off[i], m, k, lse);
   }
+  return double(off[n]);
 }
 
 }  // namespace sl

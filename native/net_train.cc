@@ -233,7 +233,7 @@ double output_shared(const NetLayer& L, uint32_t k, const Slice& sl, const net::
   auto gather = [&](uint32_t r0, uint32_t R) {
     for (uint32_t r = 0; r < R; ++r) {
       std::memcpy(wg + size_t(r) * d, L.W + size_t(S[r0 + r]) * d, sizeof(float) * d);
-      bg[r] = L.b[S[r0 + r]];
+      bg[r] = L.b[S[r0 + r]] + (L.logQ ? L.logQ[S[r0 + r]] : 0.0f);
     }
   };
   for (uint32_t r0 = 0; r0 < nS; r0 += RB) {
@@ -358,6 +358,11 @@ void backward_hidden(const NetLayer& L, uint32_t k, const Slice& sl, const float
     const uint32_t R = std::min(nk::kRowBlock, o - j0);
     const size_t base = size_t(j0) * ldn, cnt = size_t(R) * ldn;
     for (size_t q = 0; q < cnt; ++q) dzt[q] = relu ? (At[base + q] > 0.0f ? dAt[base + q] : 0.0f) : dAt[base + q];
+    if (L.dropout > 0.0f) {  // dropped outputs pass no gradient, kept ones scale it by 1 / (1 - dropout)
+      const float* keep = buf.keep.data();
+      for (uint32_t r = 0; r < R; ++r)
+        for (uint32_t i = 0; i < n; ++i) dzt[size_t(r) * ldn + i] *= keep[size_t(i) * buf.lda + j0 + r];
+    }
     nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
     nk::blk_dx(dAtPrev, L.W + size_t(j0) * d, d, dzt, R, ldn);
     update_rows(L, h.mode == 1 ? h.gradW[k] : nullptr, h.mode == 1 ? h.gradB[k] : nullptr, j0, R, g, ldx, gb, h, corr);
@@ -475,11 +480,14 @@ void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, co
       float* dz0 = grow(s.dX, size_t(n) * lda0);
       nk::transpose(dz0, lda0, s.dAt.data(), c.ldn, L0.outDim, n);
       const bool relu = L0.act == Activation::ReLU;
+      const float* keep = L0.dropout > 0.0f ? s.layer[0].keep.data() : nullptr;
       for (uint32_t i = 0; i < n; ++i) {
         float* row = dz0 + size_t(i) * lda0;
         const float* a = A0 + size_t(i) * lda0;
         for (uint32_t j = 0; j < L0.outDim; ++j)
           if (relu && !(a[j] > 0.0f)) row[j] = 0.0f;
+        if (keep)  // dropped outputs pass no gradient, kept ones scale it by 1 / (1 - dropout)
+          for (uint32_t j = 0; j < L0.outDim; ++j) row[j] *= keep[size_t(i) * lda0 + j];
         std::memset(row + L0.outDim, 0, sizeof(float) * (lda0 - L0.outDim));
       }
       backward_layer0(L0, sl, dz0, lda0, h, s);

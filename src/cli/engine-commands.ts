@@ -4,11 +4,18 @@ import { defineCommand } from './args.js';
 import { demoCommand, evalCommand, predictCommand, trainCommand } from './engine.js';
 
 const format = { type: 'choice', choices: ['xc', 'libsvm'] as const, default: 'xc', description: 'input format of the data files' } as const;
-const workers = { type: 'integer', min: 0, max: 256, valueName: 'n', description: 'worker threads (HOGWILD); 0 runs in the main thread (default: number of cores)' } as const;
+const workers = {
+  type: 'integer', min: 0, max: 256, valueName: 'n',
+  description: 'worker threads (HOGWILD); 0 runs in the main thread (default: number of cores; training a dense output layer: 1)',
+} as const;
+const candidates = {
+  type: 'integer', min: 1, valueName: 'n',
+  description: 'sampled inference: output neurons scored per point (default: 1% of the labels, at least 64)',
+} as const;
 const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line)' } as const;
 const mode = {
   type: 'choice', choices: ['exact', 'sampled'] as const, default: 'exact',
-  description: 'inference: exact scores every label; sampled scores only the LSH candidates (faster)',
+  description: 'inference: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index (faster)',
 } as const;
 const propensityA = { type: 'number', valueName: 'A', description: 'propensity model A for PSP@k (default 0.55; 0.6 for Amazon)' } as const;
 const propensityB = { type: 'number', valueName: 'B', description: 'propensity model B for PSP@k (default 1.5; 2.6 for Amazon)' } as const;
@@ -17,15 +24,18 @@ const propensityB = { type: 'number', valueName: 'B', description: 'propensity m
 const trainFormat = { type: 'choice', choices: ['xc', 'libsvm'] as const, description: 'input format of the data files (default: xc)' } as const;
 const trainMode = {
   type: 'choice', choices: ['exact', 'sampled'] as const,
-  description: 'inference: exact scores every label; sampled scores only the LSH candidates (faster) (default: exact)',
+  description: 'inference: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index (faster) (default: exact)',
 } as const;
 
 export const trainCmd = defineCommand({
   name: 'train',
   summary: 'Train a network on an extreme-classification dataset (and evaluate it on a test set).',
   description:
-    'Without --config the network is chosen from the data: 128 ReLU hidden units and a softmax output, ' +
-    'LSH-sampled (DWTA, K=6, L=50) when there are 4096 labels or more. Ctrl-C stops after the batches in flight ' +
+    'Without --config the network is chosen from the data by the defaults rule (README "Defaults"): one ReLU ' +
+    'hidden layer of 1024, 512, 256 or 128 units with dropout, and a softmax output, LSH-sampled with the logQ ' +
+    'correction when there are 16384 labels or more. Without --epochs, 5% of the training points (at most 5000) ' +
+    'are held out, the learning rate is halved whenever P@k on them stops improving, training stops after 3 such ' +
+    'epochs, and the best epoch\'s weights are kept. Ctrl-C stops after the batches in flight ' +
     '(and saves with --save, and writes a checkpoint with --checkpoint). With --checkpoint, the full training ' +
     'state is written every --checkpoint-every (atomically; the newest two files are kept); --resume continues ' +
     'such a run exactly where its last checkpoint left it, with the data paths and settings it recorded ' +
@@ -36,9 +46,12 @@ export const trainCmd = defineCommand({
     config: { type: 'string', valueName: 'json', description: 'network configuration file (NetworkConfig; inputDim defaults to the data)' },
     format: trainFormat,
     // No flag defaults for what --resume restores: a default would be indistinguishable from a flag given again.
-    epochs: { type: 'integer', min: 0, valueName: 'n', description: 'passes over the training data (default: 5)' },
+    epochs: {
+      type: 'integer', min: 0, valueName: 'n',
+      description: 'train exactly n passes over all of the training data (default: decided by held-out P@k, at most 50)',
+    },
     batch: { type: 'integer', min: 1, valueName: 'n', description: 'mini-batch size (default: 128)' },
-    lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate (default: 0.001)' },
+    lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate (default: 0.01 with a sampled output layer, else 0.001)' },
     workers,
     seed: { type: 'integer', min: 0, valueName: 'n', description: 'seed of every random choice (default: the config seed, else 1)' },
     save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically)' },
@@ -51,6 +64,7 @@ export const trainCmd = defineCommand({
     },
     resume: { type: 'string', valueName: 'dir', description: 'continue the run checkpointed in this directory' },
     mode: trainMode,
+    candidates,
     propensityA,
     propensityB,
     json,
@@ -75,11 +89,12 @@ export const evalCmd = defineCommand({
     format,
     workers,
     mode,
+    candidates,
     propensityA,
     propensityB,
     json,
   },
-  examples: ['eval --model model.sl --test test.txt --json'],
+  examples: ['eval --model model.sl --test test.txt --json', 'eval --model model.sl --test test.txt --mode sampled --json'],
   run: (o, io) => evalCommand(o, io),
 });
 
@@ -93,6 +108,7 @@ export const predictCmd = defineCommand({
     k: { type: 'integer', min: 1, max: 10000, default: 5, valueName: 'k', description: 'labels per point' },
     workers,
     mode,
+    candidates,
   },
   examples: ['predict --model model.sl --input test.txt --k 5'],
   run: (o, io) => predictCommand(o, io),

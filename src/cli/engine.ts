@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { readXC, readLibsvm, generateSynthetic, type SparseDataset } from '../../datasets/index.js';
-import { defaultConfig, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
+import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
@@ -32,6 +32,8 @@ export interface TrainCliOptions {
   seed?: number;
   maxMemory?: number;
   mode?: 'exact' | 'sampled';
+  /** Sampled inference: outputs scored per point. */
+  candidates?: number;
   propensityA?: number;
   propensityB?: number;
   /** Directory for periodic checkpoints. */
@@ -94,7 +96,7 @@ export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined
 }
 
 async function loadConfig(path: string | undefined, data: SparseDataset, seed: number | undefined): Promise<NetworkConfig> {
-  if (!path) return defaultConfig({ features: data.features, labels: data.labels }, seed ?? 1);
+  if (!path) return defaultConfig({ features: data.features, labels: data.labels, points: data.points }, seed ?? 1);
   let parsed: Partial<NetworkConfig>;
   try {
     parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<NetworkConfig>;
@@ -169,8 +171,10 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const outputs = resolved.layers.at(-1)!.size;
   if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
-  const workers = o.workers ?? defaultWorkers();
-  checkMemory(planNetworkMemory(resolved, workers, train), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
+  const workers = o.workers ?? defaultTraining(resolved, defaultWorkers()).workers;
+  // Without --epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
+  const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : o.epochs === undefined;
+  checkMemory(planNetworkMemory(resolved, workers, train, bestWeights), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
   const net = resumed ?? new Network(config);
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
@@ -192,8 +196,9 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   };
   process.on('SIGINT', onSigint);
   const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
-  const evalOpts = { mode: o.mode ?? 'exact', workers, propensityA: o.propensityA, propensityB: o.propensityB } as const;
+  const evalOpts = { mode: o.mode ?? 'exact', workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
   let stats;
+  const testByEpoch = new Map<number, Metrics>();
   try {
     stats = await net.fit(train, {
       epochs: o.epochs,
@@ -206,11 +211,17 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
         bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
           `epoch ${p.epoch + 1}/${p.epochs} loss ${p.loss.toFixed(4)} ${Math.round(p.samplesPerSec)} samples/s`);
       },
-      onEpochEnd: async (epoch) => {
+      onEpochEnd: async (epoch, st) => {
+        const v = st.validation?.at(-1);
+        if (!quiet && v && v.epoch === epoch + 1) {
+          bar?.clear();
+          io.err(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})\n`);
+        }
         if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
           const m = await net.evaluate(test, evalOpts);
+          testByEpoch.set(epoch + 1, m);
           bar?.clear();
-          if (!quiet) io.err(`epoch ${epoch + 1}: ${metricLine(m)}\n`);
+          if (!quiet) io.err(`epoch ${epoch + 1}: test ${metricLine(m)}\n`);
         }
       },
     });
@@ -223,6 +234,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
       `hash-table rebuilds ${stats.rebuildSeconds.toFixed(1)} s = ${(100 * stats.rebuildSeconds / Math.max(stats.trainSeconds, 1e-9)).toFixed(1)}%)` +
       `${stats.aborted ? ' (stopped early)' : ''}\n`);
     if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}\n`);
+    if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
   }
   if (o.save) {
     await net.save(o.save);
@@ -238,6 +250,12 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     indexSeconds: stats.indexSeconds,
     rebuilds: stats.rebuilds,
     epochs: stats.epochs,
+    ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
+    history: stats.history.map((h) => {
+      const v = stats.validation?.find((x) => x.epoch === h.epoch);
+      const t = testByEpoch.get(h.epoch);
+      return { ...h, ...(v ? { validation: { p1: v.p1, p3: v.p3, p5: v.p5, lr: v.lr } } : {}), ...(t ? { test: t } : {}) };
+    }),
     samples: stats.samples,
     loss: stats.lastLoss,
     workers,
@@ -258,6 +276,7 @@ export interface EvalCliOptions {
   json?: boolean;
   workers?: number;
   mode?: 'exact' | 'sampled';
+  candidates?: number;
   propensityA?: number;
   propensityB?: number;
 }
@@ -266,11 +285,23 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const net = await Network.load(o.model);
   const test = await loadData(o.test, o.format, 'test data', !!o.json);
   checkFits(test, o.test, net.config.inputDim, net.config.layers.at(-1)!.size);
+  const mode = o.mode ?? 'exact';
+  // Sampled inference builds the output layer's cluster index on first use: timed apart from scoring.
+  const indexSeconds = mode === 'sampled' ? net.buildClusterIndex() : 0;
   const t0 = performance.now();
-  const m = await net.evaluate(test, { mode: o.mode ?? 'exact', workers: o.workers, propensityA: o.propensityA, propensityB: o.propensityB });
+  const m = await net.evaluate(test, { mode, workers: o.workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB });
   const seconds = (performance.now() - t0) / 1000;
-  if (!o.json) io.out(`${metricLine(m)}\n(${m.points} points in ${seconds.toFixed(2)} s)\n`);
-  else io.out(JSON.stringify({ ...m, evalSeconds: seconds, pointsPerSec: m.points / seconds, peakRssMB: peakRssMB() }) + '\n');
+  const outputs = net.config.layers.at(-1)!.size;
+  const scored = m.outputsScoredPerPoint ?? outputs;
+  if (!o.json) {
+    io.out(`${metricLine(m)}\n(${m.points} points in ${seconds.toFixed(2)} s, ${mode}: ${Math.round(scored)} of ${outputs} outputs scored per point` +
+      `${mode === 'sampled' ? `, index built in ${indexSeconds.toFixed(2)} s` : ''})\n`);
+  } else {
+    io.out(JSON.stringify({
+      ...m, mode, seconds, evalSeconds: seconds, pointsPerSec: m.points / seconds, outputsScoredPerPoint: scored,
+      outputsScoredFraction: scored / outputs, indexSeconds, peakRssMB: peakRssMB(),
+    }) + '\n');
+  }
   return 0;
 }
 
@@ -281,6 +312,7 @@ export interface PredictCliOptions {
   k?: number;
   workers?: number;
   mode?: 'exact' | 'sampled';
+  candidates?: number;
 }
 
 export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
@@ -288,7 +320,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   const data = await loadData(o.input, o.format, 'input', true);
   if (data.features > net.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${net.config.inputDim}`);
   const k = o.k ?? 5;
-  const p = await net.predict(data, { k, mode: o.mode ?? 'exact', workers: o.workers });
+  const p = await net.predict(data, { k, mode: o.mode ?? 'exact', workers: o.workers, candidates: o.candidates });
   const lines: string[] = [];
   for (let i = 0; i < p.points; i++) {
     const parts: string[] = [];

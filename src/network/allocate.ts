@@ -14,7 +14,7 @@ export function hashSeed(seed: number, layer: number): number {
 export function allocateNetwork(c: ResolvedNetworkConfig): NetSpec {
   const layers = allocateLayers({
     inputDim: c.inputDim,
-    layers: c.layers.map((l) => ({ size: l.size, activation: l.activation })),
+    layers: c.layers.map((l) => ({ size: l.size, activation: l.activation, dropout: l.dropout })),
     seed: c.seed,
   });
   c.layers.forEach((l, i) => {

@@ -23,6 +23,10 @@ export interface LayerSampling {
   sharedFill?: boolean;
   /** In-batch negatives (see SamplingConfig.batchNegatives). Absent: false. */
   batchNegatives?: boolean;
+  /** (outDim) on a SharedArrayBuffer: -log q_j added to shared-set logits in training (SamplingConfig.logQ). Absent: none. */
+  logQ?: Float32Array;
+  /** Sampled inference of an output layer: the cluster index (native/net_cluster.cc). Absent: the hash tables. */
+  index?: ClusterIndexSpec;
 }
 
 /**
@@ -37,6 +41,8 @@ export interface LayerState {
   activation: 0 | 1 | 2;
   /** 1 for layer 0 only. */
   inputMajor: 0 | 1;
+  /** Training only: inverted dropout of a dense hidden layer's outputs, in [0, 1). Absent: 0. */
+  dropout?: number;
   /** inputMajor ? (inDim, outDim) : (outDim, inDim), row-major. */
   weights: Float32Array;
   /** (outDim). */
@@ -55,6 +61,22 @@ export interface LayerState {
   biasSteps: Uint32Array;
   /** Present iff the layer is LSH-sampled (k >= 1 only). */
   sampling?: LayerSampling;
+}
+
+/** A k-means cluster index of a layer's neurons (augmented vectors [w_j, b_j]); see native/net_cluster.cc. */
+export interface ClusterIndexSpec {
+  /** Clusters, in [1, outDim]. */
+  C: number;
+  /** Sampled inference probes clusters by descending centre score until at least this many neurons are collected. */
+  budget: number;
+  /** (C, inDim + 2): unit centres in the transformed space [w_j / M, b_j / M, sqrt(1 - |[w_j, b_j]|^2 / M^2)]. */
+  centroids: Float32Array;
+  /** (C + 1), from 0 to outDim. */
+  offsets: Uint32Array;
+  /** (offsets[C]): the neurons of cluster c are members[offsets[c] .. offsets[c + 1]). */
+  members: Uint32Array;
+  /** Neurons every query scores, in no cluster. */
+  head: Uint32Array;
 }
 
 /** The network handed to the kernels: layers from the input to the softmax output. */
@@ -160,5 +182,17 @@ export interface NativeNetwork {
     sampled: 0 | 1,
     outIdx: Uint32Array,
     outVal: Float32Array,
+  ): number;
+
+  /**
+   * Spherical k-means over `rows` (increasing ids) of a neuron-major layer after the MIPS transform of
+   * [w_j, b_j]: Lloyd's iterations on about min(M, max(C, sample)) rows sampled in proportion to their
+   * squared norm, then every row to its nearest centre (native/net_cluster.cc).
+   * @param weights Float32Array (N, d); @param bias Float32Array (N), N = bias.length; @param rows Uint32Array (M).
+   * @param outCentroids Float32Array (C, d + 2); @param outOffsets Uint32Array (C + 1); @param outMembers Uint32Array (M).
+   */
+  netClusterBuild(
+    weights: Float32Array, bias: Float32Array, d: number, rows: Uint32Array, C: number, iters: number, sample: number, seed: number,
+    outCentroids: Float32Array, outOffsets: Uint32Array, outMembers: Uint32Array,
   ): void;
 }

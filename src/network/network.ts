@@ -4,11 +4,11 @@
 import { toShared, type SparseDataset } from '../../datasets/csr.js';
 import { checkDataset } from './check-data.js';
 import { native } from '../native.js';
-import { resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
+import { defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import type { NetSpec } from './native-types.js';
 import { allocateNetwork, networkBytes } from './allocate.js';
 import { createExecutor, defaultWorkers, type Executor } from '../train/executor.js';
-import { fitLoop, resolveFitOptions, type FitOptions, type FitStart, type FitStats } from '../train/fit.js';
+import { fitLoop, resolveFitOptions, type FitControl, type FitOptions, type FitStart, type FitStats } from '../train/fit.js';
 import { RebuildSchedule } from '../train/schedule.js';
 import {
   Checkpointer, dataFingerprint, loadLatestCheckpoint, readCheckpoint,
@@ -18,6 +18,12 @@ import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../train/metrics.js';
 import { loadModel, saveModel } from './model-file.js';
+import { subset } from '../../datasets/split-reader.js';
+import { sharedSetLogQ } from '../train/logq.js';
+import {
+  earlyStopStep, holdoutSplit, initialEarlyStop, resolveValidation, WeightSnapshot,
+  type EarlyStopState, type ResolvedValidation,
+} from '../train/early-stop.js';
 
 /** Options of `Network.predict`. */
 export interface PredictOptions {
@@ -32,6 +38,12 @@ export interface PredictOptions {
   workers?: number;
   /** Rows per task. Default 256. */
   chunk?: number;
+  /**
+   * 'sampled' mode: output neurons scored per point. The output layer's cluster index is probed from the
+   * best centre down until this many neurons are collected (a cluster is taken whole, so a few more may
+   * be scored; `outputsScoredPerPoint` says how many were). Default: 1% of the outputs, at least 64.
+   */
+  candidates?: number;
 }
 
 /** Options of `Network.resume`. */
@@ -85,6 +97,8 @@ export interface Predictions {
   labels: Uint32Array;
   /** (points, k) softmax probabilities over the scored neurons. */
   scores: Float32Array;
+  /** Mean number of output neurons scored per point (every output when exact). */
+  outputsScoredPerPoint: number;
 }
 
 /**
@@ -122,6 +136,15 @@ export class Network {
   /** Set by `Network.resume`: the checkpoint this network was restored from (null otherwise). */
   resumeInfo: ResumeInfo | null = null;
   private tablesFresh = false;
+  /** The output layer's cluster index (sampled inference) matches the current weights. */
+  private indexFresh = false;
+  /**
+   * Early stopping of the fit() in progress or restored from a checkpoint (held-out scores so far and
+   * the best epoch's weights); null without validation.
+   */
+  earlyStop: { state: EarlyStopState; snapshot: WeightSnapshot | null } | null = null;
+  /** Seconds spent building cluster indexes (sampled inference), over this network's life. */
+  clusterIndexSeconds = 0;
   /** Last code-drift sketch taken by the 'change' rebuild policy (fraction of codes changed). */
   lastCodeChange = 0;
   /** A resume not yet consumed by fit(): its data fingerprint and position. */
@@ -155,6 +178,7 @@ export class Network {
    */
   async fit(data: SparseDataset, opts: FitOptions = {}): Promise<FitStats> {
     checkDataset(data, this.config, 'training data');
+    this.indexFresh = false; // training moves the weights the cluster index was built from
     data = toShared(data);
     const resumed = this.pendingResume !== null && this.resumeInfo !== null;
     let fingerprint: DataFingerprint | null = null;
@@ -177,6 +201,13 @@ export class Network {
       }
       start = { epoch: p.epoch, batch: p.batch };
     }
+    // Held-out validation: on by default when the number of epochs is left to the data (a resumed run
+    // goes on as it started: its saved options say).
+    const valOpt = opts.validation === undefined ? (opts.epochs === undefined ? {} : false) : opts.validation;
+    const validation: ResolvedValidation | null = valOpt === false ? null : resolveValidation(valOpt);
+    if (validation && opts.epochs === undefined) opts = { ...opts, epochs: validation.maxEpochs };
+    const dflt = defaultTraining(this.config, defaultWorkers());
+    if (!resumed && opts.lr === undefined) opts = { ...opts, lr: dflt.lr };
     const o = resolveFitOptions(opts);
     // A resumed schedule keeps its restored state unless different rebuild options are given.
     if (opts.rebuild && this.schedule && !(resumed && sameRebuild(opts.rebuild, this.schedule))) {
@@ -191,6 +222,7 @@ export class Network {
       const saved: SavedFitOptions = {
         epochs: o.epochs, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, shuffle: o.shuffle,
         rebuild: this.schedule ? this.schedule.options() : null,
+        validation,
       };
       checkpointer = new Checkpointer(
         {
@@ -204,15 +236,65 @@ export class Network {
       );
       await checkpointer.prepare(this.batchesDone, this.lastCheckpoint);
     }
-    const exec = createExecutor(opts.workers ?? defaultWorkers());
+    const exec = createExecutor(opts.workers ?? dflt.workers);
     try {
       let indexSeconds = 0;
       if (!this.tablesFresh) indexSeconds += await this.rebuildTables(exec);
       this.labelFreq = labelFrequencies(data.labelIndices, this.config.layers.at(-1)!.size);
+      this.config.layers.forEach((l, k) => {
+        const s = this.spec.layers[k]!.sampling;
+        if (!s) return;
+        if (l.sampling?.logQ && k === this.config.layers.length - 1) s.logQ = sharedSetLogQ(this.labelFreq!, data.points, o.batchSize, l.sampling.minActive);
+        else delete s.logQ;
+      });
       this.trainPoints = data.points;
       // From here on the network moves past the checkpoint: a later fit() is an ordinary one.
       this.pendingResume = null;
-      const stats = await fitLoop(this, data, exec, opts, start, checkpointer);
+      const control: FitControl = { lrScale: 1, stop: false };
+      let fitOpts = opts;
+      let held = 0;
+      // A resumed run continues its early stopping (state and best weights from the checkpoint).
+      const restored = resumed ? this.earlyStop : null;
+      this.earlyStop = null;
+      if (validation) {
+        const split = holdoutSplit(data.points, validation.fraction, validation.maxPoints, this.seed);
+        const holdout = subset(data, split.holdout);
+        held = holdout.points;
+        control.rows = split.train;
+        const early = (this.earlyStop = restored ?? { state: initialEarlyStop(), snapshot: null });
+        const state = early.state;
+        control.lrScale = state.lrScale;
+        control.stop = state.bad >= validation.patience;
+        const userEnd = opts.onEpochEnd;
+        fitOpts = {
+          ...opts,
+          onEpochEnd: async (epoch, st) => {
+            const lr = o.lr * control.lrScale;
+            const pred = await this.predictWith(exec, holdout, 5, 'exact');
+            const m = computeMetrics({ topIdx: pred.labels, kMax: 5, labelOffsets: holdout.labelOffsets, labelIndices: holdout.labelIndices });
+            const p1 = m.p1!, p3 = m.p3!, p5 = m.p5!;
+            const score = validation.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3;
+            const step = earlyStopStep(state, validation, { epoch: epoch + 1, p1, p3, p5, score, lr });
+            if (step === 'best') (early.snapshot ??= new WeightSnapshot(this.spec)).take(this.spec);
+            else if (step === 'stop') control.stop = true;
+            else control.lrScale = state.lrScale;
+            await userEnd?.(epoch, { ...st, validation: state.history, bestEpoch: state.bestEpoch, validationPoints: holdout.points });
+          },
+        };
+      }
+      const stats = await fitLoop(this, data, exec, fitOpts, start, checkpointer, control);
+      const early = this.earlyStop;
+      if (validation && early) {
+        const e = early.state;
+        const last = e.history.at(-1);
+        // Keep the best epoch's weights (the held-out score says later ones generalise worse).
+        if (early.snapshot && last && e.bestEpoch !== last.epoch) early.snapshot.restore(this.spec);
+        stats.validation = e.history;
+        stats.bestEpoch = e.bestEpoch;
+        stats.validationPoints = held;
+      }
+      // The run is over: a later fit() starts its own early stopping (and the snapshot's memory is freed).
+      this.earlyStop = null;
       // Index the final weights, so sampled inference (and a saved model) sees the trained network.
       // A resumed network's tables are those of its checkpoint, not of its final weights: rebuild too.
       if (this.schedule && (stats.batches > 0 || resumed)) indexSeconds += await this.rebuildTables(exec);
@@ -292,9 +374,35 @@ export class Network {
     if (mode !== 'exact' && mode !== 'sampled') throw new Error(`Expected 'exact' or 'sampled' for mode but received ${JSON.stringify(opts.mode)}`);
     const chunk = opts.chunk ?? 256;
     if (!Number.isInteger(chunk) || chunk <= 0) throw new Error(`Expected positive integer for chunk but received ${JSON.stringify(opts.chunk)}`);
+    const outputs = this.config.layers.at(-1)!.size;
+    const candidates = opts.candidates ?? Math.min(outputs, Math.max(64, Math.ceil(0.01 * outputs)));
+    if (!Number.isInteger(candidates) || candidates <= 0) throw new Error(`Expected positive integer for candidates but received ${JSON.stringify(opts.candidates)}`);
     const exec = createExecutor(opts.workers ?? defaultWorkers());
     try {
-      if (mode === 'sampled' && this.schedule && !this.tablesFresh) await this.rebuildTables(exec);
+      return await this.predictWith(exec, data, k, mode, chunk, candidates);
+    } finally {
+      await exec.close();
+    }
+  }
+
+  /** predict() on a given executor (arguments already validated; data on shared memory). */
+  private async predictWith(exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk = 256, candidates = 0): Promise<Predictions> {
+    {
+      let net = this.spec;
+      if (mode === 'sampled' && this.schedule) {
+        const last = this.spec.layers.length - 1;
+        // Sampled hidden layers query their hash tables; the output layer probes its cluster index.
+        if (!this.tablesFresh && this.spec.layers.some((l, k) => l.sampling && k < last)) await this.rebuildTables(exec);
+        const s = this.spec.layers[last]!.sampling;
+        if (s) {
+          if (!this.indexFresh) this.buildClusterIndex();
+          // The budget travels with this call's copy of the spec (concurrent calls may differ).
+          const layers = this.spec.layers.slice();
+          layers[last] = { ...layers[last]!, sampling: { ...s, index: { ...s.index!, budget: candidates } } };
+          net = { layers };
+        }
+      }
+      let scored = 0;
       const labels = new Uint32Array(data.points * k);
       const scores = new Float32Array(data.points * k);
       const jobs: Promise<void>[] = [];
@@ -303,28 +411,28 @@ export class Network {
         const pointIds = new Uint32Array(end - start);
         for (let i = 0; i < pointIds.length; i++) pointIds[i] = start + i;
         jobs.push(
-          exec.predict({ net: this.spec, data, pointIds, k, sampled: mode === 'sampled' }).then((r) => {
+          exec.predict({ net, data, pointIds, k, sampled: mode === 'sampled' }).then((r) => {
             labels.set(r.idx, start * k);
             scores.set(r.val, start * k);
+            scored += r.scored;
           }),
         );
       }
       await Promise.all(jobs);
-      return { points: data.points, k, labels, scores };
-    } finally {
-      await exec.close();
+      return { points: data.points, k, labels, scores, outputsScoredPerPoint: scored / Math.max(1, data.points) };
     }
   }
 
-  /** P@k, nDCG@k and PSP@k over the whole of `data`. */
-  async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics> {
+  /** P@k, nDCG@k and PSP@k over the whole of `data`, and how many outputs were scored per point. */
+  async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number }> {
     const ks = opts.k ?? [1, 3, 5];
     const kMax = Math.max(...ks);
     const pred = await this.predict(data, { ...opts, k: kMax });
     const numLabels = this.config.layers.at(-1)!.size;
     const freq = this.labelFreq ?? labelFrequencies(new Uint32Array(0), numLabels);
     const invP = inversePropensity(freq, Math.max(this.trainPoints, 1), opts.propensityA ?? 0.55, opts.propensityB ?? 1.5);
-    return computeMetrics({ topIdx: pred.labels, kMax, labelOffsets: data.labelOffsets, labelIndices: data.labelIndices, invPropensity: invP, ks });
+    const m = computeMetrics({ topIdx: pred.labels, kMax, labelOffsets: data.labelOffsets, labelIndices: data.labelIndices, invPropensity: invP, ks });
+    return Object.assign(m, { outputsScoredPerPoint: pred.outputsScoredPerPoint });
   }
 
   /** Writes the model (config, weights, training label frequencies) atomically with a checksum. */
@@ -384,9 +492,48 @@ export class Network {
     return net;
   }
 
-  /** Marks tables stale (after weights were replaced from a file). */
+  /** Marks tables and the cluster index stale (after weights were replaced from a file). */
   invalidateTables(): void {
     this.tablesFresh = false;
+    this.indexFresh = false;
+  }
+
+  /**
+   * Builds the index that sampled inference probes for a sampled output layer, from its current weights
+   * (native/net_cluster.cc): a head of the `head` most frequent training labels (default 0.5% of the
+   * outputs), scored for every query, and spherical k-means clusters (after the MIPS transform) of the
+   * other labels seen in training, probed by centre score (labels never seen in training are not
+   * indexed: no training point gave them evidence, and the exact top-1 is one of them for under 1% of
+   * points at the 670k shape). Default `clusters`: round(sqrt(indexed labels)). Returns seconds.
+   */
+  buildClusterIndex(o: { head?: number; clusters?: number; iters?: number } = {}): number {
+    const t0 = performance.now();
+    const last = this.spec.layers.at(-1)!;
+    const s = last.sampling;
+    if (s) {
+      const N = last.outDim, d = last.inDim;
+      const freq = this.labelFreq && this.labelFreq.length === N ? this.labelFreq : new Uint32Array(N);
+      let seen = 0;
+      for (let j = 0; j < N; j++) if (freq[j]! > 0) seen++;
+      const universe = seen > 0 ? seen : N;
+      const byFreq = new Uint32Array(N);
+      for (let j = 0; j < N; j++) byFreq[j] = j;
+      byFreq.sort((x, y) => freq[y]! - freq[x]! || x - y);
+      const H = Math.min(universe, o.head ?? Math.ceil(0.005 * N));
+      const shared = <T extends Float32Array | Uint32Array>(ctor: new (b: SharedArrayBuffer) => T, n: number) => new ctor(new SharedArrayBuffer(Math.max(1, n) * 4)).subarray(0, n) as T;
+      const head = shared(Uint32Array, H);
+      head.set(byFreq.subarray(0, H));
+      head.sort();
+      const tail = byFreq.slice(H, universe).sort();
+      const C = tail.length ? Math.max(1, Math.min(tail.length, o.clusters ?? Math.round(Math.sqrt(tail.length)))) : 0;
+      const centroids = shared(Float32Array, C * (d + 2)), offsets = shared(Uint32Array, C + 1), members = shared(Uint32Array, tail.length);
+      if (C > 0) native().netClusterBuild(last.weights, last.bias, d, tail, C, o.iters ?? 8, 65536, (this.seed * 48271 + 11) >>> 0, centroids, offsets, members);
+      s.index = { C, budget: 0, centroids, offsets, members, head };
+    }
+    this.indexFresh = true;
+    const seconds = (performance.now() - t0) / 1000;
+    this.clusterIndexSeconds += seconds;
+    return seconds;
   }
 }
 
@@ -397,6 +544,7 @@ function definedOnly<T extends object>(o: T): Partial<T> {
 function savedAsFitOptions(s: SavedFitOptions): FitOptions {
   return {
     epochs: s.epochs, batchSize: s.batchSize, lr: s.lr, beta1: s.beta1, beta2: s.beta2, eps: s.eps, shuffle: s.shuffle,
+    validation: s.validation ?? false,
   };
 }
 

@@ -10,6 +10,8 @@ export interface StateLayerConfig {
   /** Neurons of the layer (the last layer: number of labels). */
   size: number;
   activation: 'relu' | 'softmax' | 'linear';
+  /** Training dropout of a hidden layer's outputs. Default 0. */
+  dropout?: number;
 }
 
 /** Input of allocateLayers. */
@@ -106,6 +108,7 @@ export function allocateLayers(config: StateConfig): LayerState[] {
       outDim,
       activation: code,
       inputMajor: inputMajor ? 1 : 0,
+      dropout: l.dropout ?? 0,
       weights,
       bias: sharedF32(outDim, `${where}.bias`),
       mWeights: sharedF32(n, `${where}.mWeights`),

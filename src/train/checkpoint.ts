@@ -29,6 +29,7 @@ import type { NetSpec } from '../network/native-types.js';
 import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
+import { resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation } from './early-stop.js';
 
 /** `meta.format` of a checkpoint file. */
 export const CHECKPOINT_FORMAT = 'sublinear-checkpoint';
@@ -93,6 +94,8 @@ export interface SavedFitOptions {
   eps: number;
   shuffle: boolean;
   rebuild: Required<RebuildScheduleOptions> | null;
+  /** Held-out validation of the run (absent in files written before it existed: none). */
+  validation?: ResolvedValidation | null;
 }
 
 /** Identifies a training set: shape plus an xxhash64 of its CSR arrays. */
@@ -121,6 +124,8 @@ export interface CheckpointMeta {
   reason: CheckpointReason;
   savedAt: string;
   extra: unknown;
+  /** Early-stopping state of a run with validation (its best weights are the `best.*` sections). */
+  earlyStop?: EarlyStopState | null;
 }
 
 /** What a checkpoint is taken from (Network implements it). */
@@ -131,6 +136,8 @@ export interface CheckpointSource {
   rebuildRound: number;
   labelFreq: Uint32Array | null;
   trainPoints: number;
+  /** Early stopping of the run in progress (fit with validation), or null. */
+  earlyStop: { state: EarlyStopState; snapshot: WeightSnapshot | null } | null;
 }
 
 /** Parsed `CheckpointOptions.every`. */
@@ -193,8 +200,12 @@ export async function dataFingerprint(d: SparseDataset): Promise<DataFingerprint
 }
 
 /** The sections of a checkpoint, by name (the network's own arrays: written from, or read into). */
-export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null): Record<string, SectionArray> {
+export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null, best: WeightSnapshot | null = null): Record<string, SectionArray> {
   const s: Record<string, SectionArray> = {};
+  best?.weights.forEach((w, i) => {
+    s[`best.layer${i}.weights`] = w;
+    s[`best.layer${i}.bias`] = best.bias[i]!;
+  });
   spec.layers.forEach((l, i) => {
     const p = `layer${i}.`;
     s[p + 'weights'] = l.weights;
@@ -237,8 +248,9 @@ export async function writeCheckpoint(
     reason: m.reason,
     savedAt: new Date().toISOString(),
     extra: m.extra ?? null,
+    earlyStop: src.earlyStop?.state ?? null,
   };
-  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq) });
+  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, src.earlyStop?.snapshot ?? null) });
 }
 
 /** A checkpoint file whose contents cannot be used (a BinFileError covers damaged containers). */
@@ -270,6 +282,17 @@ function metaProblem(m: unknown): string | null {
   const d = o.data;
   if (!d || !isInt(d.points) || !isInt(d.features) || !isInt(d.labels) || !isInt(d.nnz) || !isInt(d.labelNnz) || typeof d.hash !== 'string') return 'invalid data fingerprint';
   if (!isInt(o.trainPoints)) return 'invalid trainPoints';
+  if (f.validation !== undefined && f.validation !== null) {
+    try {
+      resolveValidation(f.validation);
+    } catch (e) {
+      return `invalid validation options: ${(e as Error).message}`;
+    }
+  }
+  const es = o.earlyStop;
+  if (es !== undefined && es !== null) {
+    if (typeof es !== 'object' || !isNum(es.bestScore) || !isInt(es.bestEpoch) || !isInt(es.bad) || !isNum(es.lrScale) || !(es.lrScale > 0) || !Array.isArray(es.history)) return 'invalid early-stopping state';
+  }
   return null;
 }
 
@@ -307,7 +330,9 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const labels = network.config.layers.at(-1)!.size;
   const hasFreq = head.table.some((t) => t.name === 'labelFreq');
   const freq = hasFreq ? new Uint32Array(labels) : null;
-  const into = checkpointSections(network.spec, freq);
+  const hasBest = head.table.some((t) => t.name.startsWith('best.'));
+  const best = hasBest ? new WeightSnapshot(network.spec) : null;
+  const into = checkpointSections(network.spec, freq, best);
   const expected = new Set(Object.keys(into));
   const extra = head.table.find((t) => !expected.has(t.name));
   if (extra) throw new CheckpointFormatError(`${path}: unexpected section "${extra.name}" for this network configuration`);
@@ -326,6 +351,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   network.batchesDone = meta.position.batchesDone;
   network.labelFreq = freq;
   network.trainPoints = meta.trainPoints;
+  network.earlyStop = meta.earlyStop ? { state: meta.earlyStop, snapshot: best } : null;
   return { network, meta };
 }
 

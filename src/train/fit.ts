@@ -11,14 +11,36 @@ import type { CheckpointInfo, CheckpointOptions, CheckpointReason, TrainingPosit
 import type { Executor } from './executor.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import type { TrainResult, TrainTask } from './tasks.js';
+import type { ValidationOptions, ValidationPoint } from './early-stop.js';
+
+/**
+ * What Network.fit steers while the loop runs: the rows trained on (all when absent: a held-out slice
+ * is left out otherwise), a learning-rate multiplier read at every batch, and a stop flag read between
+ * epochs.
+ */
+export interface FitControl {
+  rows?: Uint32Array;
+  lrScale: number;
+  stop: boolean;
+}
 
 /** Options of `Network.fit`. */
 export interface FitOptions {
-  /** Passes over the training set. Default 5. */
+  /**
+   * Passes over the training set. Default: decided by the data: a slice of the training set is held out
+   * and training stops when P@k on it stops improving (see `validation`). Giving `epochs` trains exactly
+   * that many passes over all of the data (no held-out slice unless `validation` is also given).
+   */
   epochs?: number;
+  /**
+   * Held-out validation that decides the number of epochs, cuts the learning rate on plateaus and keeps
+   * the best epoch's weights (src/train/early-stop.ts). Default: on (its defaults) when `epochs` is not
+   * given, off when it is; `false` turns it off (then `epochs` defaults to 5).
+   */
+  validation?: ValidationOptions | false;
   /** Points per mini-batch. Default 128 (SLIDE). */
   batchSize?: number;
-  /** Adam learning rate. Default 1e-3. */
+  /** Adam learning rate. Default 1e-2 when the output layer is sampled, else 1e-3 (see defaultTraining in src/network/config.ts). */
   lr?: number;
   /** Adam beta1. Default 0.9. */
   beta1?: number;
@@ -26,7 +48,10 @@ export interface FitOptions {
   beta2?: number;
   /** Adam epsilon. Default 1e-8. */
   eps?: number;
-  /** Worker threads updating the shared weights (HOGWILD); 0 runs in the calling thread. Default: the machine's cores. */
+  /**
+   * Worker threads updating the shared weights (HOGWILD); 0 runs in the calling thread. Default: the
+   * machine's cores when the output layer is sampled, else 1 (see defaultTraining in src/network/config.ts).
+   */
   workers?: number;
   /**
    * How workers share the work: false gives each worker whole mini-batches (several batches in flight);
@@ -75,7 +100,10 @@ export interface FitProgress {
 }
 
 export interface FitStats {
+  /** Epochs completed (counted to the end of the run: a resumed run counts the epochs before the checkpoint). */
   epochs: number;
+  /** Per completed epoch of this call: cumulative training seconds and the epoch's mean loss. */
+  history: { epoch: number; trainSeconds: number; loss: number }[];
   batches: number;
   samples: number;
   /** Wall-clock training seconds, rebuilds included, epoch callbacks and checkpoint writes excluded. */
@@ -91,6 +119,12 @@ export interface FitStats {
   samplesPerSec: number;
   /** Mean loss of the last epoch. */
   lastLoss: number;
+  /** With validation: the held-out score after every epoch (this fit() call's epochs and earlier ones of a resumed run). */
+  validation?: ValidationPoint[];
+  /** With validation: the 1-based epoch whose weights the network now holds (the best held-out score). */
+  bestEpoch?: number;
+  /** With validation: points held out of training. */
+  validationPoints?: number;
   /** True if training stopped early because of `signal`. */
   aborted: boolean;
 }
@@ -183,9 +217,12 @@ export async function fitLoop(
   opts: FitOptions,
   start: FitStart = { epoch: 0, batch: 0 },
   checkpoint?: FitCheckpointHook,
+  control: FitControl = { lrScale: 1, stop: false },
 ): Promise<FitStats> {
   const o = resolveFitOptions(opts);
-  const batchesPerEpoch = Math.ceil(data.points / o.batchSize);
+  const rows = control.rows;
+  const nTrain = rows ? rows.length : data.points;
+  const batchesPerEpoch = Math.ceil(nTrain / o.batchSize);
   const startEpoch = start.epoch;
   const totalBatches = Math.max(0, (o.epochs - startEpoch) * batchesPerEpoch - start.batch);
   let samples = 0, batches = 0, rebuildSeconds = 0, callbackSeconds = 0;
@@ -194,6 +231,8 @@ export async function fitLoop(
   let lastYield = t0;
   let lastReport = t0, repLoss = 0, repSamples = 0, repActive = 0, repMissed = 0, repLabels = 0;
   let epochLoss = 0, epochSamples = 0, lastLoss = NaN;
+  let epochsDone = startEpoch;
+  const history: FitStats['history'] = [];
   const failures: Error[] = [];
 
   const report = (epoch: number, batch: number) => {
@@ -214,8 +253,9 @@ export async function fitLoop(
 
   // Position of the last completed (quiescent) point, for the final checkpoint.
   let posEpoch = startEpoch, posBatch = start.batch;
-  for (let epoch = startEpoch; epoch < o.epochs && !aborted; epoch++) {
-    const order = epochOrder(data.points, target.seed, epoch, o.shuffle);
+  for (let epoch = startEpoch; epoch < o.epochs && !aborted && !control.stop; epoch++) {
+    const order = epochOrder(nTrain, target.seed, epoch, o.shuffle);
+    if (rows) for (let i = 0; i < nTrain; i++) order[i] = rows[order[i]!]!;
     epochLoss = epochSamples = 0;
     const inflight = new Set<Promise<void>>();
     let nextBatch = epoch === startEpoch ? start.batch : 0;
@@ -224,11 +264,11 @@ export async function fitLoop(
 
     const runBatch = async (b: number) => {
       const start = b * o.batchSize;
-      const pointIds = order.slice(start, Math.min(start + o.batchSize, data.points));
+      const pointIds = order.slice(start, Math.min(start + o.batchSize, nTrain));
       const global = epochBase + b;
       const task: TrainTask = {
         net: target.spec, data, pointIds,
-        lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
+        lr: o.lr * control.lrScale, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
         gradScale: 1 / pointIds.length,
         seed: batchSeed(target.seed, global),
       };
@@ -313,6 +353,10 @@ export async function fitLoop(
     posEpoch = epoch;
     posBatch = nextBatch;
     if (epochSamples > 0) lastLoss = epochLoss / epochSamples;
+    if (!aborted && nextBatch >= batchesPerEpoch) {
+      epochsDone = epoch + 1;
+      history.push({ epoch: epoch + 1, trainSeconds: (performance.now() - t0) / 1000 - callbackSeconds, loss: lastLoss });
+    }
     report(epoch, nextBatch);
     if (opts.onEpochEnd && !aborted) {
       const cb0 = performance.now();
@@ -338,7 +382,7 @@ export async function fitLoop(
   function stats(): FitStats {
     const trainSeconds = (performance.now() - t0) / 1000 - callbackSeconds;
     return {
-      epochs: o.epochs, batches, samples, trainSeconds, rebuildSeconds, indexSeconds: 0,
+      epochs: epochsDone, history, batches, samples, trainSeconds, rebuildSeconds, indexSeconds: 0,
       rebuilds: target.schedule?.rebuilds ?? 0,
       samplesPerSec: samples / Math.max(trainSeconds, 1e-9),
       lastLoss, aborted,

@@ -22,8 +22,8 @@ export function runPredict(t: PredictTask): PredictResult {
   const n = t.pointIds.length;
   const idx = new Uint32Array(n * t.k);
   const val = new Float32Array(n * t.k);
-  native().netPredictSlice(t.net, t.data, t.pointIds, t.k, t.sampled ? 1 : 0, idx, val);
-  return { idx, val };
+  const scored = native().netPredictSlice(t.net, t.data, t.pointIds, t.k, t.sampled ? 1 : 0, idx, val);
+  return { idx, val, scored };
 }
 
 export function runRehash(t: RehashTask): number {

@@ -50,6 +50,11 @@ export interface MemoryPlanInput {
   workers: number;
   /** Points per mini-batch, for the scratch estimate. Default 128 (SLIDE, and fit()'s default). */
   batchSize?: number;
+  /**
+   * Training keeps a copy of the best epoch's weights and biases (held-out validation, the default when
+   * the number of epochs is not given): 4 bytes per parameter and per neuron. Default false.
+   */
+  bestWeights?: boolean;
 }
 
 /** One named part of a plan. */
@@ -111,6 +116,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const parts: MemoryPart[] = [];
   let activeSum = 0;
   let gradientFloats = 0;
+  let snapshotBytes = 0;
   let inDim = inputDim;
   input.layers.forEach((layer, k) => {
     const where = `layers[${k}]`;
@@ -118,6 +124,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     const name = k === input.layers.length - 1 ? 'output layer' : `layer ${k}`;
     const params = inDim * size;
     parts.push({ name: `${name} weights+Adam`, bytes: 12 * params + 12 * size });
+    snapshotBytes += 4 * (params + size);
     parts.push({ name: `${name} step counters`, bytes: 4 * ((k === 0 ? inDim : size) + 1) });
     let active = size;
     if (layer.sampled) {
@@ -139,6 +146,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     else if (ds && ds.points > 0) gradientFloats += Math.min(inDim, batch * Math.ceil(ds.nnz / ds.points)) * size;
     inDim = size;
   });
+  if (input.bestWeights) parts.push({ name: 'best-epoch weights', bytes: snapshotBytes });
   if (ds) {
     parts.push({ name: 'training data', bytes: 4 * (2 * (ds.points + 1) + 2 * ds.nnz + ds.labelNnz) });
   }
@@ -157,7 +165,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
  * `planMemory` for a resolved network configuration: its layers and sampling tables, the scratch of
  * `workers`, and the training data when given (not counted otherwise).
  */
-export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number, data?: SparseDataset): MemoryPlan {
+export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number, data?: SparseDataset, bestWeights = false): MemoryPlan {
   return planMemory({
     inputDim: config.inputDim,
     layers: config.layers.map((l) => ({
@@ -166,6 +174,7 @@ export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number
     })),
     ...(data ? { dataset: { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points } } : {}),
     workers,
+    bestWeights,
   });
 }
 

@@ -45,6 +45,8 @@ export interface PredictTask {
 export interface PredictResult {
   idx: Uint32Array;
   val: Float32Array;
+  /** Output neurons scored over the chunk. */
+  scored: number;
 }
 
 export interface RehashTask {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
 import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train/checkpoint.js';
 import { checkMemory, planMemory, planNetworkMemory, type MemoryPlan } from '../../src/train/memory-plan.js';
-import { resolveConfig, type NetworkConfig } from '../../src/network/config.js';
+import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { readXC } from '../../datasets/xc-reader.js';
 
 
@@ -142,6 +142,45 @@ describe('train killed with SIGKILL, then --resume', () => {
   });
 });
 
+describe('train without --epochs (held-out validation decides), killed and resumed', () => {
+  it('reports the validation curve and best epoch; a resumed run ends with the same model as an uninterrupted one', async () => {
+    const common = ['--config', cfgFile, '--workers', '0', '--json'];
+    const ref = run('train', '--train', trainFile, ...common, '--save', join(dir, 'es-ref.sl'));
+    expect(ref.code).toBe(0);
+    const s = lastJson(ref.stdout) as { epochs: number; bestEpoch: number; validationPoints: number; history: { epoch: number; validation?: { p1: number } }[] };
+    expect(s.validationPoints).toBe(150);
+    expect(s.epochs).toBeGreaterThan(s.bestEpoch);
+    expect(s.epochs).toBeLessThan(50);
+    expect(s.history.map((h) => h.epoch)).toEqual(Array.from({ length: s.epochs }, (_, i) => i + 1));
+    expect(s.history.every((h) => h.validation && h.validation.p1 >= 0 && h.validation.p1 <= 1)).toBe(true);
+
+    const ck = join(dir, 'ck-es');
+    const out = join(dir, 'es-out.sl');
+    // Killed after a checkpoint in the middle of the run (the early-stopping state and the best weights so
+    // far are in it), then resumed to the end.
+    const killed = await runAndKill(['train', '--train', trainFile, ...common, '--save', out, '--checkpoint', ck, '--checkpoint-every', '40'], ck, 80, 20);
+    expect(killed).toBe(true);
+    const fin = run('train', '--resume', ck, '--json');
+    expect(fin.code).toBe(0);
+    const f = lastJson(fin.stdout) as { bestEpoch: number; epochs: number };
+    expect([f.epochs, f.bestEpoch]).toEqual([s.epochs, s.bestEpoch]);
+    expect(readFileSync(out).equals(readFileSync(join(dir, 'es-ref.sl')))).toBe(true);
+  });
+
+  it('eval --mode sampled reports the outputs scored per point and its time', () => {
+    const e = run('eval', '--model', join(dir, 'es-ref.sl'), '--test', trainFile, '--mode', 'sampled', '--candidates', '30', '--json');
+    expect(e.code).toBe(0);
+    const m = lastJson(e.stdout) as { mode: string; outputsScoredPerPoint: number; outputsScoredFraction: number; seconds: number; p1: number };
+    expect(m.mode).toBe('sampled');
+    expect(m.outputsScoredPerPoint).toBeGreaterThanOrEqual(30);
+    expect(m.outputsScoredPerPoint).toBeLessThan(100);
+    expect(m.outputsScoredFraction).toBeCloseTo(m.outputsScoredPerPoint / 100, 10);
+    expect(m.seconds).toBeGreaterThan(0);
+    const x = lastJson(run('eval', '--model', join(dir, 'es-ref.sl'), '--test', trainFile, '--json').stdout) as { mode: string; outputsScoredPerPoint: number };
+    expect([x.mode, x.outputsScoredPerPoint]).toEqual(['exact', 100]);
+  });
+});
+
 describe('train interrupted with Ctrl-C (SIGINT)', () => {
   it('stops after the batches in flight, writes a final checkpoint there, and resumes from it', async () => {
     const ck = join(dir, 'ck-int');
@@ -222,18 +261,22 @@ describe('train --max-memory', () => {
   it('exits 1 before allocating, naming the largest parts', async () => {
     const r = run('train', '--train', trainFile, '--workers', '2', '--max-memory', '1MB');
     expect(r.code).toBe(1);
-    // The message the memory plan gives for this data and the default network (128 hidden, dense 100 outputs).
+    // The message the memory plan gives for this data and the default network (the defaults rule: 1024
+    // hidden for this small shape, dense 100 outputs), with the best-epoch copy of early stopping.
     const data = await readXC(trainFile);
+    const def = defaultConfig({ features: data.features, labels: data.labels });
     const plan = planMemory({
       inputDim: data.features,
-      layers: [{ size: 128 }, { size: data.labels }],
+      layers: def.layers.map((l) => ({ size: l.size })),
       dataset: { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points },
       workers: 2,
+      bestWeights: true,
     });
     const expected = memoryRefusal(plan, 1e6);
+    expect(def.layers[0]!.size).toBe(1024);
     expect(r.stderr).toBe(`sublinear: ${expected}\n`);
     expect(r.stderr).toMatch(
-      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 3\.07 MB, worker scratch \(2 workers\) [\d.]+ MB, training data [\d.]+ kB, \.\.\.\) but the limit is 1\.00 MB \(--max-memory\)\n$/,
+      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 24\.6 MB, worker scratch \(2 workers\) [\d.]+ MB, best-epoch weights [\d.]+ MB, \.\.\.\) but the limit is 1\.00 MB \(--max-memory\)\n$/,
     );
   });
 

@@ -308,3 +308,33 @@ describe('netTrainSlice: batch-shared sets (sharedFill) computed as a dense bloc
     runAdamCase(net, data, [ids(12)], batchSets(net, cands, data, ids(12)));
   });
 });
+
+describe('netTrainSlice: the logQ correction of a shared set', () => {
+  // With no candidates outside S, every active neuron of a sample is in S, so the corrected logit
+  // z_j - log q_j is the reference's logit with bias b_j + logQ_j; the gradient w.r.t. b_j is the same.
+  it('equals the reference with -log q folded into the biases of the forward pass', () => {
+    const data = randomData(24, 30, 25, 71, { labelCounts: [1, 3, 2] });
+    const net = makeNet(30, [9, 25], 72);
+    randomizeBiases(net, 73);
+    const last = net.layers[1]!;
+    last.sampling = { ...fixedSampling(9, 25, []), batchNegatives: true };
+    const logQ = new Float32Array(new SharedArrayBuffer(25 * 4));
+    for (let j = 0; j < 25; j++) logQ[j] = Math.fround(0.3 * (j % 7) - 0.5);
+    last.sampling.logQ = logQ;
+    const ref = refFromState(net.layers);
+    for (let j = 0; j < 25; j++) ref[1]!.b[j]! += logQ[j]!;
+    const b = ids(24);
+    const batchLabels = [...new Set([...b].flatMap((r) => Array.from(data.labelIndices.subarray(data.labelOffsets[r]!, data.labelOffsets[r + 1]!))))];
+    const sets: ActiveSets = (k, _pos, row) => (k === 1 ? [...new Set([...data.labelIndices.subarray(data.labelOffsets[row]!, data.labelOffsets[row + 1]!), ...batchLabels])] : null);
+    const stats = train(net, data, b, { mode: 0 });
+    const r = refTrainSlice(ref, data, b, { mode: 0, ...HYPER, gradScale: 1 / b.length }, sets);
+    expect(stats[0]).toBeCloseTo(r.loss, 4);
+    for (let j = 0; j < 25; j++) ref[1]!.b[j]! -= logQ[j]!;
+    expectStateClose(net, ref);
+    // And it changes training: without the correction the loss differs.
+    const plain = makeNet(30, [9, 25], 72);
+    randomizeBiases(plain, 73);
+    plain.layers[1]!.sampling = { ...fixedSampling(9, 25, []), batchNegatives: true };
+    expect(train(plain, data, b, { mode: 2 })[0]).not.toBeCloseTo(stats[0]!, 3);
+  });
+});

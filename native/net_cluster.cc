@@ -1,0 +1,231 @@
+// The cluster index of a sampled output layer: a learned (data-dependent) hash for sampled inference.
+//
+// Why not the training tables: a neuron's logit is w_j . h + b_j, a maximum-inner-product problem, and the
+// LSH families hash w_j alone, without b_j, and by angle, without |w_j|. On trained weights the neurons
+// with the largest logits are the frequent labels with large norms and biases, which angular hashes do not
+// favour (measured: the exact top-1 is among the table candidates for 25-38% of points at the 670k shape).
+//
+// The index: every neuron's augmented vector x_j = [w_j, b_j] (d + 1) is assigned to one of C centres
+// by k-means (Lloyd's iterations on a seeded sample of rows, then one assignment pass over all rows). A
+// query h is augmented to [h, 1], so x_j . [h, 1] is exactly the logit; it scores the C centres, and the
+// clusters are probed from the best centre down until `budget` neurons are collected, which are then scored
+// exactly. Like an LSH table, a cluster is a bucket; unlike one, the buckets follow the weights, and the
+// probe order follows the inner product (faiss's IVF, used for MIPS).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "napi_util.h"
+#include "net_internal.h"
+#include "rng.h"
+
+namespace sl {
+namespace {
+
+using net::grow;
+
+constexpr uint32_t kChunk = 256;  // vectors per assignment block (ldn)
+
+// Fills Xt (d + 2, ldn) with the transformed vectors of rows ids[0..n): column s = [x / M, sqrt(1 - |x|^2 / M^2)]
+// with x = [W[ids[s]], b[ids[s]]] and M the largest |x| (invM = 1 / M); padding 0.
+void gather_transformed(float* Xt, uint32_t ldn, const float* W, const float* b, uint32_t d, const uint32_t* ids,
+                        uint32_t n, const double* norm2, double invM) {
+  const uint32_t a = d + 1;
+  std::memset(Xt, 0, sizeof(float) * size_t(a + 1) * ldn);
+  for (uint32_t s = 0; s < n; ++s) {
+    const uint32_t j = ids[s];
+    const float* w = W + size_t(j) * d;
+    for (uint32_t r = 0; r < d; ++r) Xt[size_t(r) * ldn + s] = static_cast<float>(w[r] * invM);
+    Xt[size_t(d) * ldn + s] = static_cast<float>(b[j] * invM);
+    Xt[size_t(a) * ldn + s] = static_cast<float>(std::sqrt(std::max(0.0, 1.0 - norm2[j] * invM * invM)));
+  }
+}
+
+// For the columns s < n of Xt: best[s] = argmax_c cent[c] . Xt[:, s] (cent (C, w) unit rows).
+void assign_block(uint32_t* best, const float* cent, const float* zeros, uint32_t C, uint32_t w, const float* Xt,
+                  uint32_t n, uint32_t ldn, float* zt, float* bestVal) {
+  std::fill(bestVal, bestVal + n, -std::numeric_limits<float>::infinity());
+  std::fill(best, best + n, 0u);
+  for (uint32_t c0 = 0; c0 < C; c0 += nk::kRowBlock) {
+    const uint32_t R = std::min(nk::kRowBlock, C - c0);
+    nk::blk_forward(zt, cent + size_t(c0) * w, w, zeros, Xt, R, ldn);
+    for (uint32_t r = 0; r < R; ++r)
+      for (uint32_t s = 0; s < n; ++s)
+        if (zt[size_t(r) * ldn + s] > bestVal[s]) {
+          bestVal[s] = zt[size_t(r) * ldn + s];
+          best[s] = c0 + r;
+        }
+  }
+}
+
+}  // namespace
+
+void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const float* W, const float* b, uint32_t N,
+                   uint32_t d, const uint32_t* rows, uint32_t M, uint32_t C, uint32_t iters, uint32_t sample,
+                   uint64_t seed) {
+  if (N == 0 || d == 0) throw ArgError("cluster index: the layer is empty");
+  if (M == 0 || M > N) throw ArgError("cluster index: the rows to index must number 1 to N");
+  if (C == 0 || C > M) throw ArgError("cluster index: C must be in [1, rows] but is " + std::to_string(C));
+  for (uint32_t i = 0; i < M; ++i)
+    if (rows[i] >= N || (i > 0 && rows[i] <= rows[i - 1])) throw ArgError("cluster index: rows must be increasing ids < N");
+  net::FtzScope ftz;
+  const uint32_t a = d + 1, w = d + 2;  // augmented [w, b]; transformed [x / M, sqrt(1 - |x|^2 / M^2)]
+  SplitMix64 rng(seed);
+  // The maximum-inner-product transform (Simple-LSH): every row scaled by 1 / M onto the unit ball and lifted
+  // onto the unit sphere by one more coordinate; a query [h, 1, 0] then ranks rows by cosine exactly as by
+  // logit. Clustering by cosine on the sphere (spherical k-means) follows the directions that win queries.
+  std::vector<double> norm2(N);
+  double M2 = 0;
+  for (uint32_t i = 0; i < M; ++i) {
+    const uint32_t j = rows[i];
+    const float* x = W + size_t(j) * d;
+    double q = double(b[j]) * b[j];
+    for (uint32_t r = 0; r < d; ++r) q += double(x[r]) * x[r];
+    norm2[j] = q;
+    M2 = std::max(M2, q);
+  }
+  const double invM = M2 > 0 ? 1.0 / std::sqrt(M2) : 1.0;
+  // Sample rows with probability proportional to |x|^2 (systematic sampling, repeats dropped): rows with
+  // large norms are the ones that win queries, and they are few (labels seen often in training); a uniform
+  // sample would spend most centres on the many near-zero rows of labels that were barely trained.
+  const uint32_t want = std::max(C, std::min(sample, M));
+  std::vector<uint32_t> smp;
+  {
+    double total = 0;
+    for (uint32_t i = 0; i < M; ++i) total += norm2[rows[i]];
+    if (total > 0 && want < M) {
+      const double step = total / want;
+      double next = step * (double(rng.nextU32()) / 4294967296.0), acc = 0;
+      for (uint32_t i = 0; i < M; ++i) {
+        const uint32_t j = rows[i];
+        acc += norm2[j];
+        if (acc > next) {
+          smp.push_back(j);
+          while (next < acc) next += step;
+        }
+      }
+    }
+    if (smp.size() < C) {  // too few distinct heavy rows: top up uniformly
+      std::vector<uint8_t> in(N, 0);
+      for (uint32_t j : smp) in[j] = 1;
+      std::vector<uint32_t> rest;
+      for (uint32_t i = 0; i < M; ++i)
+        if (!in[rows[i]]) rest.push_back(rows[i]);
+      for (size_t i = 0; smp.size() < std::min<size_t>(want, M); ++i) {
+        std::swap(rest[i], rest[i + rng.below(static_cast<uint32_t>(rest.size() - i))]);
+        smp.push_back(rest[i]);
+      }
+      std::sort(smp.begin(), smp.end());
+    }
+  }
+  const uint32_t m = static_cast<uint32_t>(smp.size());
+  // Initial centres: C distinct sample rows (a partial shuffle of the sample).
+  std::vector<float> cent(size_t(C) * w);
+  {
+    std::vector<uint32_t> pick(smp);
+    for (uint32_t c = 0; c < C; ++c) std::swap(pick[c], pick[c + rng.below(m - c)]);
+    std::vector<float> col(size_t(w) * 1);
+    for (uint32_t c = 0; c < C; ++c) {
+      gather_transformed(col.data(), 1, W, b, d, &pick[c], 1, norm2.data(), invM);
+      std::memcpy(cent.data() + size_t(c) * w, col.data(), sizeof(float) * w);
+    }
+  }
+  std::vector<float> zeros(nk::kRowBlock, 0.0f), Xt(size_t(w) * kChunk), zt(size_t(nk::kRowBlock) * kChunk), bestVal(kChunk);
+  std::vector<uint32_t> assign(std::max(m, M)), count(C);
+  std::vector<double> sum(size_t(C) * w);
+  auto assign_rows = [&](const uint32_t* ids, uint32_t n, uint32_t* out, bool accumulate) {
+    for (uint32_t s0 = 0; s0 < n; s0 += kChunk) {
+      const uint32_t cnt = std::min(kChunk, n - s0);
+      gather_transformed(Xt.data(), kChunk, W, b, d, ids + s0, cnt, norm2.data(), invM);
+      assign_block(out + s0, cent.data(), zeros.data(), C, w, Xt.data(), cnt, kChunk, zt.data(), bestVal.data());
+      if (!accumulate) continue;
+      for (uint32_t s = 0; s < cnt; ++s) {
+        const uint32_t c = out[s0 + s];
+        ++count[c];
+        double* acc = sum.data() + size_t(c) * w;
+        for (uint32_t r = 0; r < w; ++r) acc[r] += Xt[size_t(r) * kChunk + s];
+      }
+    }
+  };
+  for (uint32_t it = 0; it < iters; ++it) {
+    std::fill(sum.begin(), sum.end(), 0.0);
+    std::fill(count.begin(), count.end(), 0u);
+    assign_rows(smp.data(), m, assign.data(), true);
+    for (uint32_t c = 0; c < C; ++c) {
+      float* cen = cent.data() + size_t(c) * w;
+      double q = 0;
+      for (uint32_t r = 0; r < w; ++r) q += sum[size_t(c) * w + r] * sum[size_t(c) * w + r];
+      if (count[c] == 0 || q <= 0) {  // an empty cluster restarts at a random sample row
+        std::vector<float> col(w);
+        const uint32_t j = smp[rng.below(m)];
+        gather_transformed(col.data(), 1, W, b, d, &j, 1, norm2.data(), invM);
+        std::memcpy(cen, col.data(), sizeof(float) * w);
+        continue;
+      }
+      const double inv = 1.0 / std::sqrt(q);  // spherical k-means: the centre is the mean direction
+      for (uint32_t r = 0; r < w; ++r) cen[r] = static_cast<float>(sum[size_t(c) * w + r] * inv);
+    }
+  }
+  // Every row to its nearest centre, then the clusters' members in CSR form (ascending ids within a cluster).
+  assign_rows(rows, M, assign.data(), false);
+  std::fill(offsets, offsets + C + 1, 0u);
+  for (uint32_t i = 0; i < M; ++i) ++offsets[assign[i] + 1];
+  for (uint32_t c = 0; c < C; ++c) offsets[c + 1] += offsets[c];
+  std::vector<uint32_t> cursor(offsets, offsets + C);
+  for (uint32_t i = 0; i < M; ++i) members[cursor[assign[i]]++] = rows[i];
+  std::memcpy(centroids, cent.data(), sizeof(float) * size_t(C) * w);
+}
+
+namespace net {
+
+void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev, uint32_t n, uint32_t ldn, Scratch& s) {
+  const ClusterIndex& ix = L.index;
+  const uint32_t d = L.inDim, w = d + 2, C = ix.C;
+  // Transformed queries [h, 1, 0] (w, ldn) and the centre scores (C, ldn).
+  float* Xt = grow(s.zS, size_t(w) * ldn);
+  std::memcpy(Xt, prev.At.data(), sizeof(float) * size_t(d) * ldn);
+  for (uint32_t i = 0; i < ldn; ++i) Xt[size_t(d) * ldn + i] = i < n ? 1.0f : 0.0f;
+  std::memset(Xt + size_t(d + 1) * ldn, 0, sizeof(float) * ldn);
+  float* zc = grow(s.candVal, size_t(C) * ldn);
+  float* zero = grow(s.bg, nk::kRowBlock);
+  std::fill(zero, zero + nk::kRowBlock, 0.0f);
+  for (uint32_t c0 = 0; c0 < C; c0 += nk::kRowBlock) {
+    const uint32_t R = std::min(nk::kRowBlock, C - c0);
+    nk::blk_forward(zc + size_t(c0) * ldn, ix.centroids + size_t(c0) * w, w, zero, Xt, R, ldn);
+  }
+  uint32_t* off = grow(buf.actOff, size_t(n) + 1);
+  uint32_t* order = grow(s.candIds, C);
+  off[0] = 0;
+  size_t P = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    // Clusters by descending centre score, sorted lazily in chunks of 32 since few are probed; the head
+    // (scored for every query by the caller) counts towards the budget.
+    std::iota(order, order + C, 0u);
+    uint32_t sorted = 0, taken = ix.nHead;
+    for (uint32_t q = 0; q < C && taken < ix.budget; ++q) {
+      if (q == sorted) {
+        const uint32_t end = std::min(C, sorted + 32);
+        std::partial_sort(order + sorted, order + end, order + C, [&](uint32_t x, uint32_t y) {
+          const float zx = zc[size_t(x) * ldn + i], zy = zc[size_t(y) * ldn + i];
+          return zx > zy || (zx == zy && x < y);
+        });
+        sorted = end;
+      }
+      const uint32_t c = order[q], b0 = ix.offsets[c], b1 = ix.offsets[c + 1];
+      uint32_t* ids = grow(buf.actIds, P + (b1 - b0));
+      uint32_t* so = grow(buf.sampleOf, P + (b1 - b0));
+      for (uint32_t e = b0; e < b1; ++e, ++P) {
+        ids[P] = ix.members[e];
+        so[P] = i;
+      }
+      taken += b1 - b0;
+    }
+    off[i + 1] = static_cast<uint32_t>(P);
+  }
+}
+
+}  // namespace net
+}  // namespace sl

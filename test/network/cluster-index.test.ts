@@ -1,0 +1,108 @@
+// The cluster index of a sampled output layer (native/net_cluster.cc, Network.buildClusterIndex): its
+// structure against a TypeScript recomputation of the MIPS transform, and sampled inference through it
+// against exact (brute-force) inference.
+import { describe, expect, it } from 'vitest';
+import { synthesize } from '../../datasets/synth.js';
+import { subset } from '../../datasets/split-reader.js';
+import { native } from '../../src/native.js';
+import { Network } from '../../src/network/network.js';
+import { Xoshiro128 } from '../../src/util/rng.js';
+
+describe('netClusterBuild', () => {
+  const N = 600, d = 6, C = 12;
+  const rng = new Xoshiro128(9);
+  const W = Float32Array.from({ length: N * d }, (_, i) => (rng.nextFloat() - 0.5) * (1 + (Math.floor(i / d) % 5)));
+  const b = Float32Array.from({ length: N }, () => rng.nextFloat() - 0.5);
+  const rows = Uint32Array.from({ length: N / 2 }, (_, i) => 2 * i + 1); // every odd neuron
+  const build = (seed: number) => {
+    const cent = new Float32Array(C * (d + 2)), off = new Uint32Array(C + 1), mem = new Uint32Array(rows.length);
+    native().netClusterBuild(W, b, d, rows, C, 6, 1000, seed, cent, off, mem);
+    return { cent, off, mem };
+  };
+
+  it('partitions the given rows; every row sits with the centre of largest cosine after the MIPS transform', () => {
+    const { cent, off, mem } = build(4);
+    expect(off[0]).toBe(0);
+    expect(off[C]).toBe(rows.length);
+    for (let c = 0; c < C; c++) expect(off[c + 1]).toBeGreaterThanOrEqual(off[c]!);
+    expect([...mem].sort((x, y) => x - y)).toEqual([...rows]);
+    // Reference transform: x = [w, b] / M, lifted by sqrt(1 - |x|^2); centres are unit vectors.
+    let M2 = 0;
+    for (const j of rows) {
+      let q = b[j]! ** 2;
+      for (let r = 0; r < d; r++) q += W[j * d + r]! ** 2;
+      M2 = Math.max(M2, q);
+    }
+    const M = Math.sqrt(M2);
+    const t = (j: number) => {
+      const x = [...W.subarray(j * d, j * d + d)].map((v) => v / M);
+      x.push(b[j]! / M);
+      x.push(Math.sqrt(Math.max(0, 1 - x.reduce((s, v) => s + v * v, 0))));
+      return x;
+    };
+    for (let c = 0; c < C; c++) {
+      const norm = Math.hypot(...cent.subarray(c * (d + 2), (c + 1) * (d + 2)));
+      expect(norm).toBeCloseTo(1, 4);
+    }
+    let checked = 0;
+    for (let c = 0; c < C; c++) {
+      for (let e = off[c]!; e < off[c + 1]!; e++) {
+        const x = t(mem[e]!);
+        const score = (k: number) => x.reduce((s, v, r) => s + v * cent[k * (d + 2) + r]!, 0);
+        const mine = score(c);
+        for (let k = 0; k < C; k++) expect(score(k), `row ${mem[e]} cluster ${c} vs ${k}`).toBeLessThanOrEqual(mine + 1e-5);
+        checked++;
+      }
+    }
+    expect(checked).toBe(rows.length);
+  });
+
+  it('is deterministic in its seed', () => {
+    expect(build(4)).toEqual(build(4));
+    expect(build(5).cent).not.toEqual(build(4).cent);
+  });
+
+  it('rejects bad arguments with clear errors', () => {
+    const cent = new Float32Array(C * (d + 2)), off = new Uint32Array(C + 1), mem = new Uint32Array(rows.length);
+    expect(() => native().netClusterBuild(W, b, d, rows, 0, 6, 1000, 1, cent, off, mem)).toThrow('sublinear native: cluster index: C must be in [1, rows] but is 0');
+    expect(() => native().netClusterBuild(W, b, d, Uint32Array.of(3, 2), 1, 6, 1000, 1, cent, off, mem)).toThrow('cluster index: rows must be increasing ids < N');
+    expect(() => native().netClusterBuild(W, b, d, Uint32Array.of(N), 1, 6, 1000, 1, cent, off, mem)).toThrow('cluster index: rows must be increasing ids < N');
+    expect(() => native().netClusterBuild(W, b.subarray(1), d, rows, C, 6, 1000, 1, cent, off, mem)).toThrow('weights has');
+  });
+});
+
+describe('sampled inference through the cluster index', () => {
+  // 2,000 labels, trained briefly: the head (most frequent labels) and the clusters of the other seen
+  // labels must recover the exact top-1 for most points at 10% of the outputs, and exactly at 100%.
+  const train = synthesize({ shape: 'small', points: 4000, seed: 21 });
+  // The next 600 points of the same stream (synthesize's first 4,000 rows are the training set).
+  const test = subset(synthesize({ shape: 'small', points: 4600, seed: 21 }), Array.from({ length: 600 }, (_, i) => 4000 + i));
+  const testRows = test;
+  it('agrees with exact inference, more as the budget grows, and scores about the budget', async () => {
+    const net = new Network({
+      inputDim: train.features, seed: 3,
+      layers: [{ size: 48 }, { size: train.labels, sampling: { hash: 'dwta', K: 4, L: 8, logQ: true } }],
+    });
+    await net.fit(train, { epochs: 3, workers: 0 });
+    const exact = await net.predict(testRows, { k: 1, workers: 0 });
+    const seen = new Set(train.labelIndices);
+    const agree = async (candidates: number) => {
+      const p = await net.predict(testRows, { k: 1, workers: 0, mode: 'sampled', candidates });
+      let same = 0, exactSeen = 0;
+      for (let i = 0; i < test.points; i++) {
+        if (!seen.has(exact.labels[i]!)) continue;
+        exactSeen++;
+        if (p.labels[i] === exact.labels[i]) same++;
+      }
+      return { rate: same / exactSeen, scored: p.outputsScoredPerPoint };
+    };
+    const a = await agree(200), all = await agree(train.labels);
+    expect(a.rate).toBeGreaterThan(0.85);
+    expect(a.scored).toBeGreaterThanOrEqual(200);
+    expect(a.scored).toBeLessThan(400);
+    // Every seen label is a candidate: the top-1 is exact wherever it is a seen label.
+    expect(all.rate).toBe(1);
+    expect(all.scored).toBeLessThanOrEqual(seen.size);
+    expect(exact.outputsScoredPerPoint).toBe(train.labels);
+  });
+});
