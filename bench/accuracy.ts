@@ -61,12 +61,15 @@ const CLI = '../src/cli.js';
 const FASTTEXT_DIM = 128;
 /** fastText ova scores every label for every training example: at this many labels it would take hours. */
 const FASTTEXT_OVA_MAX_LABELS = 100_000;
+/** From this many labels, the dense-output variant trains one epoch only (minutes per epoch at 670k labels). */
+const DENSE_ONE_EPOCH_LABELS = 100_000;
 
 interface Options {
   datasets?: string;
   quick: boolean;
   dataDir?: string;
-  workers: number;
+  workers?: number;
+  threads: number;
   epochs?: number;
   fasttextEpochs: number;
   fasttextLrOva: number;
@@ -119,6 +122,7 @@ interface TrainSummary {
   samplesPerSec?: number;
   epochs?: number;
   samples?: number;
+  workers?: number;
   history?: { epoch?: number; trainSeconds?: number; p1?: number; test?: { p1?: number } }[];
 }
 
@@ -224,9 +228,10 @@ function outputNote(c: NetworkConfig): string {
   return `output ${s.hash ?? 'dwta'} K=${s.K ?? 6} L=${s.L ?? 50}${s.budget !== undefined ? ` budget=${s.budget}` : ''}`;
 }
 
-async function runSublinear(name: string, p: Prepared, trainPoints: number, config: NetworkConfig | null, configFile: string | null, o: Options): Promise<SystemResult> {
-  const args = ['train', '--train', p.train, '--test', p.test, '--json', '--eval-every', '1', '--workers', String(o.workers)];
-  if (o.epochs !== undefined) args.push('--epochs', String(o.epochs));
+async function runSublinear(name: string, p: Prepared, trainPoints: number, config: NetworkConfig | null, configFile: string | null, o: Options, extra: string[] = []): Promise<SystemResult> {
+  const args = ['train', '--train', p.train, '--test', p.test, '--json', '--eval-every', '1', ...extra];
+  if (o.workers !== undefined) args.push('--workers', String(o.workers));
+  if (o.epochs !== undefined && !extra.includes('--epochs')) args.push('--epochs', String(o.epochs));
   if (configFile) args.push('--config', configFile);
   try {
     const r = await runBenchChild<TrainSummary>(CLI, args, o.verbose);
@@ -242,7 +247,8 @@ async function runSublinear(name: string, p: Prepared, trainPoints: number, conf
       curve: sublinearCurve(r),
       ...(finite(r.samplesPerSec) ? { samplesPerSec: r.samplesPerSec } : {}),
       note: [
-        `${epochs ?? '?'} epochs trained, ${o.workers} workers`,
+        `${epochs ?? '?'} epochs trained, ${finite(r.workers) ? r.workers : '?'} workers`,
+        extra.length ? extra.join(' ') : null,
         config ? outputNote(config) : null,
         history ? null : 'no per-epoch history: final point only',
       ].filter(Boolean).join('; '),
@@ -365,7 +371,7 @@ async function runFastText(loss: 'ova' | 'hs', trainFt: string, testFt: string, 
   const name = `fastText ${loss}`;
   const model = join(work, `fasttext-${loss}`);
   const lr = loss === 'ova' ? o.fasttextLrOva : o.fasttextLrHs, epochs = o.fasttextEpochs;
-  const args = ['supervised', '-input', trainFt, '-output', model, '-loss', loss, '-thread', String(o.workers), '-dim', String(FASTTEXT_DIM),
+  const args = ['supervised', '-input', trainFt, '-output', model, '-loss', loss, '-thread', String(o.threads), '-dim', String(FASTTEXT_DIM),
     '-epoch', String(epochs), '-lr', String(lr), '-minCount', '1', '-bucket', '0', '-wordNgrams', '1'];
   if (o.verbose) log(o, `  fasttext ${args.join(' ')}`);
   const t = await runMeasured('fasttext', args, o, false);
@@ -389,7 +395,7 @@ async function runFastText(loss: 'ova' | 'hs', trainFt: string, testFt: string, 
     wallSeconds: t.wallSeconds,
     peakRssMB: t.peakRssMB || null,
     curve: [[seconds, m['p1']!]],
-    note: `dim ${FASTTEXT_DIM}, lr ${lr}, ${epochs} epochs, ${o.workers} threads, binary features; ` +
+    note: `dim ${FASTTEXT_DIM}, lr ${lr}, ${epochs} epochs, ${o.threads} threads, binary features; ` +
       (loop !== null ? `wall ${t.wallSeconds.toFixed(1)} s with I/O` : 'wall clock incl. reading and saving'),
   };
 }
@@ -447,7 +453,10 @@ async function runDataset(name: DatasetName, o: Options, dataDir: string, cacheD
     const c: NetworkConfig = { ...base, layers: base.layers.map((l, i) => (i === base.layers.length - 1 ? { size: l.size, activation: l.activation } : l)) };
     const file = join(work, `${name}-dense-output.json`);
     writeFileSync(file, JSON.stringify(c, null, 2) + '\n');
-    await step('sublinear, dense output', () => runSublinear('sublinear, dense output', p, h.points, c, file, o));
+    // A dense softmax over 10^5+ labels trains at tens of points per second: one epoch, at the rate the
+    // defaults give a sampled output (the dense default, 1e-3, barely moves it in one epoch).
+    const big = h.labels >= DENSE_ONE_EPOCH_LABELS;
+    await step('sublinear, dense output', () => runSublinear('sublinear, dense output', p, h.points, c, file, o, big ? ['--epochs', '1', '--lr', '0.01'] : []));
   }
 
   if (!fasttextInstalled()) {
@@ -581,7 +590,8 @@ export const accuracyCmd = defineCommand({
     datasets: { type: 'string', valueName: 'list', description: `comma-separated, of ${DATASETS.join(', ')} (default: all)` },
     quick: { type: 'boolean', description: `only ${QUICK.join(' and ')}` },
     dataDir: { type: 'string', valueName: 'dir', description: 'folder holding bibtex/ and delicious/ (default: ../shared/datasets from the repository root)' },
-    workers: { type: 'integer', min: 1, max: 256, default: 2, valueName: 'n', description: 'sublinear workers and fastText threads' },
+    workers: { type: 'integer', min: 0, max: 256, valueName: 'n', description: "sublinear workers (default: sublinear train's default)" },
+    threads: { type: 'integer', min: 1, max: 256, default: availableParallelism(), valueName: 'n', description: 'fastText threads (default: number of cores)' },
     epochs: { type: 'integer', min: 1, valueName: 'n', description: "sublinear epochs (default: sublinear train's default)" },
     fasttextEpochs: { type: 'integer', min: 1, default: 30, valueName: 'n', description: 'fastText epochs' },
     fasttextLrOva: { type: 'number', min: 0, default: 0.25, valueName: 'x', description: 'fastText learning rate with -loss ova' },

@@ -96,7 +96,7 @@ export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined
 }
 
 async function loadConfig(path: string | undefined, data: SparseDataset, seed: number | undefined): Promise<NetworkConfig> {
-  if (!path) return defaultConfig({ features: data.features, labels: data.labels, points: data.points }, seed ?? 1);
+  if (!path) return defaultConfig({ features: data.features, labels: data.labels }, seed ?? 1);
   let parsed: Partial<NetworkConfig>;
   try {
     parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<NetworkConfig>;
@@ -358,7 +358,7 @@ export async function demoCommand(o: DemoOptions, io: Out): Promise<number> {
       seed: 1,
       layers: [
         { size: 128, activation: 'relu' },
-        { size: 2000, activation: 'softmax', sampling: { hash: 'dwta', K: 4, L: 32, budget: 100, minActive: 100 } },
+        { size: 2000, activation: 'softmax', sampling: { hash: 'dwta', K: 4, L: 32, budget: 100, minActive: 100, logQ: true } },
       ],
     };
     return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), networkConfig: config, epochs: 3, json: o.json, workers: o.workers }, io);
