@@ -96,7 +96,7 @@ export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined
 }
 
 async function loadConfig(path: string | undefined, data: SparseDataset, seed: number | undefined): Promise<NetworkConfig> {
-  if (!path) return defaultConfig({ features: data.features, labels: data.labels }, seed ?? 1);
+  if (!path) return defaultConfig({ features: data.features, labels: data.labels, points: data.points }, seed ?? 1);
   let parsed: Partial<NetworkConfig>;
   try {
     parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<NetworkConfig>;

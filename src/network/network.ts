@@ -251,39 +251,12 @@ export class Network {
       // From here on the network moves past the checkpoint: a later fit() is an ordinary one.
       this.pendingResume = null;
       const control: FitControl = { lrScale: 1, stop: false };
-      let fitOpts = opts;
-      let held = 0;
       // A resumed run continues its early stopping (state and best weights from the checkpoint).
       const restored = resumed ? this.earlyStop : null;
       this.earlyStop = null;
-      if (validation) {
-        const split = holdoutSplit(data.points, validation.fraction, validation.maxPoints, this.seed);
-        const holdout = subset(data, split.holdout);
-        held = holdout.points;
-        control.rows = split.train;
-        const early = (this.earlyStop = restored ?? { state: initialEarlyStop(), snapshot: null });
-        const state = early.state;
-        control.lrScale = state.lrScale;
-        control.stop = state.bad >= validation.patience;
-        const userEnd = opts.onEpochEnd;
-        fitOpts = {
-          ...opts,
-          onEpochEnd: async (epoch, st) => {
-            const lr = o.lr * control.lrScale;
-            const pred = await this.predictWith(exec, holdout, 5, 'exact');
-            const m = computeMetrics({ topIdx: pred.labels, kMax: 5, labelOffsets: holdout.labelOffsets, labelIndices: holdout.labelIndices });
-            const p1 = m.p1!, p3 = m.p3!, p5 = m.p5!;
-            const score = validation.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3;
-            const step = earlyStopStep(state, validation, { epoch: epoch + 1, p1, p3, p5, score, lr });
-            if (step === 'best') (early.snapshot ??= new WeightSnapshot(this.spec)).take(this.spec);
-            else if (step === 'stop') control.stop = true;
-            else control.lrScale = state.lrScale;
-            await userEnd?.(epoch, { ...st, validation: state.history, bestEpoch: state.bestEpoch, validationPoints: holdout.points });
-          },
-        };
-      }
+      const { fitOpts, held } = validation ? this.withValidation(exec, data, validation, restored, opts, o.lr, control) : { fitOpts: opts, held: 0 };
       const stats = await fitLoop(this, data, exec, fitOpts, start, checkpointer, control);
-      const early = this.earlyStop;
+      const early = this.earlyStop as Network['earlyStop']; // set by withValidation
       if (validation && early) {
         const e = early.state;
         const last = e.history.at(-1);
@@ -304,6 +277,38 @@ export class Network {
     } finally {
       await exec.close();
     }
+  }
+
+  /**
+   * Held-out validation for one fit(): holds out the validation rows (control.rows = the others), and
+   * returns fit options whose onEpochEnd scores the held-out points, records the step in this.earlyStop
+   * (snapshotting a new best, cutting the rate, or stopping), then calls the caller's onEpochEnd.
+   */
+  private withValidation(
+    exec: Executor, data: SparseDataset, validation: ResolvedValidation, restored: Network['earlyStop'], opts: FitOptions,
+    lr: number, control: FitControl,
+  ): { fitOpts: FitOptions; held: number } {
+    const split = holdoutSplit(data.points, validation.fraction, validation.maxPoints, this.seed);
+    const holdout = subset(data, split.holdout);
+    control.rows = split.train;
+    const early = (this.earlyStop = restored ?? { state: initialEarlyStop(), snapshot: null });
+    const state = early.state;
+    control.lrScale = state.lrScale;
+    control.stop = state.bad >= validation.patience;
+    const userEnd = opts.onEpochEnd;
+    const onEpochEnd = async (epoch: number, st: FitStats) => {
+      const epochLr = lr * control.lrScale;
+      const pred = await this.predictWith(exec, holdout, 5, 'exact');
+      const m = computeMetrics({ topIdx: pred.labels, kMax: 5, labelOffsets: holdout.labelOffsets, labelIndices: holdout.labelIndices });
+      const p1 = m.p1!, p3 = m.p3!, p5 = m.p5!;
+      const score = validation.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3;
+      const step = earlyStopStep(state, validation, { epoch: epoch + 1, p1, p3, p5, score, lr: epochLr });
+      if (step === 'best') (early.snapshot ??= new WeightSnapshot(this.spec)).take(this.spec);
+      else if (step === 'stop') control.stop = true;
+      else control.lrScale = state.lrScale;
+      await userEnd?.(epoch, { ...st, validation: state.history, bestEpoch: state.bestEpoch, validationPoints: holdout.points });
+    };
+    return { fitOpts: { ...opts, onEpochEnd }, held: holdout.points };
   }
 
   /** See FitTarget.scheduledRebuild. */
@@ -387,40 +392,38 @@ export class Network {
 
   /** predict() on a given executor (arguments already validated; data on shared memory). */
   private async predictWith(exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk = 256, candidates = 0): Promise<Predictions> {
-    {
-      let net = this.spec;
-      if (mode === 'sampled' && this.schedule) {
-        const last = this.spec.layers.length - 1;
-        // Sampled hidden layers query their hash tables; the output layer probes its cluster index.
-        if (!this.tablesFresh && this.spec.layers.some((l, k) => l.sampling && k < last)) await this.rebuildTables(exec);
-        const s = this.spec.layers[last]!.sampling;
-        if (s) {
-          if (!this.indexFresh) this.buildClusterIndex();
-          // The budget travels with this call's copy of the spec (concurrent calls may differ).
-          const layers = this.spec.layers.slice();
-          layers[last] = { ...layers[last]!, sampling: { ...s, index: { ...s.index!, budget: candidates } } };
-          net = { layers };
-        }
+    let net = this.spec;
+    if (mode === 'sampled' && this.schedule) {
+      const last = this.spec.layers.length - 1;
+      // Sampled hidden layers query their hash tables; the output layer probes its cluster index.
+      if (!this.tablesFresh && this.spec.layers.some((l, k) => l.sampling && k < last)) await this.rebuildTables(exec);
+      const s = this.spec.layers[last]!.sampling;
+      if (s) {
+        if (!this.indexFresh) this.buildClusterIndex();
+        // The budget travels with this call's copy of the spec (concurrent calls may differ).
+        const layers = this.spec.layers.slice();
+        layers[last] = { ...layers[last]!, sampling: { ...s, index: { ...s.index!, budget: candidates } } };
+        net = { layers };
       }
-      let scored = 0;
-      const labels = new Uint32Array(data.points * k);
-      const scores = new Float32Array(data.points * k);
-      const jobs: Promise<void>[] = [];
-      for (let start = 0; start < data.points; start += chunk) {
-        const end = Math.min(start + chunk, data.points);
-        const pointIds = new Uint32Array(end - start);
-        for (let i = 0; i < pointIds.length; i++) pointIds[i] = start + i;
-        jobs.push(
-          exec.predict({ net, data, pointIds, k, sampled: mode === 'sampled' }).then((r) => {
-            labels.set(r.idx, start * k);
-            scores.set(r.val, start * k);
-            scored += r.scored;
-          }),
-        );
-      }
-      await Promise.all(jobs);
-      return { points: data.points, k, labels, scores, outputsScoredPerPoint: scored / Math.max(1, data.points) };
     }
+    let scored = 0;
+    const labels = new Uint32Array(data.points * k);
+    const scores = new Float32Array(data.points * k);
+    const jobs: Promise<void>[] = [];
+    for (let start = 0; start < data.points; start += chunk) {
+      const end = Math.min(start + chunk, data.points);
+      const pointIds = new Uint32Array(end - start);
+      for (let i = 0; i < pointIds.length; i++) pointIds[i] = start + i;
+      jobs.push(
+        exec.predict({ net, data, pointIds, k, sampled: mode === 'sampled' }).then((r) => {
+          labels.set(r.idx, start * k);
+          scores.set(r.val, start * k);
+          scored += r.scored;
+        }),
+      );
+    }
+    await Promise.all(jobs);
+    return { points: data.points, k, labels, scores, outputsScoredPerPoint: scored / Math.max(1, data.points) };
   }
 
   /** P@k, nDCG@k and PSP@k over the whole of `data`, and how many outputs were scored per point. */

@@ -100,7 +100,7 @@ export function allocateLayers(config: StateConfig): LayerState[] {
     const n = inDim * outDim;
     if (!Number.isSafeInteger(n) || n > 2 ** 32) throw new Error(`${where} has ${n} weights, more than 2^32`);
     const weights = sharedF32(n, `${where}.weights`);
-    const limit = Math.sqrt(6 / (inDim + outDim)) * (last && process.env.XSCALE ? Number(process.env.XSCALE) : 1);
+    const limit = Math.sqrt(6 / (inDim + outDim));
     const rng = new Xoshiro128(initSeed(seed, k));
     for (let i = 0; i < n; i++) weights[i] = (2 * rng.nextFloat() - 1) * limit;
     out.push({

@@ -24,6 +24,11 @@ export interface ValidationOptions {
   /** The learning rate is multiplied by this after every epoch without a new best score. Default 0.5. */
   lrDecay?: number;
   /**
+   * A new best must beat the previous one by more than this (in score units, fractions of 1), so that
+   * the long tail of 0.01-point gains does not keep training going for tens of epochs. Default 0.001.
+   */
+  minDelta?: number;
+  /**
    * Held-out score compared between epochs: 'p1', or 'p135' = (P@1 + P@3 + P@5) / 3, which is less noisy
    * on small held-out sets and still ranks by precision at the top. Default 'p135'.
    */
@@ -34,7 +39,7 @@ export type ResolvedValidation = Required<ValidationOptions>;
 
 export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (v === null || typeof v !== 'object') throw new Error('Expected an object or false for validation');
-  const known = new Set(['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'metric']);
+  const known = new Set(['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'metric']);
   for (const k of Object.keys(v)) if (!known.has(k)) throw new Error(`Unknown option validation.${k}`);
   const fraction = v.fraction ?? 0.05;
   if (!(typeof fraction === 'number' && fraction > 0 && fraction < 1)) throw new Error(`Expected number in (0, 1) for validation.fraction but received ${JSON.stringify(v.fraction)}`);
@@ -47,9 +52,11 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   const maxEpochs = int(v.maxEpochs ?? 50, 'maxEpochs', 1);
   const lrDecay = v.lrDecay ?? 0.5;
   if (!(typeof lrDecay === 'number' && lrDecay > 0 && lrDecay <= 1)) throw new Error(`Expected number in (0, 1] for validation.lrDecay but received ${JSON.stringify(v.lrDecay)}`);
+  const minDelta = v.minDelta ?? 0.001;
+  if (!(typeof minDelta === 'number' && minDelta >= 0 && minDelta < 1)) throw new Error(`Expected number in [0, 1) for validation.minDelta but received ${JSON.stringify(v.minDelta)}`);
   const metric = v.metric ?? 'p135';
   if (metric !== 'p1' && metric !== 'p135') throw new Error(`Expected 'p1' or 'p135' for validation.metric but received ${JSON.stringify(v.metric)}`);
-  return { fraction, maxPoints, patience, maxEpochs, lrDecay, metric };
+  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, metric };
 }
 
 /**
@@ -124,7 +131,7 @@ export class WeightSnapshot {
  */
 export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint): 'best' | 'worse' | 'stop' {
   s.history.push(p);
-  if (p.score > s.bestScore) {
+  if (p.score > s.bestScore + o.minDelta || s.bestEpoch === 0) {
     s.bestScore = p.score;
     s.bestEpoch = p.epoch;
     s.bad = 0;

@@ -102,8 +102,12 @@ export interface FitProgress {
 export interface FitStats {
   /** Epochs completed (counted to the end of the run: a resumed run counts the epochs before the checkpoint). */
   epochs: number;
-  /** Per completed epoch of this call: cumulative training seconds and the epoch's mean loss. */
-  history: { epoch: number; trainSeconds: number; loss: number }[];
+  /**
+   * Per completed epoch of this call: cumulative training seconds, the epoch's mean loss, the mean size of
+   * the output layer's active set, and (sampled output layers) `labelRecall`, the fraction of true labels
+   * found in at least one of their sample's query buckets (the tables' recall of the right neurons).
+   */
+  history: { epoch: number; trainSeconds: number; loss: number; activePerSample: number; labelRecall?: number }[];
   batches: number;
   samples: number;
   /** Wall-clock training seconds, rebuilds included, epoch callbacks and checkpoint writes excluded. */
@@ -230,7 +234,7 @@ export async function fitLoop(
   const t0 = performance.now();
   let lastYield = t0;
   let lastReport = t0, repLoss = 0, repSamples = 0, repActive = 0, repMissed = 0, repLabels = 0;
-  let epochLoss = 0, epochSamples = 0, lastLoss = NaN;
+  let epochLoss = 0, epochSamples = 0, lastLoss = NaN, epochActive = 0, epochMissed = 0, epochLabels = 0;
   let epochsDone = startEpoch;
   const history: FitStats['history'] = [];
   const failures: Error[] = [];
@@ -256,7 +260,7 @@ export async function fitLoop(
   for (let epoch = startEpoch; epoch < o.epochs && !aborted && !control.stop; epoch++) {
     const order = epochOrder(nTrain, target.seed, epoch, o.shuffle);
     if (rows) for (let i = 0; i < nTrain; i++) order[i] = rows[order[i]!]!;
-    epochLoss = epochSamples = 0;
+    epochLoss = epochSamples = epochActive = epochMissed = epochLabels = 0;
     const inflight = new Set<Promise<void>>();
     let nextBatch = epoch === startEpoch ? start.batch : 0;
     // Global number of batch 0 of this epoch: batch seeds and the schedules count from it.
@@ -302,8 +306,11 @@ export async function fitLoop(
       }
       samples += r.samples; batches++;
       repLoss += r.lossSum; repSamples += r.samples; repActive += r.activeSum; repMissed += r.missedLabels;
-      for (const p of pointIds) repLabels += data.labelOffsets[p + 1]! - data.labelOffsets[p]!;
+      let labels = 0;
+      for (const p of pointIds) labels += data.labelOffsets[p + 1]! - data.labelOffsets[p]!;
+      repLabels += labels;
       epochLoss += r.lossSum; epochSamples += r.samples;
+      epochActive += r.activeSum; epochMissed += r.missedLabels; epochLabels += labels;
     };
 
     while (nextBatch < batchesPerEpoch || inflight.size > 0) {
@@ -355,7 +362,11 @@ export async function fitLoop(
     if (epochSamples > 0) lastLoss = epochLoss / epochSamples;
     if (!aborted && nextBatch >= batchesPerEpoch) {
       epochsDone = epoch + 1;
-      history.push({ epoch: epoch + 1, trainSeconds: (performance.now() - t0) / 1000 - callbackSeconds, loss: lastLoss });
+      history.push({
+        epoch: epoch + 1, trainSeconds: (performance.now() - t0) / 1000 - callbackSeconds, loss: lastLoss,
+        activePerSample: epochActive / Math.max(1, epochSamples),
+        ...(target.schedule && epochLabels ? { labelRecall: 1 - epochMissed / epochLabels } : {}),
+      });
     }
     report(epoch, nextBatch);
     if (opts.onEpochEnd && !aborted) {

@@ -13,7 +13,7 @@ const point = (epoch: number, score: number, lr = 1e-3): ValidationPoint => ({ e
 
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
-    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, metric: 'p135' });
+    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0.001, metric: 'p135' });
   });
   it.each([
     [{ fraction: 0 }, 'Expected number in (0, 1) for validation.fraction but received 0'],
@@ -22,6 +22,7 @@ describe('resolveValidation', () => {
     [{ maxEpochs: 2.5 }, 'Expected integer >= 1 for validation.maxEpochs but received 2.5'],
     [{ lrDecay: 0 }, 'Expected number in (0, 1] for validation.lrDecay but received 0'],
     [{ metric: 'p3' }, `Expected 'p1' or 'p135' for validation.metric but received "p3"`],
+    [{ minDelta: -0.1 }, 'Expected number in [0, 1) for validation.minDelta but received -0.1'],
     [{ patiense: 2 }, 'Unknown option validation.patiense'],
   ])('rejects %j', (v, msg) => {
     expect(() => resolveValidation(v as never)).toThrow(msg);
@@ -60,6 +61,16 @@ describe('earlyStopStep', () => {
     expect(s.bestEpoch).toBe(4);
     expect(s.bestScore).toBe(0.6);
     expect(s.history.map((p) => p.epoch)).toEqual([1, 2, 3, 4, 5, 6]);
+  });
+  it('counts only gains above minDelta as a new best', () => {
+    const o = resolveValidation({ patience: 2, minDelta: 0.01 });
+    const s = initialEarlyStop();
+    expect(earlyStopStep(s, o, point(1, 0.0))).toBe('best'); // the first epoch is always the first best
+    expect(earlyStopStep(s, o, point(2, 0.005))).toBe('worse');
+    expect(earlyStopStep(s, o, point(3, 0.02))).toBe('best');
+    expect(earlyStopStep(s, o, point(4, 0.025))).toBe('worse');
+    expect(earlyStopStep(s, o, point(5, 0.029))).toBe('stop');
+    expect(s.bestEpoch).toBe(3);
   });
 });
 

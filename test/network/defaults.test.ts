@@ -1,0 +1,60 @@
+// The defaults rule (defaultConfig, defaultTraining in src/network/config.ts; README "Defaults"): every
+// default comes from the data's shape, never from a dataset's name.
+import { describe, expect, it } from 'vitest';
+import { defaultConfig, defaultTraining, resolveConfig, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
+
+const shape = (features: number, labels: number, points = 10_000) => ({ features, labels, points });
+
+describe('defaultConfig', () => {
+  it('makes the hidden layer as wide as the parameter budget allows, with more dropout when wide', () => {
+    const h = (f: number, l: number) => defaultConfig(shape(f, l)).layers[0]!;
+    expect(h(1836, 159)).toEqual({ size: 1024, activation: 'relu', dropout: 0.7 });
+    expect(h(500, 983).size).toBe(1024);
+    // (features + labels) * width <= 2^26 picks the widest that fits.
+    expect(h(100_000, 10_000)).toEqual({ size: 512, activation: 'relu', dropout: 0.7 });
+    expect(h(200_000, 13_000)).toEqual({ size: 256, activation: 'relu', dropout: 0.5 });
+    expect(h(135_909, 670_091)).toEqual({ size: 128, activation: 'relu', dropout: 0.5 });
+    const edge = HIDDEN_PARAMETER_BUDGET / 1024;
+    expect(h(edge - 100, 100).size).toBe(1024);
+    expect(h(edge - 99, 100).size).toBe(512);
+  });
+
+  it('samples the output layer from 16,384 labels, with the logQ correction and about 2.5 neurons per DWTA bucket', () => {
+    const out = (l: number) => defaultConfig(shape(10_000, l)).layers.at(-1)!;
+    expect(out(SAMPLED_OUTPUT_MIN_LABELS - 1).sampling).toBeUndefined();
+    expect(out(SAMPLED_OUTPUT_MIN_LABELS).sampling).toMatchObject({ hash: 'dwta', K: 4, L: 50, logQ: true });
+    expect(out(50_000).sampling!.K).toBe(5);
+    expect(out(670_091).sampling!.K).toBe(6);
+    expect(out(3_000_000).sampling!.K).toBe(7);
+    for (const l of [20_000, 670_091, 3_000_000]) {
+      const K = out(l).sampling!.K!;
+      const perBucket = l / 2 ** (3 * K);
+      expect(perBucket).toBeGreaterThan(2.5 / 2 ** 1.5);
+      expect(perBucket).toBeLessThan(2.5 * 2 ** 1.5);
+    }
+  });
+
+  it('turns the tables\' candidates off from one training point per ten labels', () => {
+    const budget = (points?: number) => defaultConfig({ features: 135_909, labels: 670_091, ...(points === undefined ? {} : { points }) }).layers.at(-1)!.sampling!.budget;
+    expect(budget(30_000)).toBeUndefined(); // the default budget: candidates on
+    expect(budget(67_008)).toBeUndefined();
+    expect(budget(67_010)).toBe(0);
+    expect(budget(200_000)).toBe(0);
+    expect(budget()).toBeUndefined(); // points unknown: on
+  });
+
+  it('resolves (every default is a valid configuration)', () => {
+    for (const [f, l] of [[1836, 159], [500, 983], [135_909, 670_091], [2_000_000, 20_000]] as const) {
+      expect(() => resolveConfig(defaultConfig(shape(f, l)))).not.toThrow();
+    }
+  });
+});
+
+describe('defaultTraining', () => {
+  it('lr 1e-2 and all cores with a sampled output layer; 1e-3 and one worker with a dense one', () => {
+    const dense = resolveConfig(defaultConfig(shape(1836, 159)));
+    const sampled = resolveConfig(defaultConfig(shape(135_909, 670_091)));
+    expect(defaultTraining(dense, 8)).toEqual({ lr: 1e-3, workers: 1 });
+    expect(defaultTraining(sampled, 8)).toEqual({ lr: 1e-2, workers: 8 });
+  });
+});
