@@ -24,8 +24,10 @@ export interface ValidationOptions {
   /** The learning rate is multiplied by this after every epoch without a new best score. Default 0.5. */
   lrDecay?: number;
   /**
-   * A new best must beat the previous one by more than this (in score units, fractions of 1), so that
-   * the long tail of 0.01-point gains does not keep training going for tens of epochs. Default 0.001.
+   * A new best must beat the previous one by more than this (in score units, fractions of 1). A positive
+   * value cuts the long tail of 0.01-point gains (at 670k labels and 200,000 points, 0.001 would save
+   * over half of the training time) but stops some runs early: on Delicious 0.001 stopped after 9
+   * epochs at P@1 0.692 instead of 17 at 0.700. Default 0.
    */
   minDelta?: number;
   /**
@@ -52,7 +54,7 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   const maxEpochs = int(v.maxEpochs ?? 50, 'maxEpochs', 1);
   const lrDecay = v.lrDecay ?? 0.5;
   if (!(typeof lrDecay === 'number' && lrDecay > 0 && lrDecay <= 1)) throw new Error(`Expected number in (0, 1] for validation.lrDecay but received ${JSON.stringify(v.lrDecay)}`);
-  const minDelta = v.minDelta ?? 0.001;
+  const minDelta = v.minDelta ?? 0;
   if (!(typeof minDelta === 'number' && minDelta >= 0 && minDelta < 1)) throw new Error(`Expected number in [0, 1) for validation.minDelta but received ${JSON.stringify(v.minDelta)}`);
   const metric = v.metric ?? 'p135';
   if (metric !== 'p1' && metric !== 'p135') throw new Error(`Expected 'p1' or 'p135' for validation.metric but received ${JSON.stringify(v.metric)}`);

@@ -13,7 +13,7 @@ const point = (epoch: number, score: number, lr = 1e-3): ValidationPoint => ({ e
 
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
-    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0.001, metric: 'p135' });
+    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, metric: 'p135' });
   });
   it.each([
     [{ fraction: 0 }, 'Expected number in (0, 1) for validation.fraction but received 0'],
