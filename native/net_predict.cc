@@ -146,12 +146,13 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
     float* zs = grow(buf.dz, H + most);
     uint32_t* idsOf = grow(s.tmpIdx, std::max<size_t>(k, H + most));
     float* tmp = grow(s.tmpVal, std::max<size_t>(k, H + most));
+    // Head scores sample-major (one blocked transpose instead of a strided read per sample).
+    float* zHs = grow(s.candVal, size_t(n) * std::max<uint32_t>(H, 1));
+    if (H) nk::transpose(zHs, H, zH, ldn, H, n);
+    std::memcpy(idsOf, ix.head, sizeof(uint32_t) * H);
     for (uint32_t i = 0; i < n; ++i) {
       const uint32_t m = off[i + 1] - off[i];
-      for (uint32_t e = 0; e < H; ++e) {
-        zs[e] = zH[size_t(e) * ldn + i];
-        idsOf[e] = ix.head[e];
-      }
+      std::memcpy(zs, zHs + size_t(i) * H, sizeof(float) * H);
       std::memcpy(zs + H, z + off[i], sizeof(float) * m);
       std::memcpy(idsOf + H, buf.actIds.data() + off[i], sizeof(uint32_t) * m);
       const double lse = H + m ? log_sum_exp(zs, H + m, tmp) : 0.0;

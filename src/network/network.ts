@@ -426,16 +426,21 @@ export class Network {
     return { points: data.points, k, labels, scores, outputsScoredPerPoint: scored / Math.max(1, data.points) };
   }
 
-  /** P@k, nDCG@k and PSP@k over the whole of `data`, and how many outputs were scored per point. */
-  async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number }> {
+  /**
+   * P@k, nDCG@k and PSP@k over the whole of `data`, how many outputs were scored per point, and the
+   * seconds the predictions took (`predictSeconds`, worker start included, metrics excluded).
+   */
+  async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number; predictSeconds: number }> {
     const ks = opts.k ?? [1, 3, 5];
     const kMax = Math.max(...ks);
+    const t0 = performance.now();
     const pred = await this.predict(data, { ...opts, k: kMax });
+    const predictSeconds = (performance.now() - t0) / 1000;
     const numLabels = this.config.layers.at(-1)!.size;
     const freq = this.labelFreq ?? labelFrequencies(new Uint32Array(0), numLabels);
     const invP = inversePropensity(freq, Math.max(this.trainPoints, 1), opts.propensityA ?? 0.55, opts.propensityB ?? 1.5);
     const m = computeMetrics({ topIdx: pred.labels, kMax, labelOffsets: data.labelOffsets, labelIndices: data.labelIndices, invPropensity: invP, ks });
-    return Object.assign(m, { outputsScoredPerPoint: pred.outputsScoredPerPoint });
+    return Object.assign(m, { outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds });
   }
 
   /** Writes the model (config, weights, training label frequencies) atomically with a checksum. */

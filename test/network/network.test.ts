@@ -66,9 +66,12 @@ describe('save and load', () => {
       expect(Buffer.from(b.labels.buffer).equals(Buffer.from(a.labels.buffer))).toBe(true);
       expect(Buffer.from(b.scores.buffer).equals(Buffer.from(a.scores.buffer))).toBe(true);
     }
-    const m1 = await net.evaluate(test, { workers: 0 });
-    const m2 = await back.evaluate(test, { workers: 0 });
+    // Everything but the timing is identical.
+    const { predictSeconds: t1, ...m1 } = await net.evaluate(test, { workers: 0 });
+    const { predictSeconds: t2, ...m2 } = await back.evaluate(test, { workers: 0 });
     expect(m2).toEqual(m1);
+    expect(t1).toBeGreaterThan(0);
+    expect(t2).toBeGreaterThan(0);
   });
 
   it('refuses a corrupt model file', async () => {
