@@ -1,7 +1,7 @@
 // The public Network: a stack of fully connected layers over a sparse input, some of them LSH-sampled,
 // whose weights, Adam state and hash tables live in SharedArrayBuffers so that worker threads train
 // it in place (HOGWILD).
-import { toShared, type SparseDataset } from '../../datasets/csr.js';
+import { sharedFloat32, sharedUint32, toShared, type SparseDataset } from '../../datasets/csr.js';
 import { checkDataset } from './check-data.js';
 import { native } from '../native.js';
 import { defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
@@ -528,13 +528,12 @@ export class Network {
       for (let j = 0; j < N; j++) byFreq[j] = j;
       byFreq.sort((x, y) => freq[y]! - freq[x]! || x - y);
       const H = Math.min(universe, o.head ?? Math.ceil(0.005 * N));
-      const shared = <T extends Float32Array | Uint32Array>(ctor: new (b: SharedArrayBuffer) => T, n: number) => new ctor(new SharedArrayBuffer(Math.max(1, n) * 4)).subarray(0, n) as T;
-      const head = shared(Uint32Array, H);
+      const head = sharedUint32(H);
       head.set(byFreq.subarray(0, H));
       head.sort();
       const tail = byFreq.slice(H, universe).sort();
       const C = tail.length ? Math.max(1, Math.min(tail.length, o.clusters ?? Math.round(Math.sqrt(tail.length)))) : 0;
-      const centroids = shared(Float32Array, C * (d + 2)), offsets = shared(Uint32Array, C + 1), members = shared(Uint32Array, tail.length);
+      const centroids = sharedFloat32(C * (d + 2)), offsets = sharedUint32(C + 1), members = sharedUint32(tail.length);
       if (C > 0) native().netClusterBuild(last.weights, last.bias, d, tail, C, o.iters ?? 8, 65536, (this.seed * 48271 + 11) >>> 0, centroids, offsets, members);
       s.index = { C, budget: 0, centroids, offsets, members, head };
     }

@@ -133,7 +133,7 @@ export class WeightSnapshot {
  */
 export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint): 'best' | 'worse' | 'stop' {
   s.history.push(p);
-  if (p.score > s.bestScore + o.minDelta || s.bestEpoch === 0) {
+  if (p.score > s.bestScore + o.minDelta) { // bestScore starts at -1: the first epoch is always a best
     s.bestScore = p.score;
     s.bestEpoch = p.epoch;
     s.bad = 0;
