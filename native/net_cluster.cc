@@ -200,6 +200,9 @@ void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev,
   uint32_t* order = grow(s.candIds, C);
   off[0] = 0;
   size_t P = 0;
+  s.probeSample.clear();
+  s.probeCluster.clear();
+  s.probePos.clear();
   for (uint32_t i = 0; i < n; ++i) {
     // Clusters by descending centre score, sorted lazily in chunks of 32 since few are probed; the head
     // (scored for every query by the caller) counts towards the budget.
@@ -215,6 +218,9 @@ void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev,
         sorted = end;
       }
       const uint32_t c = order[q], b0 = ix.offsets[c], b1 = ix.offsets[c + 1];
+      s.probeSample.push_back(i);
+      s.probeCluster.push_back(c);
+      s.probePos.push_back(static_cast<uint32_t>(P));
       uint32_t* ids = grow(buf.actIds, P + (b1 - b0));
       uint32_t* so = grow(buf.sampleOf, P + (b1 - b0));
       for (uint32_t e = b0; e < b1; ++e, ++P) {

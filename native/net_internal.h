@@ -89,6 +89,9 @@ struct Scratch {
   std::vector<uint32_t> candIds, candCount, tmpIdx;
   std::vector<float> candVal, thr, tmpVal;
   std::vector<float> zHead;           // (nHead, ldn) head scores of a cluster-index prediction
+  // Cluster-index prediction: the (sample, cluster) probes of a slice, and where each probe's members start
+  // in the sample's candidates (actIds); probeOrder/cluStart group the probes by cluster.
+  std::vector<uint32_t> probeSample, probeCluster, probePos, probeOrder, cluStart;
 };
 
 // The calling thread's scratch (thread_local: worker threads never share it).
@@ -135,7 +138,8 @@ uint32_t shared_set(const NetLayer& L, uint32_t k, const CsrView& labels, const 
 
 // Sampled inference with a cluster index (L.hasIndex): sample i's cluster candidates are the members of the
 // clusters with the best centre scores [h_i, 1, 0] . centre, taken until, with the head, at least
-// L.index.budget neurons; into buf.actOff/actIds/sampleOf (the head is not included). prev: the layer's input.
+// L.index.budget neurons; into buf.actOff/actIds/sampleOf (the head is not included), and each probe into
+// s.probeSample/probeCluster/probePos. prev: the layer's input.
 void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev, uint32_t n, uint32_t ldn, Scratch& s);
 
 // Asks the kernel to back a large array with transparent huge pages (MADV_HUGEPAGE for pages not yet

@@ -118,8 +118,9 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
   net::LayerBuf& buf = s.layer[kLast];
   if (last.hasIndex) {
     // Cluster index. The head, shared by every query, is a dense (nHead, n) block computed with the blocked
-    // kernels on gathered rows; each query's cluster candidates go through the row list (each neuron's row
-    // read once for the slice). Both are merged per query for the top-k and the log-sum-exp.
+    // kernels on gathered rows; the clusters' members are scored cluster by cluster, each member's row read
+    // once for all the queries that probed its cluster. Both are merged per query for the top-k and the
+    // log-sum-exp.
     const ClusterIndex& ix = last.index;
     const uint32_t d = last.inDim, H = ix.nHead, ldn = c.ldn;
     float* zH = grow(s.zHead, size_t(H) * ldn);
@@ -138,9 +139,32 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
     const size_t P = off[n];
     for (size_t p = 0; p < P; ++p)
       if (buf.actIds[p] >= last.outDim) throw ArgError("sampling.index.members holds an id >= outDim");
-    net::build_index(buf.index, buf.actIds.data(), buf.sampleOf.data(), P, last.outDim, s);
     float* z = grow(buf.z, P);
-    nk::rowlist_forward(z, buf.index.view(), last.W, last.b, prev.A.data(), d, prev.lda);
+    {
+      // Probes grouped by cluster (counting sort, stable: samples ascending within a cluster).
+      const size_t nProbes = s.probeCluster.size();
+      uint32_t* start = grow(s.cluStart, size_t(ix.C) + 1);
+      uint32_t* order = grow(s.probeOrder, nProbes);
+      std::fill(start, start + ix.C + 1, 0u);
+      for (size_t q = 0; q < nProbes; ++q) ++start[s.probeCluster[q] + 1];
+      for (uint32_t cl = 0; cl < ix.C; ++cl) start[cl + 1] += start[cl];
+      for (size_t q = 0; q < nProbes; ++q) order[start[s.probeCluster[q]]++] = static_cast<uint32_t>(q);
+      for (uint32_t cl = ix.C; cl > 0; --cl) start[cl] = start[cl - 1];
+      start[0] = 0;
+      const float* A = prev.A.data();
+      for (uint32_t cl = 0; cl < ix.C; ++cl) {
+        if (start[cl] == start[cl + 1]) continue;
+        for (uint32_t e = ix.offsets[cl]; e < ix.offsets[cl + 1]; ++e) {
+          const uint32_t j = ix.members[e], rel = e - ix.offsets[cl];
+          const float* wj = last.W + size_t(j) * d;
+          const float bj = last.b[j];
+          for (uint32_t t = start[cl]; t < start[cl + 1]; ++t) {
+            const uint32_t q = order[t];
+            z[s.probePos[q] + rel] = bj + nk::dot(wj, A + size_t(s.probeSample[q]) * prev.lda, d);
+          }
+        }
+      }
+    }
     size_t most = 0;
     for (uint32_t i = 0; i < n; ++i) most = std::max<size_t>(most, off[i + 1] - off[i]);
     float* zs = grow(buf.dz, H + most);
