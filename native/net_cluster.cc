@@ -222,11 +222,7 @@ void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev,
       s.probeCluster.push_back(c);
       s.probePos.push_back(static_cast<uint32_t>(P));
       uint32_t* ids = grow(buf.actIds, P + (b1 - b0));
-      uint32_t* so = grow(buf.sampleOf, P + (b1 - b0));
-      for (uint32_t e = b0; e < b1; ++e, ++P) {
-        ids[P] = ix.members[e];
-        so[P] = i;
-      }
+      for (uint32_t e = b0; e < b1; ++e, ++P) ids[P] = ix.members[e];
       taken += b1 - b0;
     }
     off[i + 1] = static_cast<uint32_t>(P);

@@ -138,7 +138,7 @@ uint32_t shared_set(const NetLayer& L, uint32_t k, const CsrView& labels, const 
 
 // Sampled inference with a cluster index (L.hasIndex): sample i's cluster candidates are the members of the
 // clusters with the best centre scores [h_i, 1, 0] . centre, taken until, with the head, at least
-// L.index.budget neurons; into buf.actOff/actIds/sampleOf (the head is not included), and each probe into
+// L.index.budget neurons; into buf.actOff/actIds (the head is not included), and each probe into
 // s.probeSample/probeCluster/probePos. prev: the layer's input.
 void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev, uint32_t n, uint32_t ldn, Scratch& s);
 
