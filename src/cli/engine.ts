@@ -293,7 +293,7 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const evalSeconds = (performance.now() - t0) / 1000;
   const seconds = m.predictSeconds; // inference alone: the metrics cost the same in both modes
   const outputs = net.config.layers.at(-1)!.size;
-  const scored = m.outputsScoredPerPoint ?? outputs;
+  const scored = m.outputsScoredPerPoint;
   if (!o.json) {
     io.out(`${metricLine(m)}\n(${m.points} points predicted in ${seconds.toFixed(2)} s, ${mode}: ${Math.round(scored)} of ${outputs} outputs scored per point` +
       `${mode === 'sampled' ? `, index built in ${indexSeconds.toFixed(2)} s` : ''})\n`);
