@@ -14,7 +14,18 @@ export const MAX_ENTRIES = 0xffffffff;
 const GROWTH = 1.5;
 const MIN_CAPACITY = 1024;
 
+/** Growing the arrays would pass CsrBuilder.byteLimit. */
+export class MemoryLimitError extends Error {
+  override name = 'MemoryLimitError';
+}
+
 export class CsrBuilder {
+  /**
+   * Bytes the arrays may hold at once, counting an array and its grown copy while it is copied. Readers
+   * set it from a memory limit (e.g. --max-memory), so that a huge file is refused as it is read rather
+   * than after it has filled memory. Default: no limit.
+   */
+  byteLimit = Infinity;
   /** Rows completed so far. offsets[0..points] and labelOffsets[0..points] are valid. */
   points = 0;
   /** Feature entries written (may include a row in progress). */
@@ -40,6 +51,7 @@ export class CsrBuilder {
   growPoints(points: number): void {
     if (points + 1 <= this.offsets.length) return;
     const cap = grownCapacity(this.offsets.length, points + 1);
+    this.checkBudget(8 * cap);
     this.offsets = copyInto(sharedUint32(cap), this.offsets, this.points + 1);
     this.labelOffsets = copyInto(sharedUint32(cap), this.labelOffsets, this.points + 1);
   }
@@ -49,6 +61,7 @@ export class CsrBuilder {
     if (n <= this.indices.length) return;
     if (n > MAX_ENTRIES) throw new RangeError(`more than ${MAX_ENTRIES} nonzeros: CSR offsets are Uint32`);
     const cap = Math.min(MAX_ENTRIES, grownCapacity(this.indices.length, n));
+    this.checkBudget(8 * cap);
     this.indices = copyInto(sharedUint32(cap), this.indices, this.nnz);
     this.values = copyInto(sharedFloat32(cap), this.values, this.nnz);
   }
@@ -58,6 +71,7 @@ export class CsrBuilder {
     if (n <= this.labelIndices.length) return;
     if (n > MAX_ENTRIES) throw new RangeError(`more than ${MAX_ENTRIES} label entries: CSR offsets are Uint32`);
     const cap = Math.min(MAX_ENTRIES, grownCapacity(this.labelIndices.length, n));
+    this.checkBudget(4 * cap);
     this.labelIndices = copyInto(sharedUint32(cap), this.labelIndices, this.nLabels);
   }
 
@@ -68,17 +82,33 @@ export class CsrBuilder {
   reserve(points: number, nnz: number, labels: number): void {
     if (points + 1 > this.offsets.length) {
       const cap = Math.ceil(points) + 1;
+      this.checkBudget(8 * cap);
       this.offsets = copyInto(sharedUint32(cap), this.offsets, this.points + 1);
       this.labelOffsets = copyInto(sharedUint32(cap), this.labelOffsets, this.points + 1);
     }
     if (nnz > this.indices.length) {
       const cap = Math.min(MAX_ENTRIES, Math.ceil(nnz));
+      this.checkBudget(8 * cap);
       this.indices = copyInto(sharedUint32(cap), this.indices, this.nnz);
       this.values = copyInto(sharedFloat32(cap), this.values, this.nnz);
     }
     if (labels > this.labelIndices.length) {
       const cap = Math.min(MAX_ENTRIES, Math.ceil(labels));
+      this.checkBudget(4 * cap);
       this.labelIndices = copyInto(sharedUint32(cap), this.labelIndices, this.nLabels);
+    }
+  }
+
+  /** Bytes held by the arrays now. */
+  bytes(): number {
+    return this.offsets.byteLength + this.labelOffsets.byteLength + this.indices.byteLength + this.values.byteLength + this.labelIndices.byteLength;
+  }
+
+  /** Throws MemoryLimitError if allocating `extra` more bytes would pass byteLimit. */
+  private checkBudget(extra: number): void {
+    if (this.bytes() + extra > this.byteLimit) {
+      throw new MemoryLimitError(`the data needs more memory than the limit of ${(this.byteLimit / 2 ** 20).toFixed(0)} MiB ` +
+        `(${this.points} points read so far hold ${(this.bytes() / 2 ** 20).toFixed(0)} MiB)`);
     }
   }
 

@@ -2,9 +2,8 @@
 // 1-based. Shares the byte parser (and every rule about sorting, duplicates and errors) with the XC reader:
 // see datasets/line-parser.ts.
 import { stat } from 'node:fs/promises';
-import { CsrBuilder } from './csr-builder.js';
 import type { SparseDataset } from './csr.js';
-import { LineParser, streamLines, type StreamOptions } from './line-parser.js';
+import { LineParser, readerBuilder, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
 
 /** Options of `readLibsvm`. */
 export interface ReadLibsvmOptions extends StreamOptions {
@@ -39,7 +38,7 @@ export async function readLibsvm(path: string, opts: ReadLibsvmOptions = {}): Pr
       labelBase: opts.labelsOneBased ? 1 : 0,
       lineOffset: 0,
     },
-    new CsrBuilder(Math.min(total + 1, 1 << 16), Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18)),
+    readerBuilder(Math.min(total + 1, 1 << 16), Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18), opts),
   );
   let sampled = false;
   await streamLines(
@@ -52,6 +51,6 @@ export async function readLibsvm(path: string, opts: ReadLibsvmOptions = {}): Pr
       }
     },
     opts,
-  );
+  ).catch((e: unknown) => rethrowReadError(e, opts.displayName ?? path, parser.line + 1));
   return parser.builder.toDataset(opts.features ?? parser.maxFeature + 1, opts.labels ?? parser.maxLabel + 1);
 }

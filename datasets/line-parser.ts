@@ -16,7 +16,7 @@
 //   file; a blank line followed by more data is an error (an empty point is written as a single space).
 // - Values must be finite in float32 (`nan`, `inf`, `1e999`, `1e39` are errors). Zeros are kept.
 import { open } from 'node:fs/promises';
-import { CsrBuilder } from './csr-builder.js';
+import { CsrBuilder, MemoryLimitError } from './csr-builder.js';
 import { DataFormatError, quoteToken } from './errors.js';
 
 /** Exact powers of ten (1e0..1e22 are exactly representable in float64: Clinger's fast path). */
@@ -422,6 +422,64 @@ export interface StreamOptions {
    * Small values are for tests of lines that straddle chunk boundaries.
    */
   chunkBytes?: number;
+  /**
+   * Longest line accepted, in bytes. A longer one (a file with no newlines, a binary file) stops the read
+   * with LineTooLongError instead of growing the buffer without bound. Default 64 MiB.
+   */
+  maxLineBytes?: number;
+  /**
+   * Readers: refuse a file whose data would need more than this many bytes (the CSR arrays as they grow
+   * plus the read buffers), with an error naming the file, as soon as it is known. Default: no limit.
+   */
+  maxMemoryBytes?: number;
+}
+
+/** Default of StreamOptions.maxLineBytes. */
+export const MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+/** Bytes streamLines holds at most for its buffers: two chunks, grown to the longest line allowed. */
+export function streamBufferBytes(opts: StreamOptions = {}): number {
+  const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
+  return 2 * (Math.max(chunk, opts.maxLineBytes ?? MAX_LINE_BYTES) + chunk);
+}
+
+/**
+ * A line longer than StreamOptions.maxLineBytes. Readers turn it into a DataFormatError naming the line
+ * (they know how many lines came before it).
+ */
+export class LineTooLongError extends Error {
+  override name = 'LineTooLongError';
+  constructor(readonly maxLineBytes: number) {
+    super(`line longer than ${maxLineBytes} bytes (is this a text file with one point per line?)`);
+  }
+}
+
+/**
+ * Rethrows a LineTooLongError as the DataFormatError of line `line` of `file`, and a MemoryLimitError as a
+ * DataFormatError about the file; other errors unchanged.
+ */
+export function rethrowReadError(e: unknown, file: string, line: number): never {
+  if (e instanceof LineTooLongError) throw new DataFormatError(file, line, e.message);
+  if (e instanceof MemoryLimitError) throw new DataFormatError(file, 0, `cannot be read within the memory limit: ${e.message}`);
+  throw e;
+}
+
+/**
+ * A reader's CsrBuilder pre-sized for about `points`, `nnz` and `labels` entries, under
+ * StreamOptions.maxMemoryBytes less the read buffers: the initial sizes are scaled down to half of that
+ * (they are estimates), and growth past it throws MemoryLimitError.
+ */
+export function readerBuilder(points: number, nnz: number, labels: number, opts: StreamOptions): CsrBuilder {
+  let limit = Infinity;
+  if (opts.maxMemoryBytes !== undefined) {
+    const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
+    limit = Math.max(0, opts.maxMemoryBytes - 2 * (chunk + 1));
+  }
+  const want = 8 * (points + 1) + 8 * nnz + 4 * labels;
+  const f = want > limit / 2 ? limit / 2 / want : 1;
+  const b = new CsrBuilder(points * f, nnz * f, labels * f);
+  b.byteLimit = limit;
+  return b;
 }
 
 /** Receives complete lines: buf[start, end) with buf[end - 1] === '\n' (or start === end). */
@@ -436,10 +494,14 @@ export type ChunkSink = (buf: Uint8Array, start: number, end: number, consumed: 
  */
 export async function streamLines(path: string, sink: ChunkSink, opts: StreamOptions = {}): Promise<void> {
   const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
+  const maxLine = opts.maxLineBytes ?? MAX_LINE_BYTES;
   const fh = await open(path, 'r');
   let inFlight: Promise<unknown> | undefined;
   try {
-    const total = (await fh.stat()).size;
+    const st = await fh.stat();
+    // Reading a directory fails with an EISDIR that names no path: say which one.
+    if (st.isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${path}'`), { code: 'EISDIR', path });
+    const total = st.size;
     // One spare byte in each buffer for the '\n' appended to an unterminated last line.
     let cur = Buffer.allocUnsafe(chunk + 1);
     let nxt = Buffer.allocUnsafe(chunk + 1);
@@ -463,8 +525,9 @@ export async function streamLines(path: string, sink: ChunkSink, opts: StreamOpt
           if (lineEnd > start) break;
         }
         if (filled === cur.length - 1) {
-          // A single line longer than the buffer: grow it.
-          const bigger = Buffer.allocUnsafe((cur.length - 1) * 2 + 1);
+          // A single line longer than the buffer: grow it, up to the longest line allowed.
+          if (filled - start > maxLine) throw new LineTooLongError(maxLine);
+          const bigger = Buffer.allocUnsafe(Math.min((cur.length - 1) * 2, start + maxLine + chunk) + 1);
           cur.copy(bigger, 0, 0, filled);
           cur = bigger;
         }

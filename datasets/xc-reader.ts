@@ -8,10 +8,9 @@
 // near the size of the resulting CSR however large the file. The header's sizes are trusted only as far as
 // the file's byte count allows before the data confirms them (see LineParser.reserveFromSample).
 // Rows whose feature or label ids are not increasing are sorted; repeated ids are errors (line-parser.ts).
-import { CsrBuilder } from './csr-builder.js';
 import type { SparseDataset } from './csr.js';
 import { DataFormatError, quoteToken } from './errors.js';
-import { LineParser, streamLines, type StreamOptions } from './line-parser.js';
+import { LineParser, readerBuilder, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
 
 /** Options of `readXC`. */
 export interface ReadXCOptions extends StreamOptions {
@@ -52,7 +51,7 @@ export async function readXC(path: string, opts: ReadXCOptions = {}): Promise<Sp
         const pointCap = Math.min(header.points, Math.max(1024, Math.ceil(total / 64)));
         parser = new LineParser(
           { file, features: header.features, labels: header.labels, featureBase: 0, labelBase: 0, maxPoints: header.points, lineOffset: 1 },
-          new CsrBuilder(pointCap, Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18)),
+          readerBuilder(pointCap, Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18), opts),
         );
         start = Math.min(end, lineEnd + 1);
       }
@@ -63,7 +62,7 @@ export async function readXC(path: string, opts: ReadXCOptions = {}): Promise<Sp
       }
     },
     opts,
-  );
+  ).catch((e: unknown) => rethrowReadError(e, file, parser ? parser.line + 1 : 1));
   if (!header || !parser) {
     throw new DataFormatError(file, 1, 'empty file: expected a header "points features labels"');
   }

@@ -2,6 +2,15 @@
 // The `sublinear` command line.
 import { main } from './cli/main.js';
 
+// A reader that stops early (`sublinear predict ... | head -1`) closes the pipe: that is the normal end
+// of a pipeline, not an error. Exit quietly with 0, as cat and grep do, instead of a stack trace.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

@@ -6,7 +6,7 @@ export {
   defaultConfig, resolveConfig, ConfigError,
   type NetworkConfig, type LayerConfig, type SamplingConfig, type HashName, type SelectionMode,
 } from './network/config.js';
-export type { FitOptions, FitProgress, FitStats } from './train/fit.js';
+export { DivergedError, type FitOptions, type FitProgress, type FitStats } from './train/fit.js';
 export type { RebuildScheduleOptions } from './train/schedule.js';
 export {
   listCheckpoints, CheckpointFormatError,

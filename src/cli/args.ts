@@ -6,10 +6,16 @@
 // line maps to camelCase keys (`--train-split` -> `trainSplit`); `--` ends options; `-h`/`--help` anywhere
 // (before `--`) prints help. Usage mistakes throw UsageError (exit code 2), everything else exit code 1.
 
+import { suggest } from '../util/suggest.js';
+
+export { suggest };
+
 /** Where commands write: `out` for results (stdout), `err` for messages and progress (stderr). */
 export interface CliIO {
   out(text: string): void;
   err(text: string): void;
+  /** Resolves once `out` can take more (backpressure of a pipe); absent: always. */
+  drain?(): Promise<void>;
 }
 
 /** A mistake in how the command was invoked: printed with a pointer to --help, exit code 2. */
@@ -58,6 +64,8 @@ export interface NumberFlag extends FlagBase {
 export interface ChoiceFlag<C extends string = string> extends FlagBase {
   type: 'choice';
   choices: readonly C[];
+  /** Appended to the error for a value not among `choices`, e.g. where a similar flag lives. */
+  hint?: string;
   required?: boolean;
   default?: C;
 }
@@ -220,7 +228,7 @@ function convert(f: Exclude<FlagSpec, BooleanFlag>, raw: string, shown: string):
       return raw;
     case 'choice':
       if (!f.choices.includes(raw)) {
-        throw new UsageError(`option ${shown} must be one of ${f.choices.join(', ')} but received '${raw}'`);
+        throw new UsageError(`option ${shown} must be one of ${f.choices.join(', ')} but received '${raw}'${f.hint ? ` (${f.hint})` : ''}`);
       }
       return raw;
     case 'integer':
@@ -235,34 +243,6 @@ function convert(f: Exclude<FlagSpec, BooleanFlag>, raw: string, shown: string):
       return v;
     }
   }
-}
-
-/** ` (did you mean --foo?)` for a near miss (edit distance <= 2), else ''. */
-export function suggest(name: string, known: string[], prefix: string): string {
-  let best: string | undefined;
-  let bestD = 3;
-  for (const k of known) {
-    const d = editDistance(name, k);
-    if (d < bestD) {
-      bestD = d;
-      best = k;
-    }
-  }
-  return best ? ` (did you mean ${prefix}${best}?)` : '';
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let diag = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const up = row[j]!;
-      row[j] = Math.min(up + 1, row[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diag = up;
-    }
-  }
-  return row[b.length]!;
 }
 
 // ---- help text ----

@@ -34,18 +34,19 @@ const zeroBasedFlag = {
   type: 'boolean',
   description: 'libsvm only: feature ids in the file start at 0 (LIBSVM files are 1-based by default)',
 } as const;
-const jsonFlag = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line)' } as const;
+const jsonFlag = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line); no progress on stderr' } as const;
+const quietFlag = { type: 'boolean', short: 'q', description: 'no progress on stderr (errors are still printed)' } as const;
 
 const inspect = defineCommand({
   name: 'inspect',
   summary: 'Print a summary of a dataset: sizes, nonzeros, labels per point, label frequencies.',
   positionals: [{ name: 'file', description: 'dataset file' }],
-  flags: { format: formatFlag, zeroBased: zeroBasedFlag, json: jsonFlag },
+  flags: { format: formatFlag, zeroBased: zeroBasedFlag, json: jsonFlag, quiet: quietFlag },
   examples: ['data inspect train.txt', 'data inspect train.txt --json', 'data inspect rcv1.svm --format libsvm'],
   async run(o, io) {
     const bytes = (await stat(o.file)).size;
     const t0 = performance.now();
-    const d = await load(o.file, o.format, o.zeroBased, o.json);
+    const d = await load(o.file, o.format, o.zeroBased, o.json || o.quiet);
     const seconds = (performance.now() - t0) / 1000;
     const s = describe(d);
     if (o.json) {
@@ -90,10 +91,11 @@ const split = defineCommand({
     format: formatFlag,
     zeroBased: zeroBasedFlag,
     json: jsonFlag,
+    quiet: quietFlag,
   },
   examples: ['data split Bibtex_data.txt --train-split bibtex_trSplit.txt --test-split bibtex_tstSplit.txt --column 1 --out bibtex1'],
   async run(o, io) {
-    const d = await load(o.data, o.format, o.zeroBased, o.json);
+    const d = await load(o.data, o.format, o.zeroBased, o.json || o.quiet);
     const trainRows = readSplit(o.trainSplit, o.column, d.points);
     const testRows = readSplit(o.testSplit, o.column, d.points);
     const overlap = countOverlap(trainRows, testRows, d.points);
@@ -134,10 +136,11 @@ const synth = defineCommand({
     seed: { type: 'integer', min: 0, default: 1, valueName: 's', description: 'random seed' },
     out: { type: 'string', required: true, valueName: 'dir', description: 'output folder (created if missing)' },
     json: jsonFlag,
+    quiet: quietFlag,
   },
   examples: ['data synth --shape amazon-670k --train 100000 --test 10000 --seed 1 --out amazon-synth'],
   async run(o, io) {
-    const bar = o.json ? null : new Progress({ label: `generating ${o.shape}`, unit: 'points' });
+    const bar = o.json || o.quiet ? null : new Progress({ label: `generating ${o.shape}`, unit: 'points' });
     const t0 = performance.now();
     let r;
     try {

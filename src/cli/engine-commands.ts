@@ -1,7 +1,17 @@
 // Command-line specs of `sublinear train | eval | predict | demo` (implementations in engine.ts).
 import { parseBytes } from '../train/memory-plan.js';
-import { defineCommand } from './args.js';
+import { defineCommand, UsageError } from './args.js';
 import { demoCommand, evalCommand, predictCommand, trainCommand } from './engine.js';
+
+/** A size flag (--max-memory) in bytes; a malformed one is a usage error. */
+function bytesFlag(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseBytes(text);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
 
 const format = { type: 'choice', choices: ['xc', 'libsvm'] as const, default: 'xc', description: 'input format of the data files' } as const;
 const workers = {
@@ -12,7 +22,9 @@ const candidates = {
   type: 'integer', min: 1, valueName: 'n',
   description: 'sampled inference: output neurons scored per point (default: 1% of the labels, at least 64)',
 } as const;
-const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line)' } as const;
+const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line); no progress on stderr' } as const;
+const quiet = { type: 'boolean', short: 'q', description: 'no progress or messages on stderr (errors are still printed)' } as const;
+const maxMemory = { type: 'string', valueName: 'bytes', description: 'refuse work needing more memory than this, e.g. 4GB (default: 90% of the machine\'s memory)' } as const;
 const mode = {
   type: 'choice', choices: ['exact', 'sampled'] as const, default: 'exact',
   description: 'inference: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index (faster)',
@@ -56,7 +68,8 @@ export const trainCmd = defineCommand({
     seed: { type: 'integer', min: 0, valueName: 'n', description: 'seed of every random choice (default: the config seed, else 1)' },
     save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically)' },
     evalEvery: { type: 'integer', min: 1, valueName: 'n', description: 'evaluate on --test every n epochs' },
-    maxMemory: { type: 'string', valueName: 'bytes', description: 'refuse configurations needing more memory, e.g. 4GB' },
+    maxMemory,
+    log: { type: 'string', valueName: 'file', description: 'append one JSON line per epoch (loss, samples/s, held-out and test metrics) and a summary line to this file' },
     checkpoint: { type: 'string', valueName: 'dir', description: 'write training checkpoints to this directory (default with --resume: the resumed one)' },
     checkpointEvery: {
       type: 'string', valueName: 'n|Ns|Nm',
@@ -68,16 +81,17 @@ export const trainCmd = defineCommand({
     propensityA,
     propensityB,
     json,
+    quiet,
   },
   examples: [
     'train --train train.txt --test test.txt',
+    'train --train train.txt --test test.txt --eval-every 1 --log history.jsonl --save model.sl',
     'train --train train.txt --test test.txt --epochs 10 --lr 0.001 --workers 2 --save model.sl --json',
     'train --train train.txt --save model.sl --checkpoint ckpt --checkpoint-every 10m',
     'train --resume ckpt',
     'train --resume ckpt --epochs 20',
   ],
-  run: (o, io) =>
-    trainCommand({ ...o, maxMemory: o.maxMemory !== undefined ? parseBytes(o.maxMemory) : undefined }, io),
+  run: (o, io) => trainCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });
 
 export const evalCmd = defineCommand({
@@ -87,37 +101,59 @@ export const evalCmd = defineCommand({
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
     test: { type: 'string', required: true, valueName: 'file', description: 'test data' },
     format,
+    k: { type: 'string', valueName: 'list', description: 'cut-offs of P@k, nDCG@k and PSP@k, comma-separated (default: 1,3,5)' },
     workers,
     mode,
     candidates,
     propensityA,
     propensityB,
+    maxMemory,
     json,
+    quiet,
   },
-  examples: ['eval --model model.sl --test test.txt --json', 'eval --model model.sl --test test.txt --mode sampled --json'],
-  run: (o, io) => evalCommand(o, io),
+  examples: [
+    'eval --model model.sl --test test.txt --json',
+    'eval --model model.sl --test test.txt --k 1,5,10',
+    'eval --model model.sl --test test.txt --mode sampled --json',
+  ],
+  run: (o, io) => evalCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });
 
 export const predictCmd = defineCommand({
   name: 'predict',
-  summary: 'Print the top-k labels of every input point, one line per point: label:score ...',
+  summary: 'Print the top-k labels and scores of every input point, in input order.',
+  description:
+    'Output formats: xc (default) is the Extreme Classification Repository\'s score-matrix format: a header ' +
+    '"points labels", then one line per point, "label:score" pairs in descending score order (point i of the ' +
+    'input is line i + 2). jsonl prints one object per point: {"id": i, "labels": [...], "scores": [...]}, ' +
+    'with i the 0-based position of the point in the input. Scores are softmax probabilities.',
   flags: {
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
-    input: { type: 'string', required: true, valueName: 'file', description: 'points to label (labels in the file are ignored)' },
-    format,
-    k: { type: 'integer', min: 1, max: 10000, default: 5, valueName: 'k', description: 'labels per point' },
+    input: { type: 'string', required: true, valueName: 'file', description: 'points to label, or - for standard input (labels in the file are ignored)' },
+    inputFormat: { type: 'choice', choices: ['xc', 'libsvm'] as const, default: 'xc', description: 'format of the input' },
+    format: {
+      type: 'choice', choices: ['xc', 'jsonl'] as const, default: 'xc', description: 'format of the output (see above)',
+      hint: 'the format of the input is --input-format',
+    },
+    k: { type: 'integer', min: 1, default: 5, valueName: 'k', description: 'labels per point (at most the model\'s labels)' },
     workers,
     mode,
     candidates,
+    maxMemory,
+    quiet,
   },
-  examples: ['predict --model model.sl --input test.txt --k 5'],
-  run: (o, io) => predictCommand(o, io),
+  examples: [
+    'predict --model model.sl --input test.txt --k 5 > scores.txt',
+    'predict --model model.sl --input test.txt --format jsonl | head -3',
+    'cat points.txt | sublinear predict --model model.sl --input - --input-format libsvm',
+  ],
+  run: (o, io) => predictCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });
 
 export const demoCmd = defineCommand({
   name: 'demo',
   summary: 'The built-in default job: generate a synthetic dataset, train a sampled network, evaluate it.',
-  flags: { workers, json, keep: { type: 'boolean', description: 'keep the generated data in its temporary folder' } },
+  flags: { workers, json, quiet, keep: { type: 'boolean', description: 'keep the generated data in its temporary folder' } },
   examples: ['demo', 'demo --json'],
   run: (o, io) => demoCommand(o, io),
 });

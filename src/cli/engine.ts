@@ -1,6 +1,8 @@
 // `sublinear train | eval | predict | demo`: the engine's commands. Argument parsing lives in
 // src/cli/main.ts's command table; these functions receive typed options.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { readXC, readLibsvm, generateSynthetic, type SparseDataset } from '../../datasets/index.js';
@@ -13,6 +15,10 @@ import { parseCheckpointEvery } from '../train/checkpoint.js';
 import { Progress } from '../util/progress.js';
 import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from './args.js';
+import { readConfigFile } from './config-file.js';
+import { checkFreeSpace, checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js';
+import { GracefulStop } from './signals.js';
+import { writePredictions } from './predict-output.js';
 
 export interface TrainCliOptions {
   /** Required unless `resume` is given. */
@@ -42,6 +48,10 @@ export interface TrainCliOptions {
   checkpointEvery?: string;
   /** Checkpoint directory of a run to continue. */
   resume?: string;
+  /** JSON-lines file: one line per epoch, then a summary line. */
+  log?: string;
+  /** No progress or messages on stderr (errors still). */
+  quiet?: boolean;
 }
 
 /**
@@ -60,14 +70,15 @@ interface SavedCli {
   propensityA?: number;
   propensityB?: number;
   checkpointEvery?: string;
+  log?: string;
 }
 
-const SAVED_CLI_KEYS = ['train', 'test', 'format', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery'] as const;
+const SAVED_CLI_KEYS = ['train', 'test', 'format', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
 
 function savedCli(o: TrainCliOptions & { train: string }): SavedCli {
   const s: Record<string, unknown> = {};
   for (const k of SAVED_CLI_KEYS) if (o[k] !== undefined) s[k] = o[k];
-  for (const k of ['train', 'test', 'save'] as const) if (o[k] !== undefined) s[k] = resolve(o[k]);
+  for (const k of ['train', 'test', 'save', 'log'] as const) if (o[k] !== undefined) s[k] = resolve(o[k]);
   return s as unknown as SavedCli;
 }
 
@@ -83,38 +94,46 @@ function readSavedCli(extra: unknown): Partial<SavedCli> | null {
   return out as Partial<SavedCli>;
 }
 
-type Out = { out: (s: string) => void; err: (s: string) => void };
+type Out = { out: (s: string) => void; err: (s: string) => void; drain?: () => Promise<void> };
 
-export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean): Promise<SparseDataset> {
+/** The memory limit in bytes: --max-memory when given, else the default of checkMemory (90% of RAM). */
+export function memoryLimit(maxMemory: number | undefined): number {
+  return checkMemory({ totalBytes: 0, parts: [] }, maxMemory !== undefined ? { maxBytes: maxMemory } : {});
+}
+
+/**
+ * Reads a data file with a progress display (a bar on a terminal, plain lines every few seconds
+ * elsewhere, nothing when quiet), refusing it if reading would pass `maxMemoryBytes`.
+ */
+export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean, maxMemoryBytes?: number): Promise<SparseDataset> {
   const bar = quiet ? null : new Progress({ label: `reading ${label}`, unit: 'MB' });
   const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
   try {
-    return format === 'libsvm' ? await readLibsvm(path, { onProgress }) : await readXC(path, { onProgress });
+    return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes }) : await readXC(path, { onProgress, maxMemoryBytes });
   } finally {
     bar?.done();
   }
 }
 
-async function loadConfig(path: string | undefined, data: SparseDataset, seed: number | undefined): Promise<NetworkConfig> {
-  if (!path) return defaultConfig({ features: data.features, labels: data.labels, points: data.points }, seed ?? 1);
-  let parsed: Partial<NetworkConfig>;
-  try {
-    parsed = JSON.parse(await readFile(path, 'utf8')) as Partial<NetworkConfig>;
-  } catch (e) {
-    throw new Error(`${path}: cannot read the network configuration: ${(e as Error).message}`);
+/** About the size of a model file: weights and biases in float32 (the label frequencies are small). */
+function modelFileBytes(c: ResolvedNetworkConfig): number {
+  let params = 0, inDim = c.inputDim;
+  for (const l of c.layers) {
+    params += (inDim + 1) * l.size;
+    inDim = l.size;
   }
-  const c = { ...parsed, inputDim: parsed.inputDim ?? data.features, seed: seed ?? parsed.seed } as NetworkConfig;
-  try {
-    resolveConfig(c);
-  } catch (e) {
-    throw new Error(`${path}: ${(e as Error).message}`);
-  }
-  return c;
+  return 4 * params;
 }
 
-function metricLine(m: Metrics): string {
+/** Bytes of a dataset's arrays. */
+function dataBytes(d: SparseDataset): number {
+  return d.offsets.byteLength + d.indices.byteLength + d.values.byteLength + d.labelOffsets.byteLength + d.labelIndices.byteLength;
+}
+
+/** P@k, nDCG@k, PSP@k for every k of `ks`, on one line. */
+function metricLine(m: Metrics, ks: readonly number[] = [1, 3, 5]): string {
   const f = (k: string) => (m[k as keyof Metrics] as number | undefined)?.toFixed(4) ?? '-';
-  return `P@1 ${f('p1')}  P@3 ${f('p3')}  P@5 ${f('p5')}  nDCG@1 ${f('ndcg1')}  nDCG@3 ${f('ndcg3')}  nDCG@5 ${f('ndcg5')}  PSP@1 ${f('psp1')}  PSP@3 ${f('psp3')}  PSP@5 ${f('psp5')}`;
+  return ['p', 'ndcg', 'psp'].flatMap((name) => ks.map((k) => `${name === 'p' ? 'P' : name === 'ndcg' ? 'nDCG' : 'PSP'}@${k} ${f(`${name}${k}`)}`)).join('  ');
 }
 
 /** Refuses, before any training, a data file whose ids do not fit the network (naming the file). */
@@ -123,13 +142,54 @@ export function checkFits(d: SparseDataset, path: string, inputDim: number, outp
   if (d.labels > outputs) throw new Error(`${path} has ${d.labels} labels but the network's last layer has ${outputs} neurons`);
 }
 
+/** Pre-flight of every path a train command will read or write, before any data is read. */
+async function checkTrainPaths(o: TrainCliOptions): Promise<void> {
+  if (o.train) await checkInputFile(o.train, '--train');
+  if (o.test) await checkInputFile(o.test, '--test');
+  if (o.save) await checkOutputFile(o.save, '--save');
+  if (o.log) await checkOutputFile(o.log, '--log');
+  if (o.checkpoint) await checkOutputDir(o.checkpoint, '--checkpoint');
+}
+
+/** One line of `--log` and one entry of the JSON `history`: an epoch as it ended. */
+interface EpochRecord {
+  epoch: number;
+  /** Cumulative training seconds at the end of the epoch. */
+  trainSeconds: number;
+  loss: number;
+  /** Training throughput of this epoch. */
+  samplesPerSec: number;
+  activePerSample: number;
+  labelRecall?: number;
+  /** Held-out P@k and the learning rate the epoch used (without --epochs). */
+  validation?: { p1: number; p3: number; p5: number; lr: number };
+  /** Test metrics, for epochs evaluated with --eval-every. */
+  test?: Metrics;
+}
+
 export async function trainCommand(given: TrainCliOptions, io: Out): Promise<number> {
-  const quiet = !!given.json;
-  let o: TrainCliOptions = given;
-  let resumed: Network | undefined;
+  const quiet = !!given.json || !!given.quiet;
   if (given.resume) {
     if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
     if (given.seed !== undefined) throw new UsageError('--seed cannot be combined with --resume: the seed comes from the checkpoint');
+  } else if (!given.train) {
+    throw new UsageError('missing required option --train (or --resume <dir>)');
+  }
+  if (given.checkpointEvery !== undefined && !given.checkpoint && !given.resume) throw new UsageError('--checkpoint-every needs --checkpoint <dir>');
+  if (given.checkpointEvery !== undefined) {
+    try {
+      parseCheckpointEvery(given.checkpointEvery);
+    } catch {
+      throw new UsageError(`option --checkpoint-every expects a number of batches or a duration like 90s, 10m, 1h but received '${given.checkpointEvery}'`);
+    }
+  }
+  // Everything that can be checked without reading data is checked first: paths, then the config file.
+  await checkTrainPaths(given);
+  const file = given.config ? await readConfigFile(given.config) : undefined;
+
+  let o: TrainCliOptions = given;
+  let resumed: Network | undefined;
+  if (given.resume) {
     // The network alone is checked against the memory limit before the checkpoint allocates it; the
     // full plan (training data included, with the saved settings) is checked again below. The saved
     // worker count is not known yet: without --workers, count the least scratch (a lower bound).
@@ -148,34 +208,46 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
     o = { ...readSavedCli(info.extra), checkpoint: dirname(info.file), ...defined };
     if (!o.train) throw new UsageError(`${info.file} does not record its training data (it was not written by sublinear train); give --train`);
+    // The recorded paths may have moved since: check them before reading anything.
+    await checkTrainPaths({ train: o.train, test: o.test, save: o.save });
     if (!quiet) {
       const p = info.position;
       io.err(`resuming from ${info.file}: epoch ${p.epoch + 1}, batch ${p.batch} (${p.batchesDone} batches done)\n`);
     }
-  } else if (!given.train) {
-    throw new UsageError('missing required option --train (or --resume <dir>)');
   }
-  if (given.checkpointEvery !== undefined && !o.checkpoint) throw new UsageError('--checkpoint-every needs --checkpoint <dir>');
-  if (o.checkpointEvery !== undefined) {
-    try {
-      parseCheckpointEvery(o.checkpointEvery);
-    } catch {
-      throw new UsageError(`option --checkpoint-every expects a number of batches or a duration like 90s, 10m, 1h but received '${o.checkpointEvery}'`);
-    }
-  }
+  const t = file?.training ?? {};
+  const epochs = o.epochs ?? t.epochs;
+  const batchSize = o.batch ?? t.batchSize;
+  const lr = o.lr ?? t.lr;
+
   const trainPath = o.train!;
-  const train = await loadData(trainPath, o.format, 'training data', quiet);
-  const test = o.test ? await loadData(o.test, o.format, 'test data', quiet) : undefined;
-  const config = resumed ? resumed.config : o.networkConfig ?? (await loadConfig(o.config, train, o.seed));
+  const limit = memoryLimit(o.maxMemory);
+  const train = await loadData(trainPath, o.format, 'training data', quiet, limit);
+  const test = o.test ? await loadData(o.test, o.format, 'test data', quiet, Math.max(0, limit - dataBytes(train))) : undefined;
+  let config: NetworkConfig;
+  if (resumed) config = resumed.config;
+  else if (o.networkConfig) config = o.networkConfig;
+  else if (file) {
+    config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
+    try {
+      resolveConfig(config);
+    } catch (e) {
+      throw new Error(`${o.config}: ${(e as Error).message}`);
+    }
+  } else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
   const resolved = resolveConfig(config);
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const outputs = resolved.layers.at(-1)!.size;
   if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
-  const workers = o.workers ?? defaultTraining(resolved, defaultWorkers()).workers;
-  // Without --epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
-  const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : o.epochs === undefined;
+  const workers = o.workers ?? t.workers ?? defaultTraining(resolved, defaultWorkers()).workers;
+  // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
+  const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
   checkMemory(planNetworkMemory(resolved, workers, train, bestWeights), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
   const net = resumed ?? new Network(config);
+  // Room for the files this run will write, before it trains: a model file is about the weights and
+  // biases; a checkpoint also holds the Adam moments and tables, and `keep` + 1 of them exist at once.
+  if (o.save) await checkFreeSpace(o.save, modelFileBytes(resolved), 'the model file needs');
+  if (o.checkpoint) await checkFreeSpace(o.checkpoint, 3 * net.memoryBytes(), 'three checkpoints (two kept and one being written)');
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
   let checkpoints = 0;
@@ -188,46 +260,68 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
       }
     : undefined;
 
-  const ac = new AbortController();
-  const onSigint = () => {
-    if (!ac.signal.aborted) io.err(`\nstopping after the batches in flight${checkpoint ? ' and writing a checkpoint' : ''} (Ctrl-C again to force)\n`);
-    else process.exit(130);
-    ac.abort();
-  };
-  process.on('SIGINT', onSigint);
+  const log = o.log ? await open(o.log, resumed ? 'a' : 'w') : undefined;
+  const stop = new GracefulStop((sig) => {
+    bar?.clear();
+    io.err(`\n${sig === 'SIGINT' ? 'Ctrl-C' : sig}: stopping after the batches in flight${checkpoint ? ', writing a checkpoint' : ''}` +
+      `${o.save ? ` and saving ${o.save}` : ''} (${sig === 'SIGINT' ? 'Ctrl-C' : sig} again to stop at once)\n`);
+  }).install();
   const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
   const evalOpts = { mode: o.mode ?? 'exact', workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
   let stats;
   const testByEpoch = new Map<number, Metrics>();
+  const records: EpochRecord[] = [];
+  let prevSamples = 0, prevSeconds = 0;
   try {
     stats = await net.fit(train, {
-      epochs: o.epochs,
-      batchSize: o.batch,
-      lr: o.lr,
+      epochs,
+      batchSize,
+      lr,
+      ...(t.beta1 !== undefined ? { beta1: t.beta1 } : {}),
+      ...(t.beta2 !== undefined ? { beta2: t.beta2 } : {}),
+      ...(t.eps !== undefined ? { eps: t.eps } : {}),
+      ...(t.validation !== undefined ? { validation: t.validation } : {}),
+      ...(t.rebuild !== undefined ? { rebuild: t.rebuild } : {}),
       workers,
-      signal: ac.signal,
+      signal: stop.signal,
       checkpoint,
+      progressEvery: 1,
       onProgress: (p) => {
+        // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
+        const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
         bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
-          `epoch ${p.epoch + 1}/${p.epochs} loss ${p.loss.toFixed(4)} ${Math.round(p.samplesPerSec)} samples/s`);
+          `epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
       },
       onEpochEnd: async (epoch, st) => {
         const v = st.validation?.at(-1);
-        if (!quiet && v && v.epoch === epoch + 1) {
-          bar?.clear();
-          io.err(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})\n`);
-        }
+        if (!quiet && v && v.epoch === epoch + 1) bar?.log(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})`);
+        let tm: Metrics | undefined;
         if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
-          const m = await net.evaluate(test, evalOpts);
-          testByEpoch.set(epoch + 1, m);
-          bar?.clear();
-          if (!quiet) io.err(`epoch ${epoch + 1}: test ${metricLine(m)}\n`);
+          tm = await net.evaluate(test, evalOpts);
+          testByEpoch.set(epoch + 1, tm);
+          if (!quiet) bar?.log(`epoch ${epoch + 1}: test ${metricLine(tm)}`);
+        }
+        const h = st.history.at(-1);
+        if (h && h.epoch === epoch + 1) {
+          const r: EpochRecord = {
+            ...h,
+            samplesPerSec: (st.samples - prevSamples) / Math.max(1e-9, h.trainSeconds - prevSeconds),
+            ...(v && v.epoch === h.epoch ? { validation: { p1: v.p1, p3: v.p3, p5: v.p5, lr: v.lr } } : {}),
+            ...(tm ? { test: tm } : {}),
+          };
+          prevSamples = st.samples;
+          prevSeconds = h.trainSeconds;
+          records.push(r);
+          if (log) await log.write(JSON.stringify({ type: 'epoch', ...r }) + '\n');
         }
       },
     });
+  } catch (e) {
+    await log?.close();
+    throw e;
   } finally {
     bar?.done();
-    process.off('SIGINT', onSigint);
+    stop.uninstall();
   }
   if (!quiet) {
     io.err(`trained ${stats.samples} samples in ${stats.trainSeconds.toFixed(1)} s (${Math.round(stats.samplesPerSec)} samples/s; ` +
@@ -240,7 +334,11 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     await net.save(o.save);
     if (!quiet) io.err(`saved ${o.save}\n`);
   }
-  const metrics = test ? await net.evaluate(test, evalOpts) : undefined;
+  // The test set is evaluated on the weights the network ends with, unless --eval-every already did
+  // (exact inference of the same weights gives the same numbers); a run stopped by a signal skips it.
+  const finalEpoch = stats.bestEpoch ?? (stats.aborted ? undefined : stats.epochs);
+  const reuse = evalOpts.mode === 'exact' && finalEpoch !== undefined ? testByEpoch.get(finalEpoch) : undefined;
+  const metrics = test && !stop.received ? reuse ?? (await net.evaluate(test, evalOpts)) : undefined;
   if (metrics && !quiet) io.out(`test: ${metricLine(metrics)}\n`);
   const summary = {
     ...(metrics ?? {}),
@@ -251,22 +349,23 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     rebuilds: stats.rebuilds,
     epochs: stats.epochs,
     ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
-    history: stats.history.map((h) => {
-      const v = stats.validation?.find((x) => x.epoch === h.epoch);
-      const t = testByEpoch.get(h.epoch);
-      return { ...h, ...(v ? { validation: { p1: v.p1, p3: v.p3, p5: v.p5, lr: v.lr } } : {}), ...(t ? { test: t } : {}) };
-    }),
     samples: stats.samples,
     loss: stats.lastLoss,
     workers,
     peakRssMB: peakRssMB(),
     aborted: stats.aborted,
+    ...(stop.received ? { signal: stop.received } : {}),
     batchesDone: net.batchesDone,
+    ...(o.save ? { model: resolve(o.save) } : {}),
     ...(checkpoint ? { checkpoints } : {}),
     ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
   };
-  if (o.json) io.out(JSON.stringify(summary) + '\n');
-  return 0;
+  if (log) {
+    await log.write(JSON.stringify({ type: 'summary', ...summary }) + '\n');
+    await log.close();
+  }
+  if (o.json) io.out(JSON.stringify({ ...summary, history: records }) + '\n');
+  return stop.exitCode(0);
 }
 
 export interface EvalCliOptions {
@@ -274,28 +373,60 @@ export interface EvalCliOptions {
   test: string;
   format?: 'xc' | 'libsvm';
   json?: boolean;
+  quiet?: boolean;
   workers?: number;
   mode?: 'exact' | 'sampled';
   candidates?: number;
   propensityA?: number;
   propensityB?: number;
+  /** Cut-offs of P@k, nDCG@k, PSP@k, e.g. '1,3,5,10'. Default '1,3,5'. */
+  k?: string;
+  maxMemory?: number;
+}
+
+/** Parses `--k 1,3,5`: distinct positive integers, at most `max`, in increasing order. */
+export function parseKs(text: string, max: number): number[] {
+  const parts = text.split(',').map((x) => x.trim());
+  const ks = parts.map(Number);
+  if (!parts.length || parts.some((p, i) => !/^\d+$/.test(p) || !(ks[i]! >= 1))) {
+    throw new UsageError(`option --k expects positive integers separated by commas, e.g. 1,3,5, but received '${text.length > 60 ? `${text.slice(0, 57)}...` : text}'`);
+  }
+  const over = ks.find((k) => k > max);
+  if (over !== undefined) throw new UsageError(`option --k ${over} exceeds the model's ${max} labels`);
+  return [...new Set(ks)].sort((a, b) => a - b);
+}
+
+/** A predict/eval progress display over the points (quiet: none). */
+function pointsProgress(quiet: boolean, label: string): { bar: Progress | null; onProgress?: (done: number, total: number) => void } {
+  const bar = quiet ? null : new Progress({ label, unit: 'points' });
+  return { bar, onProgress: bar ? (done, total) => bar.update(done, total) : undefined };
 }
 
 export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
+  const quiet = !!o.json || !!o.quiet;
+  await checkInputFile(o.model, '--model');
+  await checkInputFile(o.test, '--test');
   const net = await Network.load(o.model);
-  const test = await loadData(o.test, o.format, 'test data', !!o.json);
-  checkFits(test, o.test, net.config.inputDim, net.config.layers.at(-1)!.size);
+  const outputs = net.config.layers.at(-1)!.size;
+  const ks = parseKs(o.k ?? '1,3,5', outputs);
+  const test = await loadData(o.test, o.format, 'test data', quiet, memoryLimit(o.maxMemory));
+  checkFits(test, o.test, net.config.inputDim, outputs);
   const mode = o.mode ?? 'exact';
   // Sampled inference builds the output layer's cluster index on first use: timed apart from scoring.
   const indexSeconds = mode === 'sampled' ? net.buildClusterIndex() : 0;
   const t0 = performance.now();
-  const m = await net.evaluate(test, { mode, workers: o.workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB });
+  const { bar, onProgress } = pointsProgress(quiet, `evaluating (${mode})`);
+  let m;
+  try {
+    m = await net.evaluate(test, { mode, workers: o.workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB, k: ks, onProgress });
+  } finally {
+    bar?.done();
+  }
   const evalSeconds = (performance.now() - t0) / 1000;
   const seconds = m.predictSeconds; // inference alone: the metrics cost the same in both modes
-  const outputs = net.config.layers.at(-1)!.size;
   const scored = m.outputsScoredPerPoint;
   if (!o.json) {
-    io.out(`${metricLine(m)}\n(${m.points} points predicted in ${seconds.toFixed(2)} s, ${mode}: ${Math.round(scored)} of ${outputs} outputs scored per point` +
+    io.out(`${metricLine(m, ks)}\n(${m.points} points predicted in ${seconds.toFixed(2)} s, ${mode}: ${Math.round(scored)} of ${outputs} outputs scored per point` +
       `${mode === 'sampled' ? `, index built in ${indexSeconds.toFixed(2)} s` : ''})\n`);
   } else {
     io.out(JSON.stringify({
@@ -308,39 +439,65 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
 
 export interface PredictCliOptions {
   model: string;
+  /** A data file, or '-' for standard input. */
   input: string;
-  format?: 'xc' | 'libsvm';
+  /** Format of the input. Default 'xc'. */
+  inputFormat?: 'xc' | 'libsvm';
+  /** What is printed: 'xc' (a sparse score matrix with a header) or 'jsonl'. Default 'xc'. */
+  format?: 'xc' | 'jsonl';
   k?: number;
   workers?: number;
   mode?: 'exact' | 'sampled';
   candidates?: number;
+  quiet?: boolean;
+  maxMemory?: number;
 }
 
 export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
+  const quiet = !!o.quiet;
+  const fromStdin = o.input === '-';
+  if (!fromStdin) await checkInputFile(o.input, '--input');
+  await checkInputFile(o.model, '--model');
   const net = await Network.load(o.model);
-  const data = await loadData(o.input, o.format, 'input', true);
-  if (data.features > net.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${net.config.inputDim}`);
+  const outputs = net.config.layers.at(-1)!.size;
   const k = o.k ?? 5;
-  const p = await net.predict(data, { k, mode: o.mode ?? 'exact', workers: o.workers, candidates: o.candidates });
-  const lines: string[] = [];
-  for (let i = 0; i < p.points; i++) {
-    const parts: string[] = [];
-    for (let j = 0; j < k; j++) {
-      const l = p.labels[i * k + j]!;
-      if (l !== 0xffffffff) parts.push(`${l}:${p.scores[i * k + j]!.toPrecision(6)}`);
-    }
-    lines.push(parts.join(' '));
-    if (lines.length >= 4096) {
-      io.out(lines.join('\n') + '\n');
-      lines.length = 0;
-    }
+  if (k > outputs) throw new UsageError(`option --k ${k} exceeds the model's ${outputs} labels`);
+  let spool: string | undefined;
+  let data: SparseDataset;
+  try {
+    // Standard input is spooled to a temporary file: the readers stream files (and say which line is wrong).
+    if (fromStdin) spool = await spoolStdin();
+    data = await loadData(spool ?? o.input, o.inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimit(o.maxMemory))
+      .catch((e: unknown) => {
+        throw spool && e instanceof Error ? new Error(e.message.replaceAll(spool, '<stdin>')) : e;
+      });
+  } finally {
+    if (spool) await rm(dirname(spool), { recursive: true, force: true });
   }
-  if (lines.length) io.out(lines.join('\n') + '\n');
+  const inputName = fromStdin ? '<stdin>' : o.input;
+  if (data.features > net.config.inputDim) throw new Error(`${inputName} has ${data.features} features but the network's inputDim is ${net.config.inputDim}`);
+  const { bar, onProgress } = pointsProgress(quiet, 'predicting');
+  let p;
+  try {
+    p = await net.predict(data, { k, mode: o.mode ?? 'exact', workers: o.workers, candidates: o.candidates, onProgress });
+  } finally {
+    bar?.done();
+  }
+  await writePredictions(p, o.format ?? 'xc', outputs, io);
   return 0;
+}
+
+/** Copies standard input into a fresh temporary directory; returns the file's path. */
+async function spoolStdin(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'sublinear-stdin-'));
+  const path = join(dir, 'input.txt');
+  await pipeline(process.stdin, createWriteStream(path));
+  return path;
 }
 
 export interface DemoOptions {
   json?: boolean;
+  quiet?: boolean;
   workers?: number;
   keep?: boolean;
 }
@@ -352,7 +509,7 @@ export interface DemoOptions {
 export async function demoCommand(o: DemoOptions, io: Out): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'sublinear-demo-'));
   try {
-    if (!o.json) io.err(`generating the synthetic 'small' dataset (20,000 features, 2,000 labels) in ${dir}\n`);
+    if (!o.json && !o.quiet) io.err(`generating the synthetic 'small' dataset (20,000 features, 2,000 labels) in ${dir}\n`);
     await generateSynthetic({ shape: 'small', train: 20000, test: 2000, seed: 1, outDir: dir });
     const config: NetworkConfig = {
       inputDim: 20000,
@@ -362,7 +519,7 @@ export async function demoCommand(o: DemoOptions, io: Out): Promise<number> {
         { size: 2000, activation: 'softmax', sampling: { hash: 'dwta', K: 4, L: 32, budget: 100, minActive: 100, logQ: true } },
       ],
     };
-    return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), networkConfig: config, epochs: 3, json: o.json, workers: o.workers }, io);
+    return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), networkConfig: config, epochs: 3, json: o.json, quiet: o.quiet, workers: o.workers }, io);
   } finally {
     if (!o.keep) await rm(dir, { recursive: true, force: true });
   }

@@ -2,6 +2,7 @@
 // Exit codes: 0 success, 1 runtime error (`sublinear: <message>` on stderr), 2 usage error (the message
 // and a pointer to --help on stderr).
 import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
 import { join } from 'node:path';
 import { packageRoot } from '../util/package-root.js';
 import {
@@ -32,6 +33,7 @@ const ROOT: CommandGroup = defineGroup(
 export const processIO: CliIO = {
   out: (s) => void process.stdout.write(s),
   err: (s) => void process.stderr.write(s),
+  drain: () => (process.stdout.writableNeedDrain ? once(process.stdout, 'drain').then(() => {}) : Promise.resolve()),
 };
 
 /** Runs the command line `argv` (without `node` and the script) and returns the exit code. */

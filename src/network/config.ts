@@ -3,6 +3,8 @@
 // (DWTA, K=6, L=50, 128-slot buckets, hidden 128, batch 128) unless noted; the learning rate defaults
 // to 1e-3 (SLIDE uses 1e-4 for Amazon-670K; 1e-3 converges in fewer epochs on the datasets we measured).
 
+import { checkKnownKeys } from '../util/suggest.js';
+
 /** Hash family of a sampled layer. */
 export type HashName = 'dwta' | 'simhash' | 'wta' | 'minhash';
 /** How the L buckets a query hits are turned into a candidate set. */
@@ -93,6 +95,15 @@ export interface NetworkConfig {
   seed?: number;
 }
 
+/**
+ * Training options are not part of a network's configuration (they are `Network.fit`'s options): a
+ * NetworkConfig that holds one gets this hint instead of a did-you-mean. (The CLI's --config file may
+ * hold them next to the network: src/cli/config-file.ts.)
+ */
+const TRAINING_KEY_HINTS: Record<string, string> = Object.fromEntries(
+  ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild'].map((k) => [k, `${k} is a training option: pass it to Network.fit`]),
+);
+
 /** Fully resolved sampling settings (every default filled in). */
 export type ResolvedSampling = Required<SamplingConfig>;
 export interface ResolvedLayer {
@@ -108,12 +119,21 @@ export interface ResolvedNetworkConfig {
   seed: number;
 }
 
+/** The keys of each configuration object: anything else is a typo, refused with a did-you-mean. */
+export const NETWORK_KEYS = ['inputDim', 'layers', 'seed'] as const satisfies readonly (keyof NetworkConfig)[];
+export const LAYER_KEYS = ['size', 'activation', 'sampling', 'dropout'] as const satisfies readonly (keyof LayerConfig)[];
+export const SAMPLING_KEYS = [
+  'hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode',
+  'budget', 'minFreq', 'minActive', 'sharedFill', 'batchNegatives', 'logQ',
+] as const satisfies readonly (keyof SamplingConfig)[];
+
 const HASHES: readonly HashName[] = ['dwta', 'simhash', 'wta', 'minhash'];
 const MODES: readonly SelectionMode[] = ['union', 'topk', 'threshold'];
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
+const configError = (m: string) => new ConfigError(m);
 
 function positiveInt(v: unknown, what: string): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
@@ -137,8 +157,8 @@ export function bitsPerHashOf(s: { hash: HashName; binSize: number; bitsPerHash:
 
 /** Fills defaults and validates. Throws ConfigError with a message naming the field. */
 export function resolveSampling(s: SamplingConfig, size: number, where: string): ResolvedSampling {
-  const known = new Set(['hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode', 'budget', 'minFreq', 'minActive', 'sharedFill', 'batchNegatives', 'logQ']);
-  for (const k of Object.keys(s)) if (!known.has(k)) throw new ConfigError(`Unknown option ${where}.${k}`);
+  if (s === null || typeof s !== 'object' || Array.isArray(s)) throw new ConfigError(`Expected an object for ${where} but received ${JSON.stringify(s)}`);
+  checkKnownKeys(s, SAMPLING_KEYS, where, configError);
   const hash = s.hash ?? 'dwta';
   if (!HASHES.includes(hash)) {
     throw new ConfigError(`Unknown hash family ${JSON.stringify(hash)} for ${where}.hash (expected one of ${HASHES.join(', ')})`);
@@ -181,13 +201,15 @@ export function resolveSampling(s: SamplingConfig, size: number, where: string):
 
 /** Validates a network configuration and fills in every default. */
 export function resolveConfig(c: NetworkConfig): ResolvedNetworkConfig {
-  if (c === null || typeof c !== 'object') throw new ConfigError('Expected a network configuration object');
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) throw new ConfigError('Expected a network configuration object');
+  checkKnownKeys(c, NETWORK_KEYS, '', configError, TRAINING_KEY_HINTS);
   const inputDim = positiveInt(c.inputDim, 'inputDim');
   if (!Array.isArray(c.layers) || c.layers.length === 0) throw new ConfigError('Expected at least one layer in layers');
   const seed = nonNegativeInt(c.seed ?? 1, 'seed');
   const layers = c.layers.map((l, i): ResolvedLayer => {
     const where = `layers[${i}]`;
-    if (l === null || typeof l !== 'object') throw new ConfigError(`Expected an object for ${where}`);
+    if (l === null || typeof l !== 'object' || Array.isArray(l)) throw new ConfigError(`Expected an object for ${where}`);
+    checkKnownKeys(l, LAYER_KEYS, where, configError);
     const size = positiveInt(l.size, `${where}.size`);
     const last = i === c.layers.length - 1;
     const activation = l.activation ?? (last ? 'softmax' : 'relu');

@@ -44,6 +44,8 @@ export interface PredictOptions {
    * be scored; `outputsScoredPerPoint` says how many were). Default: 1% of the outputs, at least 64.
    */
   candidates?: number;
+  /** Called as chunks finish with (points predicted so far, points). Default: none. */
+  onProgress?: (done: number, total: number) => void;
 }
 
 /** Options of `Network.resume`. */
@@ -384,14 +386,17 @@ export class Network {
     if (!Number.isInteger(candidates) || candidates <= 0) throw new Error(`Expected positive integer for candidates but received ${JSON.stringify(opts.candidates)}`);
     const exec = createExecutor(opts.workers ?? defaultWorkers());
     try {
-      return await this.predictWith(exec, data, k, mode, chunk, candidates);
+      return await this.predictWith(exec, data, k, mode, chunk, candidates, opts.onProgress);
     } finally {
       await exec.close();
     }
   }
 
   /** predict() on a given executor (arguments already validated; data on shared memory). */
-  private async predictWith(exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk = 256, candidates = 0): Promise<Predictions> {
+  private async predictWith(
+    exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk = 256, candidates = 0,
+    onProgress?: (done: number, total: number) => void,
+  ): Promise<Predictions> {
     let net = this.spec;
     if (mode === 'sampled' && this.schedule) {
       const last = this.spec.layers.length - 1;
@@ -410,6 +415,7 @@ export class Network {
     const labels = new Uint32Array(data.points * k);
     const scores = new Float32Array(data.points * k);
     const jobs: Promise<void>[] = [];
+    let done = 0;
     for (let start = 0; start < data.points; start += chunk) {
       const end = Math.min(start + chunk, data.points);
       const pointIds = new Uint32Array(end - start);
@@ -419,6 +425,8 @@ export class Network {
           labels.set(r.idx, start * k);
           scores.set(r.val, start * k);
           scored += r.scored;
+          done += end - start;
+          onProgress?.(done, data.points);
         }),
       );
     }

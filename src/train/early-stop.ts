@@ -10,6 +10,7 @@
 // shape the held-out P@1 kept rising after each cut: README "How the defaults were chosen").
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../network/native-types.js';
+import { checkKnownKeys } from '../util/suggest.js';
 
 /** Options of the held-out validation that decides the number of epochs (`FitOptions.validation`). */
 export interface ValidationOptions {
@@ -39,10 +40,11 @@ export interface ValidationOptions {
 
 export type ResolvedValidation = Required<ValidationOptions>;
 
+export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'metric'] as const satisfies readonly (keyof ValidationOptions)[];
+
 export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (v === null || typeof v !== 'object') throw new Error('Expected an object or false for validation');
-  const known = new Set(['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'metric']);
-  for (const k of Object.keys(v)) if (!known.has(k)) throw new Error(`Unknown option validation.${k}`);
+  checkKnownKeys(v, VALIDATION_KEYS, 'validation', (m) => new Error(m));
   const fraction = v.fraction ?? 0.05;
   if (!(typeof fraction === 'number' && fraction > 0 && fraction < 1)) throw new Error(`Expected number in (0, 1) for validation.fraction but received ${JSON.stringify(v.fraction)}`);
   const int = (x: unknown, what: string, min: number): number => {

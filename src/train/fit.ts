@@ -149,6 +149,32 @@ export interface FitTarget {
   batchesDone: number;
 }
 
+/**
+ * A batch whose mean cross-entropy loss is above this (or not finite) stops training with DivergedError.
+ * A network that starts with small random weights has a loss near log(labels) (< 21 even at 10^9 labels);
+ * only logits thousands apart reach 10^4.
+ */
+export const DIVERGED_LOSS = 1e4;
+
+/**
+ * Training stopped because a batch's mean loss was NaN, infinite or above DIVERGED_LOSS (almost always a learning rate too high for
+ * the data). No checkpoint is written after that batch, so the last one holds weights from before it.
+ */
+export class DivergedError extends Error {
+  override name = 'DivergedError';
+  constructor(
+    /** 0-based batch within its epoch. */
+    readonly batch: number,
+    /** 0-based epoch. */
+    readonly epoch: number,
+    readonly loss: number,
+    readonly lr: number,
+  ) {
+    super(`training diverged: the mean loss of batch ${batch + 1} of epoch ${epoch + 1} is ${loss.toPrecision(4)}; ` +
+      `the learning rate ${lr} is too high for this data: try a lower one (e.g. ${Number((lr / 10).toPrecision(2))})`);
+  }
+}
+
 function unitInterval(v: number, what: string): number {
   if (!(typeof v === 'number' && v >= 0 && v < 1)) throw new Error(`Expected number in [0, 1) for ${what} but received ${JSON.stringify(v)}`);
   return v;
@@ -238,6 +264,7 @@ export async function fitLoop(
   let epochsDone = startEpoch;
   const history: FitStats['history'] = [];
   const failures: Error[] = [];
+  let diverged: DivergedError | null = null;
 
   const report = (epoch: number, batch: number) => {
     const now = performance.now();
@@ -304,6 +331,11 @@ export async function fitLoop(
       for (const x of results as TrainResult[]) {
         r.lossSum += x.lossSum; r.samples += x.samples; r.activeSum += x.activeSum; r.missedLabels += x.missedLabels;
       }
+      // A non-finite loss means the weights have blown up: every later batch would only spread NaN, and a
+      // model saved from them predicts nothing. So does a finite but absurd one (the true labels' mean
+      // probability below e^-DIVERGED_LOSS: the logits are in the thousands). Stop before the next checkpoint.
+      const meanLoss = r.lossSum / Math.max(1, r.samples);
+      if (!(meanLoss <= DIVERGED_LOSS) && !diverged) diverged = new DivergedError(b, epoch, meanLoss, task.lr);
       samples += r.samples; batches++;
       repLoss += r.lossSum; repSamples += r.samples; repActive += r.activeSum; repMissed += r.missedLabels;
       let labels = 0;
@@ -314,7 +346,7 @@ export async function fitLoop(
     };
 
     while (nextBatch < batchesPerEpoch || inflight.size > 0) {
-      if (failures.length) break;
+      if (failures.length || diverged) break;
       if (opts.signal?.aborted) aborted = true;
       // Rebuilds need quiescent tables and checkpoints a consistent state: drain the batches in flight
       // first. A rebuild due at the same point goes first, so the checkpoint holds the fresh tables.
@@ -352,8 +384,9 @@ export async function fitLoop(
       }
       if ((performance.now() - lastReport) / 1000 >= o.progressEvery) report(epoch, nextBatch);
     }
-    if (failures.length) {
+    if (failures.length || diverged) {
       await Promise.allSettled(inflight);
+      if (diverged) throw diverged;
       throw new Error(`training stopped: ${failures[0]!.message}. ${batches} batches completed.`);
     }
     target.batchesDone = epochBase + nextBatch;

@@ -2,6 +2,8 @@
 // paper lets the interval grow as training settles (weights move less, codes change less):
 // the n-th rebuild happens `first * growth^n` batches after the previous one, capped at `maxInterval`.
 
+import { checkKnownKeys } from '../util/suggest.js';
+
 /** Rebuild schedule options. */
 export interface RebuildScheduleOptions {
   /** Batches before the first rebuild. Default 50 (SLIDE's 6400 samples at batch 128). */
@@ -24,6 +26,8 @@ export interface RebuildScheduleOptions {
   threshold?: number;
 }
 
+export const REBUILD_KEYS = ['first', 'growth', 'maxInterval', 'policy', 'checkEvery', 'sample', 'threshold'] as const satisfies readonly (keyof RebuildScheduleOptions)[];
+
 export class RebuildSchedule {
   readonly first: number;
   readonly growth: number;
@@ -38,6 +42,8 @@ export class RebuildSchedule {
   rebuilds = 0;
 
   constructor(o: RebuildScheduleOptions = {}) {
+    if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new Error(`Expected an object for rebuild but received ${JSON.stringify(o)}`);
+    checkKnownKeys(o, REBUILD_KEYS, 'rebuild', (m) => new Error(m));
     this.first = o.first ?? 50;
     this.growth = o.growth ?? 1.15;
     this.maxInterval = o.maxInterval ?? 1000;

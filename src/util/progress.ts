@@ -1,6 +1,7 @@
-// A one-line progress display on stderr for long operations (reading data, generating data, training).
-// It draws only when the stream is a terminal: in pipes, CI logs and tests it is silent, so machine-read
-// output (the `--json` last line on stdout) is never mixed with carriage returns.
+// Progress of long operations (reading data, generating data, training, prediction) on stderr.
+// On a terminal: one line redrawn in place. Elsewhere (a log file, nohup, CI, a pipe): a plain line every
+// few seconds (`lineIntervalMs`), with no carriage returns or escape codes, so that a log shows a long
+// run is alive and how far it got; operations shorter than that interval print nothing.
 //
 //   reading training data [=========>          ]  48%  512.0/1069.3 MB  181.2 MB/s  ETA 3s
 //   training [====>    ] 12%  1200/10000 batches  9.5 batches/s  ETA 15m  epoch 1/5 loss 3.2101
@@ -14,14 +15,23 @@ export interface ProgressOptions {
   unit?: string;
   /** Stream to draw on. Default process.stderr. */
   stream?: NodeJS.WriteStream;
-  /** Draw or not. Default: whether `stream` is a TTY. */
-  enabled?: boolean;
-  /** Minimum milliseconds between redraws (the last update is always drawn by done()). Default 100. */
+  /**
+   * 'bar': redraw one line in place; 'lines': print a plain line every `lineIntervalMs`; 'off': nothing.
+   * Default: 'bar' when `stream` is a TTY, else 'lines'.
+   */
+  style?: 'bar' | 'lines' | 'off';
+  /** Minimum milliseconds between redraws of the bar (the last update is always drawn by done()). Default 100. */
   intervalMs?: number;
+  /** 'lines' style: milliseconds between lines (the first one after this long too). Default 5000. */
+  lineIntervalMs?: number;
 }
 
 export class Progress {
+  /** True when drawing a bar in place (a terminal). */
   readonly enabled: boolean;
+  readonly style: 'bar' | 'lines' | 'off';
+  private readonly lineIntervalMs: number;
+  private linesPrinted = 0;
   private readonly label: string;
   private readonly unit: string;
   private readonly stream: NodeJS.WriteStream;
@@ -38,8 +48,11 @@ export class Progress {
     this.label = opts.label ?? '';
     this.unit = opts.unit ?? 'items';
     this.stream = opts.stream ?? process.stderr;
-    this.enabled = opts.enabled ?? this.stream.isTTY === true;
+    this.style = opts.style ?? (this.stream.isTTY === true ? 'bar' : 'lines');
+    this.enabled = this.style === 'bar';
     this.intervalMs = opts.intervalMs ?? 100;
+    this.lineIntervalMs = opts.lineIntervalMs ?? 5000;
+    this.lastDraw = this.style === 'lines' ? this.start : -Infinity;
   }
 
   /**
@@ -50,11 +63,18 @@ export class Progress {
     this.done_ = done;
     this.total = total;
     if (extra !== undefined) this.extra = extra;
-    if (!this.enabled || this.finished) return;
+    if (this.style === 'off' || this.finished) return;
     const now = performance.now();
-    if (now - this.lastDraw < this.intervalMs) return;
+    if (now - this.lastDraw < (this.enabled ? this.intervalMs : this.lineIntervalMs)) return;
     this.lastDraw = now;
-    this.draw(now);
+    if (this.enabled) this.draw(now);
+    else this.printLine(now);
+  }
+
+  /** Prints a message on its own line, clearing the bar first (it is redrawn by the next update). */
+  log(text: string): void {
+    this.clear();
+    this.stream.write(text.endsWith('\n') ? text : `${text}\n`);
   }
 
   /** Erases the line (e.g. before printing a message), the next update redraws it. */
@@ -72,6 +92,8 @@ export class Progress {
     if (this.enabled && (this.drawn || this.done_ > 0)) {
       this.draw(performance.now());
       this.stream.write('\n');
+    } else if (this.style === 'lines' && this.linesPrinted > 0) {
+      this.printLine(performance.now()); // the final state of an operation that was reported along the way
     }
     this.finished = true;
   }
@@ -97,6 +119,11 @@ export class Progress {
     if (total !== undefined && rate > 0 && this.done_ < total) parts.push(`ETA ${formatDuration((total - this.done_) / rate)}`);
     if (this.extra) parts.push(this.extra);
     return parts.join('  ');
+  }
+
+  private printLine(now: number): void {
+    this.stream.write(`${this.render(now)}\n`);
+    this.linesPrinted++;
   }
 
   private draw(now: number): void {

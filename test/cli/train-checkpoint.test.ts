@@ -181,22 +181,28 @@ describe('train without --epochs (held-out validation decides), killed and resum
   });
 });
 
-describe('train interrupted with Ctrl-C (SIGINT)', () => {
-  it('stops after the batches in flight, writes a final checkpoint there, and resumes from it', async () => {
-    const ck = join(dir, 'ck-int');
+describe('train stopped by a signal (Ctrl-C, or SIGTERM from a scheduler)', () => {
+  it.each([
+    ['SIGINT', 'Ctrl-C', 130],
+    ['SIGTERM', 'SIGTERM', 143],
+  ] as const)('%s (%s): stops after the batches in flight, writes a final checkpoint and the model, exits %i; --resume finishes', async (sig, shown, code) => {
+    const ck = join(dir, `ck-${sig}`);
+    const model = join(dir, `stopped-${sig}.sl`);
     // workers 0 and no periodic checkpoint: nothing in the loop does I/O, yet the signal must get through
     // (the loop yields to the event loop). 200 epochs would take seconds; it is stopped early.
     const child = spawn(process.execPath, [CLI, 'train', '--train', trainFile, '--config', cfgFile, '--epochs', '200', '--workers', '0',
-      '--checkpoint', ck, '--checkpoint-every', '1h'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      '--checkpoint', ck, '--checkpoint-every', '1h', '--save', model], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
-    const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+    const exited = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
     while (!stderr.includes('network: ')) await sleep(2);
     await sleep(150);
-    child.kill('SIGINT');
-    expect(await exited).toBe(0);
-    expect(stderr).toContain('stopping after the batches in flight and writing a checkpoint');
+    child.kill(sig);
+    expect(await exited).toBe(code);
+    expect(stderr).toContain(`${shown}: stopping after the batches in flight, writing a checkpoint and saving ${model}`);
     expect(stderr).toContain('(stopped early)');
+    expect(stderr).not.toContain('NaN');
+    expect(existsSync(model)).toBe(true);
     const files = await listCheckpoints(ck);
     expect(files).toHaveLength(1);
     const stoppedAt = files[0]!.batchesDone;

@@ -7,13 +7,36 @@ function fakeStream(isTTY: boolean): NodeJS.WriteStream & { text: string } {
 }
 
 describe('Progress', () => {
-  it('is silent when the stream is not a terminal', () => {
+  it('prints nothing off a terminal for an operation shorter than the line interval', () => {
     const stream = fakeStream(false);
     const p = new Progress({ label: 'reading', unit: 'MB', stream });
     p.update(5, 10);
     p.clear();
     p.done();
-    expect(p.enabled).toBe(false);
+    expect([p.enabled, p.style]).toEqual([false, 'lines']);
+    expect(stream.text).toBe('');
+  });
+
+  it('prints plain lines (no carriage returns or escape codes) off a terminal, then the final state', () => {
+    const stream = fakeStream(false);
+    const p = new Progress({ label: 'training', unit: 'batches', stream, lineIntervalMs: 0 });
+    p.update(25, 100, 'loss 0.4213');
+    p.update(50, 100, 'loss 0.3000');
+    p.clear();
+    p.done();
+    const lines = stream.text.split('\n');
+    expect(lines.pop()).toBe('');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^training {2}\[=====> {14}\] {2}25% {2}25\/100 batches .*loss 0\.4213$/);
+    expect(lines[2]).toMatch(/50\/100 batches .*loss 0\.3000$/);
+    expect(stream.text).not.toMatch(/[\r\x1b]/);
+  });
+
+  it("style 'off' prints nothing", () => {
+    const stream = fakeStream(true);
+    const p = new Progress({ stream, style: 'off', intervalMs: 0 });
+    p.update(1, 2);
+    p.done();
     expect(stream.text).toBe('');
   });
 

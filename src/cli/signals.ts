@@ -1,0 +1,47 @@
+// How a long command stops when asked to: SIGINT (Ctrl-C) and SIGTERM (what Slurm, Kubernetes and
+// systemd send, then SIGKILL after a grace period) both stop training after the batches in flight, write
+// the checkpoint and save the model; a second signal exits at once. The exit code then says which signal
+// stopped the run, as a shell reports a process killed by it: 128 + 2 = 130 (SIGINT), 128 + 15 = 143
+// (SIGTERM), so that job schedulers and scripts see an interrupted run, not a finished one.
+
+const EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const;
+export type StopSignal = keyof typeof EXIT_CODES;
+
+export class GracefulStop {
+  readonly controller = new AbortController();
+  /** The first signal received, or null. */
+  received: StopSignal | null = null;
+  private readonly handlers = new Map<StopSignal, () => void>();
+
+  /** `announce` prints what happens now (called once, on the first signal). */
+  constructor(private readonly announce: (signal: StopSignal) => void) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Starts listening for SIGINT and SIGTERM (replacing Node's default of exiting at once). */
+  install(): this {
+    for (const sig of Object.keys(EXIT_CODES) as StopSignal[]) {
+      const h = () => {
+        if (this.received) process.exit(EXIT_CODES[sig]); // the second signal: stop now
+        this.received = sig;
+        this.announce(sig);
+        this.controller.abort();
+      };
+      this.handlers.set(sig, h);
+      process.on(sig, h);
+    }
+    return this;
+  }
+
+  uninstall(): void {
+    for (const [sig, h] of this.handlers) process.off(sig, h);
+    this.handlers.clear();
+  }
+
+  /** The exit code of a run stopped by a signal (130 or 143), or `otherwise`. */
+  exitCode(otherwise = 0): number {
+    return this.received ? EXIT_CODES[this.received] : otherwise;
+  }
+}

@@ -1,0 +1,59 @@
+// What `train` reports about a run: `--log` writes one JSON line per epoch as it ends and a summary line
+// (with the saved model's path); `--json` carries the same per-epoch history, each test evaluation made
+// by --eval-every kept, and the final metrics reuse the last one instead of evaluating twice.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertBuilt, CLI, ROOT } from './built.js';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+let dir: string;
+beforeAll(async () => {
+  assertBuilt(['src/cli', 'src/train']);
+  dir = await mkdtemp(join(tmpdir(), 'sublinear-log-'));
+  expect(run('data', 'synth', '--shape', 'tiny', '--train', '2000', '--test', '300', '--seed', '5', '--out', dir).code).toBe(0);
+  writeFileSync(join(dir, 'cfg.json'), JSON.stringify({ layers: [{ size: 32 }, { size: 100 }] }));
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+function run(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd: dir ?? ROOT });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('train --log and --json history', () => {
+  it('one line per epoch with loss, samples/s and test metrics, then a summary naming the model', () => {
+    const r = run('train', '--train', 'train.txt', '--test', 'test.txt', '--config', 'cfg.json', '--epochs', '3', '--eval-every', '1',
+      '--log', 'history.jsonl', '--save', 'model.sl', '--json');
+    expect(r.code).toBe(0);
+    const lines = readFileSync(join(dir, 'history.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+    expect(lines.map((l) => [l.type, l.epoch])).toEqual([['epoch', 1], ['epoch', 2], ['epoch', 3], ['summary', undefined]]);
+    for (const l of lines.slice(0, 3)) {
+      expect(l.loss).toBeGreaterThan(0);
+      expect(l.samplesPerSec).toBeGreaterThan(0);
+      expect(l.test.p1).toBeGreaterThanOrEqual(0);
+    }
+    expect(lines[3]!.model).toBe(join(dir, 'model.sl'));
+    const json = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, any>;
+    expect(json.model).toBe(join(dir, 'model.sl'));
+    expect(json.history).toEqual(lines.slice(0, 3).map(({ type: _t, ...rest }) => rest));
+    // The last epoch's evaluation is the final one (same weights): not computed a second time, so even its
+    // timing is the same number.
+    expect(json.predictSeconds).toBe(json.history[2].test.predictSeconds);
+    expect(json.p1).toBe(json.history[2].test.p1);
+  });
+
+  it('held-out validation epochs are logged with their P@k and learning rate', () => {
+    const r = run('train', '--train', 'train.txt', '--config', 'cfg.json', '--log', 'val.jsonl', '--quiet');
+    expect([r.code, r.stderr]).toEqual([0, '']);
+    const lines = readFileSync(join(dir, 'val.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
+    const epochs = lines.filter((l) => l.type === 'epoch');
+    expect(epochs.length).toBeGreaterThanOrEqual(4); // patience 3 after the best epoch
+    for (const e of epochs) expect(e.validation).toMatchObject({ p1: expect.any(Number), lr: expect.any(Number) });
+    expect(lines.at(-1)).toMatchObject({ type: 'summary', bestEpoch: expect.any(Number) });
+  });
+});
