@@ -26,6 +26,8 @@ export class CsrBuilder {
    * than after it has filled memory. Default: no limit.
    */
   byteLimit = Infinity;
+  /** How byteLimit is described in the error. Default: its size. */
+  byteLimitLabel?: string;
   /** Rows completed so far. offsets[0..points] and labelOffsets[0..points] are valid. */
   points = 0;
   /** Feature entries written (may include a row in progress). */
@@ -107,8 +109,9 @@ export class CsrBuilder {
   /** Throws MemoryLimitError if allocating `extra` more bytes would pass byteLimit. */
   private checkBudget(extra: number): void {
     if (this.bytes() + extra > this.byteLimit) {
-      throw new MemoryLimitError(`the data needs more memory than the limit of ${(this.byteLimit / 2 ** 20).toFixed(0)} MiB ` +
-        `(${this.points} points read so far hold ${(this.bytes() / 2 ** 20).toFixed(0)} MiB)`);
+      const mb = (b: number) => `${(b / 1e6).toPrecision(3)} MB`;
+      throw new MemoryLimitError(`the data needs more than ${this.byteLimitLabel ?? mb(this.byteLimit)} ` +
+        `(${this.points} points read so far hold ${mb(this.bytes())} and need ${mb(this.bytes() + extra)} to grow)`);
     }
   }
 

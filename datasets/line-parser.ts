@@ -471,14 +471,19 @@ export function rethrowReadError(e: unknown, file: string, line: number): never 
  */
 export function readerBuilder(points: number, nnz: number, labels: number, opts: StreamOptions): CsrBuilder {
   let limit = Infinity;
+  let label: string | undefined;
   if (opts.maxMemoryBytes !== undefined) {
     const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
-    limit = Math.max(0, opts.maxMemoryBytes - 2 * (chunk + 1));
+    const buffers = 2 * (chunk + 1);
+    limit = Math.max(0, opts.maxMemoryBytes - buffers);
+    const mb = (b: number) => `${(b / 1e6).toPrecision(3)} MB`;
+    label = `the memory limit of ${mb(opts.maxMemoryBytes)} less ${mb(buffers)} of read buffers`;
   }
   const want = 8 * (points + 1) + 8 * nnz + 4 * labels;
   const f = want > limit / 2 ? limit / 2 / want : 1;
   const b = new CsrBuilder(points * f, nnz * f, labels * f);
   b.byteLimit = limit;
+  b.byteLimitLabel = label;
   return b;
 }
 

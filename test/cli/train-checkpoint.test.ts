@@ -265,7 +265,8 @@ describe('train --max-memory', () => {
   }
 
   it('exits 1 before allocating, naming the largest parts', async () => {
-    const r = run('train', '--train', trainFile, '--workers', '2', '--max-memory', '1MB');
+    // 30 MB: room to read the data (16.8 MB of read buffers, ~1 MB of data), not to train on it.
+    const r = run('train', '--train', trainFile, '--workers', '2', '--max-memory', '30MB');
     expect(r.code).toBe(1);
     // The message the memory plan gives for this data and the default network (the defaults rule: 1024
     // hidden for this small shape, dense 100 outputs), with the best-epoch copy of early stopping.
@@ -278,11 +279,11 @@ describe('train --max-memory', () => {
       workers: 2,
       bestWeights: true,
     });
-    const expected = memoryRefusal(plan, 1e6);
+    const expected = memoryRefusal(plan, 30e6);
     expect(def.layers[0]!.size).toBe(1024);
     expect(r.stderr).toBe(`sublinear: ${expected}\n`);
     expect(r.stderr).toMatch(
-      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 24\.6 MB, worker scratch \(2 workers\) [\d.]+ MB, best-epoch weights [\d.]+ MB, \.\.\.\) but the limit is 1\.00 MB \(--max-memory\)\n$/,
+      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 24\.6 MB, worker scratch \(2 workers\) [\d.]+ MB, best-epoch weights [\d.]+ MB, \.\.\.\) but the limit is 30\.0 MB \(--max-memory\)\n$/,
     );
   });
 
