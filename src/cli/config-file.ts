@@ -8,31 +8,13 @@
 //     "epochs": 20, "lr": 0.002, "batchSize": 256, "validation": { "patience": 5 } }
 import { readFile } from 'node:fs/promises';
 import { NETWORK_KEYS, resolveConfig, type NetworkConfig } from '../network/config.js';
-import { resolveValidation, type ValidationOptions } from '../train/early-stop.js';
-import { RebuildSchedule, type RebuildScheduleOptions } from '../train/schedule.js';
+import { resolveValidation } from '../train/early-stop.js';
+import type { FitOptions } from '../train/fit.js';
+import { RebuildSchedule } from '../train/schedule.js';
 import { checkKnownKeys } from '../util/suggest.js';
 
-/** Training options a --config file may hold (each as in Network.fit's FitOptions; flags override them). */
-export interface ConfigFileTraining {
-  /** Passes over the data. Default: decided by held-out P@k (FitOptions.epochs). */
-  epochs?: number;
-  /** Points per mini-batch. Default 128. */
-  batchSize?: number;
-  /** Adam learning rate. Default: 0.01 with a sampled output layer, else 0.001. */
-  lr?: number;
-  /** Adam beta1. Default 0.9. */
-  beta1?: number;
-  /** Adam beta2. Default 0.999. */
-  beta2?: number;
-  /** Adam epsilon. Default 1e-8. */
-  eps?: number;
-  /** Worker threads. Default: the cores with a sampled output layer, else 1. */
-  workers?: number;
-  /** Held-out validation (FitOptions.validation), or false. Default: on when epochs is not given. */
-  validation?: ValidationOptions | false;
-  /** Hash-table rebuild schedule (FitOptions.rebuild). */
-  rebuild?: RebuildScheduleOptions;
-}
+/** Training options a --config file may hold: these of Network.fit's options (documented there); flags override them. */
+export type ConfigFileTraining = Pick<FitOptions, 'epochs' | 'batchSize' | 'lr' | 'beta1' | 'beta2' | 'eps' | 'workers' | 'validation' | 'rebuild'>;
 
 export const TRAINING_FILE_KEYS = ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild'] as const satisfies readonly (keyof ConfigFileTraining)[];
 
