@@ -32,7 +32,7 @@ export const ADDON_ENV = 'SUBLINEAR_ADDON';
  * prebuilt binary shipped in prebuilds/<platform>-<arch>/ that node-gyp-build picks for this platform.
  * Every thread resolves the same list, so worker threads load the same file as the main thread.
  */
-function candidates(root: string, require: NodeJS.Require, errors: string[]): string[] {
+function candidates(root: string, require: NodeJS.Require, notes: string[]): string[] {
   const override = process.env[ADDON_ENV];
   if (override) return [resolve(override)];
   const files = [join(root, 'build', 'Release', 'sublinear.node'), join(root, 'build', 'Debug', 'sublinear.node')];
@@ -41,7 +41,7 @@ function candidates(root: string, require: NodeJS.Require, errors: string[]): st
     if (!files.includes(prebuild)) files.push(prebuild);
   } catch (e) {
     // node-gyp-build's message names the platform, arch, libc and Node version it looked for.
-    errors.push(`prebuilds: ${(e as Error).message.trim().split('\n')[0]}`);
+    notes.push(`prebuilds: ${(e as Error).message.trim().split('\n')[0]}`);
   }
   return files;
 }
@@ -52,7 +52,8 @@ export function native(): NativeAddon {
   const root = packageRoot();
   const require = createRequire(import.meta.url);
   const errors: string[] = [];
-  for (const file of candidates(root, require, errors)) {
+  const notes: string[] = [];
+  for (const file of candidates(root, require, notes)) {
     if (!existsSync(file)) {
       errors.push(`${file}: not found`);
       continue;
@@ -70,7 +71,7 @@ export function native(): NativeAddon {
       errors.push(`${file}: ${(e as Error).message}`);
     }
   }
-  const list = errors.map((e) => `  - ${e}`).join('\n');
+  const list = [...errors, ...notes].map((e) => `  - ${e}`).join('\n');
   if (process.env[ADDON_ENV]) {
     throw new Error(`sublinear: could not load the native addon named by ${ADDON_ENV}.\n${list}\nUnset ${ADDON_ENV} to use the regular build.`);
   }
@@ -83,13 +84,15 @@ export function addonPath(): string | undefined {
 }
 
 /**
- * How to get a working addon. npm 11 skips dependencies' install scripts unless allowed, and a
- * platform without a prebuilt binary (anything but linux-x64 with glibc) needs that script to compile.
+ * How to get a working addon. npm 11 skips dependencies' install scripts unless they are allowed, so a
+ * platform without a prebuilt binary (anything but linux-x64 with glibc) gets no compiled addon from
+ * `npm install`; `npm rebuild <name>` runs the named package's install script even when not allowed
+ * (checked with npm 11.19), and `--allow-scripts` is refused in project installs (EALLOWSCRIPTS).
  */
 export const REBUILD_ADVICE = [
   'To compile it (needs python3, make and a C++17 compiler: g++ >= 9 or clang >= 10):',
-  '  - in a project that depends on sublinear: `npm install-scripts approve sublinear && npm rebuild sublinear`',
-  '    (npm 11 skips install scripts it was not told to allow; older npm: `npm rebuild sublinear`)',
-  '  - globally installed: `npm install -g sublinear --allow-scripts=sublinear`',
+  '  - where sublinear is a dependency: `npm rebuild sublinear` in the project folder',
+  '    (npm 11: `npm install-scripts approve sublinear` lets later installs compile it too)',
+  '  - installed globally: `npm rebuild -g sublinear`',
   '  - in a clone of the repository: `npm run build:native`',
 ].join('\n');
