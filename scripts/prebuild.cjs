@@ -33,7 +33,8 @@ if (stamp?.fingerprint === wanted && fs.existsSync(RELEASE_ADDON)) {
 }
 
 const dest = prebuildFile();
-fs.rmSync(path.join(ROOT, 'prebuilds'), { recursive: true, force: true });
+// Only this platform's folder: binaries of other platforms put into prebuilds/ (e.g. by a CI matrix) stay.
+fs.rmSync(path.dirname(dest), { recursive: true, force: true });
 fs.mkdirSync(path.dirname(dest), { recursive: true });
 fs.copyFileSync(RELEASE_ADDON, dest);
 // The shipped file must load: check it in a fresh process (a crash there must not take this one down).
