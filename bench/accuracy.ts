@@ -2,7 +2,7 @@
 // sublinear (defaults, hash tables off, dense output) and fastText (one-vs-all and hierarchical softmax).
 //
 //   npm run bench:accuracy -- [--datasets bibtex,delicious,amazon-670k,amazon-670k-200k | --quick] [--json]
-//                             [--data-dir ../shared/datasets] [--workers 2] [--epochs n] [--fasttext-epochs 30]
+//                             [--data-dir dir] [--workers 2] [--epochs n] [--fasttext-epochs 30]
 //                             [--fasttext-lr-ova 0.25] [--fasttext-lr-hs 0.5]
 //                             [--cache-dir dir] [--keep] [--verbose]
 //
@@ -42,12 +42,14 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { packageRoot } from '../src/util/package-root.js';
-import { commandHelp, defineCommand, HELP, parseCommandArgs, UsageError, type CliIO } from '../src/cli/args.js';
+import { defineCommand, UsageError, type CliIO } from '../src/cli/args.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../src/network/config.js';
 import { computeMetrics, NO_PREDICTION } from '../src/train/metrics.js';
 import { readXC, parseXCHeader, type SparseDataset } from '../datasets/index.js';
 import { runBenchChild } from './child.js';
 import { plotCurves } from './plot.js';
+import { benchMain } from './cli.js';
+import { DATA_DIR_HELP, findDataset } from './data-dir.js';
 
 const DATASETS = ['bibtex', 'delicious', 'amazon-670k', 'amazon-670k-200k'] as const;
 type DatasetName = (typeof DATASETS)[number];
@@ -141,23 +143,21 @@ function cli<T>(args: string[], o: Options): Promise<T> {
   return runBenchChild<T>(CLI, [...args, '--json'], o.verbose);
 }
 
-async function prepare(name: DatasetName, o: Options, dataDir: string, cacheDir: string, work: string): Promise<Prepared | { skip: string }> {
-  const missing = (files: string[]) => files.filter((f) => !existsSync(f));
+async function prepare(name: DatasetName, o: Options, cacheDir: string, work: string): Promise<Prepared | { skip: string }> {
   switch (name) {
     case 'bibtex': {
-      const dir = join(dataDir, 'bibtex');
-      const data = join(dir, 'Bibtex_data.txt'), tr = join(dir, 'bibtex_trSplit.txt'), tst = join(dir, 'bibtex_tstSplit.txt');
-      const m = missing([data, tr, tst]);
-      if (m.length) return { skip: `missing ${m.join(', ')}` };
+      const found = findDataset('bibtex', o.dataDir);
+      if ('message' in found) return { skip: found.message };
+      const [data, tr, tst] = found.files as [string, string, string];
       const out = join(work, 'bibtex');
       await cli(['data', 'split', data, '--train-split', tr, '--test-split', tst, '--column', '1', '--out', out], o);
       return { train: join(out, 'train.txt'), test: join(out, 'test.txt') };
     }
     case 'delicious': {
-      const dir = join(dataDir, 'delicious');
-      const train = join(dir, 'Delicious_train.txt'), test = join(dir, 'Delicious_test.txt');
-      const m = missing([train, test]);
-      return m.length ? { skip: `missing ${m.join(', ')}` } : { train, test };
+      const found = findDataset('delicious', o.dataDir);
+      if ('message' in found) return { skip: found.message };
+      const [train, test] = found.files as [string, string];
+      return { train, test };
     }
     case 'amazon-670k':
       return synth('amazon-670k', 30000, 2000, 7, o, cacheDir);
@@ -418,9 +418,9 @@ async function runFastText(loss: 'ova' | 'hs', trainFt: string, testFt: string, 
 const skipped = (name: string, reason: string): SystemResult => ({ name, p1: null, p3: null, p5: null, trainSeconds: null, peakRssMB: null, curve: [], skipped: reason });
 const failed = (name: string, error: string): SystemResult => ({ name, p1: null, p3: null, p5: null, trainSeconds: null, peakRssMB: null, curve: [], error });
 
-async function runDataset(name: DatasetName, o: Options, dataDir: string, cacheDir: string, work: string): Promise<DatasetResult> {
+async function runDataset(name: DatasetName, o: Options, cacheDir: string, work: string): Promise<DatasetResult> {
   log(o, `${name}: preparing data`);
-  const p = await prepare(name, o, dataDir, cacheDir, work);
+  const p = await prepare(name, o, cacheDir, work);
   if ('skip' in p) {
     log(o, `${name}: skipped (${p.skip})`);
     return { name, points: null, testPoints: null, features: null, labels: null, systems: [], skipped: p.skip };
@@ -568,14 +568,13 @@ async function run(o: Options, io: CliIO): Promise<number> {
   }
   const root = packageRoot();
   if (!existsSync(join(root, 'dist', 'src', 'cli.js'))) throw new Error('dist/src/cli.js not found: build first (npm run build)');
-  const dataDir = o.dataDir ? resolve(o.dataDir) : join(root, '..', 'shared', 'datasets');
   const cacheDir = o.cacheDir ? resolve(o.cacheDir) : join(tmpdir(), 'sublinear-bench-cache');
   const work = mkdtempSync(join(tmpdir(), 'sublinear-accuracy-'));
   const machine = { cpu: cpuModel(), cores: availableParallelism() };
   const datasets: DatasetResult[] = [];
   try {
     for (const name of names) {
-      const d = await runDataset(name, o, dataDir, cacheDir, work);
+      const d = await runDataset(name, o, cacheDir, work);
       datasets.push(d);
       io.out(table(d));
     }
@@ -607,7 +606,7 @@ export const accuracyCmd = defineCommand({
   flags: {
     datasets: { type: 'string', valueName: 'list', description: `comma-separated, of ${DATASETS.join(', ')} (default: all)` },
     quick: { type: 'boolean', description: `only ${QUICK.join(' and ')}` },
-    dataDir: { type: 'string', valueName: 'dir', description: 'folder holding bibtex/ and delicious/ (default: ../shared/datasets from the repository root)' },
+    dataDir: { type: 'string', valueName: 'dir', description: DATA_DIR_HELP },
     workers: { type: 'integer', min: 0, max: 256, valueName: 'n', description: "sublinear workers (default: sublinear train's default)" },
     threads: { type: 'integer', min: 1, max: 256, default: availableParallelism(), valueName: 'n', description: 'fastText threads (default: number of cores)' },
     epochs: { type: 'integer', min: 1, valueName: 'n', description: "sublinear epochs (default: sublinear train's default)" },
@@ -623,25 +622,4 @@ export const accuracyCmd = defineCommand({
   run: (o, io) => run(o, io),
 });
 
-const io: CliIO = { out: (s) => void process.stdout.write(s), err: (s) => void process.stderr.write(s) };
-const path = ['npm run bench:accuracy --'];
-
-async function main(argv: string[]): Promise<number> {
-  try {
-    const parsed = parseCommandArgs(accuracyCmd.spec, argv);
-    if (parsed === HELP) {
-      io.out(commandHelp(accuracyCmd, path));
-      return 0;
-    }
-    return await accuracyCmd.spec.run(parsed as never, io);
-  } catch (e) {
-    if (e instanceof UsageError) {
-      io.err(`bench:accuracy: ${e.message}\nRun '${path[0]} --help' for usage.\n`);
-      return 2;
-    }
-    io.err(`bench:accuracy: ${e instanceof Error ? e.message : String(e)}\n`);
-    return 1;
-  }
-}
-
-process.exitCode = await main(process.argv.slice(2));
+await benchMain(import.meta.url, accuracyCmd, 'npm run bench:accuracy --');

@@ -2,11 +2,12 @@
 // one system after the other, each in its own process (so peak RSS is its own), on the same data, network
 // (sparse input -> 128 ReLU -> full softmax), batch size, learning rate, Adam and seed.
 //
-//   npm run bench -- [--full] [--json] [--datasets delicious,amazon-tta,amazon-670k] [--verbose]
+//   npm run bench -- [--full] [--json] [--datasets delicious,amazon-tta,amazon-670k] [--data-dir dir] [--verbose]
 //   npm run bench -- --replot      (redraw the SVGs from bench/results/*.json)
 //
 // Datasets:
-// - delicious: the Extreme Classification Repository's Delicious (../shared/datasets), when present.
+// - delicious: the Extreme Classification Repository's Delicious (<data dir>/delicious, see bench/data-dir.ts),
+//   when present.
 // - amazon-<L>: time to accuracy on the Amazon-670K input shape (135,909 features, ~75 nnz, ~5.45 labels
 //   per point) with L labels and 10 L training points (default 2,000 labels: tfjs-wasm reaches its plateau,
 //   ~0.98 P@1, in about 4 minutes here; at 5,000 labels it is still at ~0.68 after 4 minutes).
@@ -22,14 +23,15 @@ import { fileURLToPath } from 'node:url';
 import { packageRoot } from '../src/util/package-root.js';
 import { readXC } from '../datasets/index.js';
 import type { SparseDataset } from '../datasets/csr.js';
-import { parseBenchArgs, num } from './args.js';
+import { commandArgv, defineCommand, UsageError } from '../src/cli/args.js';
+import { benchMain } from './cli.js';
+import { DATA_DIR_HELP, findDataset, requireDataset } from './data-dir.js';
 import type { BaselineOptions, BaselineResult } from './baselines/common.js';
 import { syntheticSplit } from './baselines/data.js';
 import { pytorchAvailable, trainPytorch } from './baselines/pytorch.js';
 import { trainSublinear } from './systems/sublinear.js';
 import { plotCurves } from './plot.js';
 
-type Args = Record<string, string | boolean>;
 const SYSTEMS = ['sublinear', 'tfjs', 'pytorch'] as const;
 type System = (typeof SYSTEMS)[number];
 
@@ -42,23 +44,51 @@ interface DatasetPlan {
   sublinear?: { workers?: number; sampling?: null | Record<string, unknown> };
 }
 
-function deliciousDir(): string {
-  return join(packageRoot(), '..', 'shared', 'datasets', 'delicious');
+export const compareCmd = defineCommand({
+  name: 'bench',
+  summary: 'sublinear against dense TensorFlow.js (wasm) and PyTorch: the same data, network, batch size, learning rate, Adam and seed.',
+  description:
+    'Datasets: delicious (the Extreme Classification Repository\'s Delicious, when its files are found),\n' +
+    'amazon-<labels> (time to accuracy on the Amazon-670K input shape), amazon-670k (throughput at the full\n' +
+    'shape). Each system runs in its own process. Writes bench/results/<dataset>.json and .svg.',
+  flags: {
+    datasets: { type: 'string', valueName: 'list', description: 'comma-separated: delicious, amazon-tta, amazon-670k (default: all available)' },
+    dataDir: { type: 'string', valueName: 'dir', description: DATA_DIR_HELP },
+    full: { type: 'boolean', description: 'longer runs' },
+    workers: { type: 'integer', min: 0, max: 256, default: 1, valueName: 'n', description: 'sublinear worker threads' },
+    seed: { type: 'integer', min: 0, default: 1, valueName: 'n', description: 'data and initialisation seed' },
+    lr: { type: 'number', min: 0, default: 1e-3, valueName: 'x', description: 'Adam learning rate' },
+    ttaLabels: { type: 'integer', min: 1, default: 2000, valueName: 'n', description: 'labels of the time-to-accuracy dataset' },
+    ttaSeconds: { type: 'number', min: 0, valueName: 's', description: 'training time of the dense baselines on it (default: 240, --full 600)' },
+    pointsPerLabel: { type: 'integer', min: 1, default: 10, valueName: 'n', description: 'training points per label of the time-to-accuracy dataset' },
+    replot: { type: 'boolean', description: 'only redraw the SVGs from bench/results/*.json' },
+    verbose: { type: 'boolean', description: 'show the progress of each run' },
+    json: { type: 'boolean', description: 'print only the JSON summary (the last stdout line)' },
+    child: { type: 'choice', choices: SYSTEMS, description: 'internal: run this one system on --dataset in this process' },
+    dataset: { type: 'string', valueName: 'name', description: 'internal: the dataset of --child' },
+  },
+  examples: ['--datasets amazon-670k --json', '--datasets delicious --data-dir ~/xc-data'],
+  run: async (o) => main(o),
+});
+
+interface Args {
+  datasets?: string; dataDir?: string; full: boolean; workers: number; seed: number; lr: number; ttaLabels: number;
+  ttaSeconds?: number; pointsPerLabel: number; replot: boolean; verbose: boolean; json: boolean; child?: System; dataset?: string;
 }
 
 function plans(a: Args): DatasetPlan[] {
-  const full = !!a.full;
-  const seed = num(a, 'seed', 1), lr = num(a, 'lr', 1e-3), batchSize = 128;
-  const ttaLabels = num(a, 'tta-labels', 2000);
-  const ttaSeconds = num(a, 'tta-seconds', full ? 600 : 240);
+  const full = a.full;
+  const seed = a.seed, lr = a.lr, batchSize = 128;
+  const ttaLabels = a.ttaLabels;
+  const ttaSeconds = a.ttaSeconds ?? (full ? 600 : 240);
   const base = { hidden: [128], batchSize, lr, seed };
   return [
     {
       name: 'delicious',
       kind: 'accuracy',
       async load() {
-        const dir = deliciousDir();
-        return { train: await readXC(join(dir, 'Delicious_train.txt')), test: await readXC(join(dir, 'Delicious_test.txt')) };
+        const [train, test] = requireDataset('delicious', a.dataDir).files;
+        return { train: await readXC(train!), test: await readXC(test!) };
       },
       options: (s) => ({ ...base, epochs: full ? 20 : s === 'tfjs' ? 4 : 5, evalEvery: { seconds: 2 }, evalPoints: 1000 }),
       sublinear: { sampling: null },
@@ -67,7 +97,7 @@ function plans(a: Args): DatasetPlan[] {
       name: `amazon-${ttaLabels}`,
       kind: 'accuracy',
       async load() {
-        return syntheticSplit('amazon-670k', ttaLabels * num(a, 'points-per-label', 10), 2000, seed, { labels: ttaLabels });
+        return syntheticSplit('amazon-670k', ttaLabels * a.pointsPerLabel, 2000, seed, { labels: ttaLabels });
       },
       options: (s) => ({ ...base, epochs: s === 'sublinear' ? (full ? 40 : 20) : 1000, maxSeconds: ttaSeconds, evalEvery: { seconds: full ? 20 : 10 }, evalPoints: 2000 }),
       sublinear: { sampling: { hash: 'dwta', K: 4, L: 32, budget: 400, minActive: 400 } },
@@ -91,7 +121,7 @@ async function runSystem(system: System, plan: DatasetPlan, a: Args): Promise<Ba
   const { train, test } = await plan.load();
   const opts: BaselineOptions = { ...plan.options(system), train, ...(test && test.points > 0 ? { test } : {}) };
   if (a.verbose) opts.onEval = (r) => process.stderr.write(`  [${system}] t=${r.seconds.toFixed(1)}s P@1=${r.p1.toFixed(4)}\n`);
-  if (system === 'sublinear') return trainSublinear({ ...opts, workers: num(a, 'workers', 1), ...(plan.sublinear ?? {}) } as never);
+  if (system === 'sublinear') return trainSublinear({ ...opts, workers: a.workers, ...(plan.sublinear ?? {}) } as never);
   if (system === 'tfjs') {
     const { trainTfjs } = await import('./baselines/tfjs-dense.js');
     return trainTfjs({ ...opts, backend: 'wasm' });
@@ -164,15 +194,14 @@ function curvePlot(name: string, raw: Partial<Record<System, BaselineResult | { 
   });
 }
 
-async function main() {
-  const a = parseBenchArgs(process.argv.slice(2));
+async function main(a: Args): Promise<number> {
   const all = plans(a);
-  if (typeof a.child === 'string') {
+  if (a.child) {
     const plan = all.find((p) => p.name === a.dataset);
-    if (!plan) throw new Error(`unknown dataset ${a.dataset}`);
-    const r = await runSystem(a.child as System, plan, a);
+    if (!plan) throw new UsageError(`--child needs --dataset, one of ${all.map((p) => p.name).join(', ')}`);
+    const r = await runSystem(a.child, plan, a);
     process.stdout.write(JSON.stringify(r) + '\n');
-    return;
+    return 0;
   }
   if (a.replot) {
     // Redraw the plots of a finished run from bench/results/<name>.json.
@@ -183,23 +212,24 @@ async function main() {
       const saved = JSON.parse(readFileSync(file, 'utf8')) as { raw: Partial<Record<System, BaselineResult | { error: string }>> };
       writeFileSync(join(dir, `${p.name}.svg`), curvePlot(p.name, saved.raw, p.sublinear?.sampling === null));
     }
-    return;
+    return 0;
   }
-  const wanted = typeof a.datasets === 'string' ? a.datasets.split(',') : null;
+  const wanted = a.datasets !== undefined ? a.datasets.split(',') : null;
+  const delicious = findDataset('delicious', a.dataDir);
   const selected = all.filter((p) => {
     if (wanted) return wanted.some((w) => p.name === w || (w === 'amazon-tta' && p.name.startsWith('amazon-') && p.kind === 'accuracy'));
-    return p.name !== 'delicious' || existsSync(join(deliciousDir(), 'Delicious_train.txt'));
+    return p.name !== 'delicious' || 'files' in delicious;
   });
   if (wanted) {
     for (const w of wanted) {
-      if (!selected.some((p) => p.name === w || (w === 'amazon-tta' && p.kind === 'accuracy' && p.name.startsWith('amazon-')))) throw new Error(`unknown dataset ${w} (known: ${all.map((p) => p.name).join(', ')}, amazon-tta)`);
+      if (!selected.some((p) => p.name === w || (w === 'amazon-tta' && p.kind === 'accuracy' && p.name.startsWith('amazon-')))) {
+        throw new UsageError(`unknown dataset '${w}' in --datasets (known: ${all.map((p) => p.name).join(', ')}, amazon-tta)`);
+      }
     }
-    if (selected.some((p) => p.name === 'delicious') && !existsSync(join(deliciousDir(), 'Delicious_train.txt'))) {
-      throw new Error(`required dataset missing: ${join(deliciousDir(), 'Delicious_train.txt')}`);
-    }
+    if (selected.some((p) => p.name === 'delicious') && 'message' in delicious) throw new Error(delicious.message);
   }
-  if (!wanted && !selected.some((p) => p.name === 'delicious')) process.stderr.write(`note: ${deliciousDir()} not found; skipping Delicious\n`);
-  const pass = process.argv.slice(2).filter((x, i, arr) => x !== '--json' && x !== '--datasets' && arr[i - 1] !== '--datasets');
+  if (!wanted && 'message' in delicious) process.stderr.write(`note: skipping Delicious. ${delicious.message}\n`);
+  const pass = commandArgv(compareCmd.spec, a as unknown as Record<string, unknown>, ['json', 'datasets', 'child', 'dataset', 'replot']);
   const torch = pytorchAvailable();
   const resultsDir = join(packageRoot(), 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
@@ -273,11 +303,9 @@ async function main() {
   process.stdout.write(JSON.stringify(summary) + '\n');
   if (failures.length) {
     process.stderr.write(`bench failed:\n  ${failures.join('\n  ')}\n`);
-    process.exit(1);
+    return 1;
   }
+  return 0;
 }
 
-main().catch((e) => {
-  process.stderr.write(`bench: ${e instanceof Error ? e.message : e}\n`);
-  process.exit(1);
-});
+await benchMain(import.meta.url, compareCmd, 'npm run bench --');

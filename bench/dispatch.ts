@@ -8,11 +8,23 @@ import { synthesize } from '../datasets/index.js';
 import { Network } from '../src/network/network.js';
 import { InlineExecutor, PoolExecutor } from '../src/train/executor.js';
 import type { TrainTask } from '../src/train/tasks.js';
-import { parseBenchArgs, num } from './args.js';
+import { defineCommand } from '../src/cli/args.js';
+import { benchMain } from './cli.js';
 
-async function main() {
-  const a = parseBenchArgs(process.argv.slice(2));
-  const tasks = num(a, 'tasks', 2000);
+export const dispatchCmd = defineCommand({
+  name: 'bench/dispatch',
+  summary: 'Round trip of a minimal train task through the piscina pool against the same call inline.',
+  flags: {
+    tasks: { type: 'integer', min: 1, default: 2000, valueName: 'n', description: 'timed tasks per executor' },
+    json: { type: 'boolean', description: 'print only the JSON line' },
+  },
+  run: async (o) => {
+    await measure(o.tasks, o.json);
+    return 0;
+  },
+});
+
+async function measure(tasks: number, json: boolean) {
   const data = synthesize({ shape: 'tiny', points: 64, seed: 1 });
   const net = new Network({ inputDim: data.features, layers: [{ size: 8 }, { size: data.labels }] });
   const task = (i: number): TrainTask => ({
@@ -30,11 +42,8 @@ async function main() {
   const poolUs = ((performance.now() - t0) * 1000) / tasks;
   await pool.close();
   const r = { bench: 'dispatch', tasks, inlineMicros: inlineUs, poolMicros: poolUs, overheadMicros: poolUs - inlineUs };
-  if (!a.json) process.stdout.write(`inline ${inlineUs.toFixed(1)} us/task, pool ${poolUs.toFixed(1)} us/task: dispatch overhead ${(poolUs - inlineUs).toFixed(1)} us per task\n`);
+  if (!json) process.stdout.write(`inline ${inlineUs.toFixed(1)} us/task, pool ${poolUs.toFixed(1)} us/task: dispatch overhead ${(poolUs - inlineUs).toFixed(1)} us per task\n`);
   process.stdout.write(JSON.stringify(r) + '\n');
 }
 
-main().catch((e) => {
-  process.stderr.write(`bench/dispatch: ${e instanceof Error ? e.message : e}\n`);
-  process.exit(1);
-});
+await benchMain(import.meta.url, dispatchCmd, 'node dist/bench/dispatch.js');

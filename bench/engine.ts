@@ -10,20 +10,42 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { availableParallelism, cpus } from 'node:os';
 import { packageRoot } from '../src/util/package-root.js';
-import { parseBenchArgs, num } from './args.js';
+import { SHAPE_NAMES } from '../datasets/index.js';
+import { defineCommand } from '../src/cli/args.js';
+import { benchMain } from './cli.js';
 import { runBenchChild } from './child.js';
 import type { TrainRunResult } from './train-run.js';
 
-async function main() {
-  const a = parseBenchArgs(process.argv.slice(2));
-  const common = ['--shape', String(a.shape ?? 'amazon-670k'), '--train', String(num(a, 'train', 30000)), '--test', String(num(a, 'test', 2000)),
-    '--epochs', String(num(a, 'epochs', 1)), '--seed', String(num(a, 'seed', 1)), '--lr', String(num(a, 'lr', 1e-2)),
-    '--workers', String(num(a, 'workers', 1))];
-  if (a.labels) common.push('--labels', String(a.labels));
+export const engineCmd = defineCommand({
+  name: 'bench:engine',
+  summary: 'Sampled against dense output layer: the same network, data, epochs and seed, each in its own process.',
+  description: 'Writes bench/results/engine.json. The defaults take about 6 minutes, nearly all of it the dense run.',
+  flags: {
+    shape: { type: 'choice', choices: SHAPE_NAMES, default: 'amazon-670k', description: 'synthetic dataset shape' },
+    labels: { type: 'integer', min: 1, valueName: 'n', description: "label count (default: the shape's)" },
+    train: { type: 'integer', min: 1, default: 30000, valueName: 'n', description: 'training points' },
+    test: { type: 'integer', min: 1, default: 2000, valueName: 'n', description: 'test points' },
+    epochs: { type: 'integer', min: 1, default: 1, valueName: 'n', description: 'passes over the training data' },
+    seed: { type: 'integer', min: 0, default: 1, valueName: 'n', description: 'data and network seed' },
+    lr: { type: 'number', min: 0, default: 1e-2, valueName: 'x', description: 'Adam learning rate' },
+    workers: { type: 'integer', min: 0, max: 256, default: 1, valueName: 'n', description: 'worker threads of both runs' },
+    verbose: { type: 'boolean', description: "show the runs' progress" },
+    json: { type: 'boolean', description: 'print only the JSON line' },
+  },
+  run: async (o) => {
+    await compareEngines(o);
+    return 0;
+  },
+});
+
+async function compareEngines(a: { shape: string; labels?: number; train: number; test: number; epochs: number; seed: number; lr: number; workers: number; verbose: boolean; json: boolean }) {
+  const common = ['--shape', a.shape, '--train', String(a.train), '--test', String(a.test),
+    '--epochs', String(a.epochs), '--seed', String(a.seed), '--lr', String(a.lr), '--workers', String(a.workers)];
+  if (a.labels !== undefined) common.push('--labels', String(a.labels));
   const runs: Record<'sampled' | 'dense', TrainRunResult> = {} as never;
   for (const output of ['sampled', 'dense'] as const) {
     if (!a.json) process.stderr.write(`running the ${output} output layer...\n`);
-    runs[output] = await runBenchChild<TrainRunResult>('train-run.js', [...common, '--output', output], !!a.verbose);
+    runs[output] = await runBenchChild<TrainRunResult>('train-run.js', [...common, '--output', output], a.verbose);
     const r = runs[output];
     if (!a.json) process.stderr.write(`  ${r.samplesPerSec.toFixed(1)} samples/s, P@1 ${r.p1.toFixed(4)}, peak RSS ${r.peakRssMB} MB\n`);
   }
@@ -47,7 +69,4 @@ async function main() {
   process.stdout.write(JSON.stringify(result) + '\n');
 }
 
-main().catch((e) => {
-  process.stderr.write(`bench/engine: ${e instanceof Error ? e.message : e}\n`);
-  process.exit(1);
-});
+await benchMain(import.meta.url, engineCmd, 'npm run bench:engine --');

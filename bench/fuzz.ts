@@ -23,7 +23,7 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { SparseDataset } from '../datasets/csr.js';
 import { DataFormatError } from '../datasets/errors.js';
@@ -31,6 +31,8 @@ import { readLibsvm } from '../datasets/libsvm-reader.js';
 import { readXC } from '../datasets/xc-reader.js';
 import { Network } from '../src/network/network.js';
 import { readCheckpoint } from '../src/train/checkpoint.js';
+import { defineCommand, UsageError } from '../src/cli/args.js';
+import { benchMain } from './cli.js';
 
 export type FuzzTarget = 'xc' | 'libsvm' | 'model' | 'checkpoint';
 export const FUZZ_TARGETS: readonly FuzzTarget[] = ['xc', 'libsvm', 'model', 'checkpoint'];
@@ -423,33 +425,34 @@ interface CliArgs {
   json: boolean;
 }
 
-function parseArgs(argv: string[]): CliArgs {
-  const a: CliArgs = { cases: 2000, seed: 1, targets: [...FUZZ_TARGETS], timeLimitMs: 2000, keep: false, json: false };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    if (flag === '--keep') a.keep = true;
-    else if (flag === '--json') a.json = true;
-    else if (flag === '--targets') {
-      const ts = (argv[++i] ?? '').split(',');
-      for (const t of ts) if (!FUZZ_TARGETS.includes(t as FuzzTarget)) throw new Error(`Unknown target '${t}' (targets: ${FUZZ_TARGETS.join(', ')})`);
-      a.targets = ts as FuzzTarget[];
-    } else if (flag === '--cases' || flag === '--seed' || flag === '--time-limit-ms') {
-      const v = Number(argv[++i]);
-      if (!Number.isSafeInteger(v) || v < (flag === '--seed' ? 0 : 1)) throw new Error(`Expected ${flag === '--seed' ? 'non-negative' : 'positive'} integer for ${flag} but received ${argv[i]}`);
-      if (flag === '--cases') a.cases = v;
-      else if (flag === '--seed') a.seed = v;
-      else a.timeLimitMs = v;
-    } else throw new Error(`Unknown option ${flag} (options: --cases N --seed S --targets list --time-limit-ms T --keep --json)`);
-  }
-  return a;
-}
+export const fuzzCmd = defineCommand({
+  name: 'bench/fuzz',
+  summary: 'Hostile-input fuzzing of the XC and LIBSVM readers, model files and checkpoints.',
+  description:
+    'Every case is derived from (seed, case index) alone, so a failure is reproduced by its pair. Files of\n' +
+    'failing cases are kept in the printed folder; with --keep, all are. Exit code 1 when a case fails or hangs.',
+  flags: {
+    cases: { type: 'integer', min: 1, default: 2000, valueName: 'n', description: 'cases, spread over the targets' },
+    seed: { type: 'integer', min: 0, default: 1, valueName: 's', description: 'seed of every case' },
+    targets: { type: 'string', default: FUZZ_TARGETS.join(','), valueName: 'list', description: 'comma-separated targets' },
+    timeLimitMs: { type: 'integer', min: 1, default: 2000, valueName: 'ms', description: 'time limit of one case (a case hung for 5x this stops the run)' },
+    keep: { type: 'boolean', description: 'keep the files of every case' },
+    json: { type: 'boolean', description: 'print only the JSON report' },
+  },
+  run: async (o) => {
+    const targets = o.targets.split(',');
+    for (const t of targets) {
+      if (!FUZZ_TARGETS.includes(t as FuzzTarget)) throw new UsageError(`unknown target '${t}' in --targets (targets: ${FUZZ_TARGETS.join(', ')})`);
+    }
+    return fuzzInWorker({ ...o, targets: targets as FuzzTarget[] });
+  },
+});
 
 /**
  * Runs the cases in a worker thread while this thread watches a heartbeat (the index and start time of
  * the current case): a case stuck in a synchronous loop cannot be interrupted from its own thread.
  */
-async function main(): Promise<void> {
-  const a = parseArgs(process.argv.slice(2));
+async function fuzzInWorker(a: CliArgs): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'sublinear-fuzz-'));
   const beat = new Float64Array(new SharedArrayBuffer(16)); // [case index, start time (ms since epoch)]
   beat[0] = -1;
@@ -482,7 +485,7 @@ async function main(): Promise<void> {
   }
   process.stdout.write(JSON.stringify({ ...report, seed: a.seed, dir: report.failures.length || a.keep ? dir : null }) + '\n');
   if (!report.failures.length && !a.keep) await rm(dir, { recursive: true, force: true });
-  process.exitCode = report.failures.length ? 1 : 0;
+  return report.failures.length ? 1 : 0;
 }
 
 if (!isMainThread && (workerData as { beat?: unknown } | null)?.beat) {
@@ -494,9 +497,6 @@ if (!isMainThread && (workerData as { beat?: unknown } | null)?.beat) {
       beat[0] = i;
     },
   }).then((r) => parentPort!.postMessage(r));
-} else if (isMainThread && process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`fuzz: ${(err as Error).message}\n`);
-    process.exitCode = 2;
-  });
+} else if (isMainThread) {
+  await benchMain(import.meta.url, fuzzCmd, 'node dist/bench/fuzz.js');
 }

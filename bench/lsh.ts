@@ -2,7 +2,7 @@
 // size and recall@10 against the exact top-10 inner products, for SimHash and DWTA, compared with a
 // brute-force top-10 scan run in the same process.
 //
-//   node dist/bench/lsh.js [--json] [--neurons n] [--dim d] [--K k] [--simK k] [--L l] [--queries q]
+//   node dist/bench/lsh.js [--json] [--neurons n] [--dim d] [--K k] [--sim-k k] [--L l] [--queries q]
 //                          [--budget b] [--workers w] [--seed s]
 //   (--budget b > 0 switches both families from union queries to the top-b ids by table frequency)
 //
@@ -27,6 +27,8 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { native } from '../src/native.js';
 import { LshIndex, type HashSpec, type LshFamily, type LshQueryOptions, type TablesSpec } from '../src/lsh/index.js';
 import { Xoshiro128 } from '../src/util/rng.js';
+import { defineCommand } from '../src/cli/args.js';
+import { benchMain } from './cli.js';
 
 interface Args {
   json: boolean;
@@ -41,23 +43,23 @@ interface Args {
   seed: number;
 }
 
-function parseArgs(argv: string[]): Args {
-  const a: Args = { json: false, neurons: 670_091, dim: 128, K: 6, simK: 16, L: 50, queries: 1000, budget: 0, workers: 2, seed: 1 };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    if (flag === '--json') {
-      a.json = true;
-      continue;
-    }
-    const key = flag.replace(/^--/, '') as keyof Args;
-    if (!(key in a) || key === 'json') throw new Error(`Unknown option ${flag}`);
-    const v = Number(argv[++i]);
-    if (!Number.isInteger(v) || v < 0) throw new Error(`Expected non-negative integer for ${flag} but received ${argv[i]}`);
-    (a[key] as number) = v;
-  }
-  if (a.neurons < 64 || a.dim < 8 || a.K < 1 || a.L < 1 || a.queries < 1) throw new Error('neurons >= 64, dim >= 8, K, L, queries >= 1');
-  return a;
-}
+export const lshCmd = defineCommand({
+  name: 'bench:lsh',
+  summary: 'LSH tables at the Amazon-670K output-layer scale: build time, queries/s, candidates and recall@10 against a brute-force top-10, for SimHash and DWTA.',
+  flags: {
+    neurons: { type: 'integer', min: 64, default: 670_091, valueName: 'n', description: 'vectors in the tables (output neurons)' },
+    dim: { type: 'integer', min: 8, default: 128, valueName: 'd', description: 'vector dimension' },
+    K: { type: 'integer', min: 1, default: 6, valueName: 'k', description: 'DWTA hashes per table' },
+    simK: { type: 'integer', min: 1, default: 16, valueName: 'k', description: 'SimHash bits per table' },
+    L: { type: 'integer', min: 1, default: 50, valueName: 'l', description: 'tables' },
+    queries: { type: 'integer', min: 1, default: 1000, valueName: 'n', description: 'queries' },
+    budget: { type: 'integer', min: 0, default: 0, valueName: 'b', description: 'b > 0: top-b ids by table frequency instead of the union of the buckets' },
+    workers: { type: 'integer', min: 0, max: 256, default: 2, valueName: 'n', description: 'worker threads of the parallel table build' },
+    seed: { type: 'integer', min: 0, default: 1, valueName: 'n', description: 'data and hash seed' },
+    json: { type: 'boolean', description: 'print one JSON line per family (DWTA last); progress goes to stderr' },
+  },
+  run: (o) => measure(o),
+});
 
 function makeData(a: Args): { neurons: Float32Array; queries: Float32Array } {
   const rng = new Xoshiro128(a.seed);
@@ -244,8 +246,8 @@ function round(x: number, digits: number): number {
   return Math.round(x * f) / f;
 }
 
-async function main(): Promise<void> {
-  const a = parseArgs(process.argv.slice(2));
+/** Runs the benchmark; 1 when a parallel table build differs from the serial one, else 0. */
+async function measure(a: Args): Promise<number> {
   const log = (s: string): void => {
     if (!a.json) console.log(s);
     else console.error(s);
@@ -275,6 +277,7 @@ async function main(): Promise<void> {
 
   const qopts: LshQueryOptions = a.budget > 0 ? { mode: 'topk', budget: a.budget } : { mode: 'union' };
   const results: RunResult[] = [];
+  let failed = false;
   try {
     for (const [family, K] of [
       ['simhash', a.simK],
@@ -290,19 +293,17 @@ async function main(): Promise<void> {
           `${(r.querySecondsPerQuery * 1e6).toFixed(1)} us + score ${(r.scoreSecondsPerQuery * 1e6).toFixed(1)} us), ` +
           `${r.avgCandidates} candidates, recall@10 ${r.recallAt10.toFixed(3)}, speedup ${r.speedupVsBruteForce.toFixed(1)}x`,
       );
-      if (!r.parallelBuildMatchesSerial) process.exitCode = 1;
+      if (!r.parallelBuildMatchesSerial) failed = true;
     }
   } finally {
     await pool.close();
   }
   if (a.json) for (const r of results) console.log(JSON.stringify(r)); // the DWTA run is the last line
+  return failed ? 1 : 0;
 }
 
 if (isMainThread) {
-  main().catch((e) => {
-    console.error((e as Error).message);
-    process.exit(1);
-  });
+  await benchMain(import.meta.url, lshCmd, 'npm run bench:lsh --');
 } else if ((workerData as { role?: string } | null)?.role === 'rebuild') {
   workerMain();
 }

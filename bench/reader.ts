@@ -14,6 +14,8 @@ import { join } from 'node:path';
 import { generateSynthetic } from '../datasets/synth.js';
 import { readXC } from '../datasets/xc-reader.js';
 import { peakRssMB } from '../src/util/peak-rss.js';
+import { defineCommand } from '../src/cli/args.js';
+import { benchMain } from './cli.js';
 
 interface Args {
   json: boolean;
@@ -23,26 +25,23 @@ interface Args {
   keep: boolean;
 }
 
-function parseArgs(argv: string[]): Args {
-  const a: Args = { json: false, points: 100_000, runs: 3, keep: false };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    if (flag === '--json') a.json = true;
-    else if (flag === '--keep') a.keep = true;
-    else if (flag === '--file') {
-      a.file = argv[++i];
-      if (!a.file) throw new Error('--file needs a path');
-    } else if (flag === '--points' || flag === '--runs') {
-      const v = Number(argv[++i]);
-      if (!Number.isInteger(v) || v < 1) throw new Error(`Expected positive integer for ${flag} but received ${argv[i]}`);
-      a[flag === '--points' ? 'points' : 'runs'] = v;
-    } else throw new Error(`Unknown option ${flag} (options: --json --file f --points n --runs r --keep)`);
-  }
-  return a;
-}
+export const readerCmd = defineCommand({
+  name: 'bench:reader',
+  summary: 'XC reader throughput (MB/s, median of the runs) on a file, by default a generated Amazon-670K-shaped one.',
+  flags: {
+    file: { type: 'string', valueName: 'file', description: 'an XC file to read (default: generate a synthetic one in a temporary folder)' },
+    points: { type: 'integer', min: 1, default: 100_000, valueName: 'n', description: 'points of the generated file' },
+    runs: { type: 'integer', min: 1, default: 3, valueName: 'n', description: 'timed reads' },
+    keep: { type: 'boolean', description: 'keep the generated file' },
+    json: { type: 'boolean', description: 'print only the JSON line' },
+  },
+  run: async (o) => {
+    await measure(o);
+    return 0;
+  },
+});
 
-async function main(): Promise<void> {
-  const a = parseArgs(process.argv.slice(2));
+async function measure(a: Args): Promise<void> {
   const log = (s: string) => {
     if (!a.json) process.stdout.write(s + '\n');
   };
@@ -91,7 +90,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`bench/reader: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = 1;
-});
+await benchMain(import.meta.url, readerCmd, 'npm run bench:reader --');

@@ -8,19 +8,47 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { availableParallelism, cpus } from 'node:os';
 import { packageRoot } from '../src/util/package-root.js';
-import { parseBenchArgs, num } from './args.js';
+import { SHAPE_NAMES } from '../datasets/index.js';
+import { defineCommand, UsageError } from '../src/cli/args.js';
+import { parseInteger } from '../src/util/parse-values.js';
+import { benchMain } from './cli.js';
 import { runBenchChild } from './child.js';
 import type { TrainRunResult } from './train-run.js';
 
-async function main() {
-  const a = parseBenchArgs(process.argv.slice(2));
-  const list = String(a.workers ?? '1,2').split(',').map(Number);
-  const common = ['--shape', String(a.shape ?? 'amazon-670k'), '--train', String(num(a, 'train', 30000)), '--test', String(num(a, 'test', 2000)),
-    '--epochs', String(num(a, 'epochs', 1)), '--seed', String(num(a, 'seed', 1)), '--lr', String(num(a, 'lr', 1e-2)), '--output', 'sampled', ...(a.split ? ['--split'] : [])];
+export const scalingCmd = defineCommand({
+  name: 'bench:scaling',
+  summary: 'HOGWILD scaling: samples/s and P@1 of a sampled network with each worker count, each run in its own process.',
+  description: 'Writes bench/results/scaling.json (scaling-split.json with --split).',
+  flags: {
+    shape: { type: 'choice', choices: SHAPE_NAMES, default: 'amazon-670k', description: 'synthetic dataset shape' },
+    labels: { type: 'integer', min: 1, valueName: 'n', description: "label count (default: the shape's)" },
+    train: { type: 'integer', min: 1, default: 30000, valueName: 'n', description: 'training points' },
+    test: { type: 'integer', min: 1, default: 2000, valueName: 'n', description: 'test points' },
+    epochs: { type: 'integer', min: 1, default: 1, valueName: 'n', description: 'passes over the training data' },
+    seed: { type: 'integer', min: 0, default: 1, valueName: 'n', description: 'data and network seed' },
+    lr: { type: 'number', min: 0, default: 1e-2, valueName: 'x', description: 'Adam learning rate' },
+    workers: { type: 'string', default: '1,2', valueName: 'list', description: 'comma-separated worker counts, one run each' },
+    split: { type: 'boolean', description: 'split every batch across the workers instead of each worker taking whole batches' },
+    verbose: { type: 'boolean', description: "show the runs' progress" },
+    json: { type: 'boolean', description: 'print only the JSON line' },
+  },
+  run: async (o) => {
+    await measureScaling(o);
+    return 0;
+  },
+});
+
+async function measureScaling(a: { shape: string; labels?: number; train: number; test: number; epochs: number; seed: number; lr: number; workers: string; split: boolean; verbose: boolean; json: boolean }) {
+  const parsed = a.workers.split(',').map((w) => parseInteger(w.trim(), { min: 1, max: 256 }));
+  const list = parsed.filter((w): w is number => w !== undefined);
+  if (list.length !== parsed.length) throw new UsageError(`option --workers expects comma-separated integers in [1, 256] but received '${a.workers}'`);
+  const common = ['--shape', a.shape, '--train', String(a.train), '--test', String(a.test),
+    '--epochs', String(a.epochs), '--seed', String(a.seed), '--lr', String(a.lr), '--output', 'sampled', ...(a.split ? ['--split'] : [])];
+  if (a.labels !== undefined) common.push('--labels', String(a.labels));
   const runs: TrainRunResult[] = [];
   for (const w of list) {
     if (!a.json) process.stderr.write(`running ${w} worker(s)...\n`);
-    const r = await runBenchChild<TrainRunResult>('train-run.js', [...common, '--workers', String(w)], !!a.verbose);
+    const r = await runBenchChild<TrainRunResult>('train-run.js', [...common, '--workers', String(w)], a.verbose);
     runs.push(r);
     if (!a.json) process.stderr.write(`  ${Math.round(r.samplesPerSec)} samples/s, P@1 ${r.p1.toFixed(4)}, rebuild ${(100 * r.rebuildShare).toFixed(1)}% of training, peak RSS ${r.peakRssMB} MB\n`);
   }
@@ -43,7 +71,4 @@ async function main() {
   process.stdout.write(JSON.stringify(result) + '\n');
 }
 
-main().catch((e) => {
-  process.stderr.write(`bench/scaling: ${e instanceof Error ? e.message : e}\n`);
-  process.exit(1);
-});
+await benchMain(import.meta.url, scalingCmd, 'npm run bench:scaling --');

@@ -6,6 +6,7 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
+const { BUILD_STAMP, buildOptions, sourceFingerprint } = require('./addon-files.cjs');
 
 function findNodeGyp() {
   const candidates = [
@@ -40,6 +41,10 @@ const args = [gyp, 'rebuild', '--release'];
 if (nodedir) args.push(`--nodedir=${nodedir}`);
 else console.warn('sublinear: Node headers not found next to the node binary; node-gyp may try to download them.');
 if (process.env.SUBLINEAR_MARCH_NATIVE === '1') args.push('--march_native=true');
+const options = buildOptions();
+// Computed before compiling: the stamp describes the sources this build started from.
+const fingerprint = sourceFingerprint(options);
+fs.rmSync(BUILD_STAMP, { force: true });
 const jobs = process.env.JOBS || '2';
 const r = spawnSync(process.execPath, args, {
   stdio: 'inherit',
@@ -50,3 +55,5 @@ if (r.status !== 0) {
   console.error('sublinear: native build failed. You need python3, make and a C++17 compiler (g++ >= 9 or clang >= 10).');
   process.exit(r.status ?? 1);
 }
+// Lets scripts/prebuild.cjs (npm pack) reuse this build instead of compiling again.
+fs.writeFileSync(BUILD_STAMP, JSON.stringify({ fingerprint, options, node: process.version, builtAt: new Date().toISOString() }, null, 2) + '\n');

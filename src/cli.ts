@@ -16,7 +16,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err) => {
-    process.stderr.write(`sublinear: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.stderr.write(`sublinear: ${(err instanceof Error ? err.message : String(err)).replace(/^sublinear: /, '')}\n`);
     process.exitCode = 1;
   },
 );

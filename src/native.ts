@@ -17,6 +17,7 @@ export interface NativeAddon extends NativeLsh, NativeNetwork {
 
 const EXPECTED_ABI = 1;
 let addon: NativeAddon | undefined;
+let addonFile: string | undefined;
 
 /**
  * Environment variable naming an addon file to load instead of build/Release or build/Debug, e.g. the
@@ -25,15 +26,34 @@ let addon: NativeAddon | undefined;
  */
 export const ADDON_ENV = 'SUBLINEAR_ADDON';
 
+/**
+ * The addon files to try, in order: the override alone when ADDON_ENV is set; else a local build
+ * (build/Release, build/Debug: compiled by the install script or `npm run build:native`), then the
+ * prebuilt binary shipped in prebuilds/<platform>-<arch>/ that node-gyp-build picks for this platform.
+ * Every thread resolves the same list, so worker threads load the same file as the main thread.
+ */
+function candidates(root: string, require: NodeJS.Require, notes: string[]): string[] {
+  const override = process.env[ADDON_ENV];
+  if (override) return [resolve(override)];
+  const files = [join(root, 'build', 'Release', 'sublinear.node'), join(root, 'build', 'Debug', 'sublinear.node')];
+  try {
+    const prebuild = (require('node-gyp-build') as { path(dir: string): string }).path(root);
+    if (!files.includes(prebuild)) files.push(prebuild);
+  } catch (e) {
+    // node-gyp-build's message names the platform, arch, libc and Node version it looked for.
+    notes.push(`prebuilds: ${(e as Error).message.trim().split('\n')[0]}`);
+  }
+  return files;
+}
+
 /** Returns the loaded addon, loading it on first use. Throws a message that says how to rebuild. */
 export function native(): NativeAddon {
   if (addon) return addon;
   const root = packageRoot();
-  const override = process.env[ADDON_ENV];
-  const candidates = override ? [resolve(override)] : [join(root, 'build', 'Release', 'sublinear.node'), join(root, 'build', 'Debug', 'sublinear.node')];
   const require = createRequire(import.meta.url);
   const errors: string[] = [];
-  for (const file of candidates) {
+  const notes: string[] = [];
+  for (const file of candidates(root, require, notes)) {
     if (!existsSync(file)) {
       errors.push(`${file}: not found`);
       continue;
@@ -45,20 +65,34 @@ export function native(): NativeAddon {
         continue;
       }
       addon = loaded;
+      addonFile = file;
       return addon;
     } catch (e) {
       errors.push(`${file}: ${(e as Error).message}`);
     }
   }
-  if (override) {
-    throw new Error(`sublinear: could not load the native addon named by ${ADDON_ENV}.\n${errors.map((e) => `  - ${e}`).join('\n')}\nUnset ${ADDON_ENV} to use the regular build.`);
+  const list = [...errors, ...notes].map((e) => `  - ${e}`).join('\n');
+  if (process.env[ADDON_ENV]) {
+    throw new Error(`sublinear: could not load the native addon named by ${ADDON_ENV}.\n${list}\nUnset ${ADDON_ENV} to use the regular build.`);
   }
-  throw new Error(
-    'sublinear: could not load the native addon.\n' +
-      errors.map((e) => `  - ${e}`).join('\n') +
-      '\nPossible solutions:\n' +
-      '  1. Rebuild it: `npm rebuild sublinear` (in a clone of the repository: `npm run build:native`).\n' +
-      '  2. Make sure python3, make and a C++17 compiler are installed, then rebuild.\n' +
-      '  3. If npm skipped install scripts, allow them for sublinear (npm 11: `npm install --allow-scripts=sublinear`) and reinstall.',
-  );
+  throw new Error(`sublinear: could not load the native addon.\n${list}\n${REBUILD_ADVICE}`);
 }
+
+/** The file the addon was loaded from (after native() succeeded), else undefined. */
+export function addonPath(): string | undefined {
+  return addonFile;
+}
+
+/**
+ * How to get a working addon. npm 11 skips dependencies' install scripts unless they are allowed, so a
+ * platform without a prebuilt binary (anything but linux-x64 with glibc) gets no compiled addon from
+ * `npm install`; `npm rebuild <name>` runs the named package's install script even when not allowed
+ * (checked with npm 11.19), and `--allow-scripts` is refused in project installs (EALLOWSCRIPTS).
+ */
+export const REBUILD_ADVICE = [
+  'To compile it (needs python3, make and a C++17 compiler: g++ >= 9 or clang >= 10):',
+  '  - where sublinear is a dependency: `npm rebuild sublinear` in the project folder',
+  '    (npm 11: `npm install-scripts approve sublinear` lets later installs compile it too)',
+  '  - installed globally: `npm rebuild -g sublinear`',
+  '  - in a clone of the repository: `npm run build:native`',
+].join('\n');

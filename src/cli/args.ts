@@ -1,11 +1,13 @@
 // The command-line framework: typed flag specs, a small argv parser, help text, command groups.
-// No dependency. A command declares its arguments once (`defineCommand`) and receives a typed options
-// object; `--help` is generated from the same declaration, so help never drifts from what is parsed.
+// No dependency (values are checked by src/util/parse-values.ts). A command declares its arguments once
+// (`defineCommand`) and receives a typed options object; `--help` is generated from the same declaration,
+// so help never drifts from what is parsed.
 //
 // Conventions: `--name value` or `--name=value`; boolean flags take no value; kebab-case on the command
 // line maps to camelCase keys (`--train-split` -> `trainSplit`); `--` ends options; `-h`/`--help` anywhere
 // (before `--`) prints help. Usage mistakes throw UsageError (exit code 2), everything else exit code 1.
 
+import { integerValue, numberValue } from '../util/parse-values.js';
 import { suggest } from '../util/suggest.js';
 
 export { suggest };
@@ -142,7 +144,8 @@ export function defineGroup(name: string, summary: string, commands: CommandNode
 /** Returned by parseCommandArgs when -h/--help was given. */
 export const HELP = Symbol('help');
 
-const kebab = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+/** camelCase key -> kebab-case flag name; a key's first letter is kept as is (`K` -> `--K`, `simK` -> `--sim-k`). */
+const kebab = (key: string): string => key.replace(/(?<=.)[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /** Parses argv against a spec: returns the options object, or HELP. Throws UsageError. */
 export function parseCommandArgs(
@@ -222,6 +225,21 @@ export function parseCommandArgs(
   return values;
 }
 
+/**
+ * The flags that parse back to `values` under `spec` (false and undefined are left out, as are the keys in
+ * `omit` and positionals): for handing a command's options on to a child process.
+ */
+export function commandArgv(spec: Command['spec'], values: Record<string, unknown>, omit: readonly string[] = []): string[] {
+  const out: string[] = [];
+  for (const [key, f] of Object.entries(spec.flags)) {
+    const v = values[key];
+    if (omit.includes(key) || v === undefined || v === false) continue;
+    if (f.type === 'boolean') out.push(`--${kebab(key)}`);
+    else out.push(`--${kebab(key)}`, String(v));
+  }
+  return out;
+}
+
 function convert(f: Exclude<FlagSpec, BooleanFlag>, raw: string, shown: string): string | number {
   switch (f.type) {
     case 'string':
@@ -233,9 +251,8 @@ function convert(f: Exclude<FlagSpec, BooleanFlag>, raw: string, shown: string):
       return raw;
     case 'integer':
     case 'number': {
-      const ok = f.type === 'integer' ? /^[+-]?\d+$/.test(raw) : /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(raw);
-      const v = Number(raw);
-      if (!ok || !Number.isFinite(v) || (f.type === 'integer' && !Number.isSafeInteger(v))) {
+      const v = f.type === 'integer' ? integerValue(raw) : numberValue(raw);
+      if (v === undefined) {
         throw new UsageError(`option ${shown} expects ${f.type === 'integer' ? 'an integer' : 'a number'} but received '${raw}'`);
       }
       if (f.min !== undefined && v < f.min) throw new UsageError(`option ${shown} must be >= ${f.min} but received ${raw}`);

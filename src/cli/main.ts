@@ -12,6 +12,7 @@ import {
 import { dataCommands } from './data.js';
 import { demoCmd, evalCmd, predictCmd, trainCmd } from './engine-commands.js';
 import { benchCmd } from './bench.js';
+import { native } from '../native.js';
 
 /** Top-level commands and groups, in --help order. Registering a command is one line here. */
 export const COMMANDS: CommandNode[] = [
@@ -22,6 +23,12 @@ export const COMMANDS: CommandNode[] = [
   benchCmd,
   dataCommands,
 ];
+
+/**
+ * Commands that run the native addon: it is loaded before they start, so a missing or broken build is
+ * reported at once instead of after generating or reading data (--help still works without it).
+ */
+const NEEDS_ADDON: ReadonlySet<CommandNode> = new Set([trainCmd, evalCmd, predictCmd, demoCmd]);
 
 const ROOT: CommandGroup = defineGroup(
   'sublinear',
@@ -59,6 +66,7 @@ async function dispatch(node: CommandNode, argv: readonly string[], path: string
       io.out(commandHelp(node, path));
       return 0;
     }
+    if (NEEDS_ADDON.has(node)) native();
     return node.spec.run(parsed as never, io);
   }
   const [word, ...rest] = argv;
@@ -103,5 +111,6 @@ function describeError(err: unknown): string {
     };
     if (why[e.code]) return `${e.path}: ${why[e.code]}`;
   }
-  return err instanceof Error ? err.message : String(err);
+  // Library errors name their origin ('sublinear: ...') for callers of the API; this CLI adds the prefix itself.
+  return (err instanceof Error ? err.message : String(err)).replace(/^sublinear: /, '');
 }

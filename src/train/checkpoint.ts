@@ -30,6 +30,7 @@ import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../u
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import { resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation } from './early-stop.js';
+import { durationSeconds, parseInteger } from '../util/parse-values.js';
 
 /** `meta.format` of a checkpoint file. */
 export const CHECKPOINT_FORMAT = 'sublinear-checkpoint';
@@ -150,9 +151,10 @@ export function parseCheckpointEvery(v: number | string | undefined): Checkpoint
     if (Number.isInteger(v) && v > 0) return { batches: v };
   } else if (typeof v === 'string') {
     const s = v.trim();
-    if (/^\d+$/.test(s) && Number(s) > 0 && Number.isSafeInteger(Number(s))) return { batches: Number(s) };
-    const m = /^(\d+(?:\.\d+)?)\s*([smh])$/.exec(s);
-    if (m && Number(m[1]) > 0) return { seconds: Number(m[1]) * { s: 1, m: 60, h: 3600 }[m[2] as 's' | 'm' | 'h'] };
+    const batches = /^\d+$/.test(s) ? parseInteger(s, { min: 1 }) : undefined;
+    if (batches !== undefined) return { batches };
+    const seconds = durationSeconds(s);
+    if (seconds !== undefined) return { seconds };
   }
   throw new Error(`Expected a number of batches (e.g. 500) or a duration (e.g. 90s, 10m, 1h) for checkpoint every but received ${JSON.stringify(v)}`);
 }

@@ -7,6 +7,7 @@
 import { totalmem } from 'node:os';
 import type { SparseDataset } from '../../datasets/csr.js';
 import type { ResolvedNetworkConfig } from '../network/config.js';
+import { parseSize } from '../util/parse-values.js';
 
 /** LSH tables of a sampled layer (the fields of the network config's sampling block that cost memory). */
 export interface SampledPlan {
@@ -229,29 +230,11 @@ export function checkMemory(plan: MemoryPlan, options: CheckMemoryOptions = {}):
   throw new Error(`Not enough memory: the configuration needs ${formatBytes(plan.totalBytes)} (${top.join(', ')}) but the limit is ${formatBytes(limit)} (${limitName})`);
 }
 
-const UNITS: Record<string, number> = {
-  '': 1, b: 1,
-  k: 1e3, kb: 1e3, m: 1e6, mb: 1e6, g: 1e9, gb: 1e9, t: 1e12, tb: 1e12,
-  ki: 2 ** 10, kib: 2 ** 10, mi: 2 ** 20, mib: 2 ** 20, gi: 2 ** 30, gib: 2 ** 30, ti: 2 ** 40, tib: 2 ** 40,
-};
-
 /**
- * Parses a byte size for flags like --max-memory: a number (decimal or exponent form) with an optional
- * unit, case-insensitive. K, M, G, T (with or without a trailing B) are powers of 1000, like the sizes
- * sublinear prints; Ki, Mi, Gi, Ti (optionally ...B) are powers of 1024. '2.5GB' = 2.5e9, '512M' = 5.12e8,
- * '1e9' = 1e9, '4GiB' = 4294967296. Fractions of a byte are rounded down.
+ * Parses a byte size for flags like --max-memory ('2.5GB', '512M', '4GiB', '1e9'); see parseSize in
+ * src/util/parse-values.ts, which the command line and the benchmarks share.
  */
-export function parseBytes(text: string, what = '--max-memory'): number {
-  const m = typeof text === 'string' ? /^\s*(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*([a-z]*)\s*$/i.exec(text) : null;
-  const unit = m ? UNITS[m[3]!.toLowerCase()] : undefined;
-  if (!m || unit === undefined) {
-    throw new Error(`Expected a size like 2.5GB, 512M, 4GiB or 1e9 for ${what} but received ${JSON.stringify(text)}`);
-  }
-  const value = Math.floor(Number(`${m[1]}e${m[2] ?? 0}`) * unit);
-  if (!(value > 0)) throw new Error(`Expected a positive size for ${what} but received ${JSON.stringify(text)}`);
-  if (!Number.isSafeInteger(value)) throw new Error(`Expected a size below 9 PB for ${what} but received ${JSON.stringify(text)}`);
-  return value;
-}
+export const parseBytes: (text: string, what?: string) => number = parseSize;
 
 /** Formats bytes with SI units and 3 significant digits: 1029259776 -> '1.03 GB', 512 -> '512 B'. */
 export function formatBytes(bytes: number): string {

@@ -64,6 +64,6 @@ describe('fuzz runner (node dist/bench/fuzz.js)', () => {
     expect(report).toMatchObject({ cases: 60, failures: [], seed: 9, dir: null });
     const bad = spawnSync(process.execPath, [cli, '--cases', '0'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toBe('fuzz: Expected positive integer for --cases but received 0\n');
+    expect(bad.stderr).toBe("bench/fuzz: option --cases must be >= 1 but received 0\nRun 'node dist/bench/fuzz.js --help' for usage.\n");
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  commandHelp, defineCommand, defineGroup, groupHelp, HELP, parseCommandArgs, UsageError, type CliIO,
+  commandArgv, commandHelp, defineCommand, defineGroup, groupHelp, HELP, parseCommandArgs, UsageError, type CliIO,
 } from '../../src/cli/args.js';
 import { main } from '../../src/cli/main.js';
 
@@ -106,5 +106,35 @@ describe('main (in process)', () => {
     io = capture();
     expect(await main(['data', 'inspect', '/definitely/not/here.txt'], io)).toBe(1);
     expect(io.stderr).toBe('sublinear: /definitely/not/here.txt: no such file or directory\n');
+  });
+});
+
+describe('flag names and commandArgv', () => {
+  const caps = defineCommand({
+    name: 'caps',
+    summary: 'Flags whose keys start with a capital or hold one.',
+    flags: {
+      K: { type: 'integer', min: 1, default: 6, description: 'hashes' },
+      simK: { type: 'integer', description: 'bits' },
+      lr: { type: 'number', description: 'rate' },
+      shape: { type: 'string', description: 'shape' },
+      split: { type: 'boolean', description: 'split' },
+      json: { type: 'boolean', description: 'json' },
+    },
+    run: async () => 0,
+  });
+
+  it('keeps a leading capital (--K) and kebab-cases the rest (--sim-k)', () => {
+    expect(parseCommandArgs(caps.spec, ['--K', '4', '--sim-k', '12'])).toMatchObject({ K: 4, simK: 12 });
+    expect(commandHelp(caps, ['caps'])).toMatch(/ --K <n> /);
+    expect(() => parseCommandArgs(caps.spec, ['--k', '4'])).toThrow('unknown option --k');
+  });
+
+  it('commandArgv writes flags that parse back to the same options, leaving out false, undefined and omitted keys', () => {
+    const values = parseCommandArgs(caps.spec, ['--K', '3', '--lr', '0.0001', '--shape', 'a b', '--split', '--json']) as Record<string, unknown>;
+    const argv = commandArgv(caps.spec, values, ['json']);
+    expect(argv).toEqual(['--K', '3', '--lr', '0.0001', '--shape', 'a b', '--split']);
+    expect(parseCommandArgs(caps.spec, argv)).toEqual({ ...values, json: false });
+    expect(parseCommandArgs(caps.spec, commandArgv(caps.spec, { lr: 1e-7 }))).toMatchObject({ lr: 1e-7 });
   });
 });
