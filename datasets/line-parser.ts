@@ -18,6 +18,7 @@
 import { open } from 'node:fs/promises';
 import { CsrBuilder } from './csr-builder.js';
 import { DataFormatError, quoteToken } from './errors.js';
+import { boundText } from '../src/util/bounded-text.js';
 
 /** Exact powers of ten (1e0..1e22 are exactly representable in float64: Clinger's fast path). */
 const P10 = new Float64Array(23);
@@ -365,9 +366,9 @@ export class LineParser {
         `${kind} id 0 in a file read with 1-based ${kind} ids (read it as 0-based if its ids start at 0)`);
     }
     if (bounded) {
-      return new DataFormatError(this.file, line, `${kind} id ${idStr} out of range [${base}, ${limit + base})`);
+      return new DataFormatError(this.file, line, `${kind} id ${boundText(idStr)} out of range [${base}, ${limit + base})`);
     }
-    return new DataFormatError(this.file, line, `${kind} id ${idStr} too large (ids are stored as 32-bit integers)`);
+    return new DataFormatError(this.file, line, `${kind} id ${boundText(idStr)} too large (ids are stored as 32-bit integers)`);
   }
 }
 
