@@ -18,6 +18,10 @@ const mode = {
   description: 'inference: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index (faster)',
 } as const;
 const propensityA = { type: 'number', valueName: 'A', description: 'propensity model A for PSP@k (default 0.55; 0.6 for Amazon)' } as const;
+const loadMaxMemory = {
+  type: 'string', valueName: 'bytes',
+  description: 'refuse a model whose network needs more memory, e.g. 4GB (default: 90% of the machine memory)',
+} as const;
 const propensityB = { type: 'number', valueName: 'B', description: 'propensity model B for PSP@k (default 1.5; 2.6 for Amazon)' } as const;
 
 // train's own variants without flag defaults (--resume must tell a flag given again from a default).
@@ -92,10 +96,11 @@ export const evalCmd = defineCommand({
     candidates,
     propensityA,
     propensityB,
+    maxMemory: loadMaxMemory,
     json,
   },
   examples: ['eval --model model.sl --test test.txt --json', 'eval --model model.sl --test test.txt --mode sampled --json'],
-  run: (o, io) => evalCommand(o, io),
+  run: (o, io) => evalCommand({ ...o, maxMemory: o.maxMemory !== undefined ? parseBytes(o.maxMemory) : undefined }, io),
 });
 
 export const predictCmd = defineCommand({
@@ -109,9 +114,10 @@ export const predictCmd = defineCommand({
     workers,
     mode,
     candidates,
+    maxMemory: loadMaxMemory,
   },
   examples: ['predict --model model.sl --input test.txt --k 5'],
-  run: (o, io) => predictCommand(o, io),
+  run: (o, io) => predictCommand({ ...o, maxMemory: o.maxMemory !== undefined ? parseBytes(o.maxMemory) : undefined }, io),
 });
 
 export const demoCmd = defineCommand({

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { readXC, readLibsvm, generateSynthetic, type SparseDataset } from '../../datasets/index.js';
-import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
+import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
@@ -133,16 +133,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     // The network alone is checked against the memory limit before the checkpoint allocates it; the
     // full plan (training data included, with the saved settings) is checked again below. The saved
     // worker count is not known yet: without --workers, count the least scratch (a lower bound).
-    const beforeAllocate = (c: NetworkConfig) => {
-      let r: ResolvedNetworkConfig;
-      try {
-        r = resolveConfig(c);
-      } catch {
-        return; // an invalid configuration is reported by the checkpoint reader, naming the file
-      }
-      checkMemory(planNetworkMemory(r, given.workers ?? 0), given.maxMemory !== undefined ? { maxBytes: given.maxMemory } : {});
-    };
-    resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`), beforeAllocate });
+    resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`), maxMemory: given.maxMemory, workers: given.workers });
     const info = resumed.resumeInfo!;
     // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
@@ -279,10 +270,12 @@ export interface EvalCliOptions {
   candidates?: number;
   propensityA?: number;
   propensityB?: number;
+  /** Refuse a model whose network needs more bytes (default: 90% of the machine's memory). */
+  maxMemory?: number;
 }
 
 export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
-  const net = await Network.load(o.model);
+  const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const test = await loadData(o.test, o.format, 'test data', !!o.json);
   checkFits(test, o.test, net.config.inputDim, net.config.layers.at(-1)!.size);
   const mode = o.mode ?? 'exact';
@@ -314,10 +307,12 @@ export interface PredictCliOptions {
   workers?: number;
   mode?: 'exact' | 'sampled';
   candidates?: number;
+  /** Refuse a model whose network needs more bytes (default: 90% of the machine's memory). */
+  maxMemory?: number;
 }
 
 export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
-  const net = await Network.load(o.model);
+  const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const data = await loadData(o.input, o.format, 'input', true);
   if (data.features > net.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${net.config.inputDim}`);
   const k = o.k ?? 5;

@@ -4,6 +4,7 @@
 //
 // The counts follow docs/design.md (LayerState, TablesSpec) and datasets/csr.ts exactly; only the
 // per-worker scratch is an estimate (the kernels' private buffers are not visible from TypeScript).
+import { boundJson } from '../util/bounded-text.js';
 import { totalmem } from 'node:os';
 import type { SparseDataset } from '../../datasets/csr.js';
 import type { ResolvedNetworkConfig } from '../network/config.js';
@@ -178,6 +179,11 @@ export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number
   });
 }
 
+/** Thrown by `checkMemory` (and the loaders' memory check) when a plan exceeds the limit. */
+export class MemoryLimitError extends Error {
+  override name = 'MemoryLimitError';
+}
+
 /** Options of `checkMemory`. */
 export interface CheckMemoryOptions {
   /** Hard limit in bytes (the `--max-memory` flag). Default: 90% of the machine's memory (see checkMemory). */
@@ -226,7 +232,7 @@ export function checkMemory(plan: MemoryPlan, options: CheckMemoryOptions = {}):
   if (plan.totalBytes <= limit) return limit;
   const top = plan.parts.slice(0, 3).map((p) => `${p.name} ${formatBytes(p.bytes)}`);
   if (plan.parts.length > 3) top.push('...');
-  throw new Error(`Not enough memory: the configuration needs ${formatBytes(plan.totalBytes)} (${top.join(', ')}) but the limit is ${formatBytes(limit)} (${limitName})`);
+  throw new MemoryLimitError(`Not enough memory: the configuration needs ${formatBytes(plan.totalBytes)} (${top.join(', ')}) but the limit is ${formatBytes(limit)} (${limitName})`);
 }
 
 const UNITS: Record<string, number> = {
@@ -245,11 +251,11 @@ export function parseBytes(text: string, what = '--max-memory'): number {
   const m = typeof text === 'string' ? /^\s*(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*([a-z]*)\s*$/i.exec(text) : null;
   const unit = m ? UNITS[m[3]!.toLowerCase()] : undefined;
   if (!m || unit === undefined) {
-    throw new Error(`Expected a size like 2.5GB, 512M, 4GiB or 1e9 for ${what} but received ${JSON.stringify(text)}`);
+    throw new Error(`Expected a size like 2.5GB, 512M, 4GiB or 1e9 for ${what} but received ${boundJson(text)}`);
   }
   const value = Math.floor(Number(`${m[1]}e${m[2] ?? 0}`) * unit);
-  if (!(value > 0)) throw new Error(`Expected a positive size for ${what} but received ${JSON.stringify(text)}`);
-  if (!Number.isSafeInteger(value)) throw new Error(`Expected a size below 9 PB for ${what} but received ${JSON.stringify(text)}`);
+  if (!(value > 0)) throw new Error(`Expected a positive size for ${what} but received ${boundJson(text)}`);
+  if (!Number.isSafeInteger(value)) throw new Error(`Expected a size below 9 PB for ${what} but received ${boundJson(text)}`);
   return value;
 }
 
@@ -268,13 +274,13 @@ export function formatBytes(bytes: number): string {
 
 function positiveInt(v: unknown, what: string): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) {
-    throw new Error(`Expected positive integer for ${what} but received ${JSON.stringify(v)}`);
+    throw new Error(`Expected positive integer for ${what} but received ${boundJson(v)}`);
   }
   return v;
 }
 function nonNegativeInt(v: unknown, what: string): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-    throw new Error(`Expected non-negative integer for ${what} but received ${JSON.stringify(v)}`);
+    throw new Error(`Expected non-negative integer for ${what} but received ${boundJson(v)}`);
   }
   return v;
 }
