@@ -117,6 +117,12 @@ function metricLine(m: Metrics): string {
   return `P@1 ${f('p1')}  P@3 ${f('p3')}  P@5 ${f('p5')}  nDCG@1 ${f('ndcg1')}  nDCG@3 ${f('ndcg3')}  nDCG@5 ${f('ndcg5')}  PSP@1 ${f('psp1')}  PSP@3 ${f('psp3')}  PSP@5 ${f('psp5')}`;
 }
 
+/** Refuses test data that P@k cannot be measured on (no points, or no labels at all), naming the file. */
+function checkEvaluable(d: SparseDataset, path: string): void {
+  if (d.points === 0) throw new Error(`${path}: no points to evaluate`);
+  if (d.labelOffsets[d.points] === 0) throw new Error(`${path}: no labels to evaluate against (${d.points} points, none with a label)`);
+}
+
 /** Refuses, before any training, a data file whose ids do not fit the network (naming the file). */
 export function checkFits(d: SparseDataset, path: string, inputDim: number, outputs: number): void {
   if (d.features > inputDim) throw new Error(`${path} has ${d.features} features but the network's inputDim is ${inputDim}`);
@@ -156,7 +162,9 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   }
   const trainPath = o.train!;
   const train = await loadData(trainPath, o.format, 'training data', quiet);
+  if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
   const test = o.test ? await loadData(o.test, o.format, 'test data', quiet) : undefined;
+  if (test) checkEvaluable(test, o.test!);
   const config = resumed ? resumed.config : o.networkConfig ?? (await loadConfig(o.config, train, o.seed));
   const resolved = resolveConfig(config);
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
@@ -277,6 +285,7 @@ export interface EvalCliOptions {
 export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const test = await loadData(o.test, o.format, 'test data', !!o.json);
+  checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, net.config.layers.at(-1)!.size);
   const mode = o.mode ?? 'exact';
   // Sampled inference builds the output layer's cluster index on first use: timed apart from scoring.

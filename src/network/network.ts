@@ -438,6 +438,7 @@ export class Network {
    * seconds the predictions took (`predictSeconds`, worker start included, metrics excluded).
    */
   async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number; predictSeconds: number }> {
+    if (data?.points === 0) throw new Error('Cannot evaluate on 0 points: the evaluation data is empty');
     const ks = opts.k ?? [1, 3, 5];
     const kMax = Math.max(...ks);
     const t0 = performance.now();
