@@ -25,6 +25,16 @@ let addon: NativeAddon | undefined;
  */
 export const ADDON_ENV = 'SUBLINEAR_ADDON';
 
+/**
+ * Environment variable read by the addon itself (native/net_kernels.cc) when it first runs a blocked
+ * kernel: `avx2` or `sse` selects a lower instruction set than the CPU's best for the dense block kernels
+ * (forward, gradients, softmax), for tests that compare them. Results differ from the default only in
+ * floating-point rounding (the order of the sums); an unknown value is ignored. Inherited by worker
+ * threads. Default: unset (the best the CPU supports). These two are the only environment variables that
+ * sublinear reads at run time; the build reads SUBLINEAR_MARCH_NATIVE=1 (-march=native) and JOBS.
+ */
+export const BLOCK_ISA_ENV = 'SUBLINEAR_BLOCK_ISA';
+
 /** Returns the loaded addon, loading it on first use. Throws a message that says how to rebuild. */
 export function native(): NativeAddon {
   if (addon) return addon;
