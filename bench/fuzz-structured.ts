@@ -189,7 +189,7 @@ const FIELD_VALUES: Record<string, unknown[]> = {
   slack: [0, 2, 1e6, 2 ** 31],
   bucketSize: [1, 65535, 65536],
   binSize: [2, 3, 256, 2 ** 31],
-  budget: [0, 41, 2 ** 31],
+  budget: [0, 41, 2 ** 31, 2 ** 32, 1e308],
   minActive: [0, 40, 41],
   minFreq: [1, 4, 2 ** 31],
   seed: [0, 2 ** 32, -1, 0.5],

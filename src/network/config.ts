@@ -167,6 +167,8 @@ export function resolveSampling(s: SamplingConfig, size: number, where: string):
   if (!MODES.includes(mode)) throw new ConfigError(`Unknown selection mode ${boundJson(mode)} for ${where}.mode (expected one of ${MODES.join(', ')})`);
   const defaultBudget = Math.min(size, Math.max(32, Math.ceil(0.005 * size)));
   const budget = nonNegativeInt(s.budget ?? defaultBudget, `${where}.budget`);
+  // The kernels take it as a u32 (more than the layer's size means "every candidate" anyway).
+  if (budget > 0xffffffff) throw new ConfigError(`${where}.budget must be at most 4294967295 but received ${budget}`);
   const minFreq = positiveInt(s.minFreq ?? 2, `${where}.minFreq`);
   if (minFreq > L) throw new ConfigError(`${where}.minFreq = ${minFreq} exceeds L = ${L}`);
   const minActive = nonNegativeInt(s.minActive ?? defaultBudget, `${where}.minActive`);

@@ -126,9 +126,11 @@ export function storedConfigProblem(raw: unknown): ResolvedNetworkConfig | strin
   } catch (e) {
     return `invalid network configuration: ${(e as Error).message}`;
   }
+  if (c.inputDim > 0xffffffff) return `invalid network configuration: inputDim ${c.inputDim} does not fit 32 bits`;
   let inDim = c.inputDim;
   for (let i = 0; i < c.layers.length; i++) {
     const l = c.layers[i]!;
+    if (l.size > 0xffffffff) return `invalid network configuration: layers[${i}].size ${l.size} does not fit 32 bits`;
     const params = inDim * l.size;
     if (!Number.isSafeInteger(params) || params > MAX_LAYER_WEIGHTS) {
       return `invalid network configuration: layers[${i}] has ${inDim} x ${l.size} weights, more than 2^32`;

@@ -83,6 +83,7 @@ describe('Network.load refuses crafted models before allocating', () => {
       ['labelFreq of the wrong length', (f) => { const s = section(f, 'labelFreq'); s.length = 99; s.data = s.data.subarray(0, 396); }, 'section "labelFreq" has 99 elements but the configuration needs 100'],
       ['an invalid config', (f) => void (config(f).layers[1]!.sampling!['rangeBits'] = 25), 'invalid network configuration: layers[1].sampling.rangeBits must be at most 24 but received 25'],
       ['a layer too large for u32 indexing', (f) => void (config(f).inputDim = 2 ** 30), 'invalid network configuration: layers[0] has 1073741824 x 8 weights, more than 2^32'],
+      ['a budget the kernels cannot take', (f) => void (config(f).layers[1]!.sampling!['budget'] = 2 ** 32), 'invalid network configuration: layers[1].sampling.budget must be at most 4294967295 but received 4294967296'],
       ['a counter that is not one', (f) => void ((f.meta as Record<string, unknown>)['rebuildRound'] = -1), 'invalid rebuildRound -1 in the model meta'],
     ];
     for (const [what, breakIt, message] of cases) {
