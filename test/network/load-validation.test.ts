@@ -193,7 +193,7 @@ describe('readCheckpoint refuses crafted checkpoints', () => {
 describe('the checksum is verified before a header can size an allocation', () => {
   // A damaged digit in a model's config that keeps the section table consistent: the hash tables are not
   // stored in a model, so L = 4 read as L = 9 passes every structural check; only the checksum knows.
-  it('verifyBinFileChecksum refuses a damaged header, and loadModel never builds the network', async () => {
+  it('verifyBinFileChecksum refuses a damaged header, and neither loadModel nor readCheckpoint builds the network', async () => {
     const path = join(dir, 'damaged-header.sl');
     const bytes = await encodeCrafted(model);
     const text = bytes.toString('latin1');
@@ -209,6 +209,21 @@ describe('the checksum is verified before a header can size an allocation', () =
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BinFileError);
     expect((err as BinFileError).problem).toBe('checksum');
+    expect(built).toBe(0);
+
+    // The same for a checkpoint: a damaged seed digit keeps every section consistent.
+    const cpath = join(dir, 'damaged-header.bin');
+    const cbytes = await encodeCrafted(ckpt);
+    const cat = cbytes.toString('latin1').indexOf('"seed":3');
+    expect(cat).toBeGreaterThan(0);
+    cbytes[cat + 7] = '4'.charCodeAt(0);
+    await writeFile(cpath, cbytes);
+    const cerr = await readCheckpoint(cpath, (c) => {
+      built++;
+      return new Network(c);
+    }).catch((e: unknown) => e);
+    expect(cerr).toBeInstanceOf(BinFileError);
+    expect((cerr as BinFileError).problem).toBe('checksum');
     expect(built).toBe(0);
   });
 });
