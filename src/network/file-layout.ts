@@ -3,10 +3,10 @@
 //
 //   1. the header (readBinFile headerOnly: section table in order, aligned, inside the file) and the
 //      checksum (verifyBinFileChecksum: nothing but a fixed buffer),
-//   2. `layoutProblem`: the stored configuration passes the rules of a user configuration (resolveConfig,
-//      plus the size limits allocation enforces), and the section table is exactly what it implies: every
-//      expected section present with its dtype and length, nothing unknown,
-//   3. the memory plan of the network against the limit (src/train/memory-plan.ts),
+//   2. `resolveStoredConfig`: the stored configuration passes the rules of a user configuration
+//      (resolveConfig, plus the limits allocation enforces), and `layoutProblem`: the section table is
+//      exactly what it implies (every expected section present with its dtype and length, nothing unknown),
+//   3. `checkLoadMemory`: the memory plan of the network against the limit (src/train/memory-plan.ts),
 //   4. only then the network is allocated and the sections streamed into it, and `valuesProblem` refuses
 //      non-finite weights, biases and Adam moments, and hash tables whose entries point outside their arrays.
 //
@@ -119,7 +119,7 @@ export function fileLayout(c: ResolvedNetworkConfig, kind: 'model' | 'checkpoint
  * instead of failing, or allocating, halfway through building its network. Returns the resolved
  * configuration, or a description of the problem.
  */
-export function storedConfigProblem(raw: unknown): ResolvedNetworkConfig | string {
+export function resolveStoredConfig(raw: unknown): ResolvedNetworkConfig | string {
   let c: ResolvedNetworkConfig;
   try {
     c = resolveConfig(storedConfig(raw as NetworkConfig));

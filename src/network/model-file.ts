@@ -5,7 +5,7 @@ import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
-import { checkLoadMemory, fileLayout, layoutProblem, storedConfigProblem, valuesProblem, type LoadLimits } from './file-layout.js';
+import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, type LoadLimits } from './file-layout.js';
 import type { Network } from './network.js';
 
 interface ModelMeta {
@@ -73,7 +73,7 @@ export async function loadModel(
   const meta = head.meta;
   const metaProblem = modelMetaProblem(meta);
   if (metaProblem) throw new Error(`${path}: ${metaProblem}`);
-  const config = storedConfigProblem(meta.config);
+  const config = resolveStoredConfig(meta.config);
   if (typeof config === 'string') throw new Error(`${path}: ${config}`);
   const present: boolean[] = [];
   const layout = layoutProblem(fileLayout(config, 'model'), head.table, present);

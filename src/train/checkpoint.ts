@@ -29,7 +29,7 @@ import type { NetSpec } from '../network/native-types.js';
 import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
-import { checkLoadMemory, fileLayout, layoutProblem, storedConfigProblem, valuesProblem, type LoadLimits } from '../network/file-layout.js';
+import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, type LoadLimits } from '../network/file-layout.js';
 import { MemoryLimitError } from './memory-plan.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import { resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation } from './early-stop.js';
@@ -326,7 +326,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const problem = metaProblem(head.meta);
   if (problem) throw new CheckpointFormatError(`${path}: ${problem}`);
   const meta = head.meta;
-  const resolved = storedConfigProblem(meta.config);
+  const resolved = resolveStoredConfig(meta.config);
   if (typeof resolved === 'string') throw new CheckpointFormatError(`${path}: ${resolved}`);
   const present: boolean[] = [];
   const layout = layoutProblem(fileLayout(resolved, 'checkpoint'), head.table, present);
