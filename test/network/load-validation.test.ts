@@ -128,6 +128,8 @@ describe('readCheckpoint refuses crafted checkpoints', () => {
       ['a dropped moment', (f) => void f.sections.splice(f.sections.indexOf(section(f, 'layer1.vWeights')), 1), 'missing section "layer1.vWeights"'],
       ['tables of another L', (f) => void (config(f).layers[1]!.sampling!['L'] = 5), 'section "layer1.tables.offsets" has 260 elements but the configuration needs 325'],
       ['step counters as f32', (f) => void (section(f, 'layer0.rowSteps').dtype = 'f32'), 'section "layer0.rowSteps" is f32 but the configuration needs u32'],
+      ['a garbage early-stopping history', (f) => void ((f.meta as Record<string, unknown>)['earlyStop'] = { bestScore: 0.5, bestEpoch: 1, bad: 0, lrScale: 1, history: [{ epoch: 1, p1: 'x' }] }),
+        'invalid early-stopping history entry 0'],
       ['half of the best-weights group', (f) => void f.sections.push({ name: 'best.layer0.weights', dtype: 'f32', length: 16000, data: new Uint8Array(64000) }), 'missing section "best.layer0.bias" (the file has "best.layer0.weights", which comes with it)'],
     ];
     for (const [what, breakIt, message] of cases) {
