@@ -4,7 +4,8 @@
 //   node dist/bench/fuzz.js [--cases N] [--seed S] [--targets xc,libsvm,model,checkpoint]
 //                           [--time-limit-ms T] [--keep] [--json]
 //
-// Defaults: --cases 2000 (spread over the targets), --seed 1, every target, --time-limit-ms 2000.
+// Defaults: --cases 2000 (spread over the targets), --seed 1, every target (xc, libsvm, model, checkpoint,
+// crafted-model, crafted-checkpoint), --time-limit-ms 2000.
 // Every case is derived from (seed, case index) alone, so a failure is reproduced by its pair. Files
 // of failing cases are kept in the printed folder; with --keep, all are.
 //
@@ -16,6 +17,10 @@
 //   a huge allocation, a TypeError...).
 // - model and checkpoint files: any mutation of the bytes must be refused with an Error whose message
 //   starts with the path (the checksum covers every byte, so nothing mutated may load).
+// - crafted-model, crafted-checkpoint: files with hostile structure behind a valid checksum (absurd or
+//   inconsistent dimensions, missing/duplicate/overlapping sections, wrong dtypes and lengths, NaN/Inf,
+//   step counters near 2^32): each loads into a consistent network or is refused cleanly, under a memory
+//   limit; see bench/fuzz-structured.ts.
 // - every target: each case finishes within the time limit, and grows ArrayBuffer memory by less than
 //   64 MiB (a file of a few kB that declares billions of points must not allocate for them).
 // The runner executes cases in a worker thread and a watchdog terminates it if one case hangs, naming
@@ -33,9 +38,10 @@ import { Network } from '../src/network/network.js';
 import { readCheckpoint } from '../src/train/checkpoint.js';
 import { defineCommand, UsageError } from '../src/cli/args.js';
 import { benchMain } from './cli.js';
+import { craftedSeeds, runCraftedCase, type CraftedSeeds } from './fuzz-structured.js';
 
-export type FuzzTarget = 'xc' | 'libsvm' | 'model' | 'checkpoint';
-export const FUZZ_TARGETS: readonly FuzzTarget[] = ['xc', 'libsvm', 'model', 'checkpoint'];
+export type FuzzTarget = 'xc' | 'libsvm' | 'model' | 'checkpoint' | 'crafted-model' | 'crafted-checkpoint';
+export const FUZZ_TARGETS: readonly FuzzTarget[] = ['xc', 'libsvm', 'model', 'checkpoint', 'crafted-model', 'crafted-checkpoint'];
 
 /** Options of `runFuzz`. */
 export interface FuzzOptions {
@@ -70,6 +76,8 @@ export interface FuzzReport {
   exact: number;
   failures: FuzzFailure[];
   seconds: number;
+  /** Peak resident memory of the process that ran the cases, MiB (every case's allocations included). */
+  peakRssMB: number;
 }
 
 // ---- randomness: mulberry32 per case, seeded from (seed, index) ----
@@ -310,6 +318,8 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
   let exact = 0;
   const seeds: Partial<Record<'model' | 'checkpoint', Buffer>> = {};
   if (targets.includes('model') || targets.includes('checkpoint')) Object.assign(seeds, await seedFiles(opts.dir));
+  // Structure-aware cases (bench/fuzz-structured.ts): valid checksums, hostile structure.
+  const crafted: CraftedSeeds | null = targets.some((t) => t.startsWith('crafted-')) ? await craftedSeeds(opts.dir) : null;
 
   for (let index = 0; index < opts.cases; index++) {
     opts.onCase?.(index);
@@ -351,8 +361,12 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
             exact++;
           }
         }
+      } else if (target === 'crafted-model' || target === 'crafted-checkpoint') {
+        const out = await runCraftedCase(target === 'crafted-model' ? 'model' : 'checkpoint', crafted!, r, file);
+        accepted = out.accepted;
+        if (out.problem) problem = `${out.problem} (mutations: ${out.did.join('; ')})`;
       } else {
-        const original = seeds[target]!;
+        const original = seeds[target as 'model' | 'checkpoint']!;
         let bytes = mutate(original, r, 'binary');
         if (bytes.equals(original)) bytes = Buffer.concat([original, Buffer.from([r.int(256)])]);
         await writeFile(file, bytes);
@@ -379,7 +393,7 @@ export async function runFuzz(opts: FuzzOptions): Promise<FuzzReport> {
       if (!opts.keep) await rm(file, { force: true });
     }
   }
-  return { cases: opts.cases, outcomes, exact, failures, seconds: (performance.now() - t0) / 1000 };
+  return { cases: opts.cases, outcomes, exact, failures, seconds: (performance.now() - t0) / 1000, peakRssMB: Math.round(process.resourceUsage().maxRSS / 1024) };
 }
 
 /** Null if `e` is a proper reader refusal of `file`, else what is wrong with it. */
@@ -478,7 +492,7 @@ async function fuzzInWorker(a: CliArgs): Promise<number> {
   });
   await worker.terminate();
   if (!a.json) {
-    process.stdout.write(`fuzz: ${report.cases} cases (seed ${a.seed}) in ${report.seconds.toFixed(1)} s; ${report.exact} exact round trips\n`);
+    process.stdout.write(`fuzz: ${report.cases} cases (seed ${a.seed}) in ${report.seconds.toFixed(1)} s; ${report.exact} exact round trips; peak RSS ${report.peakRssMB} MiB\n`);
     for (const t of a.targets) process.stdout.write(`  ${t}: ${report.outcomes[t].accepted} accepted, ${report.outcomes[t].rejected} refused cleanly\n`);
     for (const f of report.failures) process.stdout.write(`  FAIL ${f.target} case ${f.index} (${f.file}): ${f.problem}\n`);
     process.stdout.write(report.failures.length ? `${report.failures.length} failure(s); files kept in ${dir}\n` : 'no failures\n');

@@ -9,7 +9,12 @@ import { LineParser, readerBuilder, rethrowReadError, streamLines, type StreamOp
 export interface ReadLibsvmOptions extends StreamOptions {
   /** Feature ids in the file start at 1 (the LIBSVM convention); they are stored 0-based. Default true. */
   oneBased?: boolean;
-  /** Label ids in the file start at 1; they are stored 0-based. Default false (labels are 0-based ids). */
+  /**
+   * Label ids in the file start at 1; they are stored 0-based. Default false (labels are 0-based ids).
+   * Without it, the binary labels of LIBSVM classification files are accepted: a line labelled `+1` has
+   * label 1 and a line labelled `-1` has label 0 (so `+1`/`-1` and `1`/`0` files read the same, as two
+   * labels); with it, a sign is an error (label 0 does not exist in a 1-based file).
+   */
   labelsOneBased?: boolean;
   /** Feature dimension D; a larger id is an error. Default: inferred as the largest id + 1. */
   features?: number;
@@ -37,6 +42,7 @@ export async function readLibsvm(path: string, opts: ReadLibsvmOptions = {}): Pr
       featureBase: (opts.oneBased ?? true) ? 1 : 0,
       labelBase: opts.labelsOneBased ? 1 : 0,
       lineOffset: 0,
+      signedBinaryLabels: !opts.labelsOneBased,
     },
     readerBuilder(Math.min(total + 1, 1 << 16), Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18), opts),
   );

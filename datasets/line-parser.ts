@@ -18,6 +18,7 @@
 import { open } from 'node:fs/promises';
 import { CsrBuilder, MemoryLimitError } from './csr-builder.js';
 import { DataFormatError, quoteToken } from './errors.js';
+import { boundText } from '../src/util/bounded-text.js';
 
 /** Exact powers of ten (1e0..1e22 are exactly representable in float64: Clinger's fast path). */
 const P10 = new Float64Array(23);
@@ -47,6 +48,11 @@ export interface LineParserConfig {
   maxPoints?: number;
   /** Number of lines before the first line handed to `parse` (1 for the XC header), for line numbers. */
   lineOffset: number;
+  /**
+   * LIBSVM's binary convention: a line whose label is the single token `+1` or `-1` has label 1 or label
+   * 0 (stored ids; `1` and `0` mean the same). Default false (a sign is an error).
+   */
+  signedBinaryLabels?: boolean;
 }
 
 export class LineParser {
@@ -67,6 +73,7 @@ export class LineParser {
   private readonly maxPoints: number;
   private readonly fBounded: boolean;
   private readonly lBounded: boolean;
+  private readonly signedLabels: boolean;
   // Results of the slow feature path (avoids allocating a tuple per odd token).
   private slowRaw = 0;
   private slowValue = 0;
@@ -81,6 +88,7 @@ export class LineParser {
     this.fLimit = cfg.features ?? MAX_DIM;
     this.lLimit = cfg.labels ?? MAX_DIM;
     this.maxPoints = cfg.maxPoints ?? Infinity;
+    this.signedLabels = cfg.signedBinaryLabels ?? false;
     this.line = cfg.lineOffset;
     this.lastDataLine = cfg.lineOffset;
   }
@@ -141,7 +149,19 @@ export class LineParser {
       if (c !== SP && c !== TAB && c !== CR) {
         const tok = pos;
         let d = c - 48;
-        if (d < 0 || d > 9) {
+        const signed = (d < 0 || d > 9) && this.signedLabels ? signedBinaryLabel(buf, pos) : -1;
+        if (signed >= 0) {
+          // LIBSVM binary label: +1 -> label 1, -1 -> label 0.
+          if (signed >= lLimit) throw this.rangeError('label', String(signed), this.lBounded, lLimit, 0, line);
+          if (signed > maxL) maxL = signed;
+          if (nl === lab.length) {
+            b.nLabels = nl;
+            b.growLabels(nl + 1);
+            lab = b.labelIndices;
+          }
+          lab[nl++] = signed;
+          pos += 2;
+        } else if (d < 0 || d > 9) {
           // Not a plain id: a malformed feature (diagnosed by the feature path) or malformed labels.
           if (!tokenHasColon(buf, pos)) this.badLabels(buf, tok, line);
         } else {
@@ -365,9 +385,9 @@ export class LineParser {
         `${kind} id 0 in a file read with 1-based ${kind} ids (read it as 0-based if its ids start at 0)`);
     }
     if (bounded) {
-      return new DataFormatError(this.file, line, `${kind} id ${idStr} out of range [${base}, ${limit + base})`);
+      return new DataFormatError(this.file, line, `${kind} id ${boundText(idStr)} out of range [${base}, ${limit + base})`);
     }
-    return new DataFormatError(this.file, line, `${kind} id ${idStr} too large (ids are stored as 32-bit integers)`);
+    return new DataFormatError(this.file, line, `${kind} id ${boundText(idStr)} too large (ids are stored as 32-bit integers)`);
   }
 }
 
@@ -378,6 +398,13 @@ function tokenEnd(buf: Uint8Array, pos: number): number {
     if (c === undefined || c === SP || c === TAB || c === CR || c === NL) return pos;
     pos++;
   }
+}
+
+/** 1 for a token `+1`, 0 for `-1` (each followed by whitespace or the line end), else -1. */
+function signedBinaryLabel(buf: Uint8Array, pos: number): number {
+  const s = buf[pos], one = buf[pos + 1], after = buf[pos + 2];
+  if ((s !== PLUS && s !== MINUS) || one !== 49 || (after !== SP && after !== TAB && after !== CR && after !== NL)) return -1;
+  return s === PLUS ? 1 : 0;
 }
 
 function tokenHasColon(buf: Uint8Array, pos: number): boolean {

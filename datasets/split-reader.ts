@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { sharedFloat32, sharedUint32, type SparseDataset } from './csr.js';
 import { DataFormatError, quoteToken } from './errors.js';
+import { boundText } from '../src/util/bounded-text.js';
 
 /** Options of `readSplit`. */
 export interface ReadSplitOptions {
@@ -56,7 +57,7 @@ export function readSplit(path: string, column: number, numPoints: number, opts:
     }
     const row = Number(tok);
     if (row < 1 || row > numPoints) {
-      throw new DataFormatError(file, lineNo, `row ${tok} in column ${column} out of range [1, ${numPoints}]`);
+      throw new DataFormatError(file, lineNo, `row ${boundText(tok)} in column ${column} out of range [1, ${numPoints}]`);
     }
     if (seenAt[row - 1] !== 0) {
       throw new DataFormatError(file, lineNo, `row ${row} appears twice in column ${column} (first on line ${seenAt[row - 1]})`);

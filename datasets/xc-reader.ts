@@ -10,6 +10,7 @@
 // Rows whose feature or label ids are not increasing are sorted; repeated ids are errors (line-parser.ts).
 import type { SparseDataset } from './csr.js';
 import { DataFormatError, quoteToken } from './errors.js';
+import { boundText } from '../src/util/bounded-text.js';
 import { LineParser, readerBuilder, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
 
 /** Options of `readXC`. */
@@ -83,8 +84,8 @@ export function parseXCHeader(line: string, file: string): XCHeader {
   }
   const [points, features, labels] = parts.map(Number) as [number, number, number];
   // Ids are Uint32 and so are the offsets that count rows' entries.
-  for (const [name, v] of [['points', points], ['features', features], ['labels', labels]] as const) {
-    if (v > 0xffffffff) throw new DataFormatError(file, 1, `header declares ${v} ${name}, more than the supported 4294967295`);
+  for (const [i, name, v] of [[0, 'points', points], [1, 'features', features], [2, 'labels', labels]] as const) {
+    if (v > 0xffffffff) throw new DataFormatError(file, 1, `header declares ${boundText(parts[i]!)} ${name}, more than the supported 4294967295`);
   }
   return { points, features, labels };
 }

@@ -28,6 +28,9 @@ void AdamCorrection::init(double b1, double b2) {
 }
 
 void AdamCorrection::at(uint32_t t) {
+  // Every slot's cacheT starts at 0, which would match t = 0 and read an unset cache entry; bump_step never
+  // returns 0, but a caller's 0 must not read uninitialised memory either.
+  if (t == 0) t = 1;
   const uint32_t slot = t % kCache;
   if (cacheT[slot] != t) {
     // 1 - beta^t in double: for beta2 = 0.999 and t = 1 this is 1e-3, which float pow would round badly.

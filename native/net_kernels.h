@@ -52,14 +52,18 @@ struct AdamCorrection {
   uint32_t cacheT[kCache];
   float cache1[kCache], cache2[kCache];
   void init(double b1, double b2);
-  void at(uint32_t t);  // sets ibc1/ibc2 for step t (t >= 1)
+  void at(uint32_t t);  // sets ibc1/ibc2 for step t (t >= 1; t = 0 is treated as 1)
 };
 
 // Step counter of a row: ++*c without a locked instruction. A lock prefix drains the store buffer, which
 // holds the previous row's Adam stores, on every row; under HOGWILD two threads may rarely lose an
 // increment (the row's bias correction then uses a count one lower), like any other racy update.
+// The counter saturates at 2^32 - 1 instead of wrapping to 0: step 0 has no bias correction (1 / (1 - beta^0)
+// is infinite), and at any count near 2^32 the correction is exactly 1 in float, so staying there is exact.
+// (A checkpoint may hold any count: a crafted one with 0xffffffff once produced NaN weights.)
 inline uint32_t bump_step(uint32_t* c) {
-  const uint32_t t = __atomic_load_n(c, __ATOMIC_RELAXED) + 1;
+  const uint32_t old = __atomic_load_n(c, __ATOMIC_RELAXED);
+  const uint32_t t = old == UINT32_MAX ? old : old + 1;
   __atomic_store_n(c, t, __ATOMIC_RELAXED);
   return t;
 }

@@ -1,6 +1,6 @@
 // Public entry point of the sublinear package.
 export {
-  Network, type PredictOptions, type EvaluateOptions, type Predictions, type ResumeOptions, type ResumeInfo,
+  Network, type PredictOptions, type EvaluateOptions, type Predictions, type ResumeOptions, type ResumeInfo, type LoadOptions,
 } from './network/network.js';
 export {
   defaultConfig, resolveConfig, ConfigError,
@@ -13,6 +13,7 @@ export {
   type CheckpointOptions, type CheckpointInfo, type CheckpointReason, type TrainingPosition, type SavedFitOptions,
   type SkippedCheckpoint,
 } from './train/checkpoint.js';
+export { MemoryLimitError } from './train/memory-plan.js';
 export { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './train/metrics.js';
 export { LshIndex, type LshIndexOptions, type LshQueryOptions, type LshQueryResult } from './lsh/index.js';
 export {

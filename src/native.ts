@@ -27,6 +27,17 @@ let addonFile: string | undefined;
 export const ADDON_ENV = 'SUBLINEAR_ADDON';
 
 /**
+ * Environment variable read by the addon itself (native/net_kernels.cc) when it first runs a blocked
+ * kernel: `avx2` or `sse` selects a lower instruction set than the CPU's best for the dense block kernels
+ * (forward, gradients, softmax), for tests that compare them. Results differ from the default only in
+ * floating-point rounding (the order of the sums); an unknown value is ignored. Inherited by worker
+ * threads. Default: unset (the best the CPU supports). These two are the only environment variables that
+ * sublinear reads at run time; installing reads SUBLINEAR_BUILD_FROM_SOURCE=1 (compile even where a
+ * prebuilt binary loads), the build SUBLINEAR_MARCH_NATIVE=1 (-march=native) and JOBS.
+ */
+export const BLOCK_ISA_ENV = 'SUBLINEAR_BLOCK_ISA';
+
+/**
  * The addon files to try, in order: the override alone when ADDON_ENV is set; else a local build
  * (build/Release, build/Debug: compiled by the install script or `npm run build:native`), then the
  * prebuilt binary shipped in prebuilds/<platform>-<arch>/ that node-gyp-build picks for this platform.

@@ -136,6 +136,12 @@ function metricLine(m: Metrics, ks: readonly number[] = [1, 3, 5]): string {
   return ['p', 'ndcg', 'psp'].flatMap((name) => ks.map((k) => `${name === 'p' ? 'P' : name === 'ndcg' ? 'nDCG' : 'PSP'}@${k} ${f(`${name}${k}`)}`)).join('  ');
 }
 
+/** Refuses test data that P@k cannot be measured on (no points, or no labels at all), naming the file. */
+function checkEvaluable(d: SparseDataset, path: string): void {
+  if (d.points === 0) throw new Error(`${path}: no points to evaluate`);
+  if (d.labelOffsets[d.points] === 0) throw new Error(`${path}: no labels to evaluate against (${d.points} points, none with a label)`);
+}
+
 /** Refuses, before any training, a data file whose ids do not fit the network (naming the file). */
 export function checkFits(d: SparseDataset, path: string, inputDim: number, outputs: number): void {
   if (d.features > inputDim) throw new Error(`${path} has ${d.features} features but the network's inputDim is ${inputDim}`);
@@ -193,16 +199,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     // The network alone is checked against the memory limit before the checkpoint allocates it; the
     // full plan (training data included, with the saved settings) is checked again below. The saved
     // worker count is not known yet: without --workers, count the least scratch (a lower bound).
-    const beforeAllocate = (c: NetworkConfig) => {
-      let r: ResolvedNetworkConfig;
-      try {
-        r = resolveConfig(c);
-      } catch {
-        return; // an invalid configuration is reported by the checkpoint reader, naming the file
-      }
-      checkMemory(planNetworkMemory(r, given.workers ?? 0), given.maxMemory !== undefined ? { maxBytes: given.maxMemory } : {});
-    };
-    resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`), beforeAllocate });
+    resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`), maxMemory: given.maxMemory, workers: given.workers });
     const info = resumed.resumeInfo!;
     // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
@@ -223,7 +220,9 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   const trainPath = o.train!;
   const limit = memoryLimit(o.maxMemory);
   const train = await loadData(trainPath, o.format, 'training data', quiet, limit);
+  if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
   const test = o.test ? await loadData(o.test, o.format, 'test data', quiet, Math.max(0, limit - dataBytes(train))) : undefined;
+  if (test) checkEvaluable(test, o.test!);
   let config: NetworkConfig;
   if (resumed) config = resumed.config;
   else if (o.networkConfig) config = o.networkConfig;
@@ -381,6 +380,7 @@ export interface EvalCliOptions {
   propensityB?: number;
   /** Cut-offs of P@k, nDCG@k, PSP@k, e.g. '1,3,5,10'. Default '1,3,5'. */
   k?: string;
+  /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */
   maxMemory?: number;
 }
 
@@ -406,10 +406,11 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const quiet = !!o.json || !!o.quiet;
   await checkInputFile(o.model, '--model');
   await checkInputFile(o.test, '--test');
-  const net = await Network.load(o.model);
+  const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
   const ks = parseKs(o.k ?? '1,3,5', outputs);
   const test = await loadData(o.test, o.format, 'test data', quiet, memoryLimit(o.maxMemory));
+  checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
   const mode = o.mode ?? 'exact';
   // Sampled inference builds the output layer's cluster index on first use: timed apart from scoring.
@@ -450,6 +451,7 @@ export interface PredictCliOptions {
   mode?: 'exact' | 'sampled';
   candidates?: number;
   quiet?: boolean;
+  /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */
   maxMemory?: number;
 }
 
@@ -458,7 +460,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   const fromStdin = o.input === '-';
   if (!fromStdin) await checkInputFile(o.input, '--input');
   await checkInputFile(o.model, '--model');
-  const net = await Network.load(o.model);
+  const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
   const k = o.k ?? 5;
   if (k > outputs) throw new UsageError(`option --k ${k} exceeds the model's ${outputs} labels`);

@@ -114,6 +114,29 @@ export function resolveHashOptions(o: HashParamsOptions): ResolvedHashOptions {
   return { family, K, L, dim, seed, binSize, density, bitsPerHash, rangeBits };
 }
 
+/**
+ * Bytes `generateHashSpec(options)` allocates (its arrays plus the temporary permutations), computed from
+ * the options alone: loaders count it before building a stored network's hash functions (the memory
+ * plan's tables do not include them, and SimHash's projections grow with K * L * dim). Throws as
+ * resolveHashOptions for invalid options.
+ */
+export function hashSpecBytesFor(options: HashParamsOptions): number {
+  const o = resolveHashOptions(options);
+  const M = o.K * o.L;
+  switch (o.family) {
+    case 'dwta': // binDims and its inverse (offsets, bins), plus the permutation and a copy of the offsets
+      return 8 * M * o.binSize + 4 * (o.dim + 1) + 8 * o.dim;
+    case 'wta':
+      return 4 * M * o.binSize + 4 * o.dim;
+    case 'simhash': {
+      const per = Math.max(1, Math.round(o.dim * o.density));
+      return 4 * (M + 1) + 8 * M * per + (M * o.dim <= PROJ_MATRIX_MAX_ENTRIES ? M * o.dim : 0) + 4 * o.dim;
+    }
+    case 'minhash':
+      return 8 * o.dim;
+  }
+}
+
 /** Generates the HashSpec of `options` (validated) on SharedArrayBuffers, so workers can share it. */
 export function generateHashSpec(options: HashParamsOptions): HashSpec {
   const o = resolveHashOptions(options);

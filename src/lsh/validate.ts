@@ -1,9 +1,10 @@
 // Argument checks shared by src/lsh. Messages follow the project form
 // `Expected positive integer for K but received 0`; tests assert them word for word.
+import { boundText } from '../util/bounded-text.js';
 
 /** Formats a received value for an error message. */
 export function show(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
+  if (typeof value === 'string') return `'${boundText(value)}'`;
   if (Array.isArray(value)) return 'Array';
   if (value !== null && typeof value === 'object') return (value as object).constructor?.name ?? 'object';
   return String(value);

@@ -2,6 +2,7 @@
 // sampled layers, hash-function parameters and empty tables (src/lsh). Tables are filled by the first
 // rebuild (Network.fit / predict), which runs across workers.
 import { allocateTables, generateHashSpec, MODE_CODE, tablesBytes } from '../lsh/index.js';
+import type { HashParamsOptions } from '../lsh/hash-params.js';
 import type { ResolvedNetworkConfig } from './config.js';
 import type { NetSpec } from './native-types.js';
 import { allocateLayers } from './state.js';
@@ -9,6 +10,22 @@ import { allocateLayers } from './state.js';
 /** Seed of layer `i`'s hash functions under network seed `seed` (stored implicitly: the config's seed). */
 export function hashSeed(seed: number, layer: number): number {
   return seed * 1_000_003 + layer * 7_919 + 1;
+}
+
+/** The hash-function options of sampled layer `i` of `c` (its family's fields, seeded by the network seed). */
+export function hashOptionsOf(c: ResolvedNetworkConfig, i: number): HashParamsOptions {
+  const s = c.layers[i]!.sampling!;
+  return {
+    family: s.hash,
+    K: s.K,
+    L: s.L,
+    dim: c.layers[i - 1]!.size,
+    seed: hashSeed(c.seed, i),
+    ...(s.hash === 'dwta' || s.hash === 'wta' ? { binSize: s.binSize } : {}),
+    ...(s.hash === 'simhash' ? { density: s.density } : {}),
+    ...(s.hash === 'minhash' ? { bitsPerHash: s.bitsPerHash } : {}),
+    rangeBits: s.rangeBits,
+  };
 }
 
 export function allocateNetwork(c: ResolvedNetworkConfig): NetSpec {
@@ -20,18 +37,7 @@ export function allocateNetwork(c: ResolvedNetworkConfig): NetSpec {
   c.layers.forEach((l, i) => {
     const s = l.sampling;
     if (!s) return;
-    const inDim = c.layers[i - 1]!.size;
-    const hash = generateHashSpec({
-      family: s.hash,
-      K: s.K,
-      L: s.L,
-      dim: inDim,
-      seed: hashSeed(c.seed, i),
-      ...(s.hash === 'dwta' || s.hash === 'wta' ? { binSize: s.binSize } : {}),
-      ...(s.hash === 'simhash' ? { density: s.density } : {}),
-      ...(s.hash === 'minhash' ? { bitsPerHash: s.bitsPerHash } : {}),
-      rangeBits: s.rangeBits,
-    });
+    const hash = generateHashSpec(hashOptionsOf(c, i));
     const tables = allocateTables({ L: s.L, N: l.size, rangeBits: hash.rangeBits, bucketSize: s.bucketSize, slack: s.slack, policy: s.policy });
     const query = { mode: MODE_CODE[s.mode], budget: s.budget, minFreq: s.minFreq, minActive: s.minActive };
     layers[i]!.sampling = { hash, tables, query, sharedFill: s.sharedFill, batchNegatives: s.batchNegatives };

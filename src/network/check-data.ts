@@ -17,4 +17,8 @@ export function checkDataset(d: SparseDataset, c: ResolvedNetworkConfig, what: s
   if (d.offsets.length !== d.points + 1 || d.labelOffsets.length !== d.points + 1) {
     throw new Error(`The ${what} is malformed: offsets must have points + 1 = ${d.points + 1} entries`);
   }
+  // Training skips points without labels: data with none at all would "train" nothing and succeed.
+  if (needLabels && d.labelOffsets[d.points] === 0) {
+    throw new Error(`The ${what} has no labels (${d.points} points, none with a label): there is nothing to train on`);
+  }
 }

@@ -2,6 +2,7 @@
 // and validation with clear messages. Defaults follow SLIDE's published Amazon-670K settings
 // (DWTA, K=6, L=50, 128-slot buckets, hidden 128, batch 128) unless noted; the learning rate defaults
 // to 1e-3 (SLIDE uses 1e-4 for Amazon-670K; 1e-3 converges in fewer epochs on the datasets we measured).
+import { boundJson, boundText } from '../util/bounded-text.js';
 
 import { checkKnownKeys } from '../util/suggest.js';
 
@@ -137,13 +138,13 @@ const configError = (m: string) => new ConfigError(m);
 
 function positiveInt(v: unknown, what: string): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
-    throw new ConfigError(`Expected positive integer for ${what} but received ${JSON.stringify(v)}`);
+    throw new ConfigError(`Expected positive integer for ${what} but received ${boundJson(v)}`);
   }
   return v;
 }
 function nonNegativeInt(v: unknown, what: string): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
-    throw new ConfigError(`Expected non-negative integer for ${what} but received ${JSON.stringify(v)}`);
+    throw new ConfigError(`Expected non-negative integer for ${what} but received ${boundJson(v)}`);
   }
   return v;
 }
@@ -161,7 +162,7 @@ export function resolveSampling(s: SamplingConfig, size: number, where: string):
   checkKnownKeys(s, SAMPLING_KEYS, where, configError);
   const hash = s.hash ?? 'dwta';
   if (!HASHES.includes(hash)) {
-    throw new ConfigError(`Unknown hash family ${JSON.stringify(hash)} for ${where}.hash (expected one of ${HASHES.join(', ')})`);
+    throw new ConfigError(`Unknown hash family ${boundJson(hash)} for ${where}.hash (expected one of ${HASHES.join(', ')})`);
   }
   const K = positiveInt(s.K ?? 6, `${where}.K`);
   const L = positiveInt(s.L ?? 50, `${where}.L`);
@@ -169,7 +170,7 @@ export function resolveSampling(s: SamplingConfig, size: number, where: string):
   const binSize = positiveInt(s.binSize ?? 8, `${where}.binSize`);
   if ((binSize & (binSize - 1)) !== 0 || binSize < 2) throw new ConfigError(`${where}.binSize must be a power of two >= 2 but received ${binSize}`);
   const density = s.density ?? 1 / 3;
-  if (!(typeof density === 'number' && density > 0 && density <= 1)) throw new ConfigError(`${where}.density must be in (0, 1] but received ${JSON.stringify(density)}`);
+  if (!(typeof density === 'number' && density > 0 && density <= 1)) throw new ConfigError(`${where}.density must be in (0, 1] but received ${boundJson(density)}`);
   const bitsPerHash = positiveInt(s.bitsPerHash ?? 2, `${where}.bitsPerHash`);
   const bits = bitsPerHashOf({ hash, binSize, bitsPerHash });
   if (K * bits > 32) {
@@ -180,22 +181,24 @@ export function resolveSampling(s: SamplingConfig, size: number, where: string):
   const bucketSize = positiveInt(s.bucketSize ?? 128, `${where}.bucketSize`);
   if (bucketSize > 65535) throw new ConfigError(`${where}.bucketSize must be at most 65535 but received ${bucketSize}`);
   const policy = s.policy ?? 'fifo';
-  if (policy !== 'fifo' && policy !== 'reservoir') throw new ConfigError(`Unknown bucket policy ${JSON.stringify(policy)} for ${where}.policy (expected fifo or reservoir)`);
+  if (policy !== 'fifo' && policy !== 'reservoir') throw new ConfigError(`Unknown bucket policy ${boundJson(policy)} for ${where}.policy (expected fifo or reservoir)`);
   const slack = nonNegativeInt(s.slack ?? 1, `${where}.slack`);
   const mode = s.mode ?? 'union';
-  if (!MODES.includes(mode)) throw new ConfigError(`Unknown selection mode ${JSON.stringify(mode)} for ${where}.mode (expected one of ${MODES.join(', ')})`);
+  if (!MODES.includes(mode)) throw new ConfigError(`Unknown selection mode ${boundJson(mode)} for ${where}.mode (expected one of ${MODES.join(', ')})`);
   const defaultBudget = Math.min(size, Math.max(32, Math.ceil(0.005 * size)));
   const budget = nonNegativeInt(s.budget ?? defaultBudget, `${where}.budget`);
+  // The kernels take it as a u32 (more than the layer's size means "every candidate" anyway).
+  if (budget > 0xffffffff) throw new ConfigError(`${where}.budget must be at most 4294967295 but received ${budget}`);
   const minFreq = positiveInt(s.minFreq ?? 2, `${where}.minFreq`);
   if (minFreq > L) throw new ConfigError(`${where}.minFreq = ${minFreq} exceeds L = ${L}`);
   const minActive = nonNegativeInt(s.minActive ?? defaultBudget, `${where}.minActive`);
   if (minActive > size) throw new ConfigError(`${where}.minActive = ${minActive} exceeds the layer size ${size}`);
   const sharedFill = s.sharedFill ?? true;
-  if (typeof sharedFill !== 'boolean') throw new ConfigError(`Expected boolean for ${where}.sharedFill but received ${JSON.stringify(sharedFill)}`);
+  if (typeof sharedFill !== 'boolean') throw new ConfigError(`Expected boolean for ${where}.sharedFill but received ${boundJson(sharedFill)}`);
   const batchNegatives = s.batchNegatives ?? true;
-  if (typeof batchNegatives !== 'boolean') throw new ConfigError(`Expected boolean for ${where}.batchNegatives but received ${JSON.stringify(batchNegatives)}`);
+  if (typeof batchNegatives !== 'boolean') throw new ConfigError(`Expected boolean for ${where}.batchNegatives but received ${boundJson(batchNegatives)}`);
   const logQ = s.logQ ?? false;
-  if (typeof logQ !== 'boolean') throw new ConfigError(`Expected boolean for ${where}.logQ but received ${JSON.stringify(logQ)}`);
+  if (typeof logQ !== 'boolean') throw new ConfigError(`Expected boolean for ${where}.logQ but received ${boundJson(logQ)}`);
   return { hash, K, L, binSize, density, bitsPerHash, rangeBits, bucketSize, policy, slack, mode, budget, minFreq, minActive, sharedFill, batchNegatives, logQ };
 }
 
@@ -214,7 +217,7 @@ export function resolveConfig(c: NetworkConfig): ResolvedNetworkConfig {
     const last = i === c.layers.length - 1;
     const activation = l.activation ?? (last ? 'softmax' : 'relu');
     if (!['relu', 'softmax', 'linear'].includes(activation)) {
-      throw new ConfigError(`Unknown activation ${JSON.stringify(activation)} for ${where}.activation (expected relu, softmax or linear)`);
+      throw new ConfigError(`Unknown activation ${boundJson(activation)} for ${where}.activation (expected relu, softmax or linear)`);
     }
     if (activation === 'softmax' && !last) throw new ConfigError(`${where}.activation: softmax is only allowed on the last layer`);
     if (last && activation !== 'softmax') throw new ConfigError(`${where}.activation: the last layer must be softmax (multi-label cross-entropy)`);
@@ -222,7 +225,7 @@ export function resolveConfig(c: NetworkConfig): ResolvedNetworkConfig {
       throw new ConfigError(`${where}.sampling: the first layer reads the sparse input and cannot be sampled; sample a wider later layer`);
     }
     const dropout = l.dropout ?? 0;
-    if (!(typeof dropout === 'number' && dropout >= 0 && dropout < 1)) throw new ConfigError(`Expected number in [0, 1) for ${where}.dropout but received ${JSON.stringify(l.dropout)}`);
+    if (!(typeof dropout === 'number' && dropout >= 0 && dropout < 1)) throw new ConfigError(`Expected number in [0, 1) for ${where}.dropout but received ${boundJson(l.dropout)}`);
     if (dropout > 0 && last) throw new ConfigError(`${where}.dropout: dropout applies to hidden layers, not the output layer`);
     if (dropout > 0 && l.sampling) throw new ConfigError(`${where}.dropout: dropout applies to dense hidden layers, not sampled ones`);
     return { size, activation, ...(l.sampling ? { sampling: resolveSampling(l.sampling, size, `${where}.sampling`) } : {}), dropout };

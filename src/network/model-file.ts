@@ -3,7 +3,9 @@
 // config's seed and the tables are rebuilt from the weights, so a loaded model predicts exactly as saved.
 import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
+import { boundJson } from '../util/bounded-text.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
+import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, type LoadLimits } from './file-layout.js';
 import type { Network } from './network.js';
 
 interface ModelMeta {
@@ -35,23 +37,48 @@ export async function saveModel(path: string, net: Network): Promise<void> {
   await writeBinFile(path, { kind: 'model', meta, sections: sections(net) });
 }
 
+/** Checks the model meta's shape; returns the first problem or null. */
+function modelMetaProblem(m: unknown): string | null {
+  if (m === null || typeof m !== 'object') return 'not a sublinear model (missing meta)';
+  const o = m as Partial<ModelMeta>;
+  if (o.format !== 'sublinear-model' || !o.config) return 'not a sublinear model (missing config)';
+  for (const k of ['batchesDone', 'rebuildRound', 'trainPoints'] as const) {
+    const v = o[k];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) return `invalid ${k} ${boundJson(v)} in the model meta`;
+  }
+  return null;
+}
+
 /**
  * Reads a model file into a network built by `make(config)`. A checkpoint file (kind 'checkpoint') is
  * handed to `fromCheckpoint` when given, and refused otherwise.
+ *
+ * Nothing is allocated before the file has been checked (src/network/file-layout.ts): header and checksum,
+ * then the stored configuration by the rules of a user configuration, the section table against what the
+ * configuration implies (names, dtypes, lengths), and the memory plan of the network against
+ * `limits.maxMemory`; after the read, weights and biases must be finite.
  */
 export async function loadModel(
   path: string,
   make: (c: NetworkConfig) => Network,
   fromCheckpoint?: (path: string) => Promise<Network>,
+  limits: LoadLimits = {},
 ): Promise<Network> {
-  // Read the header first (sections stream into the freshly allocated shared arrays).
   const head = await readBinFile<ModelMeta>(path, fromCheckpoint ? { headerOnly: true } : { kind: 'model', headerOnly: true });
   if (head.kind === 'checkpoint' && fromCheckpoint) return fromCheckpoint(path);
   // The header sizes the network (and its hash tables, which are not in the file) before the sections
-  // are read: verify the checksum first, so that a damaged digit in the config cannot allocate gigabytes.
+  // are read: verify the checksum first, so that a damaged digit in the config cannot allocate gigabytes,
+  // then the structure, so that a crafted file with a valid checksum cannot either.
   await verifyBinFileChecksum(path);
   const meta = head.meta;
-  if (!meta || meta.format !== 'sublinear-model' || !meta.config) throw new Error(`${path}: not a sublinear model (missing config)`);
+  const metaProblem = modelMetaProblem(meta);
+  if (metaProblem) throw new Error(`${path}: ${metaProblem}`);
+  const config = resolveStoredConfig(meta.config);
+  if (typeof config === 'string') throw new Error(`${path}: ${config}`);
+  const present: boolean[] = [];
+  const layout = layoutProblem(fileLayout(config, 'model'), head.table, present);
+  if (layout) throw new Error(`${path}: ${layout}`);
+  checkLoadMemory(path, config, limits);
   let net: Network;
   try {
     net = make(storedConfig(meta.config));
@@ -59,10 +86,11 @@ export async function loadModel(
     throw new Error(`${path}: invalid network configuration: ${(e as Error).message}`);
   }
   const into = sections(net);
-  const labels = net.config.layers.at(-1)!.size;
-  const hasFreq = head.table.some((t) => t.name === 'labelFreq');
-  if (hasFreq) into['labelFreq'] = new Uint32Array(labels);
+  const hasFreq = present[0]!;
+  if (hasFreq) into['labelFreq'] = new Uint32Array(config.layers.at(-1)!.size);
   await readBinFile(path, { kind: 'model', into });
+  const values = valuesProblem(config, into);
+  if (values) throw new Error(`${path}: ${values}`);
   if (hasFreq) net.labelFreq = into['labelFreq'] as Uint32Array;
   net.batchesDone = meta.batchesDone;
   net.rebuildRound = meta.rebuildRound - 1; // the next rebuild replays the last round's seed

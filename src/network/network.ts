@@ -18,6 +18,7 @@ import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../train/metrics.js';
 import { loadModel, saveModel } from './model-file.js';
+import type { LoadLimits } from './file-layout.js';
 import { subset } from '../../datasets/split-reader.js';
 import { sharedSetLogQ } from '../train/logq.js';
 import {
@@ -48,17 +49,23 @@ export interface PredictOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-/** Options of `Network.resume`. */
-export interface ResumeOptions {
+/**
+ * Options of `Network.load`: limits checked before the file's network is allocated (every file is first
+ * checked against its own configuration: see src/network/file-layout.ts).
+ */
+export type LoadOptions = LoadLimits;
+
+/** Options of `Network.resume` (with the limits of `Network.load`). */
+export interface ResumeOptions extends LoadLimits {
   /**
    * Receives warnings, e.g. that the newest checkpoint is damaged and an older one is used.
    * Default: written to stderr as `sublinear: <message>`.
    */
   onWarning?: (message: string) => void;
   /**
-   * Called with the checkpoint's network configuration after the file is verified and before the
-   * network's memory is allocated; throw to refuse (the CLI checks `--max-memory` here). The error is
-   * passed on as is and no older checkpoint is tried. Default: none.
+   * Called with the checkpoint's network configuration after the file is verified (and its memory plan
+   * checked against `maxMemory`) and before the network's memory is allocated; throw to refuse. The error
+   * is passed on as is and no older checkpoint is tried. Default: none.
    */
   beforeAllocate?: (config: NetworkConfig) => void;
 }
@@ -439,6 +446,7 @@ export class Network {
    * seconds the predictions took (`predictSeconds`, worker start included, metrics excluded).
    */
   async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number; predictSeconds: number }> {
+    if (data?.points === 0) throw new Error('Cannot evaluate on 0 points: the evaluation data is empty');
     const ks = opts.k ?? [1, 3, 5];
     const kMax = Math.max(...ks);
     const t0 = performance.now();
@@ -458,17 +466,21 @@ export class Network {
 
   /**
    * Reads a model written by `save` (or the weights of a checkpoint file, for evaluation). Hash tables
-   * are rebuilt from the weights on first sampled use.
+   * are rebuilt from the weights on first sampled use. The file is checked before anything is allocated:
+   * its configuration by the rules of `new Network`, its sections against that configuration, and the
+   * network's memory against `opts.maxMemory` (default: 90% of the machine's memory); weights must be
+   * finite. Errors name the file and what is wrong with it.
    */
-  static async load(path: string): Promise<Network> {
+  static async load(path: string, opts: LoadOptions = {}): Promise<Network> {
+    const limits: LoadLimits = { maxMemory: opts.maxMemory, workers: opts.workers };
     return loadModel(path, (config) => new Network(config), async (file) => {
-      const { network } = await readCheckpoint(file, (config) => new Network(config));
+      const { network } = await readCheckpoint(file, (config) => new Network(config), undefined, limits);
       // The checkpoint's tables index the weights of its last scheduled rebuild; inference wants the
       // current ones. Replay the seed of that rebuild, as a loaded model does.
       network.rebuildRound = Math.max(0, network.rebuildRound - 1);
       network.invalidateTables();
       return network;
-    });
+    }, limits);
   }
 
   /**
@@ -486,6 +498,7 @@ export class Network {
   static async resume(path: string, opts: ResumeOptions = {}): Promise<Network> {
     const warn = opts.onWarning ?? ((m: string) => void process.stderr.write(`sublinear: ${m}\n`));
     const make = (config: NetworkConfig) => new Network(config);
+    const limits: LoadLimits = { maxMemory: opts.maxMemory, workers: opts.workers };
     let isFile: boolean;
     try {
       isFile = (await stat(path)).isFile();
@@ -494,8 +507,8 @@ export class Network {
       throw e;
     }
     const r = isFile
-      ? { ...(await readCheckpoint(path, make, opts.beforeAllocate)), file: path, skipped: [] }
-      : await loadLatestCheckpoint(path, make, warn, opts.beforeAllocate);
+      ? { ...(await readCheckpoint(path, make, opts.beforeAllocate, limits)), file: path, skipped: [] }
+      : await loadLatestCheckpoint(path, make, warn, opts.beforeAllocate, limits);
     const net = r.network;
     net.tablesFresh = true; // the checkpoint's tables, exactly as the run had them
     net.pendingResume = { data: r.meta.data };

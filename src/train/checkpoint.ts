@@ -28,6 +28,9 @@ import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from '..
 import type { NetSpec } from '../network/native-types.js';
 import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
+import { boundJson } from '../util/bounded-text.js';
+import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, type LoadLimits } from '../network/file-layout.js';
+import { MemoryLimitError } from './memory-plan.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import { resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation } from './early-stop.js';
 import { durationSeconds, parseInteger } from '../util/parse-values.js';
@@ -267,8 +270,8 @@ const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFin
 function metaProblem(m: unknown): string | null {
   if (m === null || typeof m !== 'object') return 'missing meta';
   const o = m as Partial<CheckpointMeta>;
-  if (o.format !== CHECKPOINT_FORMAT) return `not a sublinear checkpoint (format ${JSON.stringify(o.format)})`;
-  if (!isInt(o.version, 1)) return `invalid checkpoint version ${JSON.stringify(o.version)}`;
+  if (o.format !== CHECKPOINT_FORMAT) return `not a sublinear checkpoint (format ${boundJson(o.format)})`;
+  if (!isInt(o.version, 1)) return `invalid checkpoint version ${boundJson(o.version)}`;
   if (o.version > CHECKPOINT_VERSION) return `checkpoint version ${o.version} is newer than this sublinear (${CHECKPOINT_VERSION})`;
   if (!o.config || typeof o.config !== 'object') return 'missing config';
   const p = o.position;
@@ -294,6 +297,9 @@ function metaProblem(m: unknown): string | null {
   const es = o.earlyStop;
   if (es !== undefined && es !== null) {
     if (typeof es !== 'object' || !isNum(es.bestScore) || !isInt(es.bestEpoch) || !isInt(es.bad) || !isNum(es.lrScale) || !(es.lrScale > 0) || !Array.isArray(es.history)) return 'invalid early-stopping state';
+    // The history is reported again by the resumed fit (stats.validation): every entry must be a point.
+    const bad = es.history.findIndex((h) => !h || typeof h !== 'object' || !isInt(h.epoch, 1) || ![h.p1, h.p3, h.p5, h.score, h.lr].every(isNum));
+    if (bad >= 0) return `invalid early-stopping history entry ${bad}`;
   }
   return null;
 }
@@ -305,21 +311,33 @@ export interface CheckpointTarget extends CheckpointSource {
 
 /**
  * Reads and verifies one checkpoint file into a network built by `make(config)`. Order: header and
- * structure, then the checksum of the whole file (streamed, nothing kept), then the meta, and only then
- * the network is allocated and the sections streamed into it (so a damaged header can never size an
- * allocation). Throws BinFileError for a damaged file, CheckpointFormatError for intact files that are
- * not usable checkpoints, and the network's own errors for an invalid config.
+ * structure, then the checksum of the whole file (streamed, nothing kept), then the meta, the stored
+ * configuration (by the rules of a user configuration) and the section table against what it implies
+ * (src/network/file-layout.ts: every section present with its dtype and length, nothing else), then the
+ * memory plan of the network against `limits.maxMemory` (MemoryLimitError) and `beforeAllocate`; only
+ * then the network is allocated and the sections streamed into it (so neither a damaged nor a crafted
+ * header can size an allocation), and finally the values are checked (finite weights and moments, hash
+ * tables that index inside their arrays). Throws BinFileError for a damaged file, CheckpointFormatError
+ * for intact files that are not usable checkpoints, MemoryLimitError for one that does not fit.
  */
 export async function readCheckpoint<N extends CheckpointTarget>(
   path: string,
   make: (c: NetworkConfig) => N,
   beforeAllocate?: (c: NetworkConfig) => void,
+  limits: LoadLimits = {},
 ): Promise<{ network: N; meta: CheckpointMeta }> {
   const head = await readBinFile<CheckpointMeta>(path, { kind: 'checkpoint', headerOnly: true });
   await verifyBinFileChecksum(path);
   const problem = metaProblem(head.meta);
   if (problem) throw new CheckpointFormatError(`${path}: ${problem}`);
   const meta = head.meta;
+  const resolved = resolveStoredConfig(meta.config);
+  if (typeof resolved === 'string') throw new CheckpointFormatError(`${path}: ${resolved}`);
+  const present: boolean[] = [];
+  const layout = layoutProblem(fileLayout(resolved, 'checkpoint'), head.table, present);
+  if (layout) throw new CheckpointFormatError(`${path}: ${layout}`);
+  const [hasFreq, hasBest] = present as [boolean, boolean];
+  checkLoadMemory(path, resolved, limits, hasBest);
   const config = storedConfig(meta.config);
   // A caller's refusal (e.g. a memory limit) comes before any allocation and is not a damaged file.
   beforeAllocate?.(config);
@@ -330,15 +348,12 @@ export async function readCheckpoint<N extends CheckpointTarget>(
     throw new CheckpointFormatError(`${path}: invalid network configuration: ${(e as Error).message}`);
   }
   const labels = network.config.layers.at(-1)!.size;
-  const hasFreq = head.table.some((t) => t.name === 'labelFreq');
   const freq = hasFreq ? new Uint32Array(labels) : null;
-  const hasBest = head.table.some((t) => t.name.startsWith('best.'));
   const best = hasBest ? new WeightSnapshot(network.spec) : null;
   const into = checkpointSections(network.spec, freq, best);
-  const expected = new Set(Object.keys(into));
-  const extra = head.table.find((t) => !expected.has(t.name));
-  if (extra) throw new CheckpointFormatError(`${path}: unexpected section "${extra.name}" for this network configuration`);
   await readBinFile(path, { kind: 'checkpoint', into });
+  const values = valuesProblem(resolved, into);
+  if (values) throw new CheckpointFormatError(`${path}: ${values}`);
   if ((network.schedule === null) !== (meta.schedule === null)) throw new CheckpointFormatError(`${path}: schedule state does not match the configuration`);
   if (network.schedule) {
     // The schedule's growth and cap shape every later interval: rebuild it with the run's options.
@@ -374,14 +389,16 @@ export interface SkippedCheckpoint {
  * Loads the newest usable checkpoint of `dir`. A file that is damaged or not a usable checkpoint is
  * renamed to `<file>.corrupt` (so that later runs neither pick it again nor count it among the kept
  * checkpoints) and the next older one is tried; `warn` is told about each. Throws if there is none.
- * An error thrown by `beforeAllocate` (see readCheckpoint) ends the search at once: it is the caller's
- * refusal, not a damaged file.
+ * An error thrown by `beforeAllocate` (see readCheckpoint), or the memory limit (`limits`, MemoryLimitError),
+ * ends the search at once: it is the caller's refusal, not a damaged file (older checkpoints of the run
+ * have the same network).
  */
 export async function loadLatestCheckpoint<N extends CheckpointTarget>(
   dir: string,
   make: (c: NetworkConfig) => N,
   warn: (message: string) => void,
   beforeAllocate?: (c: NetworkConfig) => void,
+  limits: LoadLimits = {},
 ): Promise<{ network: N; meta: CheckpointMeta; file: string; skipped: SkippedCheckpoint[] }> {
   try {
     if (!(await stat(dir)).isDirectory()) throw new Error(`${dir}: not a directory`);
@@ -403,10 +420,11 @@ export async function loadLatestCheckpoint<N extends CheckpointTarget>(
   for (let i = 0; i < files.length; i++) {
     const { file } = files[i]!;
     try {
-      const r = await readCheckpoint(file, make, guard);
+      const r = await readCheckpoint(file, make, guard, limits);
       return { ...r, file, skipped };
     } catch (e) {
       if (e instanceof Refusal) throw e.error;
+      if (e instanceof MemoryLimitError) throw e;
       const msg = (e as Error).message;
       const damaged = e instanceof BinFileError || e instanceof CheckpointFormatError;
       let movedTo: string | null = null;

@@ -8,6 +8,7 @@
 // need that count in advance, which is exactly what is not known. Halving the rate when the held-out
 // score stalls lets Adam settle into the minimum it is circling (not measured on its own; at the 670k
 // shape the held-out P@1 kept rising after each cut: README "How the defaults were chosen").
+import { boundJson } from '../util/bounded-text.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../network/native-types.js';
 import { checkKnownKeys } from '../util/suggest.js';
@@ -46,20 +47,20 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (v === null || typeof v !== 'object') throw new Error('Expected an object or false for validation');
   checkKnownKeys(v, VALIDATION_KEYS, 'validation', (m) => new Error(m));
   const fraction = v.fraction ?? 0.05;
-  if (!(typeof fraction === 'number' && fraction > 0 && fraction < 1)) throw new Error(`Expected number in (0, 1) for validation.fraction but received ${JSON.stringify(v.fraction)}`);
+  if (!(typeof fraction === 'number' && fraction > 0 && fraction < 1)) throw new Error(`Expected number in (0, 1) for validation.fraction but received ${boundJson(v.fraction)}`);
   const int = (x: unknown, what: string, min: number): number => {
-    if (!(typeof x === 'number' && Number.isInteger(x) && x >= min)) throw new Error(`Expected integer >= ${min} for validation.${what} but received ${JSON.stringify(x)}`);
+    if (!(typeof x === 'number' && Number.isInteger(x) && x >= min)) throw new Error(`Expected integer >= ${min} for validation.${what} but received ${boundJson(x)}`);
     return x;
   };
   const maxPoints = int(v.maxPoints ?? 5000, 'maxPoints', 1);
   const patience = int(v.patience ?? 3, 'patience', 1);
   const maxEpochs = int(v.maxEpochs ?? 50, 'maxEpochs', 1);
   const lrDecay = v.lrDecay ?? 0.5;
-  if (!(typeof lrDecay === 'number' && lrDecay > 0 && lrDecay <= 1)) throw new Error(`Expected number in (0, 1] for validation.lrDecay but received ${JSON.stringify(v.lrDecay)}`);
+  if (!(typeof lrDecay === 'number' && lrDecay > 0 && lrDecay <= 1)) throw new Error(`Expected number in (0, 1] for validation.lrDecay but received ${boundJson(v.lrDecay)}`);
   const minDelta = v.minDelta ?? 0;
-  if (!(typeof minDelta === 'number' && minDelta >= 0 && minDelta < 1)) throw new Error(`Expected number in [0, 1) for validation.minDelta but received ${JSON.stringify(v.minDelta)}`);
+  if (!(typeof minDelta === 'number' && minDelta >= 0 && minDelta < 1)) throw new Error(`Expected number in [0, 1) for validation.minDelta but received ${boundJson(v.minDelta)}`);
   const metric = v.metric ?? 'p135';
-  if (metric !== 'p1' && metric !== 'p135') throw new Error(`Expected 'p1' or 'p135' for validation.metric but received ${JSON.stringify(v.metric)}`);
+  if (metric !== 'p1' && metric !== 'p135') throw new Error(`Expected 'p1' or 'p135' for validation.metric but received ${boundJson(v.metric)}`);
   return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, metric };
 }
 

@@ -4,6 +4,7 @@
 //
 // The counts follow docs/design.md (LayerState, TablesSpec) and datasets/csr.ts exactly; only the
 // per-worker scratch is an estimate (the kernels' private buffers are not visible from TypeScript).
+import { boundJson } from '../util/bounded-text.js';
 import { totalmem } from 'node:os';
 import type { SparseDataset } from '../../datasets/csr.js';
 import type { ResolvedNetworkConfig } from '../network/config.js';
@@ -179,6 +180,11 @@ export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number
   });
 }
 
+/** Thrown by `checkMemory` (and the loaders' memory check) when a plan exceeds the limit. */
+export class MemoryLimitError extends Error {
+  override name = 'MemoryLimitError';
+}
+
 /** Options of `checkMemory`. */
 export interface CheckMemoryOptions {
   /** Hard limit in bytes (the `--max-memory` flag). Default: 90% of the machine's memory (see checkMemory). */
@@ -227,7 +233,7 @@ export function checkMemory(plan: MemoryPlan, options: CheckMemoryOptions = {}):
   if (plan.totalBytes <= limit) return limit;
   const top = plan.parts.slice(0, 3).map((p) => `${p.name} ${formatBytes(p.bytes)}`);
   if (plan.parts.length > 3) top.push('...');
-  throw new Error(`Not enough memory: the configuration needs ${formatBytes(plan.totalBytes)} (${top.join(', ')}) but the limit is ${formatBytes(limit)} (${limitName})`);
+  throw new MemoryLimitError(`Not enough memory: the configuration needs ${formatBytes(plan.totalBytes)} (${top.join(', ')}) but the limit is ${formatBytes(limit)} (${limitName})`);
 }
 
 /**
@@ -251,13 +257,13 @@ export function formatBytes(bytes: number): string {
 
 function positiveInt(v: unknown, what: string): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) {
-    throw new Error(`Expected positive integer for ${what} but received ${JSON.stringify(v)}`);
+    throw new Error(`Expected positive integer for ${what} but received ${boundJson(v)}`);
   }
   return v;
 }
 function nonNegativeInt(v: unknown, what: string): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-    throw new Error(`Expected non-negative integer for ${what} but received ${JSON.stringify(v)}`);
+    throw new Error(`Expected non-negative integer for ${what} but received ${boundJson(v)}`);
   }
   return v;
 }

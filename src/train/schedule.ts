@@ -1,6 +1,7 @@
 // When to rebuild a sampled layer's hash tables. SLIDE rehashes every 50 batches at first, and the
 // paper lets the interval grow as training settles (weights move less, codes change less):
 // the n-th rebuild happens `first * growth^n` batches after the previous one, capped at `maxInterval`.
+import { boundJson } from '../util/bounded-text.js';
 
 import { checkKnownKeys } from '../util/suggest.js';
 
@@ -54,7 +55,7 @@ export class RebuildSchedule {
     this.checkEvery = o.checkEvery ?? 50;
     this.sample = o.sample ?? 1024;
     this.threshold = o.threshold ?? 0.1;
-    if (this.policy !== 'schedule' && this.policy !== 'change') throw new Error(`Expected 'schedule' or 'change' for rebuild.policy but received ${JSON.stringify(o.policy)}`);
+    if (this.policy !== 'schedule' && this.policy !== 'change') throw new Error(`Expected 'schedule' or 'change' for rebuild.policy but received ${boundJson(o.policy)}`);
     if (!Number.isInteger(this.checkEvery) || this.checkEvery <= 0) throw new Error(`Expected positive integer for rebuild.checkEvery but received ${o.checkEvery}`);
     if (!Number.isInteger(this.sample) || this.sample <= 0) throw new Error(`Expected positive integer for rebuild.sample but received ${o.sample}`);
     if (!(this.threshold > 0 && this.threshold <= 1)) throw new Error(`Expected rebuild.threshold in (0, 1] but received ${o.threshold}`);

@@ -22,6 +22,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import xxhash from 'xxhash-wasm';
 import { writeFileAtomic, type AtomicWriteOptions } from './atomic-write.js';
+import { boundJson, boundText } from './bounded-text.js';
 
 /** The 8 magic bytes at the start of every sublinear binary file. */
 export const BINFILE_MAGIC = 'SUBLIN01';
@@ -29,6 +30,15 @@ export const BINFILE_MAGIC = 'SUBLIN01';
 export const BINFILE_VERSION = 1;
 /** Largest accepted JSON header (64 MiB). Bulk data belongs in sections, not in `meta`. */
 export const MAX_HEADER_BYTES = 64 * 1024 * 1024;
+/**
+ * Most JSON values (objects, arrays and the items inside them) a header may hold: 2^20. Parsing costs
+ * memory per value, not per byte: a 64 MiB header of `{},{},...` takes 25 s and 2 GB to parse, so a
+ * crafted header is refused by this count, taken by a byte scan, before JSON.parse. Real headers hold a
+ * few hundred values.
+ */
+export const MAX_HEADER_VALUES = 1 << 20;
+/** Deepest nesting of objects and arrays in a header (real headers nest about 6 levels). */
+export const MAX_HEADER_DEPTH = 256;
 
 const MAGIC_BYTES = new TextEncoder().encode(BINFILE_MAGIC);
 const PREFIX_BYTES = 16;
@@ -219,6 +229,8 @@ export async function writeBinFile(path: string, contents: BinFileContents, opti
     if (headerBytes.length > MAX_HEADER_BYTES) {
       throw new Error(`${where}: the JSON header is ${headerBytes.length} bytes, over the ${MAX_HEADER_BYTES}-byte limit; store bulk data as sections`);
     }
+    const tooCostly = jsonProblem(headerBytes);
+    if (tooCostly) throw new Error(`${where}: the JSON header holds ${tooCostly}; store bulk data as sections`);
     const next = align8(PREFIX_BYTES + headerBytes.length);
     if (next === dataStart) break;
     dataStart = next;
@@ -317,6 +329,8 @@ export async function readBinFile<M = unknown>(path: string, options: ReadBinFil
       throw await structural('truncated', `truncated: expected at least ${dataStart + TRAILER_BYTES} bytes, found ${size}`);
     }
     const headRegion = await reader.read(0, dataStart);
+    const tooCostly = jsonProblem(headRegion.subarray(PREFIX_BYTES, PREFIX_BYTES + headerLength));
+    if (tooCostly) throw await structural('header', `corrupt header: ${tooCostly}`);
     let header: unknown;
     try {
       header = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(headRegion.subarray(PREFIX_BYTES, PREFIX_BYTES + headerLength)));
@@ -385,6 +399,31 @@ export async function readBinFile<M = unknown>(path: string, options: ReadBinFil
   }
 }
 
+/**
+ * Why the JSON text in `bytes` is too costly to parse, or null: more than MAX_HEADER_VALUES values
+ * (counted as the objects and arrays opened plus the separators outside strings: an upper bound on what
+ * JSON.parse would build), or nesting deeper than MAX_HEADER_DEPTH (recursive code such as
+ * JSON.stringify would overflow the stack on it). One pass, nothing allocated; malformed text is counted
+ * the same way (JSON.parse then refuses it).
+ */
+function jsonProblem(bytes: Uint8Array): string | null {
+  let count = 0, depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i]!;
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b || c === 0x2c) {
+      // '{', '[', ','
+      if (++count > MAX_HEADER_VALUES) return `more than ${MAX_HEADER_VALUES} JSON values`;
+      if (c !== 0x2c && ++depth > MAX_HEADER_DEPTH) return `JSON nested deeper than ${MAX_HEADER_DEPTH} levels`;
+    } else if (c === 0x7d || c === 0x5d) depth--; // '}', ']'
+  }
+  return null;
+}
+
 interface ParsedHeader {
   kind: BinKind;
   table: SectionInfo[];
@@ -396,7 +435,7 @@ interface ParsedHeader {
 function parseHeader(h: unknown, dataStart: number): ParsedHeader | string {
   if (h === null || typeof h !== 'object' || Array.isArray(h)) return 'expected a JSON object';
   const o = h as Record<string, unknown>;
-  if (o.kind !== 'model' && o.kind !== 'checkpoint') return `unknown kind ${JSON.stringify(o.kind)}`;
+  if (o.kind !== 'model' && o.kind !== 'checkpoint') return `unknown kind ${boundJson(o.kind)}`;
   if (!Array.isArray(o.sections)) return 'missing section table';
   const table: SectionInfo[] = [];
   const seen = new Set<string>();
@@ -406,16 +445,17 @@ function parseHeader(h: unknown, dataStart: number): ParsedHeader | string {
     if (s === null || typeof s !== 'object') return `section ${i} is not an object`;
     const { name, dtype, length, byteOffset } = s;
     if (typeof name !== 'string' || name.length === 0) return `section ${i} has no name`;
-    if (seen.has(name)) return `duplicate section "${name}"`;
+    const shown = boundText(name);
+    if (seen.has(name)) return `duplicate section "${shown}"`;
     seen.add(name);
-    if (typeof dtype !== 'string' || !Object.hasOwn(DTYPES, dtype)) return `section "${name}" has unknown dtype ${JSON.stringify(dtype)}`;
-    if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) return `section "${name}" has invalid length ${JSON.stringify(length)}`;
+    if (typeof dtype !== 'string' || !Object.hasOwn(DTYPES, dtype)) return `section "${shown}" has unknown dtype ${boundJson(dtype)}`;
+    if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) return `section "${shown}" has invalid length ${boundJson(length)}`;
     if (typeof byteOffset !== 'number' || !Number.isSafeInteger(byteOffset) || byteOffset % 8 !== 0) {
-      return `section "${name}" has invalid byteOffset ${JSON.stringify(byteOffset)}`;
+      return `section "${shown}" has invalid byteOffset ${boundJson(byteOffset)}`;
     }
-    if (byteOffset < end) return `section "${name}" at byte ${byteOffset} overlaps the data before it (which ends at ${end})`;
+    if (byteOffset < end) return `section "${shown}" at byte ${byteOffset} overlaps the data before it (which ends at ${end})`;
     const byteLength = length * DTYPES[dtype as SectionDtype].bytes;
-    if (!Number.isSafeInteger(byteOffset + byteLength + 8 + TRAILER_BYTES)) return `section "${name}" is too large`;
+    if (!Number.isSafeInteger(byteOffset + byteLength + 8 + TRAILER_BYTES)) return `section "${shown}" is too large`;
     end = align8(byteOffset + byteLength);
     table.push({ name, dtype: dtype as SectionDtype, length, byteOffset });
   }

@@ -1,6 +1,7 @@
 // Parsers of the values users type: integers, numbers, byte sizes ('4GB') and durations ('10m'). One
 // module so that the command line (src/cli/args.ts), the benchmarks, --max-memory and checkpoint `every`
 // accept the same spellings and reject the same mistakes with the same messages.
+import { boundJson } from './bounded-text.js';
 
 /** A decimal integer (optional sign, digits only: no '1e3', '0x10', '1.0' or blanks) that is a safe integer; else undefined. */
 export function integerValue(text: string): number | undefined {
@@ -45,11 +46,11 @@ export function parseSize(text: string, what = '--max-memory'): number {
   const m = typeof text === 'string' ? /^\s*(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?\s*([a-z]*)\s*$/i.exec(text) : null;
   const unit = m ? SIZE_UNITS[m[3]!.toLowerCase()] : undefined;
   if (!m || unit === undefined) {
-    throw new Error(`Expected a size like 2.5GB, 512M, 4GiB or 1e9 for ${what} but received ${JSON.stringify(text)}`);
+    throw new Error(`Expected a size like 2.5GB, 512M, 4GiB or 1e9 for ${what} but received ${boundJson(text)}`);
   }
   const value = Math.floor(Number(`${m[1]}e${m[2] ?? 0}`) * unit);
-  if (!(value > 0)) throw new Error(`Expected a positive size for ${what} but received ${JSON.stringify(text)}`);
-  if (!Number.isSafeInteger(value)) throw new Error(`Expected a size below 9 PB for ${what} but received ${JSON.stringify(text)}`);
+  if (!(value > 0)) throw new Error(`Expected a positive size for ${what} but received ${boundJson(text)}`);
+  if (!Number.isSafeInteger(value)) throw new Error(`Expected a size below 9 PB for ${what} but received ${boundJson(text)}`);
   return value;
 }
 
@@ -70,6 +71,6 @@ export function durationSeconds(text: string): number | undefined {
 /** `durationSeconds`, throwing `Expected a duration (e.g. 90s, 10m, 1h) for <what> but received "<text>"`. */
 export function parseDuration(text: string, what: string): number {
   const v = durationSeconds(text);
-  if (v === undefined) throw new Error(`Expected a duration (e.g. 90s, 10m, 1h) for ${what} but received ${JSON.stringify(text)}`);
+  if (v === undefined) throw new Error(`Expected a duration (e.g. 90s, 10m, 1h) for ${what} but received ${boundJson(text)}`);
   return v;
 }

@@ -2,6 +2,8 @@
 // configuration validators (unknown keys in a config object or file): a typo is an error that names
 // the nearest known name, never an option silently ignored.
 
+import { boundText } from './bounded-text.js';
+
 /** ` (did you mean <prefix><name>?)` for the nearest known name within edit distance 2, else ''. */
 export function suggest(name: string, known: readonly string[], prefix: string): string {
   let best: string | undefined;
@@ -45,8 +47,7 @@ export function checkKnownKeys(
 ): void {
   for (const k of Object.keys(obj)) {
     if (known.includes(k)) continue;
-    const path = where ? `${where}.${k}` : k;
-    const shown = path.length > 120 ? `${path.slice(0, 117)}...` : path;
+    const shown = where ? `${where}.${boundText(k)}` : boundText(k);
     const hint = Object.hasOwn(hints, k) ? ` (${hints[k]})` : suggest(k, known, where ? `${where}.` : '');
     throw makeError(`Unknown option ${shown}${hint}`);
   }

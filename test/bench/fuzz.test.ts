@@ -15,7 +15,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('fuzz: hostile files', () => {
   it('1,000 cases (seed 20240607): readers, model files and checkpoints hold their contract', async () => {
-    const report = await runFuzz({ cases: 1000, seed: 20240607, dir, timeLimitMs: 2000 });
+    const report = await runFuzz({ cases: 1000, seed: 20240607, dir, timeLimitMs: 2000, targets: ['xc', 'libsvm', 'model', 'checkpoint'] });
     expect(report.failures).toEqual([]);
     expect(report.cases).toBe(1000);
     const o = report.outcomes;
@@ -29,6 +29,21 @@ describe('fuzz: hostile files', () => {
     expect(o.checkpoint).toEqual({ accepted: 0, rejected: 250 });
     expect(report.exact).toBeGreaterThan(30);
     expect(report.seconds).toBeLessThan(20);
+  });
+});
+
+describe('fuzz: crafted model and checkpoint files with valid checksums (bench/fuzz-structured.ts)', () => {
+  it('800 cases (seed 20261123): each loads into a consistent network or is refused naming the file, within 2 s and 64 MiB', async () => {
+    const report = await runFuzz({ cases: 800, seed: 20261123, dir, timeLimitMs: 2000, targets: ['crafted-model', 'crafted-checkpoint'] });
+    expect(report.failures).toEqual([]);
+    const o = report.outcomes;
+    // Both sides of the contract are exercised: crafted files that are valid load (and train), the rest are refused.
+    for (const t of ['crafted-model', 'crafted-checkpoint'] as const) {
+      expect(o[t].accepted + o[t].rejected).toBe(400);
+      expect(o[t].accepted).toBeGreaterThan(20);
+      expect(o[t].rejected).toBeGreaterThan(200);
+    }
+    expect(report.seconds).toBeLessThan(30);
   });
 });
 

@@ -51,6 +51,15 @@ describe('readLibsvm', () => {
     expect(Array.from(d.values)).toEqual([Math.fround(0.2), Math.fround(0.9)]);
   });
 
+  it('reads the binary labels of LIBSVM classification files: +1 is label 1, -1 is label 0', async () => {
+    const d = await readLibsvm(await file('+1 1:0.5 3:1\n-1 2:1\n1 1:1\n0 3:2\n-1\t2:1\n+1\n'));
+    expect([d.points, d.features, d.labels]).toEqual([6, 3, 2]);
+    expect(Array.from(d.labelOffsets)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(Array.from(d.labelIndices)).toEqual([1, 0, 1, 0, 0, 1]);
+    expect(Array.from(d.indices)).toEqual([0, 2, 1, 0, 2, 1]);
+    expect(Array.from(d.offsets)).toEqual([0, 2, 3, 4, 5, 6, 6]);
+  });
+
   it('reads an empty file as an empty dataset', async () => {
     const d = await readLibsvm(await file(''));
     expect([d.points, d.features, d.labels]).toEqual([0, 0, 0]);
@@ -67,6 +76,11 @@ describe('readLibsvm', () => {
     ['non-finite value', '1 1:inf\n', {}, "1: non-finite value 'inf' in feature '1:inf'"],
     ['blank line inside', '1 1:1\n\n2 1:1\n', {}, '2: blank line inside the data (a point with no labels and no features is written as a single space)'],
     ['id too large to store', '1 99999999999:1\n', {}, '1: feature id 99999999999 too large (ids are stored as 32-bit integers)'],
+    ['a signed label with 1-based labels', '+1 1:1\n', { labelsOneBased: true }, "1: non-numeric label id '+1'"],
+    ['-1 with 1-based labels', '2 1:1\n-1 1:1\n', { labelsOneBased: true }, "2: negative label id '-1'"],
+    ['+1 when one label is declared', '+1 1:1\n', { labels: 1 }, '1: label id 1 out of range [0, 1)'],
+    ['a signed label in a list', '-1,2 1:1\n', {}, "1: negative label id '-1'"],
+    ['other signed numbers', '-2 1:1\n', {}, "1: negative label id '-2'"],
   ];
   for (const [name, text, opts, expected] of cases) {
     it(`error: ${name}`, async () => {

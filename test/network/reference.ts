@@ -209,14 +209,20 @@ export function refTrainSlice(
       const L = layers[k]!;
       const width = L.inputMajor ? L.outDim : L.inDim;
       for (const r of touched[k]!) {
-        const t = ++L.rowSteps[r]!;
+        const t = bump(L.rowSteps, r);
         adam(L.W, L.mW, L.vW, g.W[k]!, r * width, width, t);
         if (!L.inputMajor) adam(L.b, L.mb, L.vb, g.b[k]!, r, 1, t);
       }
-      if (L.inputMajor && trained > 0) adam(L.b, L.mb, L.vb, g.b[k]!, 0, L.outDim, ++L.biasSteps[0]!);
+      if (L.inputMajor && trained > 0) adam(L.b, L.mb, L.vb, g.b[k]!, 0, L.outDim, bump(L.biasSteps, 0));
     }
   }
   return { loss, samples: pointIds.length, active };
+}
+
+/** A step counter's increment: saturating at 2^32 - 1, as native/net_kernels.h's bump_step. */
+function bump(steps: Uint32Array, i: number): number {
+  if (steps[i]! !== 0xffffffff) steps[i] = steps[i]! + 1;
+  return steps[i]!;
 }
 
 /** Top-k (descending probability, ties by smaller id) of the last layer, as netPredictSlice reports it. */

@@ -188,6 +188,28 @@ describe('netTrainSlice: sampled layers equal the reference with known candidate
     runAdamCase(net, data, [ids(5), ids(5, 5)], fixedSets(net, cands, data));
   });
 
+  it('step counters at 2^32 - 2 and 2^32 - 1 saturate and give finite updates equal to the reference (dense and sampled)', () => {
+    // A checkpoint may hold any count; before saturation, 2^32 - 1 wrapped to 0 and the bias-correction
+    // cache returned an unset entry (NaN weights with 2 workers).
+    const data = randomData(10, 30, 20, 51, { labelCounts: [1, 2] });
+    for (const sampled of [false, true]) {
+      const net = makeNet(30, [8, 20], 52);
+      randomizeBiases(net, 53);
+      const cands = new Map([[1, [0, 5, 6, 7, 13, 18]]]);
+      if (sampled) net.layers[1]!.sampling = fixedSampling(8, 20, cands.get(1)!);
+      for (const l of net.layers) {
+        for (let j = 0; j < l.rowSteps.length; j++) l.rowSteps[j] = j % 2 ? 0xffffffff : 0xfffffffe;
+        l.biasSteps[0] = 0xffffffff;
+      }
+      runAdamCase(net, data, [ids(5), ids(5, 5), ids(10)], sampled ? fixedSets(net, cands, data) : undefined);
+      for (const l of net.layers) {
+        for (let i = 0; i < l.weights.length; i++) expect(Number.isFinite(l.weights[i]!)).toBe(true);
+        expect(l.biasSteps[0]).toBe(0xffffffff);
+        expect(Math.min(...l.rowSteps)).toBeGreaterThanOrEqual(0xfffffffe);
+      }
+    }
+  });
+
   it('sampled hidden layer feeding a dense output, and sampled hidden feeding sampled output', () => {
     for (const outSampled of [false, true]) {
       const net = makeNet(30, [8, 16, 20], 44 + Number(outSampled));

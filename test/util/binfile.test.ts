@@ -296,6 +296,40 @@ describe('readBinFile refuses damaged files with exact messages', () => {
     expect(ok).toEqual({ version: 1, kind: 'model', meta: null, sections: {}, table: [] });
   });
 
+  it('headers too costly to parse (over 2^20 JSON values, nesting over 256) are refused before JSON.parse, and not written', async () => {
+    const path = join(dir, 'costly.bin');
+    // 2^20 empty objects: a 3 MB header that JSON.parse would turn into a million objects.
+    const many = `{"kind":"model","sections":[],"meta":[${'{},'.repeat(1 << 20)}{}]}`;
+    const json = new TextEncoder().encode(many);
+    const dataStart = Math.ceil((16 + json.length) / 8) * 8;
+    const total = dataStart + 16;
+    const buf = Buffer.alloc(total);
+    buf.write('SUBLIN01', 0, 'latin1');
+    buf.writeUInt32LE(1, 8);
+    buf.writeUInt32LE(json.length, 12);
+    buf.set(json, 16);
+    buf.writeBigUInt64LE(BigInt(total), total - 16);
+    const h = (await xxhash()).create64(0n);
+    h.update(buf.subarray(0, total - 8));
+    buf.writeBigUInt64LE(h.digest(), total - 8);
+    await writeFile(path, buf);
+    await expectError(path, 'corrupt header: more than 1048576 JSON values', 'header');
+    // Commas inside strings are not values.
+    await crafted(path, { kind: 'model', sections: [], meta: ','.repeat(2 ** 21) });
+    expect((await readBinFile(path)).meta).toBe(','.repeat(2 ** 21));
+
+    let deep: unknown = 1;
+    for (let i = 0; i < 300; i++) deep = [deep];
+    await crafted(path, { kind: 'model', sections: [], meta: deep });
+    await expectError(path, 'corrupt header: JSON nested deeper than 256 levels', 'header');
+    await expect(writeBinFile(path, { kind: 'model', meta: deep, sections: {} })).rejects.toThrow(
+      `writeBinFile(${path}): the JSON header holds JSON nested deeper than 256 levels; store bulk data as sections`,
+    );
+    await expect(writeBinFile(path, { kind: 'model', meta: new Array(2 ** 20).fill(0), sections: {} })).rejects.toThrow(
+      `writeBinFile(${path}): the JSON header holds more than 1048576 JSON values; store bulk data as sections`,
+    );
+  });
+
   it('non-UTF-8 header bytes', async () => {
     const path = join(dir, 'utf8.bin');
     await crafted(path, { kind: 'model', sections: [], meta: 'xx' });

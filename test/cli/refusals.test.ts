@@ -1,0 +1,96 @@
+// The CLI refuses hostile or useless inputs with exit 1 and a message naming the file: crafted model
+// files with valid checksums (refused before anything is allocated, in well under 5 s), a model over
+// --max-memory, a test file with no points or no labels, training data with no labels. Spawns the
+// compiled CLI (`npx tsc -p .` first; `npm test` does it).
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeCrafted, type CraftedFile } from '../../bench/fuzz-structured.js';
+import { Network } from '../../src/network/network.js';
+import { synthesize } from '../../datasets/synth.js';
+import { writeXC } from '../../datasets/xc-writer.js';
+import { assertBuilt, CLI, ROOT } from './built.js';
+
+let dir: string;
+let testFile: string;
+beforeAll(async () => {
+  assertBuilt(['src/cli', 'src/network', 'src/train', 'src/util']);
+  dir = await mkdtemp(join(tmpdir(), 'sublinear-refusals-'));
+  testFile = join(dir, 'x.txt');
+  await writeFile(testFile, '1 10 20\n0 0:1 3:1\n');
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function run(...args: string[]): { code: number | null; stderr: string; ms: number } {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd: ROOT });
+  return { code: r.status, stderr: r.stderr, ms: performance.now() - t0 };
+}
+
+const modelMeta = (config: unknown) => ({ format: 'sublinear-model', config, batchesDone: 0, rebuildRound: 0, trainPoints: 0 });
+const f32 = (name: string, n: number, v = 0.01) => ({ name, dtype: 'f32', length: n, data: new Uint8Array(new Float32Array(n).fill(v).buffer) });
+const small = (sampling?: object) => ({ inputDim: 10, seed: 1, layers: [{ size: 4 }, { size: 20, ...(sampling ? { sampling } : {}) }] });
+const sections = () => [f32('layer0.weights', 40), f32('layer0.bias', 4), f32('layer1.weights', 80), f32('layer1.bias', 20)];
+
+describe('eval and predict refuse crafted models (valid checksums)', () => {
+  const withNaN = sections();
+  new Float32Array(withNaN[2]!.data.buffer)[7] = NaN;
+  const cases: [string, CraftedFile, string][] = [
+    ['inputDim 2^23 in a 224-byte file', { kind: 'model', meta: modelMeta({ inputDim: 2 ** 23, layers: [{ size: 128 }, { size: 10 }], seed: 1 }), sections: [] }, 'missing section "layer0.weights"'],
+    ['L = 128, rangeBits = 24 tables', { kind: 'model', meta: modelMeta(small({ hash: 'dwta', K: 2, L: 128, rangeBits: 24, binSize: 4 })), sections: sections() },
+      'Not enough memory: the configuration needs 34.4 GB (output layer hash tables 34.4 GB'],
+    ['a NaN weight', { kind: 'model', meta: modelMeta(small()), sections: withNaN }, 'section "layer1.weights" holds a non-finite value (NaN) at index 7'],
+    ['weights shorter than the config', { kind: 'model', meta: modelMeta({ ...small(), inputDim: 2 ** 20 }), sections: sections() },
+      'section "layer0.weights" has 40 elements but the configuration needs 4194304'],
+  ];
+  it.each(cases)('%s: exit 1 naming the file, in under 5 s', async (_name, crafted, message) => {
+    const model = join(dir, 'crafted.sl');
+    await writeFile(model, await encodeCrafted(crafted));
+    for (const cmd of [['eval', '--model', model, '--test', testFile, '--max-memory', '20GB'], ['predict', '--model', model, '--input', testFile, '--max-memory', '20GB']]) {
+      const r = run(...cmd);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`sublinear: ${model}: ${message}`);
+      expect(r.ms).toBeLessThan(5000);
+    }
+  });
+});
+
+describe('eval --max-memory and useless data files', () => {
+  it('a real model over --max-memory; a test file with no points or no labels; training data with no labels', async () => {
+    const data = synthesize({ shape: 'tiny', points: 50, seed: 2 });
+    const train = join(dir, 'train.txt');
+    await writeXC(train, data);
+    const net = new Network({ inputDim: data.features, layers: [{ size: 8 }, { size: data.labels }] });
+    await net.fit(data, { epochs: 1, workers: 0 });
+    const model = join(dir, 'real.sl');
+    await net.save(model);
+
+    const big = run('eval', '--model', model, '--test', train, '--max-memory', '100kB');
+    expect(big.code).toBe(1);
+    expect(big.stderr).toMatch(new RegExp(`sublinear: ${model.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: Not enough memory: .* but the limit is 100 kB \\(--max-memory\\)`));
+
+    const empty = join(dir, 'empty.txt');
+    await writeFile(empty, `0 ${data.features} ${data.labels}\n`);
+    const e = run('eval', '--model', model, '--test', empty);
+    expect(e.code).toBe(1);
+    expect(e.stderr).toContain(`sublinear: ${empty}: no points to evaluate`);
+
+    const unlabelled = join(dir, 'unlabelled.txt');
+    await writeFile(unlabelled, `2 ${data.features} ${data.labels}\n 0:1\n 3:1 5:2\n`);
+    const u = run('eval', '--model', model, '--test', unlabelled);
+    expect(u.code).toBe(1);
+    expect(u.stderr).toContain(`sublinear: ${unlabelled}: no labels to evaluate against (2 points, none with a label)`);
+
+    const t = run('train', '--train', unlabelled, '--epochs', '1');
+    expect(t.code).toBe(1);
+    expect(t.stderr).toContain(`sublinear: ${unlabelled}: no labels (2 points, none with a label): there is nothing to train on`);
+    // The library says so too.
+    await expect(new Network({ inputDim: 10, layers: [{ size: 4 }, { size: 3 }] }).fit({ ...synthesize({ shape: 'tiny', points: 0, seed: 1 }), features: 10, labels: 3 }, { epochs: 1 }))
+      .rejects.toThrow('The training data has no labels (0 points, none with a label): there is nothing to train on');
+    await expect(net.evaluate(synthesize({ shape: 'tiny', points: 0, seed: 1 }))).rejects.toThrow('Cannot evaluate on 0 points: the evaluation data is empty');
+  });
+});
