@@ -17,6 +17,7 @@ export interface NativeAddon extends NativeLsh, NativeNetwork {
 
 const EXPECTED_ABI = 1;
 let addon: NativeAddon | undefined;
+let addonPath: string | undefined;
 
 /**
  * Environment variable naming an addon file to load instead of build/Release or build/Debug, e.g. the
@@ -45,6 +46,7 @@ export function native(): NativeAddon {
         continue;
       }
       addon = loaded;
+      addonPath = file;
       return addon;
     } catch (e) {
       errors.push(`${file}: ${(e as Error).message}`);
@@ -61,4 +63,10 @@ export function native(): NativeAddon {
       '  2. Make sure python3, make and a C++17 compiler are installed, then rebuild.\n' +
       '  3. If npm skipped install scripts, allow them for sublinear (npm 11: `npm install --allow-scripts=sublinear`) and reinstall.',
   );
+}
+
+/** The file the addon was loaded from in this thread (loading it if needed). Worker threads load their own. */
+export function addonFile(): string {
+  native();
+  return addonPath!;
 }

@@ -179,12 +179,16 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
   let checkpoints = 0;
+  let lastCheckpointFile: string | null = null;
   const checkpoint = o.checkpoint
     ? {
         dir: o.checkpoint,
         every: o.checkpointEvery ?? '10m',
         extra: { cli: savedCli({ ...o, train: trainPath }) },
-        onSaved: () => void checkpoints++,
+        onSaved: (i: { file: string }) => {
+          checkpoints++;
+          lastCheckpointFile = i.file;
+        },
       }
     : undefined;
 
@@ -207,6 +211,11 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
       workers,
       signal: ac.signal,
       checkpoint,
+      // Checkpoint write failures and lost batches: reported, training goes on.
+      onWarning: (m) => {
+        bar?.clear();
+        io.err(`sublinear: warning: ${m}\n`);
+      },
       onProgress: (p) => {
         bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
           `epoch ${p.epoch + 1}/${p.epochs} loss ${p.loss.toFixed(4)} ${Math.round(p.samplesPerSec)} samples/s`);
@@ -236,8 +245,20 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}\n`);
     if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
   }
+  // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
+  // not cost the trained weights). Exit status: 0 when the trained state is saved somewhere (--save, or
+  // without --save the final checkpoint), even if some checkpoints failed (warned above, counted in the
+  // JSON summary); 1 when neither holds it.
+  const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
   if (o.save) {
-    await net.save(o.save);
+    try {
+      await net.save(o.save);
+    } catch (e) {
+      const where = checkpoint && !finalFailure && lastCheckpointFile
+        ? `; the trained weights are in the final checkpoint ${lastCheckpointFile} (eval and predict accept it as a model)`
+        : '';
+      throw new Error(`cannot save the model to ${o.save}: ${(e as Error).message}${where}`, { cause: e });
+    }
     if (!quiet) io.err(`saved ${o.save}\n`);
   }
   const metrics = test ? await net.evaluate(test, evalOpts) : undefined;
@@ -262,10 +283,15 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     peakRssMB: peakRssMB(),
     aborted: stats.aborted,
     batchesDone: net.batchesDone,
-    ...(checkpoint ? { checkpoints } : {}),
+    lostBatches: stats.lostBatches,
+    ...(checkpoint ? { checkpoints, checkpointFailures: stats.checkpointFailures?.length ?? 0 } : {}),
     ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
   };
   if (o.json) io.out(JSON.stringify(summary) + '\n');
+  if (finalFailure && !o.save) {
+    io.err(`sublinear: the trained state was not saved: the final checkpoint ${finalFailure.file} could not be written (${finalFailure.error}) and no --save was given\n`);
+    return 1;
+  }
   return 0;
 }
 
