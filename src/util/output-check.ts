@@ -78,7 +78,7 @@ async function nearestExisting(dir: string, out: PlannedOutput): Promise<string>
     } catch (e) {
       if (e instanceof OutputCheckError) throw e;
       const code = (e as NodeJS.ErrnoException).code;
-      if (code !== 'ENOENT') throw new OutputCheckError(`${out.what} ${out.dir}: ${(e as Error).message}`);
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw new OutputCheckError(`${out.what} ${out.dir}: ${(e as Error).message}`);
       if (!out.creatable) throw new OutputCheckError(`${out.what} ${out.dir} does not exist`);
       const up = dirname(p);
       if (up === p) throw new OutputCheckError(`${out.what} ${out.dir} cannot be created: no existing ancestor`);
