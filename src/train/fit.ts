@@ -284,13 +284,11 @@ export async function fitLoop(
   const runner = new BatchRunner(exec, { taskTimeout: opts.taskTimeout });
   const maxLost = maxLostBatches(totalBatches);
   let lostBatches = 0;
-  // Wakes the loop when the signal fires, so that a stop is seen while tasks are in flight (a hung one
-  // included: the runner then gives them a grace and terminates them).
-  let abortWake: Promise<void> | null = null;
-  if (opts.signal) {
-    const sig = opts.signal;
-    abortWake = new Promise<void>((resolve) => (sig.aborted ? resolve() : sig.addEventListener('abort', () => resolve(), { once: true })));
-  }
+  // A stop request reaches the tasks in flight at once, even while the loop awaits them: the runner gives
+  // them a grace and then terminates them (a hung worker included), which settles them and wakes the loop.
+  // (Removed again where fitLoop returns or throws.)
+  const onAbort = () => runner.stop();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
 
   const report = (epoch: number, batch: number) => {
     const now = performance.now();
@@ -390,7 +388,7 @@ export async function fitLoop(
         checkDue();
       }
       if (inflight.size > 0) {
-        await Promise.race(aborted || !abortWake ? inflight : [...inflight, abortWake]);
+        await Promise.race(inflight);
         // The inline executor (workers: 0) settles tasks as microtasks, which never let the event loop
         // run: give it a turn now and then, so that signals (Ctrl-C -> opts.signal) and timers get through.
         if (performance.now() - lastYield > 50) {
@@ -414,6 +412,7 @@ export async function fitLoop(
     if (failures.length) {
       runner.stop(); // a hung task in flight must not keep the error waiting for its full timeout
       await Promise.allSettled(inflight);
+      opts.signal?.removeEventListener('abort', onAbort);
       throw new Error(`training stopped: ${failures[0]!.message}. ${batches} batches completed.`);
     }
     target.batchesDone = epochBase + nextBatch;
@@ -460,5 +459,6 @@ export async function fitLoop(
       ...(checkpoint?.failures ? { checkpointFailures: checkpoint.failures.slice() } : {}),
     };
   }
+  opts.signal?.removeEventListener('abort', onAbort);
   return stats();
 }
