@@ -519,6 +519,8 @@ export class Checkpointer {
    * there. Call close() when the run ends, also after prepare() threw.
    */
   async prepare(startBatches: number, owned: { dir: string; batchesDone: number } | null): Promise<void> {
+    // A missing parent, a read-only filesystem or a file in the way: said plainly, naming the directory.
+    await checkOutputDirs([{ dir: this.dir, bytes: 0, what: 'checkpoint directory', creatable: true }]);
     await mkdir(this.dir, { recursive: true });
     this.lock = await lockDirectory(this.dir);
     await removeStaleTemps(this.dir);

@@ -129,7 +129,7 @@ describe.skipIf(mountProblem !== null)('a disk that fills up during training', (
     expect(spawnSync('mount', ['-o', 'remount,ro', disk]).status).toBe(0);
     const dir = join(disk, 'ckpt');
     await expect(new Network(config()).fit(data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow(
-      `EROFS: read-only file system, open '${join(dir, LOCK_FILE)}'`,
+      `checkpoint directory ${dir} is not writable: read-only filesystem`,
     );
   });
 });
