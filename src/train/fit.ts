@@ -95,10 +95,10 @@ export interface FitOptions {
    * Testing only: a fault in the task of batch `batch` (0-based, in the first epoch trained) on its first
    * `failures` attempts: `kind` 'throw' (default) throws inside the worker, 'exit' ends the worker thread
    * (process.exit), 'hang' blocks it for ten minutes; `at` 'before-update' (default) before the task
-   * touches the weights, 'after-update' after its update was applied. 'exit' and 'hang' need workers >= 1.
-   * Default none.
+   * touches the weights, 'after-update' after its update was applied; `count` consecutive batches from
+   * `batch` (default 1). 'exit' and 'hang' need workers >= 1. Default none.
    */
-  faultInjection?: { batch: number; failures: 1 | 2; kind?: InjectedFault['kind']; at?: InjectedFault['at'] };
+  faultInjection?: { batch: number; failures: 1 | 2; kind?: InjectedFault['kind']; at?: InjectedFault['at']; count?: number };
 }
 
 /** A checkpoint that could not be written (FitStats.checkpointFailures). */
@@ -327,7 +327,7 @@ export async function fitLoop(
         gradScale: 1 / pointIds.length,
         seed: batchSeed(target.seed, global),
       };
-      if (fault && epoch === startEpoch && b === fault.batch) {
+      if (fault && epoch === startEpoch && b >= fault.batch && b < fault.batch + (fault.count ?? 1)) {
         task.fault = { belowAttempt: fault.failures, kind: fault.kind ?? 'throw', at: fault.at ?? 'before-update' };
       }
       // Whole batches go to one worker each; with `split`, a batch is cut into one slice per worker and

@@ -81,6 +81,14 @@ describe('a task that fails after applying its update is not retried: applied on
     expect(weightBytes(net).equals(await uninterrupted())).toBe(true);
   });
 
+  it('more lost batches than max(3, 0.1% of the run) stop training', async () => {
+    const warnings: string[] = [];
+    await expect(new Network(config()).fit(data, {
+      ...base, onWarning: (m) => warnings.push(m), faultInjection: { batch: 1, failures: 1, kind: 'throw', at: 'after-update', count: 5 },
+    })).rejects.toThrow(/^training stopped: 4 batches lost to worker failures \(more than 3\); the last: batch 4 of epoch 1\. 1 batches completed\.$/);
+    expect(warnings).toHaveLength(4);
+  });
+
   it('the comparison can fail: a run without that batch differs', async () => {
     // The weights compared above are sensitive to one batch: skipping batch 5's update changes them.
     const net = new Network(config());
