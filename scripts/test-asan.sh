@@ -3,7 +3,7 @@
 # directory and runs the tests that exercise native code against that build.
 #
 #   npm run test:asan                      # test/lsh test/network test/train test/native-addon.test.ts
-#                                          # test/cli/train-checkpoint.test.ts
+#                                          # test/cli/train-checkpoint.test.ts test/cli/train-faults.test.ts
 #   npm run test:asan -- test/lsh/query.test.ts   # only these tests
 #
 # The build never touches build/ (other builds and running tests use build/Release): binding.gyp and
@@ -62,7 +62,7 @@ echo "test:asan: built $ADDON"
 npx tsc -p tsconfig.json || echo "test:asan: tsc reported errors; testing what it emitted" >&2
 # Default: everything that runs native code in-process, plus the CLI training runs (child processes
 # inherit LD_PRELOAD and SUBLINEAR_ADDON, so the sanitized addon trains there too).
-[ "$#" -gt 0 ] || set -- test/lsh test/network test/train test/native-addon.test.ts test/cli/train-checkpoint.test.ts
+[ "$#" -gt 0 ] || set -- test/lsh test/network test/train test/native-addon.test.ts test/cli/train-checkpoint.test.ts test/cli/train-faults.test.ts
 export SUBLINEAR_ADDON="$ADDON"
 export LD_PRELOAD="$LIBASAN"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"

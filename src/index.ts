@@ -6,14 +6,17 @@ export {
   defaultConfig, resolveConfig, ConfigError,
   type NetworkConfig, type LayerConfig, type SamplingConfig, type HashName, type SelectionMode,
 } from './network/config.js';
-export { DivergedError, type FitOptions, type FitProgress, type FitStats } from './train/fit.js';
+export { DivergedError, type FitOptions, type FitProgress, type FitStats, type CheckpointFailure } from './train/fit.js';
 export type { RebuildScheduleOptions } from './train/schedule.js';
 export {
-  listCheckpoints, CheckpointFormatError,
+  listCheckpoints, CheckpointFormatError, checkpointFileBytes,
   type CheckpointOptions, type CheckpointInfo, type CheckpointReason, type TrainingPosition, type SavedFitOptions,
   type SkippedCheckpoint,
 } from './train/checkpoint.js';
 export { MemoryLimitError } from './train/memory-plan.js';
+export { modelFileBytes } from './network/model-file.js';
+export { checkOutputDirs, OutputCheckError, type PlannedOutput } from './util/output-check.js';
+export { lockDirectory, assertUnlocked, DirectoryLockedError, LOCK_FILE, type LockOwner, type DirectoryLock } from './train/lock.js';
 export { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './train/metrics.js';
 export { LshIndex, type LshIndexOptions, type LshQueryOptions, type LshQueryResult } from './lsh/index.js';
 export {

@@ -17,7 +17,7 @@ export interface NativeAddon extends NativeLsh, NativeNetwork {
 
 const EXPECTED_ABI = 1;
 let addon: NativeAddon | undefined;
-let addonFile: string | undefined;
+let loadedFile: string | undefined;
 
 /**
  * Environment variable naming an addon file to load instead of build/Release or build/Debug, e.g. the
@@ -76,7 +76,7 @@ export function native(): NativeAddon {
         continue;
       }
       addon = loaded;
-      addonFile = file;
+      loadedFile = file;
       return addon;
     } catch (e) {
       errors.push(`${file}: ${(e as Error).message}`);
@@ -89,9 +89,15 @@ export function native(): NativeAddon {
   throw new Error(`sublinear: could not load the native addon.\n${list}\n${REBUILD_ADVICE}`);
 }
 
-/** The file the addon was loaded from (after native() succeeded), else undefined. */
+/** The file the addon was loaded from in this thread (after native() succeeded), else undefined. */
 export function addonPath(): string | undefined {
-  return addonFile;
+  return loadedFile;
+}
+
+/** The file the addon was loaded from in this thread, loading it if needed. Worker threads load their own. */
+export function addonFile(): string {
+  native();
+  return loadedFile!;
 }
 
 /**

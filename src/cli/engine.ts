@@ -16,7 +16,8 @@ import { Progress } from '../util/progress.js';
 import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from './args.js';
 import { readConfigFile } from './config-file.js';
-import { checkFreeSpace, checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js';
+import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js';
+import { modelFileBytes } from '../network/model-file.js';
 import { GracefulStop } from './signals.js';
 import { writePredictions } from './predict-output.js';
 
@@ -113,16 +114,6 @@ export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined
   } finally {
     bar?.done();
   }
-}
-
-/** About the size of a model file: weights and biases in float32 (the label frequencies are small). */
-function modelFileBytes(c: ResolvedNetworkConfig): number {
-  let params = 0, inDim = c.inputDim;
-  for (const l of c.layers) {
-    params += (inDim + 1) * l.size;
-    inDim = l.size;
-  }
-  return 4 * params;
 }
 
 /** Bytes of a dataset's arrays. */
@@ -243,19 +234,21 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
   checkMemory(planNetworkMemory(resolved, workers, train, bestWeights), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
   const net = resumed ?? new Network(config);
-  // Room for the files this run will write, before it trains: a model file is about the weights and
-  // biases; a checkpoint also holds the Adam moments and tables, and `keep` + 1 of them exist at once.
-  if (o.save) await checkFreeSpace(o.save, modelFileBytes(resolved), 'the model file needs');
-  if (o.checkpoint) await checkFreeSpace(o.checkpoint, 3 * net.memoryBytes(), 'three checkpoints (two kept and one being written)');
+  // Room for the model file before training (the Checkpointer checks the room its files need itself).
+  if (o.save) await checkOutputFile(o.save, '--save', modelFileBytes(net));
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
   let checkpoints = 0;
+  let lastCheckpointFile: string | null = null;
   const checkpoint = o.checkpoint
     ? {
         dir: o.checkpoint,
         every: o.checkpointEvery ?? '10m',
         extra: { cli: savedCli({ ...o, train: trainPath }) },
-        onSaved: () => void checkpoints++,
+        onSaved: (i: { file: string }) => {
+          checkpoints++;
+          lastCheckpointFile = i.file;
+        },
       }
     : undefined;
 
@@ -285,6 +278,11 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
       signal: stop.signal,
       checkpoint,
       progressEvery: 1,
+      // Checkpoint write failures and lost batches: reported, training goes on.
+      onWarning: (m) => {
+        bar?.clear();
+        io.err(`sublinear: warning: ${m}\n`);
+      },
       onProgress: (p) => {
         // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
         const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
@@ -329,8 +327,20 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}\n`);
     if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
   }
+  // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
+  // not cost the trained weights). Exit status: 0 when the trained state is saved somewhere (--save, or
+  // without --save the final checkpoint), even if some checkpoints failed (warned above, counted in the
+  // JSON summary); 1 when neither holds it.
+  const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
   if (o.save) {
-    await net.save(o.save);
+    try {
+      await net.save(o.save);
+    } catch (e) {
+      const where = checkpoint && !finalFailure && lastCheckpointFile
+        ? `; the trained weights are in the final checkpoint ${lastCheckpointFile} (eval and predict accept it as a model)`
+        : '';
+      throw new Error(`cannot save the model to ${o.save}: ${(e as Error).message}${where}`, { cause: e });
+    }
     if (!quiet) io.err(`saved ${o.save}\n`);
   }
   // The test set is evaluated on the weights the network ends with, unless --eval-every already did
@@ -356,7 +366,8 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     ...(stop.received ? { signal: stop.received } : {}),
     batchesDone: net.batchesDone,
     ...(o.save ? { model: resolve(o.save) } : {}),
-    ...(checkpoint ? { checkpoints } : {}),
+    lostBatches: stats.lostBatches,
+    ...(checkpoint ? { checkpoints, checkpointFailures: stats.checkpointFailures?.length ?? 0 } : {}),
     ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
   };
   if (log) {
@@ -364,6 +375,10 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     await log.close();
   }
   if (o.json) io.out(JSON.stringify({ ...summary, history: records }) + '\n');
+  if (finalFailure && !o.save) {
+    io.err(`sublinear: the trained state was not saved: the final checkpoint ${finalFailure.file} could not be written (${finalFailure.error}) and no --save was given\n`);
+    return 1;
+  }
   return stop.exitCode(0);
 }
 

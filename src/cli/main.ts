@@ -1,6 +1,8 @@
 // Dispatches `sublinear <command> ...` over the command table below.
 // Exit codes: 0 success, 1 runtime error (`sublinear: <message>` on stderr), 2 usage error (the message
-// and a pointer to --help on stderr).
+// and a pointer to --help on stderr). `train` exits 0 when a checkpoint could not be written but the
+// trained model was saved (--save, or the final checkpoint): the failures are warned on stderr and
+// counted in the JSON summary (checkpointFailures); 1 when the final state was saved nowhere.
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';

@@ -204,12 +204,10 @@ function firstNonFinite(a: Float32Array): number {
 /**
  * Checks the values of sections just read: weights, biases, Adam moments and best-epoch weights must be
  * finite (a NaN weight makes every prediction that touches it NaN, and a NaN moment spreads NaN into the
- * weights at the next update), second moments must not be negative (their square root is taken), and
- * hash tables must index inside their arrays (bucket ranges within the table capacity and in order, fill
- * within the bucket's range, stored ids below the layer's size, keys below 2^rangeBits). Returns the first
- * problem (naming the section and index) or null.
+ * weights at the next update), and second moments must not be negative (their square root is taken).
+ * Returns the first problem (naming the section and index) or null.
  */
-export function valuesProblem(c: ResolvedNetworkConfig, sections: Record<string, SectionArray>): string | null {
+export function valuesProblem(_c: ResolvedNetworkConfig, sections: Record<string, SectionArray>): string | null {
   for (const [name, a] of Object.entries(sections)) {
     if (!(a instanceof Float32Array)) continue;
     const i = firstNonFinite(a);
@@ -218,35 +216,8 @@ export function valuesProblem(c: ResolvedNetworkConfig, sections: Record<string,
       for (let j = 0; j < a.length; j++) if (a[j]! < 0) return `section "${name}" holds a negative second moment (${a[j]}) at index ${j}`;
     }
   }
-  let problem: string | null = null;
-  c.layers.forEach((l, i) => {
-    const s = l.sampling;
-    const p = `layer${i}.tables.`;
-    if (problem || !s || !sections[p + 'offsets']) return;
-    problem = tablesProblem(p, sections, l.size, s.L, s.rangeBits, tableCapacity(l.size, s.rangeBits, s.slack));
-  });
-  return problem;
-}
-
-function tablesProblem(p: string, sections: Record<string, SectionArray>, N: number, L: number, rangeBits: number, cap: number): string | null {
-  const offsets = sections[p + 'offsets'] as Uint32Array, fill = sections[p + 'fill'] as Uint32Array;
-  const ids = sections[p + 'ids'] as Uint32Array, keys = sections[p + 'keys'] as Uint32Array;
-  const B = 2 ** rangeBits;
-  for (let t = 0; t < L; t++) {
-    const off = t * (B + 1), fb = t * B, ib = t * cap;
-    if (offsets[off + B]! > cap) return `section "${p}offsets" ends table ${t} at ${offsets[off + B]}, past its capacity ${cap} (index ${off + B})`;
-    for (let b = 0; b < B; b++) {
-      const lo = offsets[off + b]!, hi = offsets[off + b + 1]!;
-      if (hi < lo) return `section "${p}offsets" decreases at index ${off + b + 1}`;
-      const n = fill[fb + b]!;
-      if (n > hi - lo) return `section "${p}fill" holds ${n} at index ${fb + b}, more than its bucket's ${hi - lo} slots`;
-      for (let k = lo; k < lo + n; k++) {
-        if (ids[ib + k]! >= N) return `section "${p}ids" holds neuron ${ids[ib + k]} at index ${ib + k}, outside the layer's ${N} neurons`;
-      }
-    }
-  }
-  for (let j = 0; j < keys.length; j++) {
-    if (keys[j]! >= B) return `section "${p}keys" holds key ${keys[j]} at index ${j}, outside the ${B} buckets`;
-  }
+  // Hash tables are not checked here: a checkpoint's tables are checked in full where they are used
+  // (Network.resume, src/lsh/tables-check.ts), and rebuilt from the weights when damaged; Network.load
+  // rebuilds them anyway.
   return null;
 }

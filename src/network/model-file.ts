@@ -26,6 +26,13 @@ function sections(net: Network): Record<string, SectionArray> {
   return s;
 }
 
+/** Bytes of the model file of `net` (sections plus a bound on the header), for the space pre-flight. */
+export function modelFileBytes(net: Network): number {
+  let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
+  for (const l of net.spec.layers) bytes += l.weights.byteLength + l.bias.byteLength + 16;
+  return bytes + 4 * net.config.layers.at(-1)!.size + 8; // labelFreq
+}
+
 export async function saveModel(path: string, net: Network): Promise<void> {
   const meta: ModelMeta = {
     format: 'sublinear-model',

@@ -14,6 +14,8 @@ import {
   Checkpointer, dataFingerprint, loadLatestCheckpoint, readCheckpoint,
   type DataFingerprint, type SavedFitOptions, type SkippedCheckpoint, type TrainingPosition,
 } from '../train/checkpoint.js';
+import { assertUnlocked } from '../train/lock.js';
+import { tablesProblem } from '../lsh/tables-check.js';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../train/metrics.js';
@@ -241,11 +243,22 @@ export class Network {
             await c.onSaved?.(info);
           },
         },
-        this, saved, fingerprint,
+        this, saved, fingerprint, opts.onWarning,
       );
-      await checkpointer.prepare(this.batchesDone, this.lastCheckpoint);
+      try {
+        await checkpointer.prepare(this.batchesDone, this.lastCheckpoint);
+      } catch (e) {
+        await checkpointer.close();
+        throw e;
+      }
     }
-    const exec = createExecutor(opts.workers ?? dflt.workers);
+    let exec: Executor;
+    try {
+      exec = createExecutor(opts.workers ?? dflt.workers);
+    } catch (e) {
+      await checkpointer?.close();
+      throw e;
+    }
     try {
       let indexSeconds = 0;
       if (!this.tablesFresh) indexSeconds += await this.rebuildTables(exec);
@@ -284,6 +297,7 @@ export class Network {
       stats.rebuilds = this.schedule?.rebuilds ?? 0;
       return stats;
     } finally {
+      await checkpointer?.close();
       await exec.close();
     }
   }
@@ -506,11 +520,22 @@ export class Network {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`${path}: no such checkpoint directory`);
       throw e;
     }
+    // A directory another live run writes to is refused before anything is read or renamed in it.
+    if (!isFile) await assertUnlocked(path);
     const r = isFile
       ? { ...(await readCheckpoint(path, make, opts.beforeAllocate, limits)), file: path, skipped: [] }
       : await loadLatestCheckpoint(path, make, warn, opts.beforeAllocate, limits);
     const net = r.network;
     net.tablesFresh = true; // the checkpoint's tables, exactly as the run had them
+    // Tables that are damaged behind a valid checksum (a crafted or buggy file) would stop the run at its
+    // first query: rebuild them from the checkpoint's weights before training instead, and say that the
+    // run then differs from the uninterrupted one.
+    net.spec.layers.forEach((l, k) => {
+      const problem = l.sampling ? tablesProblem(l.sampling.tables) : null;
+      if (!problem) return;
+      warn(`checkpoint ${r.file}: the hash tables of layer ${k} are damaged (${problem}); they will be rebuilt from the checkpoint's weights, so the resumed run will not be bit-identical to an uninterrupted one`);
+      net.tablesFresh = false;
+    });
     net.pendingResume = { data: r.meta.data };
     net.resumeInfo = {
       file: r.file, position: r.meta.position, fitOptions: r.meta.options, extra: r.meta.extra,

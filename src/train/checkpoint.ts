@@ -32,6 +32,11 @@ import { boundJson } from '../util/bounded-text.js';
 import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, type LoadLimits } from '../network/file-layout.js';
 import { MemoryLimitError } from './memory-plan.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
+import { lockDirectory, type DirectoryLock } from './lock.js';
+import { isProcessAlive } from '../util/process-alive.js';
+import { checkOutputDirs } from '../util/output-check.js';
+import { formatBytes } from './memory-plan.js';
+import type { CheckpointFailure } from './fit.js';
 import { resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation } from './early-stop.js';
 import { durationSeconds, parseInteger } from '../util/parse-values.js';
 
@@ -388,10 +393,10 @@ export interface SkippedCheckpoint {
 /**
  * Loads the newest usable checkpoint of `dir`. A file that is damaged or not a usable checkpoint is
  * renamed to `<file>.corrupt` (so that later runs neither pick it again nor count it among the kept
- * checkpoints) and the next older one is tried; `warn` is told about each. Throws if there is none.
- * An error thrown by `beforeAllocate` (see readCheckpoint), or the memory limit (`limits`, MemoryLimitError),
- * ends the search at once: it is the caller's refusal, not a damaged file (older checkpoints of the run
- * have the same network).
+ * checkpoints; the KEEP_CORRUPT newest such files are kept, older ones deleted) and the next older one is
+ * tried; `warn` is told about each. Throws if there is none. An error thrown by `beforeAllocate` (see
+ * readCheckpoint), or the memory limit (`limits`, MemoryLimitError), ends the search at once: it is the
+ * caller's refusal, not a damaged file (older checkpoints of the run have the same network).
  */
 export async function loadLatestCheckpoint<N extends CheckpointTarget>(
   dir: string,
@@ -432,6 +437,7 @@ export async function loadLatestCheckpoint<N extends CheckpointTarget>(
         try {
           await rename(file, file + '.corrupt');
           movedTo = file + '.corrupt';
+          await pruneCorrupt(dir);
         } catch {
           // Leave it; the message below says it stayed.
         }
@@ -448,45 +454,71 @@ export async function loadLatestCheckpoint<N extends CheckpointTarget>(
   throw new Error(`${dir}: no usable checkpoint (${skipped.map((s) => `${s.file}: ${s.error}`).join('; ')})`);
 }
 
+/** Damaged checkpoints kept as `<file>.corrupt` for inspection; older ones are deleted. */
+export const KEEP_CORRUPT = 3;
+
+/** Deletes all but the KEEP_CORRUPT newest (highest batch count) `ckpt-*.bin.corrupt` files of `dir`. */
+async function pruneCorrupt(dir: string): Promise<void> {
+  const corrupt = (await readdir(dir))
+    .map((n) => ({ n, m: /^ckpt-(\d+)\.bin\.corrupt$/.exec(n) }))
+    .filter((x) => x.m)
+    .sort((a, b) => Number(b.m![1]) - Number(a.m![1]));
+  for (const c of corrupt.slice(KEEP_CORRUPT)) await unlink(join(dir, c.n)).catch(() => {});
+}
+
 /** Removes leftover temporary checkpoint files whose writing process is gone (killed mid-write). */
 async function removeStaleTemps(dir: string): Promise<void> {
   for (const n of await readdir(dir)) {
     const m = TEMP_RE.exec(n);
     if (!m) continue;
     const pid = Number(m[1]);
-    if (pid !== process.pid && isAlive(pid)) continue; // another live process is writing it
+    if (pid !== process.pid && isProcessAlive(pid)) continue; // another live process is writing it
     if (pid === process.pid) continue; // ours, in progress
     await unlink(join(dir, n)).catch(() => {});
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
-  }
+/**
+ * Bytes of one checkpoint file of `src` (sections plus a bound on the header), for the space pre-flight.
+ * `bestWeights`: the run keeps the best epoch's weights (held-out validation), stored as `best.*`.
+ */
+export function checkpointFileBytes(src: Pick<CheckpointSource, 'spec' | 'config'>, bestWeights: boolean): number {
+  let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
+  for (const a of Object.values(checkpointSections(src.spec, null))) bytes += a.byteLength + 8;
+  bytes += 4 * src.config.layers.at(-1)!.size; // labelFreq
+  if (bestWeights) for (const l of src.spec.layers) bytes += l.weights.byteLength + l.bias.byteLength + 16;
+  return bytes;
 }
 
 /**
  * Periodic checkpointing during one fit(): decides when a checkpoint is due and writes it. The fit loop
  * asks `due()` between batches, drains the batches in flight when it is, then calls `save()`.
+ *
+ * A checkpoint that cannot be written (ENOSPC, EACCES, EROFS, ...) does not stop training: the failure is
+ * reported through `warn` (path and error) and recorded in `failures`, earlier checkpoints stay as they
+ * were, and the next one is attempted when it comes due (the final one included). The trained network is
+ * still in memory, so the caller can save it elsewhere (the CLI always tries --save).
  */
 export class Checkpointer {
   readonly dir: string;
   readonly every: CheckpointEvery;
   readonly keep: number;
   private lastSaved = -1;
+  /** Batch count of the last failed write: not due again at that count (the loop would retry forever). */
+  private lastFailed = -1;
   private lastTime = performance.now();
+  private lock: DirectoryLock | null = null;
   /** Checkpoints written by this checkpointer. */
   written = 0;
+  /** Checkpoints that could not be written. */
+  readonly failures: CheckpointFailure[] = [];
 
   constructor(
     private opts: CheckpointOptions,
     private src: CheckpointSource,
     private options: SavedFitOptions,
     private data: DataFingerprint,
+    private warn: (message: string) => void = (m) => void process.stderr.write(`sublinear: ${m}\n`),
   ) {
     if (!opts || typeof opts.dir !== 'string' || opts.dir.length === 0) {
       throw new Error(`Expected a directory path for checkpoint.dir but received ${JSON.stringify(opts?.dir)}`);
@@ -498,12 +530,19 @@ export class Checkpointer {
   }
 
   /**
-   * Creates the directory, removes dead writers' temporary files, and refuses a directory that holds
-   * checkpoints this network did not come from (its newest must not be newer than `owned`, the batch
-   * count of the checkpoint this network last wrote to or was resumed from in this directory).
+   * Creates the directory, takes its lock (src/train/lock.ts: a directory another live run writes to is
+   * refused, naming that run's pid), removes dead writers' temporary files, refuses a directory that
+   * holds checkpoints this network did not come from (its newest must not be newer than `owned`, the
+   * batch count of the checkpoint this network last wrote to or was resumed from in this directory), and
+   * checks that the directory is writable and its filesystem has room for the checkpoints to come: keep
+   * + 1 files at the peak (a new one is written before the oldest is deleted), less the ones already
+   * there. Call close() when the run ends, also after prepare() threw.
    */
   async prepare(startBatches: number, owned: { dir: string; batchesDone: number } | null): Promise<void> {
+    // A missing parent, a read-only filesystem or a file in the way: said plainly, naming the directory.
+    await checkOutputDirs([{ dir: this.dir, bytes: 0, what: 'checkpoint directory', creatable: true }]);
     await mkdir(this.dir, { recursive: true });
+    this.lock = await lockDirectory(this.dir);
     await removeStaleTemps(this.dir);
     const existing = await listCheckpoints(this.dir);
     const mine = owned !== null && resolve(owned.dir) === resolve(this.dir);
@@ -513,23 +552,41 @@ export class Checkpointer {
           'resume them (sublinear train --resume, Network.resume) or use an empty directory',
       );
     }
+    const size = checkpointFileBytes(this.src, !!this.options.validation);
+    const files = Math.max(1, this.keep + 1 - existing.length);
+    await checkOutputDirs([{
+      dir: this.dir, bytes: files * size, what: 'checkpoint directory',
+      detail: `${files} more checkpoint file(s) of ${formatBytes(size)}: keep ${this.keep} plus the one being written, ${existing.length} already there`,
+    }]);
     this.lastSaved = startBatches;
     this.lastTime = performance.now();
   }
 
+  /** Releases the directory's lock (idempotent). */
+  async close(): Promise<void> {
+    const l = this.lock;
+    this.lock = null;
+    await l?.release();
+  }
+
   /** True when a checkpoint is due with `batchesDone` batches trained (never twice at one count). */
   due(batchesDone: number): boolean {
-    if (batchesDone === this.lastSaved) return false;
+    if (batchesDone === this.lastSaved || batchesDone === this.lastFailed) return false;
     if ('batches' in this.every) return batchesDone % this.every.batches === 0;
     return (performance.now() - this.lastTime) / 1000 >= this.every.seconds;
   }
 
   /**
-   * Writes a checkpoint at `position` (no batch in flight), then deletes all but the newest `keep`.
-   * Returns null (and writes nothing) if a checkpoint at this batch count was already written or
-   * resumed from.
+   * Writes a checkpoint at `position`, then deletes all but the newest `keep`. `tasksInFlight` must be 0:
+   * a checkpoint taken while a task updates the weights is the state of no batch count (an exact resume
+   * from it is impossible), so a caller that asks for one has a bug and gets an error. Returns null (and
+   * writes nothing) if a checkpoint at this batch count was already written or resumed from, or if the
+   * write failed (reported through `warn`, recorded in `failures`; training goes on).
    */
-  async save(position: TrainingPosition, reason: CheckpointReason): Promise<CheckpointInfo | null> {
+  async save(position: TrainingPosition, reason: CheckpointReason, tasksInFlight = 0): Promise<CheckpointInfo | null> {
+    if (tasksInFlight !== 0) {
+      throw new Error(`internal error: checkpoint at batch ${position.batchesDone} requested with ${tasksInFlight} task(s) in flight (checkpoints must be taken between fully applied batches)`);
+    }
     // The state at a given batch count is unique, so an 'end' right after a periodic one adds nothing.
     if (position.batchesDone === this.lastSaved) return null;
     const t0 = performance.now();
@@ -538,9 +595,20 @@ export class Checkpointer {
     try {
       bytes = await writeCheckpoint(file, this.src, { position, options: this.options, data: this.data, reason, extra: this.opts.extra ?? null });
     } catch (e) {
-      // Training stops (the caller sees this error): going on without the checkpoints that were asked
-      // for would risk more work than the batches since the last good one.
-      throw new Error(`cannot write checkpoint ${file}: ${(e as Error).message} (earlier checkpoints are untouched)`, { cause: e });
+      // Training goes on: the weights are in memory and the next checkpoint (or the final save) may
+      // succeed (space freed, disk remounted); stopping would throw away everything since the last one.
+      // The time-based schedule waits a full interval before trying again.
+      this.lastTime = performance.now();
+      this.lastFailed = position.batchesDone;
+      const error = (e as Error).message;
+      this.failures.push({ file, reason, error });
+      const last = this.lastSaved >= 0 && this.written > 0 ? join(this.dir, checkpointName(this.lastSaved)) : null;
+      this.warn(
+        `cannot write checkpoint ${file}: ${error}. ` +
+          (reason === 'periodic' ? 'Training goes on; ' : 'The final state is not checkpointed; ') +
+          (last ? `the newest checkpoint is ${last}.` : 'earlier checkpoints are untouched.'),
+      );
+      return null;
     }
     this.lastSaved = position.batchesDone;
     this.lastTime = performance.now();

@@ -7,12 +7,23 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { packageRoot } from '../util/package-root.js';
 import { runPredict, runRehash, runTrain } from './kernels.js';
-import type { PredictResult, PredictTask, RehashTask, TrainResult, TrainTask } from './tasks.js';
+import type { PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, TrainResult, TrainTask } from './tasks.js';
 
 export interface Executor {
   /** Number of tasks that can usefully run at once. */
   readonly parallelism: number;
-  train(t: TrainTask): Promise<TrainResult>;
+  /**
+   * Tasks of any kind submitted and not yet settled. Checkpoints assert that it is 0 (a checkpoint
+   * taken while a task updates the weights would not be the state of any batch count).
+   */
+  readonly inFlight: number;
+  /**
+   * Runs a train task. `signal` (worker pools only) cancels it: a task not yet started is dropped and a
+   * running one has its worker thread terminated (piscina replaces the thread); the promise rejects at
+   * once with an AbortError whose cause is the signal's reason. The inline executor runs tasks
+   * synchronously and cannot be interrupted.
+   */
+  train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult>;
   predict(t: PredictTask): Promise<PredictResult>;
   rehash(t: RehashTask): Promise<number>;
   close(): Promise<void>;
@@ -21,7 +32,9 @@ export interface Executor {
 /** Runs every task synchronously in this thread. */
 export class InlineExecutor implements Executor {
   readonly parallelism = 1;
-  async train(t: TrainTask) {
+  // Tasks run synchronously inside the call: nothing is ever in flight between calls.
+  readonly inFlight = 0;
+  async train(t: TrainTask, _signal?: AbortSignal) {
     return runTrain(t);
   }
   async predict(t: PredictTask) {
@@ -46,6 +59,7 @@ function workerFile(): string {
 export class PoolExecutor implements Executor {
   readonly parallelism: number;
   private pool: Piscina;
+  private running = 0;
   constructor(workers: number) {
     this.parallelism = workers;
     this.pool = new Piscina({
@@ -57,14 +71,30 @@ export class PoolExecutor implements Executor {
       concurrentTasksPerWorker: 1,
     });
   }
-  train(t: TrainTask): Promise<TrainResult> {
-    return this.pool.run(t, { name: 'train' });
+  get inFlight(): number {
+    return this.running;
+  }
+  train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult> {
+    return this.track(this.pool.run(t, signal ? { name: 'train', signal } : { name: 'train' }));
   }
   predict(t: PredictTask): Promise<PredictResult> {
-    return this.pool.run(t, { name: 'predict' });
+    return this.track(this.pool.run(t, { name: 'predict' }));
   }
   rehash(t: RehashTask): Promise<number> {
-    return this.pool.run(t, { name: 'rehash' });
+    return this.track(this.pool.run(t, { name: 'rehash' }));
+  }
+  /**
+   * Runs `parties` rendezvous tasks at once (see RendezvousTask): resolves with each task's result, all
+   * `met` when the pool really runs that many tasks concurrently. Diagnostics and tests.
+   */
+  async rendezvous(parties: number, timeoutMs = 10_000): Promise<RendezvousResult[]> {
+    const arrived = new Int32Array(new SharedArrayBuffer(4));
+    const task: RendezvousTask = { arrived, parties, timeoutMs };
+    return Promise.all(Array.from({ length: parties }, () => this.track(this.pool.run(task, { name: 'rendezvous' }) as Promise<RendezvousResult>)));
+  }
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.running++;
+    return p.finally(() => void this.running--);
   }
   async close() {
     await this.pool.destroy();

@@ -1,16 +1,19 @@
 // The training loop: epochs of shuffled mini-batches dispatched to an executor (inline or a pool of
 // HOGWILD workers), with hash-table rebuilds scheduled between batches, progress and cancellation.
 //
-// Exactly-once: every row of an epoch belongs to exactly one batch; a batch whose task fails is retried
-// once (on whichever worker is free); a second failure stops training with an error that says how many
-// batches completed, so a checkpoint taken then is consistent.
+// Exactly-once: every row of an epoch belongs to exactly one batch, and no batch is applied twice. A
+// task that fails before touching the weights is retried once (on whichever worker is free); a second
+// failure stops training with an error that says how many batches completed, so a checkpoint taken then
+// is consistent. A task that fails after it started updating the weights is not retried: its batch is
+// reported as lost (FitStats.lostBatches, a warning). Hung tasks time out. See src/train/batch-runner.ts.
 import type { SparseDataset } from '../../datasets/csr.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../network/native-types.js';
 import type { CheckpointInfo, CheckpointOptions, CheckpointReason, TrainingPosition } from './checkpoint.js';
-import type { Executor } from './executor.js';
+import { InlineExecutor, type Executor } from './executor.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
-import type { TrainResult, TrainTask } from './tasks.js';
+import type { InjectedFault, TrainResult, TrainTask } from './tasks.js';
+import { BatchRunner, maxLostBatches } from './batch-runner.js';
 import type { ValidationOptions, ValidationPoint } from './early-stop.js';
 
 /**
@@ -77,10 +80,32 @@ export interface FitOptions {
    */
   checkpoint?: CheckpointOptions;
   /**
-   * Testing only: make the task of batch `batch` (0-based, in the first epoch trained) throw inside the
-   * worker on its first `failures` attempts (1: retried and recovered; 2: training stops). Default none.
+   * Seconds a train task may run before its worker is considered hung: the thread is terminated and the
+   * task treated as failed (retried if it had not started updating the weights, else its batch is
+   * reported as lost; see src/train/batch-runner.ts). Worker pools only (workers >= 1). Default: 600 s
+   * until a first task has finished, then max(60 s, 100 x the median task time so far).
    */
-  faultInjection?: { batch: number; failures: 1 | 2 };
+  taskTimeout?: number;
+  /**
+   * Receives warnings: a checkpoint that could not be written (training goes on), a batch lost to a
+   * worker failure. Default: written to stderr as `sublinear: <message>`.
+   */
+  onWarning?: (message: string) => void;
+  /**
+   * Testing only: a fault in the task of batch `batch` (0-based, in the first epoch trained) on its first
+   * `failures` attempts: `kind` 'throw' (default) throws inside the worker, 'exit' ends the worker thread
+   * (process.exit), 'hang' blocks it for ten minutes; `at` 'before-update' (default) before the task
+   * touches the weights, 'after-update' after its update was applied; `count` consecutive batches from
+   * `batch` (default 1). 'exit' and 'hang' need workers >= 1. Default none.
+   */
+  faultInjection?: { batch: number; failures: 1 | 2; kind?: InjectedFault['kind']; at?: InjectedFault['at']; count?: number };
+}
+
+/** A checkpoint that could not be written (FitStats.checkpointFailures). */
+export interface CheckpointFailure {
+  file: string;
+  reason: CheckpointReason;
+  error: string;
 }
 
 export interface FitProgress {
@@ -131,6 +156,14 @@ export interface FitStats {
   validationPoints?: number;
   /** True if training stopped early because of `signal`. */
   aborted: boolean;
+  /**
+   * Batches whose task failed after it had started updating the weights (or was cancelled when training
+   * stopped): not retried, so never applied twice, but part or all of their update may be missing. Not
+   * counted in `batches` and `samples`. 0 in a run without worker failures.
+   */
+  lostBatches: number;
+  /** With `checkpoint`: the checkpoints that could not be written (training went on). */
+  checkpointFailures?: CheckpointFailure[];
 }
 
 /** Internal: everything the loop needs from a network. */
@@ -230,8 +263,13 @@ export interface FitStart {
 export interface FitCheckpointHook {
   /** True when a checkpoint is due after `batchesDone` global batches. */
   due(batchesDone: number): boolean;
-  /** Writes one; called only with no batch or rebuild in flight. */
-  save(position: TrainingPosition, reason: CheckpointReason): Promise<CheckpointInfo | null>;
+  /**
+   * Writes one; called only with no batch or rebuild in flight: `tasksInFlight` (the executor's count of
+   * unsettled tasks plus the loop's batches in flight) must be 0, and save() throws otherwise.
+   */
+  save(position: TrainingPosition, reason: CheckpointReason, tasksInFlight: number): Promise<CheckpointInfo | null>;
+  /** Checkpoints that could not be written so far (the run goes on without them). */
+  readonly failures?: CheckpointFailure[];
 }
 
 /**
@@ -265,6 +303,19 @@ export async function fitLoop(
   const history: FitStats['history'] = [];
   const failures: Error[] = [];
   let diverged: DivergedError | null = null;
+  const warn = opts.onWarning ?? ((m: string) => void process.stderr.write(`sublinear: ${m}\n`));
+  const fault = opts.faultInjection;
+  if (fault && (fault.kind === 'exit' || fault.kind === 'hang') && exec instanceof InlineExecutor) {
+    throw new Error(`faultInjection kind '${fault.kind}' needs a worker pool (workers >= 1)`);
+  }
+  const runner = new BatchRunner(exec, { taskTimeout: opts.taskTimeout });
+  const maxLost = maxLostBatches(totalBatches);
+  let lostBatches = 0;
+  // A stop request reaches the tasks in flight at once, even while the loop awaits them: the runner gives
+  // them a grace and then terminates them (a hung worker included), which settles them and wakes the loop.
+  // (Removed again where fitLoop returns or throws.)
+  const onAbort = () => runner.stop();
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
 
   const report = (epoch: number, batch: number) => {
     const now = performance.now();
@@ -303,8 +354,8 @@ export async function fitLoop(
         gradScale: 1 / pointIds.length,
         seed: batchSeed(target.seed, global),
       };
-      if (opts.faultInjection && epoch === startEpoch && b === opts.faultInjection.batch) {
-        task.failBelowAttempt = opts.faultInjection.failures;
+      if (fault && epoch === startEpoch && b >= fault.batch && b < fault.batch + (fault.count ?? 1)) {
+        task.fault = { belowAttempt: fault.failures, kind: fault.kind ?? 'throw', at: fault.at ?? 'before-update' };
       }
       // Whole batches go to one worker each; with `split`, a batch is cut into one slice per worker and
       // each slice updates the shared weights with its part of the batch gradient (HOGWILD within a batch).
@@ -314,21 +365,24 @@ export async function fitLoop(
         const ids = parts === 1 ? pointIds : pointIds.subarray(Math.floor((j * pointIds.length) / parts), Math.floor(((j + 1) * pointIds.length) / parts));
         slices.push(parts === 1 ? task : { ...task, pointIds: ids, seed: (task.seed + j * 0x9e3779b9) >>> 0 });
       }
-      const results = await Promise.all(slices.map(async (t): Promise<TrainResult | null> => {
-        try {
-          return await exec.train({ ...t, attempt: 0 });
-        } catch (e1) {
-          try {
-            return await exec.train({ ...t, attempt: 1 });
-          } catch (e2) {
-            failures.push(new Error(`batch ${b} of epoch ${epoch + 1} failed twice: ${(e2 as Error).message} (first: ${(e1 as Error).message})`));
-            return null;
-          }
-        }
-      }));
-      if (results.some((x) => x === null)) return;
+      const outcomes = await Promise.all(slices.map((t) => runner.run(t)));
+      const what = `batch ${b} of epoch ${epoch + 1}`;
+      const failed = outcomes.find((x) => 'failed' in x);
+      if (failed && 'failed' in failed) {
+        failures.push(new Error(`${what} failed twice: ${failed.failed}`));
+        return;
+      }
+      const lost = outcomes.find((x) => 'lost' in x);
+      if (lost && 'lost' in lost) {
+        lostBatches++;
+        warn(`${what} was lost: ${lost.lost}. Training goes on without it (${lostBatches} batch(es) lost so far); ` +
+          'the result will differ from an uninterrupted run.');
+        if (lostBatches > maxLost) failures.push(new Error(`${lostBatches} batches lost to worker failures (more than ${maxLost}); the last: ${what}`));
+        return;
+      }
+      const results = outcomes.map((x) => (x as { ok: TrainResult }).ok);
       const r: TrainResult = { lossSum: 0, samples: 0, activeSum: 0, missedLabels: 0 };
-      for (const x of results as TrainResult[]) {
+      for (const x of results) {
         r.lossSum += x.lossSum; r.samples += x.samples; r.activeSum += x.activeSum; r.missedLabels += x.missedLabels;
       }
       // A non-finite loss means the weights have blown up: every later batch would only spread NaN, and a
@@ -347,7 +401,10 @@ export async function fitLoop(
 
     while (nextBatch < batchesPerEpoch || inflight.size > 0) {
       if (failures.length || diverged) break;
-      if (opts.signal?.aborted) aborted = true;
+      if (opts.signal?.aborted && !aborted) {
+        aborted = true;
+        runner.stop();
+      }
       // Rebuilds need quiescent tables and checkpoints a consistent state: drain the batches in flight
       // first. A rebuild due at the same point goes first, so the checkpoint holds the fresh tables.
       // Checked before every dispatch, so that both happen exactly at their batch count.
@@ -377,7 +434,7 @@ export async function fitLoop(
       } else if (ckptDue && !failures.length) {
         target.batchesDone = epochBase + nextBatch;
         const cb0 = performance.now();
-        await checkpoint!.save(position(epoch, nextBatch), 'periodic');
+        await checkpoint!.save(position(epoch, nextBatch), 'periodic', exec.inFlight + inflight.size);
         callbackSeconds += (performance.now() - cb0) / 1000;
       } else if (aborted) {
         break;
@@ -385,7 +442,9 @@ export async function fitLoop(
       if ((performance.now() - lastReport) / 1000 >= o.progressEvery) report(epoch, nextBatch);
     }
     if (failures.length || diverged) {
+      runner.stop(); // a hung task in flight must not keep the error waiting for its full timeout
       await Promise.allSettled(inflight);
+      opts.signal?.removeEventListener('abort', onAbort);
       if (diverged) throw diverged;
       throw new Error(`training stopped: ${failures[0]!.message}. ${batches} batches completed.`);
     }
@@ -413,7 +472,7 @@ export async function fitLoop(
   // Network.fit's closing rebuild, so resuming it with more epochs continues exactly like a longer run.
   if (checkpoint) {
     const cb0 = performance.now();
-    await checkpoint.save(position(posEpoch, posBatch), aborted ? 'abort' : 'end');
+    await checkpoint.save(position(posEpoch, posBatch), aborted ? 'abort' : 'end', exec.inFlight);
     callbackSeconds += (performance.now() - cb0) / 1000;
   }
 
@@ -429,8 +488,10 @@ export async function fitLoop(
       epochs: epochsDone, history, batches, samples, trainSeconds, rebuildSeconds, indexSeconds: 0,
       rebuilds: target.schedule?.rebuilds ?? 0,
       samplesPerSec: samples / Math.max(trainSeconds, 1e-9),
-      lastLoss, aborted,
+      lastLoss, aborted, lostBatches,
+      ...(checkpoint?.failures ? { checkpointFailures: checkpoint.failures.slice() } : {}),
     };
   }
+  opts.signal?.removeEventListener('abort', onAbort);
   return stats();
 }

@@ -18,10 +18,30 @@ export interface TrainTask {
   gradScale: number;
   /** Seed of this batch's random choices (random fill of the active sets). */
   seed: number;
-  /** Fault injection (tests): attempts numbered below this throw inside the worker before any update. */
-  failBelowAttempt?: number;
+  /**
+   * Set by the kernel (Atomics.store, index 0) to 1 right before it starts updating the shared weights
+   * and to 2 when the update returned. A task that fails with 0 here changed nothing and may be retried;
+   * one that fails with 1 or 2 may have applied part or all of its update and is never retried (see
+   * src/train/batch-runner.ts). On a SharedArrayBuffer, so that the orchestrator sees it even when the
+   * worker thread dies. Default: none (no record).
+   */
+  progress?: Int32Array;
+  /** Fault injection (tests only, see FitOptions.faultInjection). Default none. */
+  fault?: InjectedFault;
   /** 0 for the first try of a batch, 1 for its retry. */
   attempt?: number;
+}
+
+/**
+ * A fault injected into a train task (tests only): on attempts numbered below `belowAttempt`, the task
+ * throws (`throw`), ends its worker thread with process.exit (`exit`: a worker death), or blocks for ten
+ * minutes (`hang`), either before it touches the weights (`at: 'before-update'`) or after its update was
+ * applied (`at: 'after-update'`).
+ */
+export interface InjectedFault {
+  belowAttempt: number;
+  kind: 'throw' | 'exit' | 'hang';
+  at: 'before-update' | 'after-update';
 }
 
 export interface TrainResult {
@@ -47,6 +67,25 @@ export interface PredictResult {
   val: Float32Array;
   /** Output neurons scored over the chunk. */
   scored: number;
+}
+
+/**
+ * A rendezvous of `parties` tasks (diagnostics and tests: proves that the pool runs tasks at once). Each
+ * task adds 1 to `arrived[0]` and waits up to `timeoutMs` for the count to reach `parties`.
+ */
+export interface RendezvousTask {
+  arrived: Int32Array;
+  parties: number;
+  timeoutMs: number;
+}
+
+export interface RendezvousResult {
+  /** True if all `parties` tasks were running at the same time. */
+  met: boolean;
+  /** worker_threads threadId of the thread that ran the task (0: the main thread). */
+  threadId: number;
+  /** The native addon file this thread loaded (src/native.ts addonFile()). */
+  addon: string;
 }
 
 export interface RehashTask {

@@ -4,10 +4,13 @@
 // Protocol: write everything to a temporary file in the target's directory (same filesystem, so the
 // rename is atomic), fsync it (the data is on disk before the name points to it), rename it over the
 // target, then fsync the directory (the rename itself is on disk). Any failure before the rename
-// removes the temporary file and leaves the target untouched.
-import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
+// removes the temporary file and leaves the target untouched. A process killed mid-write leaves its
+// temporary file behind: the next write of the same target removes those whose writer (the pid in the
+// name) is dead on this host.
+import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
+import { isProcessAlive } from './process-alive.js';
 
 /** Options of `writeFileAtomic`. */
 export interface AtomicWriteOptions {
@@ -43,6 +46,7 @@ export async function writeFileAtomic(
 ): Promise<number> {
   const doSync = options.fsync ?? true;
   const dir = dirname(path);
+  await removeStaleTemps(dir, basename(path));
   const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
   // 'wx': never follow or reuse an existing file under the temporary name.
   const fh = await open(tmp, 'wx', options.mode ?? 0o666);
@@ -66,6 +70,29 @@ export async function writeFileAtomic(
   }
   if (doSync) await syncDirectory(dir, path);
   return total;
+}
+
+/**
+ * Removes `.<name>.tmp-<pid>-<hex>` files of dead writers next to the target (killed saves of the same
+ * file). Temporary files of live processes, this one included, are left alone; errors are ignored (the
+ * write itself reports a directory it cannot use).
+ */
+async function removeStaleTemps(dir: string, name: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return;
+  }
+  const prefix = `.${name}.tmp-`;
+  for (const n of names) {
+    if (!n.startsWith(prefix)) continue;
+    const m = /^(\d+)-[0-9a-f]+$/.exec(n.slice(prefix.length));
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid === process.pid || isProcessAlive(pid)) continue;
+    await unlink(join(dir, n)).catch(() => {});
+  }
 }
 
 /** fs writes may be partial (e.g. close to ENOSPC on some filesystems); loop until the chunk is out. */

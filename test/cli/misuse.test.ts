@@ -74,11 +74,11 @@ describe('the --config file has one strict schema', () => {
 
 describe('paths are checked before any data is read', () => {
   it.each([
-    [['--save', '/nonexistent/dir/model.sl'], '--save /nonexistent/dir/model.sl: the directory /nonexistent/dir does not exist'],
+    [['--save', '/nonexistent/dir/model.sl'], '--save /nonexistent/dir/model.sl: directory /nonexistent/dir does not exist'],
     [['--save', 'adir'], '--save adir: is a directory, expected a file name'],
     [['--log', 'adir'], '--log adir: is a directory, expected a file name'],
-    [['--checkpoint', 'bad.txt'], '--checkpoint bad.txt: is a file, expected a directory'],
-    [['--checkpoint', 'bad.txt/ck'], '--checkpoint bad.txt/ck: DIR/bad.txt is a file, not a directory'],
+    [['--checkpoint', 'bad.txt'], '--checkpoint bad.txt is not a directory'],
+    [['--checkpoint', 'bad.txt/ck'], '--checkpoint bad.txt/ck cannot be created: DIR/bad.txt is not a directory'],
     [['--test', 'adir'], '--test adir: is a directory, expected a file'],
     [['--test', 'missing.txt'], '--test missing.txt: no such file or directory'],
   ])('train %j', (flags, message) => {

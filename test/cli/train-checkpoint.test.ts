@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
 import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train/checkpoint.js';
+import { LOCK_FILE } from '../../src/train/lock.js';
 import { checkMemory, planMemory, planNetworkMemory, type MemoryPlan } from '../../src/train/memory-plan.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { readXC } from '../../datasets/xc-reader.js';
@@ -121,7 +122,8 @@ describe('train killed with SIGKILL, then --resume', () => {
         expect(meta.position.batchesDone).toBe(c.batchesDone);
         expect(c.batchesDone % 5 === 0 || c.batchesDone === total).toBe(true);
       }
-      for (const n of names.filter((n) => !/^ckpt-\d+\.bin$/.test(n))) expect(n).toMatch(/^\.ckpt-\d+\.bin\.tmp-\d+-[0-9a-f]+$/);
+      // (and the killed run's lock file, stale now that its pid is dead: the resumed run takes it over).
+      for (const n of names.filter((n) => !/^ckpt-\d+\.bin$/.test(n) && n !== LOCK_FILE)) expect(n).toMatch(/^\.ckpt-\d+\.bin\.tmp-\d+-[0-9a-f]+$/);
       expect(ckpts[0]!.batchesDone).toBeGreaterThan(newest);
       newest = ckpts[0]!.batchesDone;
       // Resume: it starts exactly at the newest checkpoint, so at most the work since then was lost.

@@ -141,12 +141,12 @@ describe('readCheckpoint refuses crafted checkpoints', () => {
     }
   });
 
-  it('NaN Adam moments, negative second moments and tables that point outside their arrays', async () => {
+  // (Damaged hash tables are not refused here: Network.resume checks them and rebuilds them from the
+  // weights, test/train/checkpoint-faults.test.ts; Network.load rebuilds them anyway.)
+  it('NaN Adam moments and negative second moments', async () => {
     const cases: [string, string, 'f32' | 'u32', number, number, string][] = [
       ['NaN moment', 'layer1.mWeights', 'f32', 7, NaN, 'section "layer1.mWeights" holds a non-finite value (NaN) at index 7'],
       ['negative second moment', 'layer0.vBias', 'f32', 2, -1, 'section "layer0.vBias" holds a negative second moment (-1) at index 2'],
-      ['a key past the buckets', 'layer1.tables.keys', 'u32', 10, 0xffffffff, 'section "layer1.tables.keys" holds key 4294967295 at index 10, outside the 64 buckets'],
-      ['a bucket past the capacity', 'layer1.tables.offsets', 'u32', 64, 1e6, 'section "layer1.tables.offsets" ends table 0 at 1000000, past its capacity 164 (index 64)'],
     ];
     for (const [what, name, dtype, index, value, message] of cases) {
       const f = copy(ckpt);
@@ -156,14 +156,6 @@ describe('readCheckpoint refuses crafted checkpoints', () => {
       expect(r.error, what).toBeInstanceOf(CheckpointFormatError);
       expect(r.error.message, what).toBe(`${r.path}: ${message}`);
     }
-    // Stored ids of a filled bucket: find one and break it.
-    const f = copy(ckpt);
-    const u32 = (n: string) => { const s = section(f, n); return new Uint32Array(s.data.buffer, s.data.byteOffset, s.data.length / 4); };
-    const off = u32('layer1.tables.offsets'), fill = u32('layer1.tables.fill'), ids = u32('layer1.tables.ids');
-    const b = fill.findIndex((x) => x > 0);
-    ids[off[b]!] = 100;
-    const r = await refusal(f, loadCkpt);
-    expect(r.error.message).toBe(`${r.path}: section "layer1.tables.ids" holds neuron 100 at index ${off[b]}, outside the layer's 100 neurons`);
   });
 
   it('Network.resume falls back from a crafted newest checkpoint, and stops at once on the memory limit', async () => {

@@ -43,17 +43,18 @@ describe('HOGWILD worker pool', () => {
     expect(stats.batches).toBe(2 * Math.ceil(data.points / 128));
   });
 
-  it('a batch whose worker fails is retried once and processed exactly once', async () => {
+  it('a batch whose worker fails before updating is retried once and counted once (the weights: test/train/faults.test.ts)', async () => {
     const net = new Network(config());
     const stats = await net.fit(data, { epochs: 1, workers: 2, faultInjection: { batch: 3, failures: 1 } });
     expect(stats.samples).toBe(data.points);
     expect(stats.batches).toBe(Math.ceil(data.points / 128));
+    expect(stats.lostBatches).toBe(0);
   });
 
   it('a batch that fails twice stops training with a clear error', async () => {
     const net = new Network(config());
     await expect(net.fit(data, { epochs: 1, workers: 2, faultInjection: { batch: 2, failures: 2 } })).rejects.toThrow(
-      /training stopped: batch 2 of epoch 1 failed twice: injected failure \(attempt 1\)/,
+      /training stopped: batch 2 of epoch 1 failed twice: injected failure before the update \(attempt 1\) \(first: injected failure before the update \(attempt 0\)\)/,
     );
   });
 });

@@ -1,5 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtemp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../src/util/atomic-write.js';
@@ -110,5 +111,47 @@ describe('writeFileAtomic', () => {
     await writeFileAtomic(target, [Uint8Array.of(7)], { mode: 0o600, fsync: false });
     expect((await stat(target)).mode & 0o777).toBe(0o600);
     expect([...(await readFile(target))]).toEqual([7]);
+  });
+
+  it('fsyncs the temporary file before the rename and the directory after it', async () => {
+    const target = join(dir, 'model.bin');
+    await writeFile(target, OLD);
+    // Every FileHandle shares one prototype: spy on its sync() and record what the directory held then.
+    const probe = await open(join(dir, 'probe'), 'w');
+    const proto = Object.getPrototypeOf(probe) as { sync: () => Promise<void> };
+    await probe.close();
+    await rm(join(dir, 'probe'));
+    const seen: { names: string[]; target: string }[] = [];
+    const sync = proto.sync;
+    const spy = vi.spyOn(proto, 'sync').mockImplementation(async function (this: unknown) {
+      seen.push({ names: (await readdir(dir)).sort(), target: (await readFile(target)).toString() });
+      return sync.call(this);
+    });
+    try {
+      await writeFileAtomic(target, [Uint8Array.of(65, 66)]);
+      await writeFileAtomic(join(dir, 'scratch.bin'), [Uint8Array.of(1)], { fsync: false });
+    } finally {
+      spy.mockRestore();
+    }
+    // Two syncs, both for the first write: the file while it was still the temporary one (the target
+    // still old), then the directory once the rename was done. None with fsync: false.
+    expect(seen).toHaveLength(2);
+    expect(seen[0]!.target).toBe(OLD.toString());
+    expect(seen[0]!.names).toHaveLength(2);
+    expect(seen[0]!.names[0]).toMatch(/^\.model\.bin\.tmp-/);
+    expect(seen[1]).toEqual({ names: ['model.bin'], target: 'AB' });
+  });
+
+  it('removes temporary files of dead writers of the same target, and only those', async () => {
+    const target = join(dir, 'model.bin');
+    // A pid that is certainly dead: a child that has exited.
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
+    const stale = `.model.bin.tmp-${dead}-0123456789ab`;
+    const live = `.model.bin.tmp-${process.ppid}-0123456789ab`;
+    const ours = `.model.bin.tmp-${process.pid}-abcdefabcdef`;
+    const other = `.other.bin.tmp-${dead}-0123456789ab`;
+    for (const n of [stale, live, ours, other]) await writeFile(join(dir, n), 'partial');
+    await writeFileAtomic(target, [Uint8Array.of(1)]);
+    expect((await readdir(dir)).sort()).toEqual([live, ours, other, 'model.bin'].sort());
   });
 });

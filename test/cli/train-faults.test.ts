@@ -1,0 +1,92 @@
+// `sublinear train` on a checkpoint disk that fills up mid-run (a real full tmpfs): the checkpoints fail
+// with warnings, training finishes, --save (on another disk) is written and the exit status is 0; without
+// --save the final state is saved nowhere and the exit status is 1. Spawns the compiled CLI.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { assertBuilt, CLI, ROOT } from './built.js';
+
+const root = mkdtempSync(join(tmpdir(), 'sublinear-clifault-'));
+const mounts: string[] = [];
+function mountTmpfs(bytes: number): string | null {
+  const dir = join(root, `tmpfs${mounts.length}`);
+  mkdirSync(dir);
+  if (spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${bytes}`, 'tmpfs', dir]).status !== 0) return null;
+  mounts.push(dir);
+  return dir;
+}
+const canMount = mountTmpfs(1 << 20) !== null;
+if (!canMount) console.warn('cannot mount a tmpfs here (needs root and mount permission): the CLI full-disk tests are skipped');
+
+let trainFile: string, cfgFile: string;
+beforeAll(() => {
+  assertBuilt(['src/cli', 'src/train', 'src/network', 'src/util']);
+  const synth = spawnSync(process.execPath, [CLI, 'data', 'synth', '--shape', 'tiny', '--train', '3000', '--seed', '7', '--out', join(root, 'data')], { encoding: 'utf8' });
+  expect(synth.status).toBe(0);
+  trainFile = join(root, 'data', 'train.txt');
+  cfgFile = join(root, 'config.json');
+  writeFileSync(cfgFile, JSON.stringify({ inputDim: 2000, seed: 3, layers: [{ size: 48 }, { size: 100, sampling: { hash: 'dwta', K: 3, L: 8, budget: 16 } }] }));
+});
+afterAll(() => {
+  for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** Runs the CLI; fills the filesystem of `disk` as soon as a first checkpoint appears in `ckpt`. */
+function trainFillingDisk(disk: string, ckpt: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; filled: boolean }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, 'train', ...args], { cwd: ROOT });
+    let stdout = '', stderr = '', filled = false;
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setInterval(() => {
+      if (filled || !existsSync(ckpt) || !readdirSync(ckpt).some((n) => /^ckpt-\d+\.bin$/.test(n))) return;
+      filled = true;
+      const fd = openSync(join(disk, 'filler'), 'w');
+      try {
+        for (;;) writeSync(fd, Buffer.alloc(64 * 1024, 1));
+      } catch {
+        // ENOSPC: full
+      } finally {
+        closeSync(fd);
+      }
+    }, 2);
+    child.on('exit', (code) => {
+      clearInterval(timer);
+      resolve({ code, stdout, stderr, filled });
+    });
+  });
+}
+
+describe.skipIf(!canMount)('sublinear train on a checkpoint disk that fills up', () => {
+  const common = () => ['--train', trainFile, '--config', cfgFile, '--epochs', '15', '--workers', '0', '--checkpoint-every', '2', '--json'];
+
+  it('warns about each failed checkpoint, still writes --save, and exits 0', async () => {
+    const disk = mountTmpfs(16 << 20)!;
+    const ckpt = join(disk, 'ckpt');
+    const model = join(root, 'model.sl');
+    const r = await trainFillingDisk(disk, ckpt, [...common(), '--checkpoint', ckpt, '--save', model]);
+    expect(r.filled).toBe(true);
+    expect(r.stderr).toMatch(new RegExp(`sublinear: warning: cannot write checkpoint ${ckpt}/ckpt-\\d+\\.bin: ENOSPC: no space left on device`));
+    expect(r.stderr).toMatch(/The final state is not checkpointed/);
+    expect(r.code).toBe(0);
+    const summary = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
+    expect(summary.checkpointFailures).toBeGreaterThan(0);
+    expect(summary.lostBatches).toBe(0);
+    expect(summary.batchesDone).toBe(15 * Math.ceil(3000 / 128));
+    expect(existsSync(model)).toBe(true);
+    const ev = spawnSync(process.execPath, [CLI, 'eval', '--model', model, '--test', trainFile, '--json'], { encoding: 'utf8' });
+    expect(ev.status).toBe(0);
+  });
+
+  it('without --save, a failed final checkpoint means the trained state is saved nowhere: exit 1', async () => {
+    const disk = mountTmpfs(16 << 20)!;
+    const ckpt = join(disk, 'ckpt');
+    const r = await trainFillingDisk(disk, ckpt, [...common(), '--checkpoint', ckpt]);
+    expect(r.filled).toBe(true);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`sublinear: the trained state was not saved: the final checkpoint ${ckpt}/ckpt-\\d+\\.bin could not be written \\(ENOSPC: no space left on device.*\\) and no --save was given\\n$`));
+  });
+});

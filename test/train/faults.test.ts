@@ -1,0 +1,198 @@
+// Worker faults and exactly-once weights: a task that fails before touching the weights is retried and
+// the model is bit-identical to an uninterrupted run (one worker); a task that fails (throws, its thread
+// dies, or hangs until its timeout) after applying its update is not retried, so the batch is applied
+// once, not twice, and reported as lost; a hung worker is terminated by the task timeout; a stop request
+// (Ctrl-C) is honoured while a worker hangs; the pool really runs tasks in parallel; and worker threads
+// load the same native addon as the main thread.
+import { describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Network } from '../../src/network/network.js';
+import { synthesize } from '../../datasets/index.js';
+import { PoolExecutor } from '../../src/train/executor.js';
+import { addonFile } from '../../src/native.js';
+import { packageRoot } from '../../src/util/package-root.js';
+import type { FitOptions } from '../../src/train/fit.js';
+
+const data = synthesize({ shape: 'tiny', points: 1000, seed: 11 });
+// 1000 points / batch 128 = 8 batches per epoch.
+const config = () => ({
+  inputDim: data.features,
+  layers: [{ size: 32 }, { size: data.labels, sampling: { hash: 'dwta' as const, K: 3, L: 8, budget: 16 } }],
+  seed: 4,
+});
+const base: FitOptions = { epochs: 2, workers: 1, rebuild: { first: 3 }, lr: 2e-3 };
+
+/** Weights, biases, Adam moments and step counters: everything a batch update touches. */
+function weightBytes(net: Network): Buffer {
+  return Buffer.concat(net.spec.layers.flatMap((l) =>
+    [l.weights, l.bias, l.mWeights, l.vWeights, l.mBias, l.vBias, l.rowSteps, l.biasSteps].map((a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength))));
+}
+
+let reference: Buffer | undefined;
+async function uninterrupted(): Promise<Buffer> {
+  if (!reference) {
+    const net = new Network(config());
+    await net.fit(data, base);
+    reference = weightBytes(net);
+  }
+  return reference;
+}
+
+async function withFault(fault: NonNullable<FitOptions['faultInjection']>, extra: FitOptions = {}) {
+  const net = new Network(config());
+  const warnings: string[] = [];
+  const stats = await net.fit(data, { ...base, ...extra, faultInjection: fault, onWarning: (m) => warnings.push(m) });
+  return { net, stats, warnings };
+}
+
+describe('a task that fails before touching the weights is retried: the model equals an uninterrupted run', () => {
+  it.each([
+    ['throws', { batch: 3, failures: 1 as const, kind: 'throw' as const }],
+    ['its worker thread dies (process.exit)', { batch: 3, failures: 1 as const, kind: 'exit' as const }],
+  ])('%s', async (_what, fault) => {
+    const { net, stats, warnings } = await withFault({ ...fault, at: 'before-update' });
+    expect(stats.lostBatches).toBe(0);
+    expect(stats.batches).toBe(16);
+    expect(stats.samples).toBe(2 * data.points);
+    expect(warnings).toEqual([]);
+    expect(weightBytes(net).equals(await uninterrupted())).toBe(true);
+  });
+});
+
+describe('a task that fails after applying its update is not retried: applied once, reported as lost', () => {
+  it.each([
+    ['throws', 'throw' as const, /injected failure after the update \(attempt 0\)/],
+    ['its worker thread dies (process.exit)', 'exit' as const, /worker exited with code: 70/],
+  ])('%s', async (_what, kind, cause) => {
+    const { net, stats, warnings } = await withFault({ batch: 5, failures: 1, kind, at: 'after-update' });
+    expect(stats.lostBatches).toBe(1);
+    // The lost batch's loss and samples never came back: they are not counted.
+    expect(stats.batches).toBe(15);
+    expect(stats.samples).toBe(2 * data.points - 128);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^batch 5 of epoch 1 was lost: /);
+    expect(warnings[0]).toMatch(cause);
+    expect(warnings[0]).toMatch(/after its task had started updating the weights: not retried/);
+    // Its update was applied exactly once (the retry of the old loop applied it twice): the weights are
+    // those of the uninterrupted run.
+    expect(weightBytes(net).equals(await uninterrupted())).toBe(true);
+  });
+
+  it('more lost batches than max(3, 0.1% of the run) stop training', async () => {
+    const warnings: string[] = [];
+    await expect(new Network(config()).fit(data, {
+      ...base, onWarning: (m) => warnings.push(m), faultInjection: { batch: 1, failures: 1, kind: 'throw', at: 'after-update', count: 5 },
+    })).rejects.toThrow(/^training stopped: 4 batches lost to worker failures \(more than 3\); the last: batch 4 of epoch 1\. 1 batches completed\.$/);
+    expect(warnings).toHaveLength(4);
+  });
+
+  it('the comparison can fail: a run without that batch differs', async () => {
+    // The weights compared above are sensitive to one batch: skipping batch 5's update changes them.
+    const net = new Network(config());
+    await net.fit(data, { ...base, epochs: 1 });
+    const oneEpoch = weightBytes(net);
+    const more = new Network(config());
+    await more.fit(data, { ...base, epochs: 1, batchSize: 125 });
+    expect(weightBytes(more).equals(oneEpoch)).toBe(false);
+  });
+});
+
+describe('hung workers', () => {
+  it('a worker hung before updating is terminated by the task timeout and the batch retried', async () => {
+    const t0 = performance.now();
+    const { net, stats, warnings } = await withFault({ batch: 2, failures: 1, kind: 'hang', at: 'before-update' }, { taskTimeout: 1 });
+    expect((performance.now() - t0) / 1000).toBeLessThan(30);
+    expect(stats.lostBatches).toBe(0);
+    expect(warnings).toEqual([]);
+    expect(weightBytes(net).equals(await uninterrupted())).toBe(true);
+  });
+
+  it('a worker hung after updating is terminated and its batch reported as lost', async () => {
+    const { net, stats, warnings } = await withFault({ batch: 2, failures: 1, kind: 'hang', at: 'after-update' }, { taskTimeout: 1 });
+    expect(stats.lostBatches).toBe(1);
+    expect(warnings[0]).toMatch(/^batch 2 of epoch 1 was lost: timed out: no result after 1\.0 s \(its worker thread was terminated\), after its task had started/);
+    expect(weightBytes(net).equals(await uninterrupted())).toBe(true);
+  });
+
+  it('a stop request (Ctrl-C) is honoured while a worker hangs, without waiting for the task timeout', async () => {
+    const net = new Network(config());
+    const ac = new AbortController();
+    const warnings: string[] = [];
+    // Batch 1 hangs (default timeout: 10 minutes). The progress report after batch 0 comes right before
+    // batch 1 is dispatched: stop 300 ms later, while it hangs.
+    let t0 = 0;
+    const onProgress = (p: { batch: number }) => {
+      if (p.batch === 1 && !t0) {
+        t0 = performance.now();
+        setTimeout(() => ac.abort(), 300);
+      }
+    };
+    const stats = await net.fit(data, {
+      ...base, signal: ac.signal, progressEvery: 0, onProgress, onWarning: (m) => warnings.push(m), faultInjection: { batch: 1, failures: 1, kind: 'hang' },
+    });
+    const seconds = (performance.now() - t0) / 1000;
+    expect(stats.aborted).toBe(true);
+    // The hung task gets the stop grace (5 s) and is then terminated.
+    expect(seconds).toBeLessThan(30);
+    expect(stats.lostBatches).toBe(1);
+    expect(warnings[0]).toMatch(/^batch 1 of epoch 1 was lost: no result 5\.0 s after training was asked to stop .*; not retried because training is stopping/);
+  });
+
+  it('taskTimeout is validated', async () => {
+    await expect(new Network(config()).fit(data, { ...base, taskTimeout: 0 })).rejects.toThrow('Expected positive number of seconds for taskTimeout but received 0');
+  });
+
+  it("'exit' and 'hang' faults need a worker pool", async () => {
+    await expect(new Network(config()).fit(data, { ...base, workers: 0, faultInjection: { batch: 1, failures: 1, kind: 'hang' } })).rejects.toThrow(
+      "faultInjection kind 'hang' needs a worker pool (workers >= 1)",
+    );
+  });
+});
+
+describe('the worker pool', () => {
+  it('two workers run two tasks at the same time, on two threads', async () => {
+    const pool = new PoolExecutor(2);
+    try {
+      const r = await pool.rendezvous(2, 20_000);
+      expect(r.map((x) => x.met)).toEqual([true, true]);
+      expect(new Set(r.map((x) => x.threadId)).size).toBe(2);
+      expect(r.every((x) => x.threadId !== 0)).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('worker threads load the same native addon file as the main thread (the sanitized one under test:asan)', async () => {
+    const pool = new PoolExecutor(2);
+    try {
+      const r = await pool.rendezvous(2, 20_000);
+      expect(r.map((x) => x.addon)).toEqual([addonFile(), addonFile()]);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('SUBLINEAR_ADDON reaches worker threads', () => {
+    // A copy of the addon under another name: the worker must load exactly that file.
+    const dir = mkdtempSync(join(tmpdir(), 'sublinear-addon-'));
+    try {
+      const copy = join(dir, 'copy.node');
+      copyFileSync(addonFile(), copy);
+      const script = `
+        const { PoolExecutor } = await import(${JSON.stringify(join(packageRoot(), 'dist/src/train/executor.js'))});
+        const { addonFile } = await import(${JSON.stringify(join(packageRoot(), 'dist/src/native.js'))});
+        const pool = new PoolExecutor(1);
+        const [r] = await pool.rendezvous(1, 20000);
+        await pool.close();
+        console.log(JSON.stringify({ main: addonFile(), worker: r.addon }));`;
+      const out = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, SUBLINEAR_ADDON: copy } });
+      expect(out.stderr).toBe('');
+      expect(JSON.parse(out.stdout)).toEqual({ main: copy, worker: copy });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
