@@ -13,6 +13,7 @@ import { parseCheckpointEvery } from '../train/checkpoint.js';
 import { Progress } from '../util/progress.js';
 import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from './args.js';
+import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
 
 export interface TrainCliOptions {
   /** Required unless `resume` is given. */
@@ -42,6 +43,12 @@ export interface TrainCliOptions {
   checkpointEvery?: string;
   /** Checkpoint directory of a run to continue. */
   resume?: string;
+  /**
+   * Train data-parallel as one rank of an MPI job (`mpirun -np R sublinear train ... --distributed`; see
+   * src/train/distributed.ts): `batch` is the global batch, split across the ranks; rank 0 alone prints,
+   * writes checkpoints and saves. Needs the MPI addon (scripts/build-mpi.cjs). Default false.
+   */
+  distributed?: boolean;
 }
 
 /**
@@ -124,7 +131,12 @@ export function checkFits(d: SparseDataset, path: string, inputDim: number, outp
 }
 
 export async function trainCommand(given: TrainCliOptions, io: Out): Promise<number> {
-  const quiet = !!given.json;
+  if (given.distributed) return runAsRank(io, (dist, rankIo) => trainOn(given, rankIo, dist));
+  return trainOn(given, io, null);
+}
+
+async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | null): Promise<number> {
+  const quiet = !!given.json || (dist !== null && !dist.isRoot);
   let o: TrainCliOptions = given;
   let resumed: Network | undefined;
   if (given.resume) {
@@ -142,7 +154,8 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
       }
       checkMemory(planNetworkMemory(r, given.workers ?? 0), given.maxMemory !== undefined ? { maxBytes: given.maxMemory } : {});
     };
-    resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`), beforeAllocate });
+    const resumeOpts = { onWarning: (m: string) => io.err(`sublinear: ${m}\n`), beforeAllocate };
+    resumed = await (dist ? dist.resume(given.resume, resumeOpts) : Network.resume(given.resume, resumeOpts));
     const info = resumed.resumeInfo!;
     // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
@@ -171,7 +184,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const outputs = resolved.layers.at(-1)!.size;
   if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
-  const workers = o.workers ?? defaultTraining(resolved, defaultWorkers()).workers;
+  const workers = o.workers ?? defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers()).workers;
   // Without --epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : o.epochs === undefined;
   checkMemory(planNetworkMemory(resolved, workers, train, bestWeights), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
@@ -179,7 +192,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
   let checkpoints = 0;
-  const checkpoint = o.checkpoint
+  const checkpoint = o.checkpoint && (!dist || dist.isRoot)
     ? {
         dir: o.checkpoint,
         every: o.checkpointEvery ?? '10m',
@@ -194,7 +207,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     else process.exit(130);
     ac.abort();
   };
-  process.on('SIGINT', onSigint);
+  if (!dist) process.on('SIGINT', onSigint); // under MPI, Ctrl-C ends the job (mpirun signals every rank)
   const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
   const evalOpts = { mode: o.mode ?? 'exact', workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
   let stats;
@@ -207,6 +220,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
       workers,
       signal: ac.signal,
       checkpoint,
+      ...(dist ? dist.fitOptions(net, workers, train, o.batch ?? resumed?.resumeInfo?.fitOptions.batchSize ?? 128) : {}),
       onProgress: (p) => {
         bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
           `epoch ${p.epoch + 1}/${p.epochs} loss ${p.loss.toFixed(4)} ${Math.round(p.samplesPerSec)} samples/s`);
@@ -218,7 +232,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
           io.err(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})\n`);
         }
         if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
-          const m = await net.evaluate(test, evalOpts);
+          const m = await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts));
           testByEpoch.set(epoch + 1, m);
           bar?.clear();
           if (!quiet) io.err(`epoch ${epoch + 1}: test ${metricLine(m)}\n`);
@@ -236,11 +250,12 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}\n`);
     if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
   }
-  if (o.save) {
+  if (o.save && (!dist || dist.isRoot)) {
     await net.save(o.save);
     if (!quiet) io.err(`saved ${o.save}\n`);
   }
-  const metrics = test ? await net.evaluate(test, evalOpts) : undefined;
+  const metrics = test ? await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts)) : undefined;
+  if (dist && !test) await dist.verify(net);
   if (metrics && !quiet) io.out(`test: ${metricLine(metrics)}\n`);
   const summary = {
     ...(metrics ?? {}),
@@ -264,6 +279,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     batchesDone: net.batchesDone,
     ...(checkpoint ? { checkpoints } : {}),
     ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
+    ...(dist ? dist.summary(net) : {}),
   };
   if (o.json) io.out(JSON.stringify(summary) + '\n');
   return 0;

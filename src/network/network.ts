@@ -236,7 +236,7 @@ export class Network {
       );
       await checkpointer.prepare(this.batchesDone, this.lastCheckpoint);
     }
-    const exec = createExecutor(opts.workers ?? dflt.workers);
+    const exec = opts.executor ?? createExecutor(opts.workers ?? dflt.workers);
     try {
       let indexSeconds = 0;
       if (!this.tablesFresh) indexSeconds += await this.rebuildTables(exec);

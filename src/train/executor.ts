@@ -6,13 +6,15 @@ import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { packageRoot } from '../util/package-root.js';
-import { runPredict, runRehash, runTrain } from './kernels.js';
-import type { PredictResult, PredictTask, RehashTask, TrainResult, TrainTask } from './tasks.js';
+import { runPredict, runRehash, runTrain, runTrainSparse } from './kernels.js';
+import type { PredictResult, PredictTask, RehashTask, SparseTrainResult, TrainResult, TrainTask } from './tasks.js';
 
 export interface Executor {
   /** Number of tasks that can usefully run at once. */
   readonly parallelism: number;
   train(t: TrainTask): Promise<TrainResult>;
+  /** The slice's gradient rows (mode 3), weights untouched: data-parallel training (src/train/distributed.ts). */
+  trainSparse(t: TrainTask): Promise<SparseTrainResult>;
   predict(t: PredictTask): Promise<PredictResult>;
   rehash(t: RehashTask): Promise<number>;
   close(): Promise<void>;
@@ -23,6 +25,9 @@ export class InlineExecutor implements Executor {
   readonly parallelism = 1;
   async train(t: TrainTask) {
     return runTrain(t);
+  }
+  async trainSparse(t: TrainTask) {
+    return runTrainSparse(t);
   }
   async predict(t: PredictTask) {
     return runPredict(t);
@@ -59,6 +64,9 @@ export class PoolExecutor implements Executor {
   }
   train(t: TrainTask): Promise<TrainResult> {
     return this.pool.run(t, { name: 'train' });
+  }
+  trainSparse(t: TrainTask): Promise<SparseTrainResult> {
+    return this.pool.run(t, { name: 'trainSparse' });
   }
   predict(t: PredictTask): Promise<PredictResult> {
     return this.pool.run(t, { name: 'predict' });

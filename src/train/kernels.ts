@@ -1,7 +1,7 @@
 // Runs tasks by calling the native kernels directly. Used in-process (workers: 0) and, unchanged,
 // inside each piscina worker, so one worker computes exactly what the serial engine computes.
 import { native } from '../native.js';
-import type { PredictResult, PredictTask, RehashTask, TrainResult, TrainTask } from './tasks.js';
+import type { PredictResult, PredictTask, RehashTask, SparseTrainResult, TrainResult, TrainTask } from './tasks.js';
 
 export function runTrain(t: TrainTask): TrainResult {
   if (t.failBelowAttempt !== undefined && (t.attempt ?? 0) < t.failBelowAttempt) {
@@ -16,6 +16,22 @@ export function runTrain(t: TrainTask): TrainResult {
     stats,
   );
   return { lossSum: stats[0]!, samples: stats[1]!, activeSum: stats[2]!, missedLabels: stats[3]! };
+}
+
+/** Mode 3: the gradient rows of the rows the slice touched; the weights are left alone (src/train/distributed.ts). */
+export function runTrainSparse(t: TrainTask): SparseTrainResult {
+  if (t.failBelowAttempt !== undefined && (t.attempt ?? 0) < t.failBelowAttempt) {
+    throw new Error(`injected failure (attempt ${t.attempt ?? 0})`);
+  }
+  const stats = new Float64Array(4);
+  const grads = native().netTrainSlice(
+    t.net,
+    t.data,
+    t.pointIds,
+    { mode: 3, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: t.gradScale, seed: t.seed >>> 0 },
+    stats,
+  )!;
+  return { lossSum: stats[0]!, samples: stats[1]!, activeSum: stats[2]!, missedLabels: stats[3]!, grads };
 }
 
 export function runPredict(t: PredictTask): PredictResult {

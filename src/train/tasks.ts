@@ -3,7 +3,7 @@
 // (SharedArrayBuffer-backed typed arrays are shared, not copied, by postMessage) and small
 // per-task typed arrays (point ids), never JS arrays of numbers.
 import type { SparseDataset } from '../../datasets/csr.js';
-import type { NetSpec } from '../network/native-types.js';
+import type { NetSpec, RowGradients } from '../network/native-types.js';
 
 export interface TrainTask {
   net: NetSpec;
@@ -32,6 +32,11 @@ export interface TrainResult {
   activeSum: number;
   /** True labels that LSH did not retrieve (added as required ids). */
   missedLabels: number;
+}
+
+/** Result of a sparse-gradient train task (mode 3): the slice's statistics and its gradient rows per layer. */
+export interface SparseTrainResult extends TrainResult {
+  grads: RowGradients[];
 }
 
 export interface PredictTask {
