@@ -77,7 +77,17 @@ void net_apply_rows(const NetLayer* layers, uint32_t nLayers, const RowGrads* c,
     }
     nk::AdamCorrection corr;
     corr.init(h.beta1, h.beta2);
+    constexpr size_t kAhead = 4;  // rows are scattered over arrays of hundreds of MB: fetch ahead
+    const size_t bytesPerRow = sizeof(float) * width;
     for (size_t t = 0; t < s.slotRow.size(); ++t) {
+      if (t + kAhead < s.slotRow.size()) {
+        const size_t on = size_t(s.slotRow[t + kAhead]) * width;
+        for (size_t b = 0; b < bytesPerRow; b += 64) {
+          __builtin_prefetch(reinterpret_cast<const char*>(L.W + on) + b, 1, 3);
+          __builtin_prefetch(reinterpret_cast<const char*>(L.mW + on) + b, 1, 3);
+          __builtin_prefetch(reinterpret_cast<const char*>(L.vW + on) + b, 1, 3);
+        }
+      }
       const uint32_t j = s.slotRow[t];
       s.slotOf[j] = -1;
       corr.at(nk::bump_step(L.rowSteps + j));

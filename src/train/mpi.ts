@@ -3,7 +3,7 @@
 // the main addon never links MPI.
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { packageRoot } from '../util/package-root.js';
 
 /** Raw functions of native-mpi/build/Release/sublinear_mpi.node. Every call blocks until the collective completes. */
@@ -30,9 +30,16 @@ export const MPI_MISSING =
   '  2. Rebuild: `npm rebuild sublinear` (in a clone of the repository: `npm run build:mpi`).\n' +
   '  3. Launch with your MPI: `mpirun -np 4 npx sublinear train ... --distributed` (or srun under Slurm).';
 
+/**
+ * Environment variable naming the MPI addon file to load instead of native-mpi/build/Release (e.g. one built
+ * against another MPI). When set, only that file is tried. Default: unset.
+ */
+export const MPI_ADDON_ENV = 'SUBLINEAR_MPI_ADDON';
+
 /** The addon file, or null when it was not built. */
 export function mpiAddonPath(): string | null {
-  const file = join(packageRoot(), 'native-mpi', 'build', 'Release', 'sublinear_mpi.node');
+  const override = process.env[MPI_ADDON_ENV];
+  const file = override ? resolve(override) : join(packageRoot(), 'native-mpi', 'build', 'Release', 'sublinear_mpi.node');
   return existsSync(file) ? file : null;
 }
 

@@ -10,13 +10,27 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
-import { mpiAddonPath } from '../../src/train/mpi.js';
+import { MPI_ADDON_ENV, mpiAddonPath } from '../../src/train/mpi.js';
 
 function skipReason(): string | null {
   if (spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status !== 0) return 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)';
   if (!mpiAddonPath()) return 'the MPI addon is not built (npm run build:mpi)';
   return null;
 }
+
+// Runs everywhere: without the addon, --distributed says what to install and how to rebuild.
+describe('train --distributed without the MPI addon', () => {
+  it('fails with exit 1 and says what to install', () => {
+    assertBuilt(['src/cli', 'src/train']);
+    const r = spawnSync(process.execPath, [CLI, 'train', '--train', 'missing.txt', '--distributed'], {
+      cwd: ROOT, encoding: 'utf8', env: { ...process.env, [MPI_ADDON_ENV]: join(tmpdir(), 'no-such-sublinear_mpi.node') },
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('--distributed needs the MPI addon');
+    expect(r.stderr).toContain('apt-get install openmpi-bin libopenmpi-dev');
+    expect(r.stderr).toContain('npm rebuild sublinear');
+  });
+});
 const reason = skipReason();
 
 // Open MPI refuses root without these; more ranks than cores need --oversubscribe.
