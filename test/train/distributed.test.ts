@@ -55,9 +55,10 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sublinear-mpi-'));
   expect(single(CLI, 'data', 'synth', '--shape', 'tiny', '--train', '1200', '--test', '200', '--seed', '5', '--out', dir).code).toBe(0);
   // A sampled output layer: sparse rows of both layers are exchanged, and tables are rebuilt on every rank.
+  // Dropout makes every part's seed matter (its masks are drawn from it).
   writeFileSync(join(dir, 'config.json'), JSON.stringify({
     inputDim: 2000, seed: 3,
-    layers: [{ size: 32 }, { size: 100, sampling: { hash: 'dwta', K: 3, L: 8, budget: 16, minActive: 24 } }],
+    layers: [{ size: 32, dropout: 0.3 }, { size: 100, sampling: { hash: 'dwta', K: 3, L: 8, budget: 16, minActive: 24 } }],
   }));
   common = ['--train', join(dir, 'train.txt'), '--test', join(dir, 'test.txt'), '--config', join(dir, 'config.json'), '--batch', '64', '--lr', '0.01'];
 }, 60_000);
@@ -108,6 +109,20 @@ describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost$
     expect(full.code, full.stderr).toBe(0);
     expect(readFileSync(join(dir, 'resumed1.sl')).equals(readFileSync(join(dir, 'full.sl')))).toBe(true);
   }, 240_000);
+
+  it('replicas that differ are detected and repaired from rank 0', () => {
+    const r = mpirun(2, join(ROOT, 'test/train/mpi-resync.mjs'));
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const o = JSON.parse(lines[0]!);
+    expect(o.first).toBe(false);
+    expect(o.second).toBe(true);
+    expect(o.steps).toBe(0);
+    expect(o.report.checks).toBe(2);
+    expect(o.report.mismatches).toBe(1);
+    expect(o.report.last.identical).toBe(true);
+  }, 60_000);
 
   it('a rank that throws ends the job: non-zero exit, the rank named', () => {
     const r = mpirun(2, join(ROOT, 'test/train/mpi-rank-fails.mjs'), 'throw');
