@@ -2,21 +2,19 @@
 // process (one thread), what one rank does per global step as a function of its share of the batch, then
 // predicts samples/s for R ranks on links of 10, 25 and 100 Gb/s.
 //
-//   npm run bench:distributed-cost -- [--train 30000] [--batch 128] [--warm 200] [--slices 40] [--latency-us 20] [--json]
+//   npm run bench:distributed-cost -- [--train 30000] [--batch 128] [--warm 200] [--slices 40] [--trials 3] [--latency-us 20] [--json]
 //
-// Measured per local batch b = B / R (slices of b points drawn from the data, after `warm` batches of
-// ordinary training so that the tables and the active sets look like a trained network's):
-//   m(b)   bytes of a rank's packed gradient rows (exactly what DistributedExecutor sends),
-//   g(b)   seconds of the sparse-gradient pass (training mode 3) on one thread,
-//   a      seconds per byte of applying gathered rows (netApplyRows),
-//   rb     seconds of one hash-table rebuild (every rank rebuilds its own tables).
-// Model of one global step on R ranks (strong scaling: the global batch B is fixed, each rank takes B / R):
-//   G(R) = R m(B/R)                                   bytes every rank holds after the allgatherv
-//   T(R) = g(B/R) + a G(R) + (R - 1)/R G(R) / link + 2 (R - 1) latency + rb * rebuildsPerStep
-// (ring allgatherv: each rank receives the R - 1 other ranks' messages; the dense all-reduce of layer 0's
-// bias is 512 bytes and ignored), and samples/s = B / T(R). Weak scaling (`--batch` B R, each rank keeps B
-// points) replaces B/R by B and B by B R. The model assumes one core per rank and no overlap of the
-// exchange with computation (the implementation does not overlap them).
+// Measured on one thread: the sparse-gradient pass (training mode 3) per local batch b, the apply cost per
+// byte of gradient rows (netApplyRows), one hash-table rebuild. Then, for R ranks, `trials` global steps are
+// computed for real: R parts of b points with the part seeds and the common shared-set fill that
+// DistributedExecutor uses, and per sparse layer the same choice (gather the rows, or sum them over the
+// union of ids when 2 |union| < total). Model of one step:
+//   T(R) = g(b) + a * (bytes of rows applied) + (bytes received per rank) / link + 3 (R - 1) latency
+//          + rebuild seconds * rebuilds per step (every rank rebuilds its own tables)
+// with bytes received per rank = (R - 1)/R (ids + gathered rows) + 2 (R - 1)/R (all-reduced buffer) (ring
+// algorithms), and samples/s = b R / T(R). Strong scaling keeps the global batch B (b = B / R: what
+// `--batch B` does); weak scaling keeps b = B per rank (`--batch` B R). The model assumes one core per
+// rank and no overlap of the exchange with computation (the implementation does not overlap them).
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir, cpus } from 'node:os';
 import { join } from 'node:path';
@@ -60,52 +58,87 @@ async function main() {
     const rb = (performance.now() - t0) / 1000;
 
     const layers = net.spec.layers;
-    const rows: { b: number; bytes: number; gradSeconds: number; rowsTouched: number }[] = [];
+    const sparse = layers.map((l, k) => k === 0 || !!l.sampling);
+    const width = layers.map((l) => (l.inputMajor ? l.outDim : l.inDim));
+    // Apply cost per byte of gradient rows (netApplyRows), measured on whole-batch slices.
     let applyBytes = 0, applySeconds = 0;
+    for (let s = 0; s < nSlices; s++) {
+      const g = native().netTrainSlice(net.spec, data, pick(B), { mode: 3, ...ADAM, gradScale: 1 / B, seed: 500 + s }, new Float64Array(4))!;
+      t0 = performance.now();
+      native().netApplyRows(net.spec, ADAM, g.map((x, layer) => ({ layer, ...x } as RowUpdate)));
+      applySeconds += (performance.now() - t0) / 1000;
+      g.forEach((x) => (applyBytes += x.rows.byteLength));
+    }
+    const perByte = applySeconds / Math.max(1, applyBytes);
+
+    // One global step on R ranks with b points each, exactly as DistributedExecutor exchanges it: every
+    // part's seed from its global index, the shared fill from the batch seed; per sparse layer the rows are
+    // gathered, or summed over the union of ids when 2 |union| < sum of the parts' rows.
+    const stepCost = (R: number, b: number, trials: number) => {
+      let grad = 0, volume = 0, received = 0, applied = 0, reduced = 0;
+      for (let t = 0; t < trials; t++) {
+        const seed = 7000 + t;
+        const parts = Array.from({ length: R }, (_, g) => {
+          const pts = pick(b);
+          const t0 = performance.now();
+          const x = native().netTrainSlice(net.spec, data, pts, { mode: 3, ...ADAM, gradScale: 1 / (b * R), seed: (seed + g * 0x9e3779b9) >>> 0, fillSeed: seed }, new Float64Array(4))!;
+          grad += (performance.now() - t0) / 1000 / R; // the ranks run in parallel: one rank's share
+          return x;
+        });
+        let ids = 40 * R, gathered = 0, red = 4 * (2 + layers[0]!.outDim);
+        layers.forEach((l, k) => {
+          if (!sparse[k]) return;
+          let sum = 0;
+          const u = new Set<number>();
+          for (const p of parts) {
+            sum += p[k]!.ids.length;
+            for (const id of p[k]!.ids) u.add(id);
+          }
+          ids += 4 * (sum + R);
+          const rowBytes = 4 * (width[k]! + (l.inputMajor ? 0 : 1));
+          if (R > 1 && 2 * u.size < sum) {
+            red += u.size * rowBytes;
+            applied += u.size * rowBytes;
+            reduced++;
+          } else {
+            gathered += sum * rowBytes;
+            applied += sum * rowBytes;
+          }
+        });
+        volume += ids + gathered + red;
+        received += R > 1 ? ((R - 1) / R) * (ids + gathered) + (2 * (R - 1) / R) * red : 0;
+      }
+      return { grad: grad / trials, volume: volume / trials, received: received / trials, applied: applied / trials, reduced: reduced / trials };
+    };
+    const rows: { b: number; bytes: number; gradSeconds: number; rowsTouched: number }[] = [];
     for (const b of [128, 64, 32, 16, 8, 4, 2, 1].filter((x) => x <= B)) {
       let bytes = 0, secs = 0, touched = 0;
       for (let s = 0; s < nSlices; s++) {
-        const pts = pick(b);
         t0 = performance.now();
-        const g = native().netTrainSlice(net.spec, data, pts, { mode: 3, ...ADAM, gradScale: 1 / B, seed: 1000 + s }, new Float64Array(4))!;
+        const g = native().netTrainSlice(net.spec, data, pick(b), { mode: 3, ...ADAM, gradScale: 1 / B, seed: 1000 + s }, new Float64Array(4))!;
         secs += (performance.now() - t0) / 1000;
-        let m = 40;
         g.forEach((x, k) => {
-          if (k >= 1 && !layers[k]!.sampling) return; // dense layers go through the all-reduce
-          m += 4 + x.ids.byteLength + x.rows.byteLength + (x.rowBias ? x.rowBias.byteLength : 0);
+          if (!sparse[k]) return;
+          bytes += x.ids.byteLength + x.rows.byteLength + (x.rowBias ? x.rowBias.byteLength : 0);
           touched += x.ids.length;
         });
-        bytes += Math.ceil(m / 8) * 8;
-        if (b === B) {
-          const updates: RowUpdate[] = g.map((x, layer) => ({ layer, ...x }));
-          t0 = performance.now();
-          native().netApplyRows(net.spec, ADAM, updates);
-          applySeconds += (performance.now() - t0) / 1000;
-          applyBytes += m;
-        }
       }
       rows.push({ b, bytes: bytes / nSlices, gradSeconds: secs / nSlices, rowsTouched: touched / nSlices });
     }
-    const perByte = applySeconds / Math.max(1, applyBytes);
     let weights = 0;
     for (const l of layers) weights += l.weights.byteLength + l.bias.byteLength;
-    const at = (b: number) => rows.find((r) => r.b === b)!;
 
     const links = [10, 25, 100];
     const ranks = [1, 2, 4, 8, 16, 32, 64];
-    const step = (R: number, b: number, link: number) => {
-      const r = at(b);
-      const G = R * r.bytes;
-      return { G, T: r.gradSeconds + perByte * G + ((R - 1) / R) * G * 8 / (link * 1e9) + 2 * (R - 1) * latency + rb * rebuildsPerStep };
+    const trials = num(a, 'trials', 3);
+    const model = (R: number, b: number) => {
+      const c = stepCost(R, b, trials);
+      const T = (link: number) => c.grad + perByte * c.applied + (c.received * 8) / (link * 1e9) + 3 * (R > 1 ? R - 1 : 0) * latency + rb * rebuildsPerStep;
+      return { R, b, bytesPerStep: c.volume, bytesReceived: c.received, reducedLayers: c.reduced, seconds: Object.fromEntries(links.map((l) => [l, T(l)])),
+        samplesPerSec: Object.fromEntries(links.map((l) => [l, (b * R) / T(l)])) };
     };
-    const strong = ranks.filter((R) => B % R === 0 && rows.some((r) => r.b === B / R)).map((R) => ({
-      R, b: B / R, bytesPerStep: step(R, B / R, 10).G,
-      samplesPerSec: Object.fromEntries(links.map((l) => [l, B / step(R, B / R, l).T])),
-    }));
-    const weak = ranks.map((R) => ({
-      R, b: B, bytesPerStep: step(R, B, 10).G,
-      samplesPerSec: Object.fromEntries(links.map((l) => [l, (B * R) / step(R, B, l).T])),
-    }));
+    const strong = ranks.filter((R) => B % R === 0).map((R) => model(R, B / R));
+    const weak = ranks.map((R) => model(R, B));
     const result = {
       bench: 'distributed-cost', cpu: cpus()[0]?.model ?? 'unknown', batch: B, weightsBytes: weights,
       measured: { perLocalBatch: rows, applySecondsPerByte: perByte, rebuildSeconds: rb, rebuildsPerStep, latencySeconds: latency },
@@ -114,12 +147,12 @@ async function main() {
     if (!a.json) {
       const f = (x: number) => Math.round(x).toLocaleString('en-US');
       process.stdout.write(`measured on ${result.cpu}, one thread; weights ${(weights / 1e6).toFixed(0)} MB\n`);
-      process.stdout.write('| local batch | rows touched | bytes sent | grad ms |\n|---|---|---|---|\n');
+      process.stdout.write('| local batch | rows touched | gradient rows | grad ms |\n|---|---|---|---|\n');
       for (const r of rows) process.stdout.write(`| ${r.b} | ${f(r.rowsTouched)} | ${(r.bytes / 1e6).toFixed(2)} MB | ${(1000 * r.gradSeconds).toFixed(2)} |\n`);
       process.stdout.write(`apply ${(perByte * 1e9).toFixed(2)} ns/byte; rebuild ${rb.toFixed(2)} s x ${rebuildsPerStep.toFixed(4)} per step\n\n`);
       for (const [name, tab] of [[`strong scaling (global batch ${B})`, strong], [`weak scaling (${B} per rank)`, weak]] as const) {
-        process.stdout.write(`${name}\n| ranks | bytes gathered per step | % of weights | samples/s at 10 Gb/s | 25 Gb/s | 100 Gb/s |\n|---|---|---|---|---|---|\n`);
-        for (const r of tab) process.stdout.write(`| ${r.R} | ${(r.bytesPerStep / 1e6).toFixed(1)} MB | ${(100 * r.bytesPerStep / weights).toFixed(1)}% | ${f(r.samplesPerSec[10]!)} | ${f(r.samplesPerSec[25]!)} | ${f(r.samplesPerSec[100]!)} |\n`);
+        process.stdout.write(`${name}\n| ranks | bytes per step | % of weights | received per rank | layers summed | samples/s at 10 Gb/s | 25 Gb/s | 100 Gb/s |\n|---|---|---|---|---|---|---|---|\n`);
+        for (const r of tab) process.stdout.write(`| ${r.R} | ${(r.bytesPerStep / 1e6).toFixed(1)} MB | ${(100 * r.bytesPerStep / weights).toFixed(1)}% | ${(r.bytesReceived / 1e6).toFixed(1)} MB | ${r.reducedLayers.toFixed(1)} | ${f(r.samplesPerSec[10]!)} | ${f(r.samplesPerSec[25]!)} | ${f(r.samplesPerSec[100]!)} |\n`);
         process.stdout.write('\n');
       }
     }

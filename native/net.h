@@ -106,6 +106,11 @@ struct TrainHyper {
   float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   float gradScale = 1;  // the loss is gradScale * sum of per-sample losses
   uint32_t seed = 0;    // per slice: seeds each sample's random fill
+  // Seeds the random fill of a batch-shared set (sharedFill); default: seed. Data-parallel training gives
+  // every part of a global batch the same fillSeed, so the parts' shared sets mostly coincide (one
+  // prefix of one stream) and their rows sum instead of adding up.
+  uint32_t fillSeed = 0;
+  bool hasFillSeed = false;
   float* const* gradW = nullptr;  // mode 1: per layer, shaped like W
   float* const* gradB = nullptr;  // mode 1: per layer, (outDim)
   nk::GradRows* sink = nullptr;   // mode 3: per layer, cleared by the call

@@ -170,6 +170,10 @@ TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers)
   h.mode = GetU32Prop(o, "mode");
   if (h.mode > 3) throw ArgError("hyper.mode must be 0 (adam), 1 (gradient), 2 (loss only) or 3 (sparse gradient)");
   h.seed = GetU32Prop(o, "seed");
+  if (Present(o.Get("fillSeed"))) {
+    h.fillSeed = GetU32Prop(o, "fillSeed");
+    h.hasFillSeed = true;
+  }
   h.gradScale = Present(o.Get("gradScale")) ? FiniteProp(o, "gradScale") : 1.0f;
   if (h.mode == 0) ParseAdam(o, h);
   if (h.mode == 3) {

@@ -451,6 +451,7 @@ void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, co
   c.useSampling = true;
   c.training = true;
   c.seed = h.seed;
+  c.fillSeed = h.hasFillSeed ? h.fillSeed : h.seed;
   c.positions = pos;
   const Slice sl{n, c.ldn, rows, &data};
   net::forward_hidden(layers, nLayers, data, c, s);

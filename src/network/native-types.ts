@@ -135,6 +135,11 @@ export interface TrainHyper {
    * layer k from splitmix-style mix of ((seed << 32) | i, k) (native/net.h net_query_seed).
    */
   seed: number;
+  /**
+   * u32 seed of the random fill of a batch-shared set (LayerSampling.sharedFill) instead of `seed`.
+   * Data-parallel training gives every part of a global batch the same fillSeed. Default: `seed`.
+   */
+  fillSeed?: number;
   /** Mode 1 only: one entry per layer; gradients are ADDED into these buffers. */
   grads?: LayerGrads[];
 }

@@ -6,16 +6,23 @@
 // global step is one batch of `batchSize` points (the batch size of the run, whatever the number of ranks):
 //   1. rank r takes points [r n / R, (r + 1) n / R) of the batch and splits them into one part per local
 //      worker; each part computes the gradient rows of the rows it touched (training mode 3, weights not
-//      written) with seed batchSeed + g * 0x9e3779b9, g = r * parts + j the part's global index (one rank
-//      with one worker therefore trains exactly as a plain run);
-//   2. the sparse rows (layer 0's features, sampled layers' active neurons) of every part of every rank are
-//      exchanged with one MPI_Allgatherv of (ids, gradient rows); dense layers (every row touched) and
-//      layer 0's bias vector are summed with one MPI_Allreduce;
+//      written) with seed batchSeed + g * 0x9e3779b9, g = r * parts + j the part's global index, and the
+//      random fill of its batch-shared set from batchSeed itself (one stream for all parts, so their shared
+//      sets mostly coincide, as one process's single set would); one rank with one worker therefore trains
+//      exactly as a plain run;
+//   2. the ids of every part's rows are gathered (MPI_Allgatherv); then, per sparse layer (layer 0's
+//      features, sampled layers' active neurons), the rows are either gathered too, or, when twice the
+//      union of ids is smaller than their total (rows most ranks touch: the shared set on many ranks),
+//      summed over the union by MPI_Allreduce, whichever moves fewer bytes (every rank decides alike from
+//      the same ids). Dense layers (every row touched) and layer 0's bias vector join that all-reduce;
 //   3. every rank applies lazy Adam (netApplyRows) to the same list of contributions in the same order
-//      (rank, then part): rows are summed id by id in that order and each distinct row steps once.
+//      (gathered rows by rank, then part; then the sums): rows are summed id by id in that order and each
+//      distinct row steps once.
 // Guarantees: within a rank nothing is HOGWILD (parts only read the weights), so the update of a step is a
 // deterministic function of the weights, and replicas stay bit-identical as long as every rank's CPU rounds
-// the Adam arithmetic alike and MPI's float sum returns the same value on every rank (Open MPI's does). Hash
+// the Adam arithmetic alike and MPI's float sum returns the same value on every rank (Open MPI's does; the
+// order of that sum may differ from one process's part order, so R ranks match one process with R parts
+// up to float rounding when rows are all-reduced, bit for bit when they are gathered). Hash
 // tables are rebuilt on every rank from identical weights with identical seeds. Drift (e.g. ranks on CPUs
 // with different instruction sets) is detected by a checksum of the whole training state compared across
 // ranks about once an epoch, before any prediction (held-out validation, evaluation) and at the end; a
@@ -37,10 +44,16 @@ export type Comm = Pick<MpiAddon, 'allgatherv' | 'allreduceSum' | 'bcast' | 'bar
 /** Per-run exchange statistics (reported by `train --distributed --json`). */
 export interface ExchangeStats {
   steps: number;
-  /** Bytes this rank sent per step: its packed gradient rows plus the dense all-reduce buffer (mean). */
-  bytesSent: number;
-  /** Bytes every rank holds after a step's gather: all ranks' packed rows plus the dense buffer (mean). */
-  bytesGathered: number;
+  /**
+   * Mean bytes of a step's gradient messages: every rank's row ids and gathered rows, plus one copy of the
+   * all-reduced buffer (summed rows, dense layers, layer 0's bias). What the step exchanges, to compare with
+   * the weights (a dense all-reduce would move all of them).
+   */
+  bytesPerStep: number;
+  /** Mean bytes this rank received per step over its link (the others' ids and rows, ~2 (R - 1) / R of the all-reduce). */
+  bytesReceived: number;
+  /** Mean number of sparse layers per step whose rows were summed by the all-reduce instead of gathered. */
+  reducedLayers: number;
   /** Seconds in the gradient pass (mode 3), in the exchange (MPI calls, waiting included) and in the updates. */
   gradSeconds: number;
   exchangeSeconds: number;
@@ -94,13 +107,16 @@ const HEADER_BYTES = 40;
  */
 export class DistributedExecutor implements Executor {
   readonly parallelism: number;
-  readonly stats: ExchangeStats = { steps: 0, bytesSent: 0, bytesGathered: 0, gradSeconds: 0, exchangeSeconds: 0, applySeconds: 0 };
+  readonly stats: ExchangeStats = { steps: 0, bytesPerStep: 0, bytesReceived: 0, reducedLayers: 0, gradSeconds: 0, exchangeSeconds: 0, applySeconds: 0 };
   readonly checks: ChecksumReport = { checks: 0, mismatches: 0, last: null };
   private chain: Promise<unknown> = Promise.resolve();
   private stepsSinceCheck = 0;
   private verifying: Promise<boolean> | null = null;
-  private sentSum = 0;
-  private gatheredSum = 0;
+  private volumeSum = 0;
+  private receivedSum = 0;
+  private reducedLayersSum = 0;
+  /** Per layer: row -> position in the union being reduced, -1 elsewhere (reset after every step). */
+  private readonly marks: (Int32Array | undefined)[] = [];
 
   /**
    * @param local the rank's own pool (or inline executor) that computes the parts.
@@ -150,7 +166,7 @@ export class DistributedExecutor implements Executor {
   /** Mean exchange volume and time so far. */
   report(): ExchangeStats {
     const n = Math.max(1, this.stats.steps);
-    return { ...this.stats, bytesSent: this.sentSum / n, bytesGathered: this.gatheredSum / n };
+    return { ...this.stats, bytesPerStep: this.volumeSum / n, bytesReceived: this.receivedSum / n, reducedLayers: this.reducedLayersSum / n };
   }
 
   /**
@@ -194,130 +210,202 @@ export class DistributedExecutor implements Executor {
     const mine = t.pointIds.subarray(Math.floor((rank * n) / size), Math.floor(((rank + 1) * n) / size));
     const parts = Math.max(1, Math.min(this.local.parallelism, mine.length));
     const t0 = performance.now();
+    // Every part draws its batch-shared set's random fill from the global batch's seed: the parts' sets are
+    // then prefixes of one stream, so they mostly coincide and their rows sum (see the reduce below).
     const results = await Promise.all(
       Array.from({ length: parts }, (_, j) => {
         const ids = mine.subarray(Math.floor((j * mine.length) / parts), Math.floor(((j + 1) * mine.length) / parts));
         const g = rank * parts + j;
-        return this.local.trainSparse({ ...t, pointIds: ids, seed: (t.seed + g * PART_SEED_STEP) >>> 0 });
+        return this.local.trainSparse({ ...t, pointIds: ids, seed: (t.seed + g * PART_SEED_STEP) >>> 0, fillSeed: t.seed >>> 0 });
       }),
     );
     const t1 = performance.now();
-
-    // Dense part: layer 0's bias vector and every row of dense layers k >= 1, summed over parts here (in
-    // part order) and over ranks by MPI. Header: [parts that trained a sample, parts with dense rows].
     const dense = layers.map((l, k) => k >= 1 && !l.sampling);
-    let denseLen = 2 + layers[0]!.outDim;
-    layers.forEach((l, k) => { if (dense[k]) denseLen += l.outDim * l.inDim + l.outDim; });
-    const denseBuf = new Float32Array(denseLen);
-    for (const r of results) {
-      const b = r.grads[0]!.biasVector;
-      if (b) {
-        denseBuf[0]!++;
-        addInto(denseBuf, 2, b);
-      }
-      let off = 2 + layers[0]!.outDim, any = false;
-      layers.forEach((l, k) => {
-        if (!dense[k]) return;
-        const g = r.grads[k]!;
-        if (g.ids.length) {
-          any = true;
-          if (g.ids.length !== l.outDim) throw new Error(`dense layer ${k} returned ${g.ids.length} of ${l.outDim} rows`);
-          addInto(denseBuf, off, g.rows);
-          addInto(denseBuf, off + l.outDim * l.inDim, g.rowBias!);
-        }
-        off += l.outDim * l.inDim + l.outDim;
-      });
-      if (any) denseBuf[1]!++;
-    }
-
-    // Sparse part, packed: [Float64 lossSum, samples, activeSum, missed][u32 parts, pad] then, per part and
-    // sparse layer, [u32 n][n ids][n * width rows][n rowBias (neuron-major only)]; padded to ALIGN bytes.
     const sparse = layers.map((_, k) => !dense[k]);
-    let bytes = HEADER_BYTES;
-    for (const r of results) layers.forEach((l, k) => {
-      if (!sparse[k]) return;
-      const g = r.grads[k]!;
-      bytes += 4 + g.ids.byteLength + g.rows.byteLength + (l.inputMajor ? 0 : g.ids.length * 4);
-    });
-    bytes = Math.ceil(bytes / ALIGN) * ALIGN;
-    const packed = new ArrayBuffer(bytes);
-    const head = new Float64Array(packed, 0, 4);
+    const width = layers.map((l) => (l.inputMajor ? l.outDim : l.inDim));
+
+    // 1. Ids of every part's rows: [Float64 lossSum, samples, activeSum, missed][u32 parts, pad], then per part
+    //    and sparse layer [u32 n][n ids], padded to ALIGN bytes; gathered by every rank.
+    let idBytes = HEADER_BYTES;
+    for (const r of results) layers.forEach((_, k) => { if (sparse[k]) idBytes += 4 + r.grads[k]!.ids.byteLength; });
+    const idMsg = new ArrayBuffer(Math.ceil(idBytes / ALIGN) * ALIGN);
+    const head = new Float64Array(idMsg, 0, 4);
     for (const r of results) {
       head[0]! += r.lossSum;
       head[1]! += r.samples;
       head[2]! += r.activeSum;
       head[3]! += r.missedLabels;
     }
-    new Uint32Array(packed, 32, 1)[0] = results.length;
-    const u8 = new Uint8Array(packed);
+    new Uint32Array(idMsg, 32, 1)[0] = results.length;
     let off = HEADER_BYTES;
-    const put = (a: Uint32Array | Float32Array) => {
-      u8.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), off);
+    for (const r of results) layers.forEach((_, k) => {
+      if (!sparse[k]) return;
+      const ids = r.grads[k]!.ids;
+      new Uint32Array(idMsg, off, 1)[0] = ids.length;
+      new Uint32Array(idMsg, off + 4, ids.length).set(ids);
+      off += 4 + ids.byteLength;
+    });
+    const g1 = size > 1 ? this.comm.allgatherv(new Uint8Array(idMsg)) : { data: new Uint8Array(idMsg), counts: [idMsg.byteLength] };
+
+    // idsOf[r][j][k]: rank r's part j's row ids of sparse layer k (views into the gathered bytes).
+    const total: TrainResult = { lossSum: 0, samples: 0, activeSum: 0, missedLabels: 0 };
+    const idsOf: Uint32Array[][][] = [];
+    {
+      const buf = g1.data.buffer;
+      let base = g1.data.byteOffset;
+      for (let r = 0; r < size; r++) {
+        const end = base + g1.counts[r]!;
+        const fail = () => new Error(`rank ${r}'s row-id message is malformed (${g1.counts[r]} bytes)`);
+        if (end - base < HEADER_BYTES) throw fail();
+        const h = new Float64Array(buf, base, 4);
+        total.lossSum += h[0]!;
+        total.samples += h[1]!;
+        total.activeSum += h[2]!;
+        total.missedLabels += h[3]!;
+        const nParts = new Uint32Array(buf, base + 32, 1)[0]!;
+        let p = base + HEADER_BYTES;
+        const rankParts: Uint32Array[][] = [];
+        for (let j = 0; j < nParts; j++) {
+          const perLayer: Uint32Array[] = [];
+          for (let k = 0; k < layers.length; k++) {
+            if (!sparse[k]) { perLayer.push(new Uint32Array(0)); continue; }
+            if (p + 4 > end) throw fail();
+            const cnt = new Uint32Array(buf, p, 1)[0]!;
+            if (p + 4 + 4 * cnt > end) throw fail();
+            perLayer.push(new Uint32Array(buf, p + 4, cnt));
+            p += 4 + 4 * cnt;
+          }
+          rankParts.push(perLayer);
+        }
+        idsOf.push(rankParts);
+        base = end;
+      }
+    }
+
+    // 2. Per sparse layer, gather the rows (each rank receives the others' rows) or sum them over the union
+    //    of ids with the all-reduce (each rank sends and receives about twice the union): whichever moves
+    //    fewer bytes. Every rank decides from the same ids, so all choose alike.
+    const union: (Uint32Array | null)[] = layers.map(() => null);
+    const reduce = layers.map(() => false);
+    layers.forEach((l, k) => {
+      if (!sparse[k] || size === 1) return;
+      const mark = (this.marks[k] ??= new Int32Array(l.inputMajor ? l.inDim : l.outDim).fill(-1));
+      const seen: number[] = [];
+      let sum = 0;
+      for (const rp of idsOf) for (const pl of rp) {
+        const ids = pl[k]!;
+        sum += ids.length;
+        for (let e = 0; e < ids.length; e++) if (mark[ids[e]!] === -1) { mark[ids[e]!] = 0; seen.push(ids[e]!); }
+      }
+      const u = Uint32Array.from(seen).sort();
+      if (2 * u.length < sum) {
+        reduce[k] = true;
+        union[k] = u;
+        for (let i = 0; i < u.length; i++) mark[u[i]!] = i; // position in the union, until the rows are added
+      } else {
+        for (const id of seen) mark[id] = -1;
+      }
+    });
+
+    // 3. Rows of the gathered layers: per part and layer [rows][rowBias (neuron-major)].
+    const gatherLayers = layers.map((_, k) => sparse[k] && !reduce[k]);
+    let rowBytes = 0;
+    for (const r of results) layers.forEach((l, k) => {
+      if (gatherLayers[k]) rowBytes += r.grads[k]!.rows.byteLength + (l.inputMajor ? 0 : r.grads[k]!.ids.length * 4);
+    });
+    const rowMsg = new Uint8Array(rowBytes);
+    off = 0;
+    const put = (a: Float32Array) => {
+      rowMsg.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), off);
       off += a.byteLength;
     };
     for (const r of results) layers.forEach((l, k) => {
-      if (!sparse[k]) return;
-      const g = r.grads[k]!;
-      new Uint32Array(packed, off, 1)[0] = g.ids.length;
-      off += 4;
-      put(g.ids);
-      put(g.rows);
-      if (!l.inputMajor) put(g.rowBias!);
+      if (!gatherLayers[k]) return;
+      put(r.grads[k]!.rows);
+      if (!l.inputMajor) put(r.grads[k]!.rowBias!);
     });
+    const anyGather = gatherLayers.some((x) => x);
+    const g2 = !anyGather ? null : size > 1 ? this.comm.allgatherv(rowMsg) : { data: rowMsg, counts: [rowMsg.byteLength] };
 
-    const gathered = this.comm.allgatherv(u8);
-    if (size > 1) this.comm.allreduceSum(denseBuf);
+    // 4. One all-reduce (Float32): [parts that trained a sample, parts with dense rows], layer 0's bias vector,
+    //    every dense layer's rows and biases, then each reduced layer's union rows and their biases. This
+    //    rank's parts are summed into it in part order.
+    const layout: number[] = [];
+    let len = 2 + layers[0]!.outDim;
+    layers.forEach((l, k) => {
+      layout[k] = len;
+      if (dense[k]) len += l.outDim * l.inDim + l.outDim;
+      else if (reduce[k]) len += union[k]!.length * (width[k]! + (l.inputMajor ? 0 : 1));
+    });
+    const red = new Float32Array(len);
+    for (const r of results) {
+      const b = r.grads[0]!.biasVector;
+      if (b) {
+        red[0]!++;
+        addInto(red, 2, b);
+      }
+      let anyDense = false;
+      layers.forEach((l, k) => {
+        const g = r.grads[k]!;
+        if (dense[k] && g.ids.length) {
+          anyDense = true;
+          if (g.ids.length !== l.outDim) throw new Error(`dense layer ${k} returned ${g.ids.length} of ${l.outDim} rows`);
+          addInto(red, layout[k]!, g.rows);
+          addInto(red, layout[k]! + l.outDim * l.inDim, g.rowBias!);
+        } else if (reduce[k]) {
+          const w = width[k]!, mark = this.marks[k]!, U = union[k]!.length;
+          for (let e = 0; e < g.ids.length; e++) {
+            const pos = mark[g.ids[e]!]!;
+            const dst = layout[k]! + pos * w;
+            const src = g.rows.subarray(e * w, (e + 1) * w);
+            for (let i = 0; i < w; i++) red[dst + i]! += src[i]!;
+            if (!l.inputMajor) red[layout[k]! + U * w + pos]! += g.rowBias![e]!;
+          }
+        }
+      });
+      if (anyDense) red[1]!++;
+    }
+    layers.forEach((_, k) => { if (reduce[k]) for (const id of union[k]!) this.marks[k]![id] = -1; });
+    if (size > 1) this.comm.allreduceSum(red);
     const t2 = performance.now();
 
-    // The same contributions on every rank, in rank then part order (views into the gathered bytes).
+    // 5. The same contributions on every rank: gathered rows in rank then part order, then the sums.
     const updates: RowUpdate[] = [];
-    const total: TrainResult = { lossSum: 0, samples: 0, activeSum: 0, missedLabels: 0 };
-    const buf = gathered.data.buffer;
-    let base = gathered.data.byteOffset;
-    for (let r = 0; r < size; r++) {
-      const end = base + gathered.counts[r]!;
-      const fail = () => new Error(`rank ${r}'s gradient message is malformed (${gathered.counts[r]} bytes)`);
-      if (end - base < HEADER_BYTES) throw fail();
-      const h = new Float64Array(buf, base, 4);
-      total.lossSum += h[0]!;
-      total.samples += h[1]!;
-      total.activeSum += h[2]!;
-      total.missedLabels += h[3]!;
-      const nParts = new Uint32Array(buf, base + 32, 1)[0]!;
-      let p = base + HEADER_BYTES;
-      for (let j = 0; j < nParts; j++) {
-        layers.forEach((l, k) => {
-          if (!sparse[k]) return;
-          if (p + 4 > end) throw fail();
-          const cnt = new Uint32Array(buf, p, 1)[0]!;
-          const width = l.inputMajor ? l.outDim : l.inDim;
-          const need = 4 + cnt * 4 * (1 + width + (l.inputMajor ? 0 : 1));
-          if (p + need > end) throw fail();
-          p += 4;
-          const ids = new Uint32Array(buf, p, cnt);
-          p += cnt * 4;
-          const rows = new Float32Array(buf, p, cnt * width);
-          p += cnt * width * 4;
-          let rowBias: Float32Array | null = null;
-          if (!l.inputMajor) {
-            rowBias = new Float32Array(buf, p, cnt);
-            p += cnt * 4;
-          }
-          if (cnt > 0) updates.push({ layer: k, ids, rows, rowBias });
-        });
+    if (g2) {
+      const buf = g2.data.buffer;
+      let base = g2.data.byteOffset;
+      for (let r = 0; r < size; r++) {
+        let p = base;
+        for (const pl of idsOf[r]!) {
+          layers.forEach((l, k) => {
+            if (!gatherLayers[k]) return;
+            const ids = pl[k]!, cnt = ids.length;
+            const need = 4 * cnt * (width[k]! + (l.inputMajor ? 0 : 1));
+            if (p + need > base + g2.counts[r]!) throw new Error(`rank ${r}'s row message is shorter than its ids say`);
+            const rows = new Float32Array(buf, p, cnt * width[k]!);
+            p += 4 * cnt * width[k]!;
+            let rowBias: Float32Array | null = null;
+            if (!l.inputMajor) {
+              rowBias = new Float32Array(buf, p, cnt);
+              p += 4 * cnt;
+            }
+            if (cnt > 0) updates.push({ layer: k, ids, rows, rowBias });
+          });
+        }
+        base += g2.counts[r]!;
       }
-      base = end;
     }
-    if (denseBuf[0]! > 0) {
-      updates.push({ layer: 0, ids: new Uint32Array(0), rows: new Float32Array(0), biasVector: denseBuf.subarray(2, 2 + layers[0]!.outDim) });
-    }
-    if (denseBuf[1]! > 0) {
-      let o = 2 + layers[0]!.outDim;
+    layers.forEach((l, k) => {
+      if (!reduce[k]) return;
+      const U = union[k]!, w = width[k]!, o = layout[k]!;
+      updates.push({ layer: k, ids: U, rows: red.subarray(o, o + U.length * w), rowBias: l.inputMajor ? null : red.subarray(o + U.length * w, o + U.length * (w + 1)) });
+    });
+    if (red[0]! > 0) updates.push({ layer: 0, ids: new Uint32Array(0), rows: new Float32Array(0), biasVector: red.subarray(2, 2 + layers[0]!.outDim) });
+    if (red[1]! > 0) {
       layers.forEach((l, k) => {
         if (!dense[k]) return;
-        const w = l.outDim * l.inDim;
-        updates.push({ layer: k, ids: Uint32Array.from({ length: l.outDim }, (_, j) => j), rows: denseBuf.subarray(o, o + w), rowBias: denseBuf.subarray(o + w, o + w + l.outDim) });
-        o += w + l.outDim;
+        const o = layout[k]!, w = l.outDim * l.inDim;
+        updates.push({ layer: k, ids: Uint32Array.from({ length: l.outDim }, (_, j) => j), rows: red.subarray(o, o + w), rowBias: red.subarray(o + w, o + w + l.outDim) });
       });
     }
     native().netApplyRows(this.spec, { lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps }, updates);
@@ -328,9 +416,14 @@ export class DistributedExecutor implements Executor {
     this.stats.gradSeconds += (t1 - t0) / 1000;
     this.stats.exchangeSeconds += (t2 - t1) / 1000;
     this.stats.applySeconds += (t3 - t2) / 1000;
-    const denseBytes = size > 1 ? denseBuf.byteLength : 0;
-    this.sentSum += bytes + denseBytes;
-    this.gatheredSum += gathered.data.byteLength + denseBytes;
+    // Volume of the step's gradient messages (all ranks' ids and gathered rows, one copy of the summed
+    // buffer), and what this rank receives over its link (a ring all-reduce moves about 2 (R - 1) / R of
+    // its buffer through each rank).
+    const volume = g1.data.byteLength + (g2 ? g2.data.byteLength : 0) + red.byteLength;
+    const received = size > 1 ? g1.data.byteLength - idMsg.byteLength + (g2 ? g2.data.byteLength - rowMsg.byteLength : 0) + (2 * (size - 1) / size) * red.byteLength : 0;
+    this.volumeSum += volume;
+    this.receivedSum += received;
+    this.reducedLayersSum += reduce.filter((x) => x).length;
     return total;
   }
 }
@@ -438,13 +531,14 @@ export class DistributedRun {
     return {
       ranks: this.size,
       mpi: this.library,
-      bytesPerStep: x?.bytesGathered ?? 0,
+      bytesPerStep: x?.bytesPerStep ?? 0,
       exchange: x ? {
         steps: x.steps,
-        bytesSentPerStep: x.bytesSent,
-        bytesGatheredPerStep: x.bytesGathered,
+        bytesPerStep: x.bytesPerStep,
+        bytesReceivedPerStep: x.bytesReceived,
+        reducedLayersPerStep: x.reducedLayers,
         weightsBytes,
-        fractionOfWeights: x.bytesGathered / Math.max(1, weightsBytes),
+        fractionOfWeights: x.bytesPerStep / Math.max(1, weightsBytes),
         gradSeconds: x.gradSeconds, exchangeSeconds: x.exchangeSeconds, applySeconds: x.applySeconds,
       } : null,
       checksum: this.exec?.checks ?? null,

@@ -28,7 +28,10 @@ export function runTrainSparse(t: TrainTask): SparseTrainResult {
     t.net,
     t.data,
     t.pointIds,
-    { mode: 3, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: t.gradScale, seed: t.seed >>> 0 },
+    {
+      mode: 3, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: t.gradScale, seed: t.seed >>> 0,
+      ...(t.fillSeed !== undefined ? { fillSeed: t.fillSeed >>> 0 } : {}),
+    },
     stats,
   )!;
   return { lossSum: stats[0]!, samples: stats[1]!, activeSum: stats[2]!, missedLabels: stats[3]!, grads };

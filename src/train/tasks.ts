@@ -18,6 +18,8 @@ export interface TrainTask {
   gradScale: number;
   /** Seed of this batch's random choices (random fill of the active sets). */
   seed: number;
+  /** Seed of the random fill of batch-shared sets (see TrainHyper.fillSeed). Default: `seed`. */
+  fillSeed?: number;
   /** Fault injection (tests): attempts numbered below this throw inside the worker before any update. */
   failBelowAttempt?: number;
   /** 0 for the first try of a batch, 1 for its retry. */

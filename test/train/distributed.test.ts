@@ -11,6 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
 import { MPI_ADDON_ENV, mpiAddonPath } from '../../src/train/mpi.js';
+import { Network } from '../../src/network/network.js';
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+  return m;
+}
 
 function skipReason(): string | null {
   if (spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status !== 0) return 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)';
@@ -92,6 +99,33 @@ describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost$
     const plain = lastJson(single(CLI, 'train', ...common, '--epochs', '2', '--workers', '1', '--json').stdout);
     expect(Math.abs(plain.p1 - s.p1)).toBeLessThan(0.1);
     expect(s.p1).toBeGreaterThan(0.2);
+  }, 240_000);
+
+  it('4 ranks: rows most ranks touch are summed by the all-reduce; replicas identical, the model of one process up to float order', async () => {
+    // A large common shared set (minActive 300 of 1000 outputs, few candidates): the ranks' output rows
+    // overlap enough that summing them over their union moves fewer bytes than gathering them.
+    const cfg = join(dir, 'config4.json');
+    writeFileSync(cfg, JSON.stringify({
+      inputDim: 2000, seed: 3,
+      layers: [{ size: 32, dropout: 0.3 }, { size: 1000, sampling: { hash: 'dwta', K: 3, L: 8, budget: 4, minActive: 300 } }],
+    }));
+    const args = ['--train', join(dir, 'train.txt'), '--test', join(dir, 'test.txt'), '--config', cfg, '--batch', '64', '--epochs', '1', '--distributed', '--json'];
+    const four = mpirun(4, CLI, 'train', ...args, '--workers', '1', '--save', join(dir, 'four.sl'));
+    expect(four.code, four.stderr).toBe(0);
+    const s = lastJson(four.stdout);
+    expect(s.ranks).toBe(4);
+    expect(s.exchange.reducedLayersPerStep).toBeGreaterThan(0.5);
+    expect(s.checksum.last.identical).toBe(true);
+    expect(new Set(s.checksum.last.checksums).size).toBe(1);
+    expect(s.checksum.last.checksums).toHaveLength(4);
+    const one = single(CLI, 'train', ...args, '--workers', '4', '--save', join(dir, 'four-in-one.sl'));
+    expect(one.code, one.stderr).toBe(0);
+    // MPI sums the four ranks' rows in its own order: equal up to float rounding, not bit for bit.
+    const a = await Network.load(join(dir, 'four.sl')), b = await Network.load(join(dir, 'four-in-one.sl'));
+    a.spec.layers.forEach((l, k) => {
+      expect(maxAbsDiff(l.weights, b.spec.layers[k]!.weights), `layer ${k} weights`).toBeLessThan(1e-4);
+      expect(maxAbsDiff(l.bias, b.spec.layers[k]!.bias), `layer ${k} bias`).toBeLessThan(1e-4);
+    });
   }, 240_000);
 
   it('rank 0 writes the checkpoints; --resume with 1 rank continues to the same model', () => {
