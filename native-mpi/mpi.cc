@@ -36,10 +36,11 @@ void Check(int rc, const char* what) {
   throw ArgError(std::string(what) + " failed: " + std::string(msg, len));
 }
 
-// Open MPI loads its components (mca_*.so) with dlopen, and they expect libmpi's symbols to be global.
-// Node loads an addon with RTLD_LOCAL, so libmpi (a dependency of this addon) is local too, and the
+// Open MPI builds that load their components (mca_*.so) with dlopen expect libmpi's symbols to be global.
+// Node loads an addon with RTLD_LOCAL, so libmpi (a dependency of this addon) is local too, and such
 // components then fail with "undefined symbol". Re-opening the library that defines MPI_Init with
-// RTLD_GLOBAL (RTLD_NOLOAD: the loaded copy, not a second one) makes its symbols global.
+// RTLD_GLOBAL (RTLD_NOLOAD: the loaded copy, not a second one) makes its symbols global. (Debian's Open MPI
+// 4.1.4 happens to work without it; other builds and versions do not.)
 void PromoteLibmpi() {
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&MPI_Init_thread), &info) && info.dli_fname)
