@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "lsh.h"
+#include "net_kernels.h"
 
 namespace sl {
 
@@ -99,12 +100,20 @@ struct CsrView {
 };
 
 struct TrainHyper {
-  uint32_t mode = 0;  // 0 adam, 1 gradient (added into gradW/gradB), 2 loss only
+  // 0 adam, 1 gradient (added into gradW/gradB), 2 loss only, 3 sparse gradient (the touched rows'
+  // gradients into sink[k], weights untouched; data-parallel training applies them with net_apply_rows)
+  uint32_t mode = 0;
   float lr = 0, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   float gradScale = 1;  // the loss is gradScale * sum of per-sample losses
   uint32_t seed = 0;    // per slice: seeds each sample's random fill
+  // Seeds the random fill of a batch-shared set (sharedFill); default: seed. Data-parallel training gives
+  // every part of a global batch the same fillSeed, so the parts' shared sets mostly coincide (one
+  // prefix of one stream) and their rows sum instead of adding up.
+  uint32_t fillSeed = 0;
+  bool hasFillSeed = false;
   float* const* gradW = nullptr;  // mode 1: per layer, shaped like W
   float* const* gradB = nullptr;  // mode 1: per layer, (outDim)
+  nk::GradRows* sink = nullptr;   // mode 3: per layer, cleared by the call
 };
 
 // Stats written by net_train_slice (overwritten, not accumulated).
@@ -121,6 +130,25 @@ void net_check_layers(const NetLayer* layers, uint32_t nLayers);
 // before touching any weight; throws ArgError.
 void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
                      const uint32_t* pointIds, uint32_t n, const TrainHyper& h);
+
+// One contribution to net_apply_rows: gradient rows of layer `layer` (ids (n), rows (n, width), rowBias (n)
+// for a neuron-major layer, else null) and, for an input-major layer, its bias gradient (outDim) or null.
+struct RowGrads {
+  uint32_t layer = 0;
+  const uint32_t* ids = nullptr;
+  uint32_t n = 0;
+  const float* rows = nullptr;
+  const float* rowBias = nullptr;
+  const float* biasVector = nullptr;
+};
+
+// Lazy Adam on the rows named by contributions c[0..nc): per layer, the rows of all contributions are summed
+// id by id in contribution order (so every caller given the same list computes the same sums), then each
+// distinct row takes one Adam step with t = ++rowSteps[row] (a neuron-major row's bias too), and an input-major
+// layer's bias vector takes one step with t = ++biasSteps[0] when any contribution carries it: the update of
+// mode 0, for gradients computed elsewhere (mode 3 on other slices or processes). Checks every id and length
+// before changing any weight; throws ArgError.
+void net_apply_rows(const NetLayer* layers, uint32_t nLayers, const RowGrads* c, uint32_t nc, const TrainHyper& h);
 
 // Spherical k-means cluster index over rows[0..M) (increasing ids < N) of a neuron-major layer (W (N, d),
 // b (N)) after the MIPS transform; see net_cluster.cc. centroids (C, d + 2), offsets (C + 1), members (M).

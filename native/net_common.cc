@@ -197,7 +197,7 @@ uint32_t shared_set(const NetLayer& layer, uint32_t k, const CsrView& labels, co
           ++nS;
         }
     } else {
-      SplitMix64 rng(net_query_seed(uint64_t(c.seed) << 32, k));
+      SplitMix64 rng(net_query_seed(uint64_t(c.fillSeed) << 32, k));
       uint32_t* out = grow(s.shared, target);
       while (nS < target) {
         const uint32_t id = rng.below(N);

@@ -113,6 +113,7 @@ struct ForwardCtx {
   bool useSampling = true;         // false: every layer computes all neurons (exact prediction)
   bool training = true;            // seeds: (seed << 32 | position) when training, point id otherwise
   uint32_t seed = 0;
+  uint32_t fillSeed = 0;           // training: seeds the random fill of a batch-shared set (shared_set)
   const uint32_t* positions = nullptr;  // (n) training: positions in pointIds
 };
 

@@ -144,7 +144,7 @@ SL_CLONES void rowlist_backward(const RowList& rl, const float* coef, const floa
           __builtin_prefetch(u.mB + jn, 1, 3);
           __builtin_prefetch(u.vB + jn, 1, 3);
         }
-      } else {
+      } else if (u.mode == 1) {
         prefetch_row(u.gW + o, width);
       }
     }
@@ -165,6 +165,8 @@ SL_CLONES void rowlist_backward(const RowList& rl, const float* coef, const floa
       adam_inl(Wj, u.mW + size_t(j) * width, u.vW + size_t(j) * width, g, width, u.lr, u.b1, u.b2, u.eps, corr.ibc1,
                corr.ibc2);
       if (u.bias) adam_inl(u.bias + j, u.mB + j, u.vB + j, &gb, 1, u.lr, u.b1, u.b2, u.eps, corr.ibc1, corr.ibc2);
+    } else if (u.mode == 3) {
+      u.sink->add(j, g, width, u.bias ? &gb : nullptr);
     } else {
       axpy_inl(u.gW + size_t(j) * width, 1.0f, g, width);
       if (u.gBias) u.gBias[j] += gb;

@@ -18,6 +18,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
 #define SL_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -94,8 +95,30 @@ struct RowList {
 void rowlist_forward(float* z, const RowList& rl, const float* W, const float* bias, const float* X, uint32_t d,
                      uint32_t ldx);
 
+// Gradient rows of one layer collected by a sparse-gradient pass (training mode 3): row ids[e]'s gradient is
+// rows[e * width .. (e + 1) * width) and, for a neuron-major layer, its bias gradient rowBias[e]. Each row
+// appears at most once per slice. biasVector: an input-major layer's bias gradient (outDim) when the slice
+// trained at least one sample.
+struct GradRows {
+  std::vector<uint32_t> ids;
+  std::vector<float> rows, rowBias, biasVector;
+  bool hasBiasVector = false;
+  void clear() {
+    ids.clear();
+    rows.clear();
+    rowBias.clear();
+    biasVector.clear();
+    hasBiasVector = false;
+  }
+  void add(uint32_t j, const float* g, uint32_t width, const float* gb) {
+    ids.push_back(j);
+    rows.insert(rows.end(), g, g + width);
+    if (gb) rowBias.push_back(*gb);
+  }
+};
+
 // Update target of a row-list backward pass. mode 0: Adam on W/bias rows (lazy, per-row step counts);
-// mode 1: add the gradient into gW/gBias.
+// mode 1: add the gradient into gW/gBias; mode 3: append the row's gradient to `sink`.
 struct RowUpdate {
   int mode = 0;
   float* W = nullptr;  // (rows, width)
@@ -107,6 +130,7 @@ struct RowUpdate {
   float* vB = nullptr;
   float* gW = nullptr;  // mode 1
   float* gBias = nullptr;
+  GradRows* sink = nullptr;  // mode 3
   float lr = 0, b1 = 0, b2 = 0, eps = 0;
   double logB1 = 0, logB2 = 0;
 };

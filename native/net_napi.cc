@@ -1,5 +1,6 @@
 // Bindings of the network kernels (shapes: src/network/native-types.ts, math: net.h):
-//   netTrainSlice(net, data, pointIds, hyper, outStats)
+//   netTrainSlice(net, data, pointIds, hyper, outStats) -> undefined, or in mode 3 the sparse gradients
+//   netApplyRows(net, hyper, updates)
 //   netPredictSlice(net, data, pointIds, k, sampled, outIdx, outVal)
 //   netKernelIsa: string constant, the instruction set of the dense block kernels
 // Parsing re-checks every length against the layer shapes (cheap: O(layers) property reads plus the hash
@@ -24,6 +25,7 @@ constexpr uint32_t kMaxLayers = 64;
 // Parsed per call into thread-local vectors (no allocation in steady state).
 thread_local std::vector<NetLayer> tlLayers;
 thread_local std::vector<float*> tlGradW, tlGradB;
+thread_local std::vector<nk::GradRows> tlSink;
 
 template <typename T>
 Span<T> ExactArray(const Napi::Object& o, const char* key, size_t len, const char* shape) {
@@ -151,22 +153,32 @@ float FiniteProp(const Napi::Object& o, const char* key) {
   return static_cast<float>(x);
 }
 
+void ParseAdam(const Napi::Object& o, TrainHyper& h) {
+  h.lr = FiniteProp(o, "lr");
+  h.beta1 = FiniteProp(o, "beta1");
+  h.beta2 = FiniteProp(o, "beta2");
+  h.eps = FiniteProp(o, "eps");
+  if (!(h.lr >= 0)) throw ArgError("hyper.lr must be >= 0");
+  if (!(h.beta1 >= 0 && h.beta1 < 1) || !(h.beta2 >= 0 && h.beta2 < 1))
+    throw ArgError("hyper.beta1 and hyper.beta2 must be in [0, 1)");
+  if (!(h.eps > 0)) throw ArgError("hyper.eps must be > 0");
+}
+
 TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers) {
   Napi::Object o = GetObject(v, "hyper");
   TrainHyper h;
   h.mode = GetU32Prop(o, "mode");
-  if (h.mode > 2) throw ArgError("hyper.mode must be 0 (adam), 1 (gradient) or 2 (loss only)");
+  if (h.mode > 3) throw ArgError("hyper.mode must be 0 (adam), 1 (gradient), 2 (loss only) or 3 (sparse gradient)");
   h.seed = GetU32Prop(o, "seed");
+  if (Present(o.Get("fillSeed"))) {
+    h.fillSeed = GetU32Prop(o, "fillSeed");
+    h.hasFillSeed = true;
+  }
   h.gradScale = Present(o.Get("gradScale")) ? FiniteProp(o, "gradScale") : 1.0f;
-  if (h.mode == 0) {
-    h.lr = FiniteProp(o, "lr");
-    h.beta1 = FiniteProp(o, "beta1");
-    h.beta2 = FiniteProp(o, "beta2");
-    h.eps = FiniteProp(o, "eps");
-    if (!(h.lr >= 0)) throw ArgError("hyper.lr must be >= 0");
-    if (!(h.beta1 >= 0 && h.beta1 < 1) || !(h.beta2 >= 0 && h.beta2 < 1))
-      throw ArgError("hyper.beta1 and hyper.beta2 must be in [0, 1)");
-    if (!(h.eps > 0)) throw ArgError("hyper.eps must be > 0");
+  if (h.mode == 0) ParseAdam(o, h);
+  if (h.mode == 3) {
+    if (tlSink.size() < layers.size()) tlSink.resize(layers.size());
+    h.sink = tlSink.data();
   }
   if (h.mode == 1) {
     Napi::Value gv = o.Get("grads");
@@ -202,6 +214,67 @@ Napi::Value NetTrainSlice(const Napi::CallbackInfo& info) {
   if (pointIds.size > 0xFFFFFFFFu) throw ArgError("pointIds is too long");
   net_train_slice(stats.data, layers.data(), static_cast<uint32_t>(layers.size()), data, pointIds.data,
                   static_cast<uint32_t>(pointIds.size), h);
+  if (h.mode != 3) return info.Env().Undefined();
+  // Mode 3: one { ids, rows, rowBias | null, biasVector | null } per layer, copied into fresh typed arrays.
+  Napi::Env env = info.Env();
+  Napi::Array out = Napi::Array::New(env, layers.size());
+  for (uint32_t k = 0; k < layers.size(); ++k) {
+    const nk::GradRows& g = tlSink[k];
+    Napi::Object o = Napi::Object::New(env);
+    auto ids = Napi::Uint32Array::New(env, g.ids.size());
+    std::copy(g.ids.begin(), g.ids.end(), ids.Data());
+    auto rows = Napi::Float32Array::New(env, g.rows.size());
+    std::copy(g.rows.begin(), g.rows.end(), rows.Data());
+    o.Set("ids", ids);
+    o.Set("rows", rows);
+    if (layers[k].inputMajor) {
+      o.Set("rowBias", env.Null());
+      if (g.hasBiasVector) {
+        auto bv = Napi::Float32Array::New(env, g.biasVector.size());
+        std::copy(g.biasVector.begin(), g.biasVector.end(), bv.Data());
+        o.Set("biasVector", bv);
+      } else {
+        o.Set("biasVector", env.Null());
+      }
+    } else {
+      auto rb = Napi::Float32Array::New(env, g.rowBias.size());
+      std::copy(g.rowBias.begin(), g.rowBias.end(), rb.Data());
+      o.Set("rowBias", rb);
+      o.Set("biasVector", env.Null());
+    }
+    out.Set(k, o);
+  }
+  return out;
+}
+
+// netApplyRows(net, hyper { lr, beta1, beta2, eps }, updates: { layer, ids, rows, rowBias?, biasVector? }[])
+Napi::Value NetApplyRows(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = ParseNet(info[0], true);
+  TrainHyper h;
+  ParseAdam(GetObject(info[1], "hyper"), h);
+  if (!info[2].IsArray()) throw ArgError("Expected an array for updates");
+  Napi::Array arr = info[2].As<Napi::Array>();
+  std::vector<RowGrads> c(arr.Length());
+  for (uint32_t q = 0; q < arr.Length(); ++q) {
+    const std::string where = "updates[" + std::to_string(q) + "]";
+    try {
+      Napi::Object o = GetObject(arr.Get(q), "update");
+      RowGrads& g = c[q];
+      g.layer = GetU32Prop(o, "layer");
+      if (g.layer >= layers.size()) throw ArgError("layer must be < " + std::to_string(layers.size()));
+      const NetLayer& L = layers[g.layer];
+      auto ids = GetArrayProp<uint32_t>(o, "ids");
+      if (ids.size > 0xFFFFFFFFu) throw ArgError("ids is too long");
+      g.ids = ids.data;
+      g.n = static_cast<uint32_t>(ids.size);
+      g.rows = ExactArray<float>(o, "rows", size_t(g.n) * L.width(), "ids.length * row width").data;
+      if (Present(o.Get("rowBias"))) g.rowBias = ExactArray<float>(o, "rowBias", g.n, "ids.length").data;
+      if (Present(o.Get("biasVector"))) g.biasVector = ExactArray<float>(o, "biasVector", L.outDim, "outDim").data;
+    } catch (const ArgError& e) {
+      throw ArgError(where + ": " + e.what());
+    }
+  }
+  net_apply_rows(layers.data(), static_cast<uint32_t>(layers.size()), c.data(), static_cast<uint32_t>(c.size()), h);
   return info.Env().Undefined();
 }
 
@@ -251,6 +324,7 @@ Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
 
 void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetTrainSlice>(env, exports, "netTrainSlice");
+  Export<NetApplyRows>(env, exports, "netApplyRows");
   Export<NetPredictSlice>(env, exports, "netPredictSlice");
   Export<NetClusterBuild>(env, exports, "netClusterBuild");
   // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).

@@ -22,13 +22,16 @@ using net::grow;
 
 // Row update of R neuron-major rows from gradients g (R, ldg) and gb (R): rows ids[0..R) when ids != null,
 // else the consecutive rows j0..j0+R.
-void update_rows(const NetLayer& L, float* gradW, float* gradB, uint32_t j0, uint32_t R, const float* g,
-                 uint32_t ldg, const float* gb, const TrainHyper& h, nk::AdamCorrection& corr,
-                 const uint32_t* ids = nullptr) {
+void update_rows(const NetLayer& L, uint32_t k, uint32_t j0, uint32_t R, const float* g, uint32_t ldg,
+                 const float* gb, const TrainHyper& h, nk::AdamCorrection& corr, const uint32_t* ids = nullptr) {
   const uint32_t d = L.inDim;
+  float* gradW = h.mode == 1 ? h.gradW[k] : nullptr;
+  float* gradB = h.mode == 1 ? h.gradB[k] : nullptr;
   for (uint32_t r = 0; r < R; ++r) {
     const uint32_t j = ids ? ids[r] : j0 + r;
-    if (h.mode == 0) {
+    if (h.mode == 3) {
+      h.sink[k].add(j, g + size_t(r) * ldg, d, gb + r);
+    } else if (h.mode == 0) {
       const uint32_t step = nk::bump_step(L.rowSteps + j);
       corr.at(step);
       const nk::AdamStep a{h.lr, h.beta1, h.beta2, h.eps, corr.ibc1, corr.ibc2};
@@ -57,6 +60,7 @@ nk::RowUpdate row_update(const NetLayer& L, uint32_t k, const TrainHyper& h, boo
     u.gW = h.gradW[k];
     u.gBias = withBias ? h.gradB[k] : nullptr;
   }
+  if (h.mode == 3) u.sink = &h.sink[k];
   u.lr = h.lr;
   u.b1 = h.beta1;
   u.b2 = h.beta2;
@@ -160,7 +164,7 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
     }
     nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
     nk::blk_dx(dAt, Wb, d, dzt, R, ldn);
-    update_rows(L, h.mode == 1 ? h.gradW[k] : nullptr, h.mode == 1 ? h.gradB[k] : nullptr, j0, R, g, ldx, gb, h, corr);
+    update_rows(L, k, j0, R, g, ldx, gb, h, corr);
   }
   return loss;
 }
@@ -286,7 +290,7 @@ double output_shared(const NetLayer& L, uint32_t k, const Slice& sl, const net::
     nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
     gather(r0, R);  // the rows as they are now (another worker may have moved them since the forward)
     nk::blk_dx(dAt, wg, d, dzt, R, ldn);
-    update_rows(L, h.mode == 1 ? h.gradW[k] : nullptr, h.mode == 1 ? h.gradB[k] : nullptr, 0, R, g, ldx, gb, h, corr,
+    update_rows(L, k, 0, R, g, ldx, gb, h, corr,
                 S + r0);
   }
   // Backward of the extras, added to dX^T.
@@ -365,7 +369,7 @@ void backward_hidden(const NetLayer& L, uint32_t k, const Slice& sl, const float
     }
     nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
     nk::blk_dx(dAtPrev, L.W + size_t(j0) * d, d, dzt, R, ldn);
-    update_rows(L, h.mode == 1 ? h.gradW[k] : nullptr, h.mode == 1 ? h.gradB[k] : nullptr, j0, R, g, ldx, gb, h, corr);
+    update_rows(L, k, j0, R, g, ldx, gb, h, corr);
   }
 }
 
@@ -402,6 +406,10 @@ void backward_layer0(const NetLayer& L0, const Slice& sl, const float* dz0, uint
     corr.at(nk::bump_step(L0.biasSteps));
     const nk::AdamStep a{h.lr, h.beta1, h.beta2, h.eps, corr.ibc1, corr.ibc2};
     nk::adam_row(L0.b, L0.mb, L0.vb, gb, d0, a);
+  } else if (h.mode == 3) {
+    nk::GradRows& out = h.sink[0];
+    out.biasVector.assign(gb, gb + d0);
+    out.hasBiasVector = true;
   } else {
     nk::add(h.gradB[0], gb, d0);
   }
@@ -432,6 +440,8 @@ void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, co
   stats[kStatSamples] = nAll;
   stats[kStatActive] = 0;
   stats[kStatMissed] = 0;
+  if (h.mode == 3)
+    for (uint32_t k = 0; k < nLayers; ++k) h.sink[k].clear();
   if (n == 0) return;
 
   net::ForwardCtx c;
@@ -441,6 +451,7 @@ void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, co
   c.useSampling = true;
   c.training = true;
   c.seed = h.seed;
+  c.fillSeed = h.hasFillSeed ? h.fillSeed : h.seed;
   c.positions = pos;
   const Slice sl{n, c.ldn, rows, &data};
   net::forward_hidden(layers, nLayers, data, c, s);

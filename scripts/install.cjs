@@ -3,16 +3,23 @@
 // native/, since developers edit it. An installed package first tries the prebuilt binary shipped in
 // prebuilds/ (linux-x64, glibc): if one matches this platform and loads, there is nothing to compile;
 // otherwise (other platforms, musl, a binary that fails to load) it compiles from source.
-// SUBLINEAR_BUILD_FROM_SOURCE=1 always compiles.
+// SUBLINEAR_BUILD_FROM_SOURCE=1 always compiles. Then the optional MPI addon of `train --distributed` is
+// built where an MPI compiler is found (scripts/build-mpi.cjs; it never fails the install).
 'use strict';
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
 const { ROOT } = require('./addon-files.cjs');
 
+/** Builds the optional MPI addon (its own messages; never fails), then exits with `status`. */
+function finish(status) {
+  if (status === 0) spawnSync(process.execPath, [path.join(__dirname, 'build-mpi.cjs')], { stdio: 'inherit' });
+  process.exit(status);
+}
+
 function compile(reason) {
   console.error(`sublinear: compiling the native addon (${reason})`);
   const r = spawnSync(process.execPath, [path.join(__dirname, 'build-native.cjs')], { stdio: 'inherit' });
-  process.exit(r.status ?? 1);
+  finish(r.status ?? 1);
 }
 
 /** The prebuilt binary node-gyp-build would pick for this platform, ignoring build/; null if none. */
@@ -36,3 +43,4 @@ if (check.status !== 0) {
   compile(`the prebuilt ${path.relative(ROOT, prebuild)} does not load: ${(check.stderr || `exit ${check.status}`).trim().split('\n').pop()}`);
 }
 console.error(`sublinear: using the prebuilt ${path.relative(ROOT, prebuild)}`);
+finish(0);

@@ -82,6 +82,11 @@ export const trainCmd = defineCommand({
     propensityB,
     json,
     quiet,
+    distributed: {
+      type: 'boolean',
+      description: 'train data-parallel as one rank of an MPI job: mpirun -np 4 sublinear train ... --distributed ' +
+        '(--batch is the global batch, split across the ranks; rank 0 prints, saves and writes checkpoints; needs Open MPI, see README)',
+    },
   },
   examples: [
     'train --train train.txt --test test.txt',
@@ -90,6 +95,7 @@ export const trainCmd = defineCommand({
     'train --train train.txt --save model.sl --checkpoint ckpt --checkpoint-every 10m',
     'train --resume ckpt',
     'train --resume ckpt --epochs 20',
+    'train --train train.txt --test test.txt --epochs 5 --workers 1 --distributed --json   (under mpirun -np 4)',
   ],
   run: (o, io) => trainCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

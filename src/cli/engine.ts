@@ -20,6 +20,7 @@ import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js'
 import { modelFileBytes } from '../network/model-file.js';
 import { GracefulStop } from './signals.js';
 import { writePredictions } from './predict-output.js';
+import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
 
 export interface TrainCliOptions {
   /** Required unless `resume` is given. */
@@ -53,6 +54,12 @@ export interface TrainCliOptions {
   log?: string;
   /** No progress or messages on stderr (errors still). */
   quiet?: boolean;
+  /**
+   * Train data-parallel as one rank of an MPI job (`mpirun -np R sublinear train ... --distributed`; see
+   * src/train/distributed.ts): `batch` is the global batch, split across the ranks; rank 0 alone prints,
+   * writes checkpoints and saves. Needs the MPI addon (scripts/build-mpi.cjs). Default false.
+   */
+  distributed?: boolean;
 }
 
 /**
@@ -165,7 +172,13 @@ interface EpochRecord {
 }
 
 export async function trainCommand(given: TrainCliOptions, io: Out): Promise<number> {
-  const quiet = !!given.json || !!given.quiet;
+  if (given.distributed) return runAsRank(io, (dist, rankIo) => trainOn(given, rankIo, dist));
+  return trainOn(given, io, null);
+}
+
+async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | null): Promise<number> {
+  // Under MPI only rank 0 reports (the others still fail loudly: errors are not progress).
+  const quiet = !!given.json || !!given.quiet || (dist !== null && !dist.isRoot);
   if (given.resume) {
     if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
     if (given.seed !== undefined) throw new UsageError('--seed cannot be combined with --resume: the seed comes from the checkpoint');
@@ -190,7 +203,8 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     // The network alone is checked against the memory limit before the checkpoint allocates it; the
     // full plan (training data included, with the saved settings) is checked again below. The saved
     // worker count is not known yet: without --workers, count the least scratch (a lower bound).
-    resumed = await Network.resume(given.resume, { onWarning: (m) => io.err(`sublinear: ${m}\n`), maxMemory: given.maxMemory, workers: given.workers });
+    const resumeOpts = { onWarning: (m: string) => io.err(`sublinear: ${m}\n`), maxMemory: given.maxMemory, workers: given.workers };
+    resumed = await (dist ? dist.resume(given.resume, resumeOpts) : Network.resume(given.resume, resumeOpts));
     const info = resumed.resumeInfo!;
     // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
@@ -229,7 +243,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const outputs = resolved.layers.at(-1)!.size;
   if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
-  const workers = o.workers ?? t.workers ?? defaultTraining(resolved, defaultWorkers()).workers;
+  const workers = o.workers ?? t.workers ?? defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers()).workers;
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
   checkMemory(planNetworkMemory(resolved, workers, train, bestWeights), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
@@ -240,7 +254,8 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
   let checkpoints = 0;
   let lastCheckpointFile: string | null = null;
-  const checkpoint = o.checkpoint
+  // Under MPI, rank 0 alone writes checkpoints (every replica holds the same state).
+  const checkpoint = o.checkpoint && (!dist || dist.isRoot)
     ? {
         dir: o.checkpoint,
         every: o.checkpointEvery ?? '10m',
@@ -252,12 +267,15 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
       }
     : undefined;
 
-  const log = o.log ? await open(o.log, resumed ? 'a' : 'w') : undefined;
+  const log = o.log && (!dist || dist.isRoot) ? await open(o.log, resumed ? 'a' : 'w') : undefined;
   const stop = new GracefulStop((sig) => {
     bar?.clear();
     io.err(`\n${sig === 'SIGINT' ? 'Ctrl-C' : sig}: stopping after the batches in flight${checkpoint ? ', writing a checkpoint' : ''}` +
       `${o.save ? ` and saving ${o.save}` : ''} (${sig === 'SIGINT' ? 'Ctrl-C' : sig} again to stop at once)\n`);
-  }).install();
+  });
+  // Under MPI a signal ends the job (mpirun forwards it to every rank, and one rank stopping alone would
+  // leave the others waiting in a collective): the periodic checkpoints are what a job resumes from.
+  if (!dist) stop.install();
   const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
   const evalOpts = { mode: o.mode ?? 'exact', workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
   let stats;
@@ -283,6 +301,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
         bar?.clear();
         io.err(`sublinear: warning: ${m}\n`);
       },
+      ...(dist ? dist.fitOptions(net, workers, train, batchSize ?? resumed?.resumeInfo?.fitOptions.batchSize ?? 128) : {}),
       onProgress: (p) => {
         // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
         const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
@@ -294,7 +313,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
         if (!quiet && v && v.epoch === epoch + 1) bar?.log(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})`);
         let tm: Metrics | undefined;
         if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
-          tm = await net.evaluate(test, evalOpts);
+          tm = await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts));
           testByEpoch.set(epoch + 1, tm);
           if (!quiet) bar?.log(`epoch ${epoch + 1}: test ${metricLine(tm)}`);
         }
@@ -332,7 +351,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   // without --save the final checkpoint), even if some checkpoints failed (warned above, counted in the
   // JSON summary); 1 when neither holds it.
   const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
-  if (o.save) {
+  if (o.save && (!dist || dist.isRoot)) {
     try {
       await net.save(o.save);
     } catch (e) {
@@ -347,7 +366,9 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
   // (exact inference of the same weights gives the same numbers); a run stopped by a signal skips it.
   const finalEpoch = stats.bestEpoch ?? (stats.aborted ? undefined : stats.epochs);
   const reuse = evalOpts.mode === 'exact' && finalEpoch !== undefined ? testByEpoch.get(finalEpoch) : undefined;
-  const metrics = test && !stop.received ? reuse ?? (await net.evaluate(test, evalOpts)) : undefined;
+  const metrics = test && !stop.received ? reuse ?? (await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts))) : undefined;
+  // (dist.evaluate compares the replicas' checksums first; without it, compare them here.)
+  if (dist && (!test || reuse)) await dist.verify(net);
   if (metrics && !quiet) io.out(`test: ${metricLine(metrics)}\n`);
   const summary = {
     ...(metrics ?? {}),
@@ -369,6 +390,7 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
     lostBatches: stats.lostBatches,
     ...(checkpoint ? { checkpoints, checkpointFailures: stats.checkpointFailures?.length ?? 0 } : {}),
     ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
+    ...(dist ? dist.summary(net) : {}),
   };
   if (log) {
     await log.write(JSON.stringify({ type: 'summary', ...summary }) + '\n');

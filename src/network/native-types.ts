@@ -7,7 +7,7 @@ import type { HashSpec, QuerySpec, TablesSpec } from '../lsh/native-types.js';
 export const ACTIVATION_CODE = { relu: 0, softmax: 1, linear: 2 } as const;
 
 /** Training modes of TrainHyper.mode. */
-export const TRAIN_MODE = { adam: 0, gradient: 1, loss: 2 } as const;
+export const TRAIN_MODE = { adam: 0, gradient: 1, loss: 2, sparseGradient: 3 } as const;
 
 /** LSH sampling of a layer k >= 1: its hash functions, tables and query options (src/lsh). */
 export interface LayerSampling {
@@ -92,10 +92,37 @@ export interface LayerGrads {
   bias: Float32Array;
 }
 
+/**
+ * Gradient rows of one layer: what netTrainSlice returns per layer in mode 3, and what netApplyRows takes.
+ * Row `ids[e]` (a feature of an input-major layer 0, a neuron of a later layer) has gradient
+ * `rows[e * width .. (e + 1) * width)` (width = outDim for layer 0, else inDim). Each id appears at most once
+ * in what mode 3 returns; netApplyRows sums repeated ids.
+ */
+export interface RowGradients {
+  ids: Uint32Array;
+  rows: Float32Array;
+  /** Neuron-major layers: the bias gradient of each row (ids.length). Null for an input-major layer. */
+  rowBias: Float32Array | null;
+  /** Input-major layer 0: the bias gradient (outDim), null when the slice trained no sample. Null otherwise. */
+  biasVector: Float32Array | null;
+}
+
+/** One contribution to netApplyRows: gradient rows of layer `layer`. */
+export interface RowUpdate {
+  layer: number;
+  ids: Uint32Array;
+  rows: Float32Array;
+  rowBias?: Float32Array | null;
+  biasVector?: Float32Array | null;
+}
+
 /** Hyper-parameters of one netTrainSlice call. */
 export interface TrainHyper {
-  /** 0 Adam update, 1 add gradients into `grads` (weights untouched), 2 loss only. */
-  mode: 0 | 1 | 2;
+  /**
+   * 0 Adam update, 1 add gradients into `grads` (weights untouched), 2 loss only, 3 return the gradient rows
+   * of the rows the slice touched (weights untouched; see netApplyRows).
+   */
+  mode: 0 | 1 | 2 | 3;
   /** Adam learning rate (mode 0). */
   lr: number;
   beta1: number;
@@ -108,6 +135,11 @@ export interface TrainHyper {
    * layer k from splitmix-style mix of ((seed << 32) | i, k) (native/net.h net_query_seed).
    */
   seed: number;
+  /**
+   * u32 seed of the random fill of a batch-shared set (LayerSampling.sharedFill) instead of `seed`.
+   * Data-parallel training gives every part of a global batch the same fillSeed. Default: `seed`.
+   */
+  fillSeed?: number;
   /** Mode 1 only: one entry per layer; gradients are ADDED into these buffers. */
   grads?: LayerGrads[];
 }
@@ -164,7 +196,16 @@ export interface NativeNetwork {
     pointIds: Uint32Array,
     hyper: TrainHyper,
     outStats: Float64Array,
-  ): void;
+  ): RowGradients[] | undefined;
+  /**
+   * Lazy Adam on gradient rows computed by mode 3 (of this or other slices, threads or processes): per layer,
+   * the rows of all `updates` are summed id by id in array order, then every distinct row takes one Adam step
+   * with its own step count (rowSteps; a neuron-major row's bias shares it), and layer 0's bias vector one
+   * step (biasSteps) when any update carries it. With the single update that mode 3 returned for a slice,
+   * the weights end exactly as mode 0 on that slice leaves them. Every id and length is checked before any
+   * weight changes. Data-parallel training (src/train/distributed.ts) gives every replica the same list.
+   */
+  netApplyRows(net: NetSpec, hyper: { lr: number; beta1: number; beta2: number; eps: number }, updates: RowUpdate[]): void;
   /**
    * Top-k labels of rows `pointIds`, in descending score order (ties: smaller id first), with softmax
    * probabilities over the computed set. sampled 0: every neuron of every layer is computed (exact);

@@ -254,7 +254,7 @@ export class Network {
     }
     let exec: Executor;
     try {
-      exec = createExecutor(opts.workers ?? dflt.workers);
+      exec = opts.executor ?? createExecutor(opts.workers ?? dflt.workers);
     } catch (e) {
       await checkpointer?.close();
       throw e;

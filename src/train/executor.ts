@@ -6,8 +6,10 @@ import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { packageRoot } from '../util/package-root.js';
-import { runPredict, runRehash, runTrain } from './kernels.js';
-import type { PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, TrainResult, TrainTask } from './tasks.js';
+import { runPredict, runRehash, runTrain, runTrainSparse } from './kernels.js';
+import type {
+  PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainResult, TrainTask,
+} from './tasks.js';
 
 export interface Executor {
   /** Number of tasks that can usefully run at once. */
@@ -24,6 +26,8 @@ export interface Executor {
    * synchronously and cannot be interrupted.
    */
   train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult>;
+  /** The slice's gradient rows (mode 3), weights untouched: data-parallel training (src/train/distributed.ts). */
+  trainSparse(t: TrainTask): Promise<SparseTrainResult>;
   predict(t: PredictTask): Promise<PredictResult>;
   rehash(t: RehashTask): Promise<number>;
   close(): Promise<void>;
@@ -36,6 +40,9 @@ export class InlineExecutor implements Executor {
   readonly inFlight = 0;
   async train(t: TrainTask, _signal?: AbortSignal) {
     return runTrain(t);
+  }
+  async trainSparse(t: TrainTask) {
+    return runTrainSparse(t);
   }
   async predict(t: PredictTask) {
     return runPredict(t);
@@ -76,6 +83,9 @@ export class PoolExecutor implements Executor {
   }
   train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult> {
     return this.track(this.pool.run(t, signal ? { name: 'train', signal } : { name: 'train' }));
+  }
+  trainSparse(t: TrainTask): Promise<SparseTrainResult> {
+    return this.pool.run(t, { name: 'trainSparse' });
   }
   predict(t: PredictTask): Promise<PredictResult> {
     return this.track(this.pool.run(t, { name: 'predict' }));

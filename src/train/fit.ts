@@ -64,6 +64,12 @@ export interface FitOptions {
   split?: boolean;
   /** Hash-table rebuild schedule (sampled layers only). */
   rebuild?: RebuildScheduleOptions;
+  /**
+   * Runs the batches, rebuilds and predictions on this executor instead of a pool of `workers` threads made
+   * for the call; fit() closes it when done. `train --distributed` passes its data-parallel executor
+   * (src/train/distributed.ts). Default: none.
+   */
+  executor?: Executor;
   /** Shuffle rows every epoch. Default true. */
   shuffle?: boolean;
   /** Called about every `progressEvery` seconds and at the end of each epoch. */

@@ -3,7 +3,7 @@
 import { threadId } from 'node:worker_threads';
 import { addonFile, native } from '../native.js';
 import type {
-  InjectedFault, PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, TrainResult, TrainTask,
+  InjectedFault, PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainResult, TrainTask,
 } from './tasks.js';
 
 /** Runs an injected fault (tests) if one is set for this point and attempt. */
@@ -42,6 +42,23 @@ export function runTrain(t: TrainTask): TrainResult {
   if (t.progress) Atomics.store(t.progress, 0, 2);
   injectFault(t, 'after-update');
   return { lossSum: stats[0]!, samples: stats[1]!, activeSum: stats[2]!, missedLabels: stats[3]! };
+}
+
+/** Mode 3: the gradient rows of the rows the slice touched; the weights are left alone (src/train/distributed.ts). */
+export function runTrainSparse(t: TrainTask): SparseTrainResult {
+  injectFault(t, 'before-update'); // mode 3 updates nothing: every failure comes before an update
+  const stats = new Float64Array(4);
+  const grads = native().netTrainSlice(
+    t.net,
+    t.data,
+    t.pointIds,
+    {
+      mode: 3, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: t.gradScale, seed: t.seed >>> 0,
+      ...(t.fillSeed !== undefined ? { fillSeed: t.fillSeed >>> 0 } : {}),
+    },
+    stats,
+  )!;
+  return { lossSum: stats[0]!, samples: stats[1]!, activeSum: stats[2]!, missedLabels: stats[3]!, grads };
 }
 
 export function runPredict(t: PredictTask): PredictResult {

@@ -3,7 +3,7 @@
 // (SharedArrayBuffer-backed typed arrays are shared, not copied, by postMessage) and small
 // per-task typed arrays (point ids), never JS arrays of numbers.
 import type { SparseDataset } from '../../datasets/csr.js';
-import type { NetSpec } from '../network/native-types.js';
+import type { NetSpec, RowGradients } from '../network/native-types.js';
 
 export interface TrainTask {
   net: NetSpec;
@@ -28,6 +28,8 @@ export interface TrainTask {
   progress?: Int32Array;
   /** Fault injection (tests only, see FitOptions.faultInjection). Default none. */
   fault?: InjectedFault;
+  /** Seed of the random fill of batch-shared sets (see TrainHyper.fillSeed). Default: `seed`. */
+  fillSeed?: number;
   /** 0 for the first try of a batch, 1 for its retry. */
   attempt?: number;
 }
@@ -52,6 +54,11 @@ export interface TrainResult {
   activeSum: number;
   /** True labels that LSH did not retrieve (added as required ids). */
   missedLabels: number;
+}
+
+/** Result of a sparse-gradient train task (mode 3): the slice's statistics and its gradient rows per layer. */
+export interface SparseTrainResult extends TrainResult {
+  grads: RowGradients[];
 }
 
 export interface PredictTask {

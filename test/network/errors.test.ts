@@ -72,7 +72,7 @@ describe('netTrainSlice rejects bad input', () => {
   });
 
   it('bad hyper-parameters', () => {
-    expect(trainCall(fresh(), data, ids(4), { ...HYPER, mode: 3 })).toThrow(/hyper\.mode must be 0/);
+    expect(trainCall(fresh(), data, ids(4), { ...HYPER, mode: 4 })).toThrow(/hyper\.mode must be 0 \(adam\), 1 \(gradient\), 2 \(loss only\) or 3 \(sparse gradient\)/);
     expect(trainCall(fresh(), data, ids(4), { ...HYPER, beta1: 1 })).toThrow(/beta1 and hyper\.beta2 must be in \[0, 1\)/);
     expect(trainCall(fresh(), data, ids(4), { ...HYPER, lr: NaN })).toThrow(/hyper\.lr must be finite/);
     expect(trainCall(fresh(), data, ids(4), { ...HYPER, seed: -1 })).toThrow(/unsigned 32-bit integer for seed/);
