@@ -53,7 +53,7 @@ export const trainCmd = defineCommand({
     'such a run exactly where its last checkpoint left it, with the data paths and settings it recorded ' +
     '(flags given again override them; --epochs can extend a finished run).',
   flags: {
-    train: { type: 'string', valueName: 'file', description: 'training data (required unless --resume)' },
+    train: { type: 'string', valueName: 'file', description: 'training data (required unless --resume); with --distributed, %r in the name is the rank: each rank reads its own shard' },
     test: { type: 'string', valueName: 'file', description: 'test data, evaluated after training (and every --eval-every epochs)' },
     config: { type: 'string', valueName: 'json', description: 'network configuration file (NetworkConfig; inputDim defaults to the data)' },
     format: trainFormat,

@@ -21,6 +21,7 @@ import { modelFileBytes } from '../network/model-file.js';
 import { GracefulStop } from './signals.js';
 import { writePredictions } from './predict-output.js';
 import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
+import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
 
 export interface TrainCliOptions {
   /** Required unless `resume` is given. */
@@ -194,7 +195,9 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     }
   }
   // Everything that can be checked without reading data is checked first: paths, then the config file.
-  await checkTrainPaths(given);
+  // Under MPI, `--train shard-%r.txt` names each rank's own shard (src/train/shards.ts).
+  const ownFile = (path: string) => (dist ? shardPath(path, dist.rank) : path);
+  await checkTrainPaths({ ...given, train: given.train && ownFile(given.train) });
   const file = given.config ? await readConfigFile(given.config) : undefined;
 
   let o: TrainCliOptions = given;
@@ -211,7 +214,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     o = { ...readSavedCli(info.extra), checkpoint: dirname(info.file), ...defined };
     if (!o.train) throw new UsageError(`${info.file} does not record its training data (it was not written by sublinear train); give --train`);
     // The recorded paths may have moved since: check them before reading anything.
-    await checkTrainPaths({ train: o.train, test: o.test, save: o.save });
+    await checkTrainPaths({ train: ownFile(o.train), test: o.test, save: o.save });
     if (!quiet) {
       const p = info.position;
       io.err(`resuming from ${info.file}: epoch ${p.epoch + 1}, batch ${p.batch} (${p.batchesDone} batches done)\n`);
@@ -224,7 +227,9 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
 
   const trainPath = o.train!;
   const limit = memoryLimit(o.maxMemory);
-  const train = await loadData(trainPath, o.format, 'training data', quiet, limit);
+  const own = await loadData(ownFile(trainPath), o.format, 'training data', quiet, limit);
+  // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
+  const train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
   if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
   const test = o.test ? await loadData(o.test, o.format, 'test data', quiet, Math.max(0, limit - dataBytes(train))) : undefined;
   if (test) checkEvaluable(test, o.test!);

@@ -128,6 +128,26 @@ describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost$
     });
   }, 240_000);
 
+  it('--train shard-%r.txt: each rank reads its own shard; the model equals training on their concatenation', () => {
+    // Shards of unequal size (500 and 700 points) cut from train.txt, each a complete XC file.
+    const lines = readFileSync(join(dir, 'train.txt'), 'utf8').trimEnd().split('\n');
+    const [, D, L] = lines[0]!.split(' ');
+    const rows = lines.slice(1);
+    writeFileSync(join(dir, 'shard-0.txt'), `500 ${D} ${L}\n${rows.slice(0, 500).join('\n')}\n`);
+    writeFileSync(join(dir, 'shard-1.txt'), `700 ${D} ${L}\n${rows.slice(500).join('\n')}\n`);
+    const args = [...common.slice(2), '--epochs', '2', '--workers', '1', '--distributed', '--json'];
+    const sharded = mpirun(2, CLI, 'train', '--train', join(dir, 'shard-%r.txt'), ...args, '--save', join(dir, 'sharded.sl'));
+    expect(sharded.code, sharded.stderr).toBe(0);
+    const whole = mpirun(2, CLI, 'train', ...common.slice(0, 2), ...args, '--save', join(dir, 'whole.sl'));
+    expect(whole.code, whole.stderr).toBe(0);
+    expect(lastJson(sharded.stdout).samples).toBe(2 * 1200);
+    expect(readFileSync(join(dir, 'sharded.sl')).equals(readFileSync(join(dir, 'whole.sl')))).toBe(true);
+    // A missing shard is named by the rank that lacks it, and ends the job.
+    const missing = mpirun(2, CLI, 'train', '--train', join(dir, 'nope-%r.txt'), ...args);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain(`--train ${join(dir, 'nope-0.txt')}: no such file or directory`);
+  }, 240_000);
+
   it('rank 0 writes the checkpoints; --resume with 1 rank continues to the same model', () => {
     const ck = join(dir, 'ck');
     const a = mpirun(2, CLI, 'train', ...common, '--epochs', '1', '--workers', '1', '--distributed', '--json', '--checkpoint', ck, '--checkpoint-every', '7');
