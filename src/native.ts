@@ -31,9 +31,10 @@ export const ADDON_ENV = 'SUBLINEAR_ADDON';
  * kernel: `avx2` or `sse` selects a lower instruction set than the CPU's best for the dense block kernels
  * (forward, gradients, softmax), for tests that compare them. Results differ from the default only in
  * floating-point rounding (the order of the sums); an unknown value is ignored. Inherited by worker
- * threads. Default: unset (the best the CPU supports). These two are the only environment variables that
- * sublinear reads at run time; installing reads SUBLINEAR_BUILD_FROM_SOURCE=1 (compile even where a
- * prebuilt binary loads), the build SUBLINEAR_MARCH_NATIVE=1 (-march=native) and JOBS.
+ * threads. Default: unset (the best the CPU supports). These two, and SUBLINEAR_MPI_ADDON of
+ * `train --distributed` (src/train/mpi.ts), are the only environment variables sublinear reads at run
+ * time; installing reads SUBLINEAR_BUILD_FROM_SOURCE=1 (compile even where a prebuilt binary loads), the
+ * build SUBLINEAR_MARCH_NATIVE=1 (-march=native) and JOBS.
  */
 export const BLOCK_ISA_ENV = 'SUBLINEAR_BLOCK_ISA';
 
