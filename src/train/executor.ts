@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { packageRoot } from '../util/package-root.js';
 import { runPredict, runRehash, runTrain, runTrainSparse } from './kernels.js';
+import { toWire } from './wire.js';
 import type {
   PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainResult, TrainTask,
 } from './tasks.js';
@@ -81,17 +82,18 @@ export class PoolExecutor implements Executor {
   get inFlight(): number {
     return this.running;
   }
+  // Tasks go through toWire (src/train/wire.ts): views of 4 GiB or more would arrive truncated.
   train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult> {
-    return this.track(this.pool.run(t, signal ? { name: 'train', signal } : { name: 'train' }));
+    return this.track(this.pool.run(toWire(t), signal ? { name: 'train', signal } : { name: 'train' }));
   }
   trainSparse(t: TrainTask): Promise<SparseTrainResult> {
-    return this.pool.run(t, { name: 'trainSparse' });
+    return this.track(this.pool.run(toWire(t), { name: 'trainSparse' }));
   }
   predict(t: PredictTask): Promise<PredictResult> {
-    return this.track(this.pool.run(t, { name: 'predict' }));
+    return this.track(this.pool.run(toWire(t), { name: 'predict' }));
   }
   rehash(t: RehashTask): Promise<number> {
-    return this.track(this.pool.run(t, { name: 'rehash' }));
+    return this.track(this.pool.run(toWire(t), { name: 'rehash' }));
   }
   /**
    * Runs `parties` rendezvous tasks at once (see RendezvousTask): resolves with each task's result, all
