@@ -156,6 +156,9 @@ async function checkTrainPaths(o: TrainCliOptions): Promise<void> {
   if (o.checkpoint) await checkOutputDir(o.checkpoint, '--checkpoint');
 }
 
+/** Periodic checkpoint write failures shown one by one before they are only counted. */
+const SHOWN_CHECKPOINT_WARNINGS = 3;
+
 /** One line of `--log` and one entry of the JSON `history`: an epoch as it ended. */
 interface EpochRecord {
   epoch: number;
@@ -286,7 +289,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   let stats;
   const testByEpoch = new Map<number, Metrics>();
   const records: EpochRecord[] = [];
-  let prevSamples = 0, prevSeconds = 0;
+  let prevSamples = 0, prevSeconds = 0, checkpointWarnings = 0;
   try {
     stats = await net.fit(train, {
       epochs,
@@ -302,7 +305,14 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       checkpoint,
       progressEvery: 1,
       // Checkpoint write failures and lost batches: reported, training goes on.
+      // A full disk fails every periodic checkpoint alike: the first few are shown, then only the final one;
+      // the count is in the summary (checkpointFailures).
       onWarning: (m) => {
+        const periodicFailure = m.startsWith('cannot write checkpoint') && m.includes('Training goes on');
+        if (periodicFailure && ++checkpointWarnings > SHOWN_CHECKPOINT_WARNINGS) {
+          if (checkpointWarnings === SHOWN_CHECKPOINT_WARNINGS + 1) io.err('sublinear: warning: further checkpoint write failures are counted, not shown\n');
+          return;
+        }
         bar?.clear();
         io.err(`sublinear: warning: ${m}\n`);
       },
@@ -348,7 +358,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     io.err(`trained ${stats.samples} samples in ${stats.trainSeconds.toFixed(1)} s (${Math.round(stats.samplesPerSec)} samples/s; ` +
       `hash-table rebuilds ${stats.rebuildSeconds.toFixed(1)} s = ${(100 * stats.rebuildSeconds / Math.max(stats.trainSeconds, 1e-9)).toFixed(1)}%)` +
       `${stats.aborted ? ' (stopped early)' : ''}\n`);
-    if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}\n`);
+    const failed = stats.checkpointFailures?.length ?? 0;
+    if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}\n`);
     if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
   }
   // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must

@@ -63,7 +63,7 @@ function trainFillingDisk(disk: string, ckpt: string, args: string[]): Promise<{
 describe.skipIf(!canMount)('sublinear train on a checkpoint disk that fills up', () => {
   const common = () => ['--train', trainFile, '--config', cfgFile, '--epochs', '15', '--workers', '0', '--checkpoint-every', '2', '--json'];
 
-  it('warns about each failed checkpoint, still writes --save, and exits 0', async () => {
+  it('warns about the first failed checkpoints and the final one, still writes --save, and exits 0', async () => {
     const disk = mountTmpfs(16 << 20)!;
     const ckpt = join(disk, 'ckpt');
     const model = join(root, 'model.sl');
@@ -73,7 +73,12 @@ describe.skipIf(!canMount)('sublinear train on a checkpoint disk that fills up',
     expect(r.stderr).toMatch(/The final state is not checkpointed/);
     expect(r.code).toBe(0);
     const summary = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as Record<string, number>;
-    expect(summary.checkpointFailures).toBeGreaterThan(0);
+    expect(summary.checkpointFailures).toBeGreaterThan(4);
+    // A full disk fails every checkpoint alike: three periodic failures are shown, then they are only
+    // counted, and the final one is shown again.
+    const shown = r.stderr.split('\n').filter((l) => l.startsWith('sublinear: warning: cannot write checkpoint'));
+    expect(shown).toHaveLength(4);
+    expect(r.stderr).toContain('sublinear: warning: further checkpoint write failures are counted, not shown\n');
     expect(summary.lostBatches).toBe(0);
     expect(summary.batchesDone).toBe(15 * Math.ceil(3000 / 128));
     expect(existsSync(model)).toBe(true);
