@@ -18,6 +18,7 @@ import {
 import { LOCK_FILE } from '../../src/train/lock.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import type { FitOptions } from '../../src/train/fit.js';
+import { weightBytes } from './state-bytes.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-ckfault-'));
@@ -33,10 +34,6 @@ const config = () => ({
 });
 const base: FitOptions = { epochs: 3, workers: 0, rebuild: { first: 3 }, lr: 2e-3 };
 
-function weightBytes(net: Network): Buffer {
-  return Buffer.concat(net.spec.layers.flatMap((l) =>
-    [l.weights, l.bias, l.mWeights, l.vWeights, l.mBias, l.vBias, l.rowSteps, l.biasSteps].map((a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength))));
-}
 let reference: Buffer | undefined;
 async function uninterrupted(): Promise<Buffer> {
   if (!reference) {

@@ -15,6 +15,7 @@ import { PoolExecutor } from '../../src/train/executor.js';
 import { addonFile } from '../../src/native.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import type { FitOptions } from '../../src/train/fit.js';
+import { weightBytes } from './state-bytes.js';
 
 const data = synthesize({ shape: 'tiny', points: 1000, seed: 11 });
 // 1000 points / batch 128 = 8 batches per epoch.
@@ -25,11 +26,6 @@ const config = () => ({
 });
 const base: FitOptions = { epochs: 2, workers: 1, rebuild: { first: 3 }, lr: 2e-3 };
 
-/** Weights, biases, Adam moments and step counters: everything a batch update touches. */
-function weightBytes(net: Network): Buffer {
-  return Buffer.concat(net.spec.layers.flatMap((l) =>
-    [l.weights, l.bias, l.mWeights, l.vWeights, l.mBias, l.vBias, l.rowSteps, l.biasSteps].map((a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength))));
-}
 
 let reference: Buffer | undefined;
 async function uninterrupted(): Promise<Buffer> {
