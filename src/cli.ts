@@ -4,12 +4,13 @@ import { main } from './cli/main.js';
 
 // A reader that stops early (`sublinear predict ... | head -1`) closes the pipe: that is the normal end
 // of a pipeline, not an error. Exit quietly with 0, as cat and grep do, instead of a stack trace.
-for (const stream of [process.stdout, process.stderr]) {
-  stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0);
-    throw err;
-  });
-}
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+// stderr carries progress and messages, not results: a closed stderr (`train ... 2>&1 | head -1`) must not
+// end a training run before it saves its model. Further messages are dropped.
+process.stderr.on('error', () => {});
 
 main(process.argv.slice(2)).then(
   (code) => {

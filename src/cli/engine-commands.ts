@@ -47,15 +47,15 @@ export const trainCmd = defineCommand({
     'hidden layer of 1024, 512, 256 or 128 units with dropout, and a softmax output, LSH-sampled with the logQ ' +
     'correction when there are 16384 labels or more. Without --epochs, 5% of the training points (at most 5000) ' +
     'are held out, the learning rate is halved whenever P@k on them stops improving, training stops after 3 such ' +
-    'epochs, and the best epoch\'s weights are kept. Ctrl-C stops after the batches in flight ' +
-    '(and saves with --save, and writes a checkpoint with --checkpoint). With --checkpoint, the full training ' +
+    'epochs, and the best epoch\'s weights are kept. Ctrl-C or SIGTERM stops after the batches in flight ' +
+    '(and saves with --save, and writes a checkpoint with --checkpoint), then exits 130 or 143. With --checkpoint, the full training ' +
     'state is written every --checkpoint-every (atomically; the newest two files are kept); --resume continues ' +
     'such a run exactly where its last checkpoint left it, with the data paths and settings it recorded ' +
     '(flags given again override them; --epochs can extend a finished run).',
   flags: {
     train: { type: 'string', valueName: 'file', description: 'training data (required unless --resume); with --distributed, %r in the name is the rank: each rank reads its own shard' },
     test: { type: 'string', valueName: 'file', description: 'test data, evaluated after training (and every --eval-every epochs)' },
-    config: { type: 'string', valueName: 'json', description: 'network configuration file (NetworkConfig; inputDim defaults to the data)' },
+    config: { type: 'string', valueName: 'json', description: 'JSON file: the network (NetworkConfig; inputDim defaults to the data) and training options (epochs, batchSize, lr, ...; flags override them)' },
     format: trainFormat,
     // No flag defaults for what --resume restores: a default would be indistinguishable from a flag given again.
     epochs: {
@@ -69,7 +69,7 @@ export const trainCmd = defineCommand({
     save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically)' },
     evalEvery: { type: 'integer', min: 1, valueName: 'n', description: 'evaluate on --test every n epochs' },
     maxMemory,
-    log: { type: 'string', valueName: 'file', description: 'append one JSON line per epoch (loss, samples/s, held-out and test metrics) and a summary line to this file' },
+    log: { type: 'string', valueName: 'file', description: 'write one JSON line per epoch (loss, samples/s, held-out and test metrics) and a summary line to this file (a resumed run appends)' },
     checkpoint: { type: 'string', valueName: 'dir', description: 'write training checkpoints to this directory (default with --resume: the resumed one)' },
     checkpointEvery: {
       type: 'string', valueName: 'n|Ns|Nm',
@@ -102,7 +102,7 @@ export const trainCmd = defineCommand({
 
 export const evalCmd = defineCommand({
   name: 'eval',
-  summary: 'Evaluate a saved model: P@k, nDCG@k and PSP@k for k = 1, 3, 5.',
+  summary: 'Evaluate a saved model: P@k, nDCG@k and PSP@k at k = 1, 3, 5 (or the cut-offs of --k).',
   flags: {
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
     test: { type: 'string', required: true, valueName: 'file', description: 'test data' },
@@ -151,7 +151,7 @@ export const predictCmd = defineCommand({
   examples: [
     'predict --model model.sl --input test.txt --k 5 > scores.txt',
     'predict --model model.sl --input test.txt --format jsonl | head -3',
-    'cat points.txt | sublinear predict --model model.sl --input - --input-format libsvm',
+    'predict --model model.sl --input - --input-format libsvm < points.svm',
   ],
   run: (o, io) => predictCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

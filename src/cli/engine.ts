@@ -1,7 +1,7 @@
 // `sublinear train | eval | predict | demo`: the engine's commands. Argument parsing lives in
 // src/cli/main.ts's command table; these functions receive typed options.
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -147,10 +147,15 @@ export function checkFits(d: SparseDataset, path: string, inputDim: number, outp
   if (d.labels > outputs) throw new Error(`${path} has ${d.labels} labels but the network's last layer has ${outputs} neurons`);
 }
 
-/** Pre-flight of every path a train command will read or write, before any data is read. */
-async function checkTrainPaths(o: TrainCliOptions): Promise<void> {
+/**
+ * Pre-flight of every path a train command will read or write, before any data is read. `outputs` false:
+ * inputs only (the ranks of an MPI job other than 0 write nothing, and their machines may lack rank 0's
+ * output directories).
+ */
+async function checkTrainPaths(o: TrainCliOptions, outputs = true): Promise<void> {
   if (o.train) await checkInputFile(o.train, '--train');
   if (o.test) await checkInputFile(o.test, '--test');
+  if (!outputs) return;
   if (o.save) await checkOutputFile(o.save, '--save');
   if (o.log) await checkOutputFile(o.log, '--log');
   if (o.checkpoint) await checkOutputDir(o.checkpoint, '--checkpoint');
@@ -200,7 +205,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // Everything that can be checked without reading data is checked first: paths, then the config file.
   // Under MPI, `--train shard-%r.txt` names each rank's own shard (src/train/shards.ts).
   const ownFile = (path: string) => (dist ? shardPath(path, dist.rank) : path);
-  await checkTrainPaths({ ...given, train: given.train && ownFile(given.train) });
+  const writer = !dist || dist.isRoot;
+  await checkTrainPaths({ ...given, train: given.train && ownFile(given.train) }, writer);
   const file = given.config ? await readConfigFile(given.config) : undefined;
 
   let o: TrainCliOptions = given;
@@ -217,7 +223,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     o = { ...readSavedCli(info.extra), checkpoint: dirname(info.file), ...defined };
     if (!o.train) throw new UsageError(`${info.file} does not record its training data (it was not written by sublinear train); give --train`);
     // The recorded paths may have moved since: check them before reading anything.
-    await checkTrainPaths({ train: ownFile(o.train), test: o.test, save: o.save });
+    await checkTrainPaths({ train: ownFile(o.train), test: o.test, save: o.save, log: o.log }, writer);
     if (!quiet) {
       const p = info.position;
       io.err(`resuming from ${info.file}: epoch ${p.epoch + 1}, batch ${p.batch} (${p.batchesDone} batches done)\n`);
@@ -257,7 +263,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   checkMemory(planNetworkMemory(resolved, workers, train, bestWeights), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
   const net = resumed ?? new Network(config);
   // Room for the model file before training (the Checkpointer checks the room its files need itself).
-  if (o.save) await checkOutputFile(o.save, '--save', modelFileBytes(net));
+  if (o.save && writer) await checkOutputFile(o.save, '--save', modelFileBytes(net));
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
   let checkpoints = 0;
@@ -275,7 +281,15 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       }
     : undefined;
 
-  const log = o.log && (!dist || dist.isRoot) ? await open(o.log, resumed ? 'a' : 'w') : undefined;
+  // The --log file is opened at its first record, after fit() has taken the checkpoint directory's lock:
+  // a second run started by mistake must not truncate the log of the run it collides with.
+  let log: FileHandle | undefined;
+  const logRecord = async (record: object) => {
+    if (!o.log || (dist && !dist.isRoot)) return;
+    log ??= await open(o.log, resumed ? 'a' : 'w');
+    await log.write(JSON.stringify(record) + '\n');
+  };
+  const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
   const stop = new GracefulStop((sig) => {
     bar?.clear();
     io.err(`\n${sig === 'SIGINT' ? 'Ctrl-C' : sig}: stopping after the batches in flight${checkpoint ? ', writing a checkpoint' : ''}` +
@@ -284,140 +298,141 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // Under MPI a signal ends the job (mpirun forwards it to every rank, and one rank stopping alone would
   // leave the others waiting in a collective): the periodic checkpoints are what a job resumes from.
   if (!dist) stop.install();
-  const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
-  const evalOpts = { mode: o.mode ?? 'exact', workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
-  let stats;
-  const testByEpoch = new Map<number, Metrics>();
-  const records: EpochRecord[] = [];
-  let prevSamples = 0, prevSeconds = 0, checkpointWarnings = 0;
+  // Signal handlers stay installed until the end: a signal during the save or the final evaluation still
+  // ends the run with 130/143 once they are done (a second one exits at once).
   try {
-    stats = await net.fit(train, {
-      epochs,
-      batchSize,
-      lr,
-      ...(t.beta1 !== undefined ? { beta1: t.beta1 } : {}),
-      ...(t.beta2 !== undefined ? { beta2: t.beta2 } : {}),
-      ...(t.eps !== undefined ? { eps: t.eps } : {}),
-      ...(t.validation !== undefined ? { validation: t.validation } : {}),
-      ...(t.rebuild !== undefined ? { rebuild: t.rebuild } : {}),
-      workers,
-      signal: stop.signal,
-      checkpoint,
-      progressEvery: 1,
-      // Checkpoint write failures and lost batches: reported, training goes on.
-      // A full disk fails every periodic checkpoint alike: the first few are shown, then only the final one;
-      // the count is in the summary (checkpointFailures).
-      onWarning: (m) => {
-        const periodicFailure = m.startsWith('cannot write checkpoint') && m.includes('Training goes on');
-        if (periodicFailure && ++checkpointWarnings > SHOWN_CHECKPOINT_WARNINGS) {
-          if (checkpointWarnings === SHOWN_CHECKPOINT_WARNINGS + 1) io.err('sublinear: warning: further checkpoint write failures are counted, not shown\n');
-          return;
-        }
-        bar?.clear();
-        io.err(`sublinear: warning: ${m}\n`);
-      },
-      ...(dist ? dist.fitOptions(net, workers, train, batchSize ?? resumed?.resumeInfo?.fitOptions.batchSize ?? 128) : {}),
-      onProgress: (p) => {
-        // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
-        const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
-        bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
-          `epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
-      },
-      onEpochEnd: async (epoch, st) => {
-        const v = st.validation?.at(-1);
-        if (!quiet && v && v.epoch === epoch + 1) bar?.log(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})`);
-        let tm: Metrics | undefined;
-        if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
-          tm = await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts));
-          testByEpoch.set(epoch + 1, tm);
-          if (!quiet) bar?.log(`epoch ${epoch + 1}: test ${metricLine(tm)}`);
-        }
-        const h = st.history.at(-1);
-        if (h && h.epoch === epoch + 1) {
-          const r: EpochRecord = {
-            ...h,
-            samplesPerSec: (st.samples - prevSamples) / Math.max(1e-9, h.trainSeconds - prevSeconds),
-            ...(v && v.epoch === h.epoch ? { validation: { p1: v.p1, p3: v.p3, p5: v.p5, lr: v.lr } } : {}),
-            ...(tm ? { test: tm } : {}),
-          };
-          prevSamples = st.samples;
-          prevSeconds = h.trainSeconds;
-          records.push(r);
-          if (log) await log.write(JSON.stringify({ type: 'epoch', ...r }) + '\n');
-        }
-      },
-    });
-  } catch (e) {
-    await log?.close();
-    throw e;
-  } finally {
-    bar?.done();
-    stop.uninstall();
-  }
-  if (!quiet) {
-    io.err(`trained ${stats.samples} samples in ${stats.trainSeconds.toFixed(1)} s (${Math.round(stats.samplesPerSec)} samples/s; ` +
-      `hash-table rebuilds ${stats.rebuildSeconds.toFixed(1)} s = ${(100 * stats.rebuildSeconds / Math.max(stats.trainSeconds, 1e-9)).toFixed(1)}%)` +
-      `${stats.aborted ? ' (stopped early)' : ''}\n`);
-    const failed = stats.checkpointFailures?.length ?? 0;
-    if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}\n`);
-    if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
-  }
-  // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
-  // not cost the trained weights). Exit status: 0 when the trained state is saved somewhere (--save, or
-  // without --save the final checkpoint), even if some checkpoints failed (warned above, counted in the
-  // JSON summary); 1 when neither holds it.
-  const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
-  if (o.save && (!dist || dist.isRoot)) {
+    const evalOpts = { mode: o.mode ?? 'exact', workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
+    let stats;
+    const testByEpoch = new Map<number, Metrics>();
+    const records: EpochRecord[] = [];
+    let prevSamples = 0, prevSeconds = 0, checkpointWarnings = 0;
     try {
-      await net.save(o.save);
-    } catch (e) {
-      const where = checkpoint && !finalFailure && lastCheckpointFile
-        ? `; the trained weights are in the final checkpoint ${lastCheckpointFile} (eval and predict accept it as a model)`
-        : '';
-      throw new Error(`cannot save the model to ${o.save}: ${(e as Error).message}${where}`, { cause: e });
+      stats = await net.fit(train, {
+        epochs,
+        batchSize,
+        lr,
+        ...(t.beta1 !== undefined ? { beta1: t.beta1 } : {}),
+        ...(t.beta2 !== undefined ? { beta2: t.beta2 } : {}),
+        ...(t.eps !== undefined ? { eps: t.eps } : {}),
+        ...(t.validation !== undefined ? { validation: t.validation } : {}),
+        ...(t.rebuild !== undefined ? { rebuild: t.rebuild } : {}),
+        workers,
+        signal: stop.signal,
+        checkpoint,
+        progressEvery: 1,
+        // Checkpoint write failures and lost batches: reported, training goes on.
+        // A full disk fails every periodic checkpoint alike: the first few are shown, then only the final one;
+        // the count is in the summary (checkpointFailures).
+        onWarning: (m) => {
+          const periodicFailure = m.startsWith('cannot write checkpoint') && m.includes('Training goes on');
+          if (periodicFailure && ++checkpointWarnings > SHOWN_CHECKPOINT_WARNINGS) {
+            if (checkpointWarnings === SHOWN_CHECKPOINT_WARNINGS + 1) io.err('sublinear: warning: further checkpoint write failures are counted, not shown\n');
+            return;
+          }
+          bar?.clear();
+          io.err(`sublinear: warning: ${m}\n`);
+        },
+        ...(dist ? dist.fitOptions(net, workers, train, batchSize ?? resumed?.resumeInfo?.fitOptions.batchSize ?? 128) : {}),
+        onProgress: (p) => {
+          // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
+          const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
+          bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
+            `epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
+        },
+        onEpochEnd: async (epoch, st) => {
+          const v = st.validation?.at(-1);
+          if (!quiet && v && v.epoch === epoch + 1) bar?.log(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})`);
+          let tm: Metrics | undefined;
+          if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
+            tm = await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts));
+            testByEpoch.set(epoch + 1, tm);
+            if (!quiet) bar?.log(`epoch ${epoch + 1}: test ${metricLine(tm)}`);
+          }
+          const h = st.history.at(-1);
+          if (h && h.epoch === epoch + 1) {
+            const r: EpochRecord = {
+              ...h,
+              samplesPerSec: (st.samples - prevSamples) / Math.max(1e-9, h.trainSeconds - prevSeconds),
+              ...(v && v.epoch === h.epoch ? { validation: { p1: v.p1, p3: v.p3, p5: v.p5, lr: v.lr } } : {}),
+              ...(tm ? { test: tm } : {}),
+            };
+            prevSamples = st.samples;
+            prevSeconds = h.trainSeconds;
+            records.push(r);
+            await logRecord({ type: 'epoch', ...r });
+          }
+        },
+      });
+    } finally {
+      bar?.done();
     }
-    if (!quiet) io.err(`saved ${o.save}\n`);
+    if (!quiet) {
+      io.err(`trained ${stats.samples} samples in ${stats.trainSeconds.toFixed(1)} s (${Math.round(stats.samplesPerSec)} samples/s; ` +
+        `hash-table rebuilds ${stats.rebuildSeconds.toFixed(1)} s = ${(100 * stats.rebuildSeconds / Math.max(stats.trainSeconds, 1e-9)).toFixed(1)}%)` +
+        `${stats.aborted ? ' (stopped early)' : ''}\n`);
+      const failed = stats.checkpointFailures?.length ?? 0;
+      if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}\n`);
+      if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
+    }
+    // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
+    // not cost the trained weights). Exit status: 0 when the trained state is saved somewhere (--save, or
+    // without --save the final checkpoint), even if some checkpoints failed (warned above, counted in the
+    // JSON summary); 1 when neither holds it.
+    const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
+    if (o.save && (!dist || dist.isRoot)) {
+      try {
+        await net.save(o.save);
+      } catch (e) {
+        // The final checkpoint is written before the best epoch's weights are restored: it holds the last epoch's.
+        const which = stats.bestEpoch !== undefined && stats.bestEpoch !== stats.epochs ? `the weights of the last epoch (${stats.epochs}; the kept best epoch was ${stats.bestEpoch})` : 'the trained weights';
+        const where = checkpoint && !finalFailure && lastCheckpointFile
+          ? `; ${which} are in the final checkpoint ${lastCheckpointFile} (eval and predict accept it as a model)`
+          : '';
+        throw new Error(`cannot save the model to ${o.save}: ${(e as Error).message}${where}`, { cause: e });
+      }
+      if (!quiet) io.err(`saved ${o.save}\n`);
+    }
+    // The test set is evaluated on the weights the network ends with, unless --eval-every already did
+    // (exact inference of the same weights gives the same numbers); a run stopped by a signal skips it.
+    const finalEpoch = stats.bestEpoch ?? (stats.aborted ? undefined : stats.epochs);
+    const reuse = evalOpts.mode === 'exact' && finalEpoch !== undefined ? testByEpoch.get(finalEpoch) : undefined;
+    const metrics = test && !stop.received ? reuse ?? (await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts))) : undefined;
+    // (dist.evaluate compares the replicas' checksums first; without it, compare them here.)
+    if (dist && (!test || reuse)) await dist.verify(net);
+    if (metrics && !quiet) io.out(`test: ${metricLine(metrics)}\n`);
+    const summary = {
+      ...(metrics ?? {}),
+      samplesPerSec: stats.samplesPerSec,
+      trainSeconds: stats.trainSeconds,
+      rebuildSeconds: stats.rebuildSeconds,
+      indexSeconds: stats.indexSeconds,
+      rebuilds: stats.rebuilds,
+      epochs: stats.epochs,
+      ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
+      samples: stats.samples,
+      loss: stats.lastLoss,
+      workers,
+      peakRssMB: peakRssMB(),
+      aborted: stats.aborted,
+      ...(stop.received ? { signal: stop.received } : {}),
+      batchesDone: net.batchesDone,
+      ...(o.save ? { model: resolve(o.save) } : {}),
+      lostBatches: stats.lostBatches,
+      ...(checkpoint ? { checkpoints, checkpointFailures: stats.checkpointFailures?.length ?? 0 } : {}),
+      ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
+      ...(dist ? dist.summary(net) : {}),
+    };
+    await logRecord({ type: 'summary', ...summary });
+    if (o.json) io.out(JSON.stringify({ ...summary, history: records }) + '\n');
+    if (finalFailure && !o.save) {
+      io.err(`sublinear: the trained state was not saved: the final checkpoint ${finalFailure.file} could not be written (${finalFailure.error}) and no --save was given\n`);
+      return 1;
+    }
+    return stop.exitCode(0);
+  } finally {
+    stop.uninstall();
+    await log?.close();
   }
-  // The test set is evaluated on the weights the network ends with, unless --eval-every already did
-  // (exact inference of the same weights gives the same numbers); a run stopped by a signal skips it.
-  const finalEpoch = stats.bestEpoch ?? (stats.aborted ? undefined : stats.epochs);
-  const reuse = evalOpts.mode === 'exact' && finalEpoch !== undefined ? testByEpoch.get(finalEpoch) : undefined;
-  const metrics = test && !stop.received ? reuse ?? (await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts))) : undefined;
-  // (dist.evaluate compares the replicas' checksums first; without it, compare them here.)
-  if (dist && (!test || reuse)) await dist.verify(net);
-  if (metrics && !quiet) io.out(`test: ${metricLine(metrics)}\n`);
-  const summary = {
-    ...(metrics ?? {}),
-    samplesPerSec: stats.samplesPerSec,
-    trainSeconds: stats.trainSeconds,
-    rebuildSeconds: stats.rebuildSeconds,
-    indexSeconds: stats.indexSeconds,
-    rebuilds: stats.rebuilds,
-    epochs: stats.epochs,
-    ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
-    samples: stats.samples,
-    loss: stats.lastLoss,
-    workers,
-    peakRssMB: peakRssMB(),
-    aborted: stats.aborted,
-    ...(stop.received ? { signal: stop.received } : {}),
-    batchesDone: net.batchesDone,
-    ...(o.save ? { model: resolve(o.save) } : {}),
-    lostBatches: stats.lostBatches,
-    ...(checkpoint ? { checkpoints, checkpointFailures: stats.checkpointFailures?.length ?? 0 } : {}),
-    ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
-    ...(dist ? dist.summary(net) : {}),
-  };
-  if (log) {
-    await log.write(JSON.stringify({ type: 'summary', ...summary }) + '\n');
-    await log.close();
-  }
-  if (o.json) io.out(JSON.stringify({ ...summary, history: records }) + '\n');
-  if (finalFailure && !o.save) {
-    io.err(`sublinear: the trained state was not saved: the final checkpoint ${finalFailure.file} could not be written (${finalFailure.error}) and no --save was given\n`);
-    return 1;
-  }
-  return stop.exitCode(0);
 }
 
 export interface EvalCliOptions {
@@ -546,7 +561,12 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
 async function spoolStdin(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'sublinear-stdin-'));
   const path = join(dir, 'input.txt');
-  await pipeline(process.stdin, createWriteStream(path));
+  try {
+    await pipeline(process.stdin, createWriteStream(path));
+  } catch (e) {
+    await rm(dir, { recursive: true, force: true });
+    throw e;
+  }
   return path;
 }
 

@@ -188,6 +188,18 @@ export class Network {
    * bit-identical to the uninterrupted run.
    */
   async fit(data: SparseDataset, opts: FitOptions = {}): Promise<FitStats> {
+    // An executor passed in (FitOptions.executor) is closed by fit() however it ends, also when it throws
+    // before training starts (bad data, a locked checkpoint directory, a resume mismatch).
+    const handedOver = { done: false };
+    try {
+      return await this.fitWith(data, opts, handedOver);
+    } catch (e) {
+      if (!handedOver.done) await opts.executor?.close().catch(() => {});
+      throw e;
+    }
+  }
+
+  private async fitWith(data: SparseDataset, opts: FitOptions, handedOver: { done: boolean }): Promise<FitStats> {
     checkDataset(data, this.config, 'training data');
     this.indexFresh = false; // training moves the weights the cluster index was built from
     data = toShared(data);
@@ -259,6 +271,7 @@ export class Network {
       await checkpointer?.close();
       throw e;
     }
+    handedOver.done = true; // from here the finally below closes it
     try {
       let indexSeconds = 0;
       if (!this.tablesFresh) indexSeconds += await this.rebuildTables(exec);

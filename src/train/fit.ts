@@ -319,185 +319,193 @@ export async function fitLoop(
   let lostBatches = 0;
   // A stop request reaches the tasks in flight at once, even while the loop awaits them: the runner gives
   // them a grace and then terminates them (a hung worker included), which settles them and wakes the loop.
-  // (Removed again where fitLoop returns or throws.)
+  // (Removed again however fitLoop ends: the finally below.)
   const onAbort = () => runner.stop();
   opts.signal?.addEventListener('abort', onAbort, { once: true });
-
-  const report = (epoch: number, batch: number) => {
-    const now = performance.now();
-    const elapsed = (now - t0) / 1000 - callbackSeconds;
-    const sps = samples / Math.max(elapsed, 1e-9);
-    opts.onProgress?.({
-      epoch, epochs: o.epochs, batch, batchesPerEpoch, samples,
-      loss: repSamples ? repLoss / repSamples : NaN,
-      samplesPerSec: sps,
-      etaSeconds: ((totalBatches - batches) * o.batchSize) / Math.max(sps, 1e-9),
-      avgActive: repSamples ? repActive / repSamples : 0,
-      labelMissRate: repLabels ? repMissed / repLabels : 0,
-    });
-    lastReport = now;
-    repLoss = repSamples = repActive = repMissed = repLabels = 0;
-  };
-
-  // Position of the last completed (quiescent) point, for the final checkpoint.
-  let posEpoch = startEpoch, posBatch = start.batch;
-  for (let epoch = startEpoch; epoch < o.epochs && !aborted && !control.stop; epoch++) {
-    const order = epochOrder(nTrain, target.seed, epoch, o.shuffle);
-    if (rows) for (let i = 0; i < nTrain; i++) order[i] = rows[order[i]!]!;
-    epochLoss = epochSamples = epochActive = epochMissed = epochLabels = 0;
-    const inflight = new Set<Promise<void>>();
-    let nextBatch = epoch === startEpoch ? start.batch : 0;
-    // Global number of batch 0 of this epoch: batch seeds and the schedules count from it.
-    const epochBase = target.batchesDone - nextBatch;
-
-    const runBatch = async (b: number) => {
-      const start = b * o.batchSize;
-      const pointIds = order.slice(start, Math.min(start + o.batchSize, nTrain));
-      const global = epochBase + b;
-      const task: TrainTask = {
-        net: target.spec, data, pointIds,
-        lr: o.lr * control.lrScale, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
-        gradScale: 1 / pointIds.length,
-        seed: batchSeed(target.seed, global),
-      };
-      if (fault && epoch === startEpoch && b >= fault.batch && b < fault.batch + (fault.count ?? 1)) {
-        task.fault = { belowAttempt: fault.failures, kind: fault.kind ?? 'throw', at: fault.at ?? 'before-update' };
-      }
-      // Whole batches go to one worker each; with `split`, a batch is cut into one slice per worker and
-      // each slice updates the shared weights with its part of the batch gradient (HOGWILD within a batch).
-      const parts = o.split ? Math.min(exec.parallelism, pointIds.length) : 1;
-      const slices: TrainTask[] = [];
-      for (let j = 0; j < parts; j++) {
-        const ids = parts === 1 ? pointIds : pointIds.subarray(Math.floor((j * pointIds.length) / parts), Math.floor(((j + 1) * pointIds.length) / parts));
-        slices.push(parts === 1 ? task : { ...task, pointIds: ids, seed: (task.seed + j * 0x9e3779b9) >>> 0 });
-      }
-      const outcomes = await Promise.all(slices.map((t) => runner.run(t)));
-      const what = `batch ${b} of epoch ${epoch + 1}`;
-      const failed = outcomes.find((x) => 'failed' in x);
-      if (failed && 'failed' in failed) {
-        failures.push(new Error(`${what} failed twice: ${failed.failed}`));
-        return;
-      }
-      const lost = outcomes.find((x) => 'lost' in x);
-      if (lost && 'lost' in lost) {
-        lostBatches++;
-        warn(`${what} was lost: ${lost.lost}. Training goes on without it (${lostBatches} batch(es) lost so far); ` +
-          'the result will differ from an uninterrupted run.');
-        if (lostBatches > maxLost) failures.push(new Error(`${lostBatches} batches lost to worker failures (more than ${maxLost}); the last: ${what}`));
-        return;
-      }
-      const results = outcomes.map((x) => (x as { ok: TrainResult }).ok);
-      const r: TrainResult = { lossSum: 0, samples: 0, activeSum: 0, missedLabels: 0 };
-      for (const x of results) {
-        r.lossSum += x.lossSum; r.samples += x.samples; r.activeSum += x.activeSum; r.missedLabels += x.missedLabels;
-      }
-      // A non-finite loss means the weights have blown up: every later batch would only spread NaN, and a
-      // model saved from them predicts nothing. So does a finite but absurd one (the true labels' mean
-      // probability below e^-DIVERGED_LOSS: the logits are in the thousands). Stop before the next checkpoint.
-      const meanLoss = r.lossSum / Math.max(1, r.samples);
-      if (!(meanLoss <= DIVERGED_LOSS) && !diverged) diverged = new DivergedError(b, epoch, meanLoss, task.lr);
-      samples += r.samples; batches++;
-      repLoss += r.lossSum; repSamples += r.samples; repActive += r.activeSum; repMissed += r.missedLabels;
-      let labels = 0;
-      for (const p of pointIds) labels += data.labelOffsets[p + 1]! - data.labelOffsets[p]!;
-      repLabels += labels;
-      epochLoss += r.lossSum; epochSamples += r.samples;
-      epochActive += r.activeSum; epochMissed += r.missedLabels; epochLabels += labels;
+  try {
+    const report = (epoch: number, batch: number) => {
+      const now = performance.now();
+      const elapsed = (now - t0) / 1000 - callbackSeconds;
+      const sps = samples / Math.max(elapsed, 1e-9);
+      opts.onProgress?.({
+        epoch, epochs: o.epochs, batch, batchesPerEpoch, samples,
+        loss: repSamples ? repLoss / repSamples : NaN,
+        samplesPerSec: sps,
+        etaSeconds: ((totalBatches - batches) * o.batchSize) / Math.max(sps, 1e-9),
+        avgActive: repSamples ? repActive / repSamples : 0,
+        labelMissRate: repLabels ? repMissed / repLabels : 0,
+      });
+      lastReport = now;
+      repLoss = repSamples = repActive = repMissed = repLabels = 0;
     };
 
-    while (nextBatch < batchesPerEpoch || inflight.size > 0) {
-      if (failures.length || diverged) break;
-      if (opts.signal?.aborted && !aborted) {
-        aborted = true;
-        runner.stop();
-      }
-      // Rebuilds need quiescent tables and checkpoints a consistent state: drain the batches in flight
-      // first. A rebuild due at the same point goes first, so the checkpoint holds the fresh tables.
-      // Checked before every dispatch, so that both happen exactly at their batch count.
-      let rebuildDue = false, ckptDue = false;
-      const checkDue = () => {
-        rebuildDue = !aborted && target.schedule !== null && target.schedule.due(epochBase + nextBatch);
-        ckptDue = !aborted && !rebuildDue && checkpoint !== undefined && checkpoint.due(epochBase + nextBatch);
-      };
-      checkDue();
-      while (!aborted && !rebuildDue && !ckptDue && nextBatch < batchesPerEpoch && inflight.size < (o.split ? 1 : exec.parallelism)) {
-        const p: Promise<void> = runBatch(nextBatch++).finally(() => inflight.delete(p));
-        inflight.add(p);
-        checkDue();
-      }
-      if (inflight.size > 0) {
-        await Promise.race(inflight);
-        // The inline executor (workers: 0) settles tasks as microtasks, which never let the event loop
-        // run: give it a turn now and then, so that signals (Ctrl-C -> opts.signal) and timers get through.
-        if (performance.now() - lastYield > 50) {
-          await new Promise<void>((r) => setImmediate(r));
-          lastYield = performance.now();
+    // Position of the last completed (quiescent) point, for the final checkpoint.
+    let posEpoch = startEpoch, posBatch = start.batch;
+    for (let epoch = startEpoch; epoch < o.epochs && !aborted && !control.stop; epoch++) {
+      const order = epochOrder(nTrain, target.seed, epoch, o.shuffle);
+      if (rows) for (let i = 0; i < nTrain; i++) order[i] = rows[order[i]!]!;
+      epochLoss = epochSamples = epochActive = epochMissed = epochLabels = 0;
+      const inflight = new Set<Promise<void>>();
+      let nextBatch = epoch === startEpoch ? start.batch : 0;
+      // Global number of batch 0 of this epoch: batch seeds and the schedules count from it.
+      const epochBase = target.batchesDone - nextBatch;
+
+      const runBatch = async (b: number) => {
+        const start = b * o.batchSize;
+        const pointIds = order.slice(start, Math.min(start + o.batchSize, nTrain));
+        const global = epochBase + b;
+        const task: TrainTask = {
+          net: target.spec, data, pointIds,
+          lr: o.lr * control.lrScale, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
+          gradScale: 1 / pointIds.length,
+          seed: batchSeed(target.seed, global),
+        };
+        if (fault && epoch === startEpoch && b >= fault.batch && b < fault.batch + (fault.count ?? 1)) {
+          task.fault = { belowAttempt: fault.failures, kind: fault.kind ?? 'throw', at: fault.at ?? 'before-update' };
         }
-      } else if (rebuildDue && target.schedule) {
-        const r = await target.scheduledRebuild(exec);
-        rebuildSeconds += r.seconds;
-        target.schedule.done(epochBase + nextBatch, r.rebuilt);
-      } else if (ckptDue && !failures.length) {
-        target.batchesDone = epochBase + nextBatch;
-        const cb0 = performance.now();
-        await checkpoint!.save(position(epoch, nextBatch), 'periodic', exec.inFlight + inflight.size);
-        callbackSeconds += (performance.now() - cb0) / 1000;
-      } else if (aborted) {
-        break;
+        // Whole batches go to one worker each; with `split`, a batch is cut into one slice per worker and
+        // each slice updates the shared weights with its part of the batch gradient (HOGWILD within a batch).
+        const parts = o.split ? Math.min(exec.parallelism, pointIds.length) : 1;
+        const slices: TrainTask[] = [];
+        for (let j = 0; j < parts; j++) {
+          const ids = parts === 1 ? pointIds : pointIds.subarray(Math.floor((j * pointIds.length) / parts), Math.floor(((j + 1) * pointIds.length) / parts));
+          slices.push(parts === 1 ? task : { ...task, pointIds: ids, seed: (task.seed + j * 0x9e3779b9) >>> 0 });
+        }
+        const outcomes = await Promise.all(slices.map((t) => runner.run(t)));
+        const what = `batch ${b} of epoch ${epoch + 1}`;
+        const failed = outcomes.find((x) => 'failed' in x);
+        if (failed && 'failed' in failed) {
+          failures.push(new Error(`${what} failed twice: ${failed.failed}`));
+          return;
+        }
+        const lost = outcomes.find((x) => 'lost' in x);
+        if (lost && 'lost' in lost) {
+          lostBatches++;
+          // Training is stopping (Ctrl-C): a batch that did not finish within the grace is reported, but it
+          // is no sign of failing workers and must not turn the clean stop into an error.
+          if (aborted || opts.signal?.aborted) {
+            warn(`${what} did not finish before training stopped and is lost: ${lost.lost}.`);
+            return;
+          }
+          warn(`${what} was lost: ${lost.lost}. Training goes on without it (${lostBatches} batch(es) lost so far); ` +
+            'the result will differ from an uninterrupted run.');
+          if (lostBatches > maxLost) failures.push(new Error(`${lostBatches} batches lost to worker failures (more than ${maxLost}); the last: ${what}`));
+          return;
+        }
+        const results = outcomes.map((x) => (x as { ok: TrainResult }).ok);
+        const r: TrainResult = { lossSum: 0, samples: 0, activeSum: 0, missedLabels: 0 };
+        for (const x of results) {
+          r.lossSum += x.lossSum; r.samples += x.samples; r.activeSum += x.activeSum; r.missedLabels += x.missedLabels;
+        }
+        // A non-finite loss means the weights have blown up: every later batch would only spread NaN, and a
+        // model saved from them predicts nothing. So does a finite but absurd one (the true labels' mean
+        // probability below e^-DIVERGED_LOSS: the logits are in the thousands). Stop before the next checkpoint.
+        const meanLoss = r.lossSum / Math.max(1, r.samples);
+        if (!(meanLoss <= DIVERGED_LOSS) && !diverged) diverged = new DivergedError(b, epoch, meanLoss, task.lr);
+        samples += r.samples; batches++;
+        repLoss += r.lossSum; repSamples += r.samples; repActive += r.activeSum; repMissed += r.missedLabels;
+        let labels = 0;
+        for (const p of pointIds) labels += data.labelOffsets[p + 1]! - data.labelOffsets[p]!;
+        repLabels += labels;
+        epochLoss += r.lossSum; epochSamples += r.samples;
+        epochActive += r.activeSum; epochMissed += r.missedLabels; epochLabels += labels;
+      };
+
+      while (nextBatch < batchesPerEpoch || inflight.size > 0) {
+        if (failures.length || diverged) break;
+        if (opts.signal?.aborted && !aborted) {
+          aborted = true;
+          runner.stop();
+        }
+        // Rebuilds need quiescent tables and checkpoints a consistent state: drain the batches in flight
+        // first. A rebuild due at the same point goes first, so the checkpoint holds the fresh tables.
+        // Checked before every dispatch, so that both happen exactly at their batch count.
+        let rebuildDue = false, ckptDue = false;
+        const checkDue = () => {
+          rebuildDue = !aborted && target.schedule !== null && target.schedule.due(epochBase + nextBatch);
+          ckptDue = !aborted && !rebuildDue && checkpoint !== undefined && checkpoint.due(epochBase + nextBatch);
+        };
+        checkDue();
+        while (!aborted && !rebuildDue && !ckptDue && nextBatch < batchesPerEpoch && inflight.size < (o.split ? 1 : exec.parallelism)) {
+          const p: Promise<void> = runBatch(nextBatch++).finally(() => inflight.delete(p));
+          inflight.add(p);
+          checkDue();
+        }
+        if (inflight.size > 0) {
+          await Promise.race(inflight);
+          // The inline executor (workers: 0) settles tasks as microtasks, which never let the event loop
+          // run: give it a turn now and then, so that signals (Ctrl-C -> opts.signal) and timers get through.
+          if (performance.now() - lastYield > 50) {
+            await new Promise<void>((r) => setImmediate(r));
+            lastYield = performance.now();
+          }
+        } else if (rebuildDue && target.schedule) {
+          const r = await target.scheduledRebuild(exec);
+          rebuildSeconds += r.seconds;
+          target.schedule.done(epochBase + nextBatch, r.rebuilt);
+        } else if (ckptDue && !failures.length) {
+          target.batchesDone = epochBase + nextBatch;
+          const cb0 = performance.now();
+          await checkpoint!.save(position(epoch, nextBatch), 'periodic', exec.inFlight + inflight.size);
+          callbackSeconds += (performance.now() - cb0) / 1000;
+        } else if (aborted) {
+          break;
+        }
+        if ((performance.now() - lastReport) / 1000 >= o.progressEvery) report(epoch, nextBatch);
       }
-      if ((performance.now() - lastReport) / 1000 >= o.progressEvery) report(epoch, nextBatch);
+      if (failures.length || diverged) {
+        runner.stop(); // a hung task in flight must not keep the error waiting for its full timeout
+        await Promise.allSettled(inflight);
+        if (diverged) throw diverged;
+        throw new Error(`training stopped: ${failures[0]!.message}. ${batches} batches completed.`);
+      }
+      target.batchesDone = epochBase + nextBatch;
+      posEpoch = epoch;
+      posBatch = nextBatch;
+      if (epochSamples > 0) lastLoss = epochLoss / epochSamples;
+      if (!aborted && nextBatch >= batchesPerEpoch) {
+        epochsDone = epoch + 1;
+        history.push({
+          epoch: epoch + 1, trainSeconds: (performance.now() - t0) / 1000 - callbackSeconds, loss: lastLoss,
+          activePerSample: epochActive / Math.max(1, epochSamples),
+          ...(target.schedule && epochLabels ? { labelRecall: 1 - epochMissed / epochLabels } : {}),
+        });
+      }
+      report(epoch, nextBatch);
+      if (opts.onEpochEnd && !aborted) {
+        const cb0 = performance.now();
+        await opts.onEpochEnd(epoch, stats());
+        callbackSeconds += (performance.now() - cb0) / 1000;
+      }
     }
-    if (failures.length || diverged) {
-      runner.stop(); // a hung task in flight must not keep the error waiting for its full timeout
-      await Promise.allSettled(inflight);
-      opts.signal?.removeEventListener('abort', onAbort);
-      if (diverged) throw diverged;
-      throw new Error(`training stopped: ${failures[0]!.message}. ${batches} batches completed.`);
-    }
-    target.batchesDone = epochBase + nextBatch;
-    posEpoch = epoch;
-    posBatch = nextBatch;
-    if (epochSamples > 0) lastLoss = epochLoss / epochSamples;
-    if (!aborted && nextBatch >= batchesPerEpoch) {
-      epochsDone = epoch + 1;
-      history.push({
-        epoch: epoch + 1, trainSeconds: (performance.now() - t0) / 1000 - callbackSeconds, loss: lastLoss,
-        activePerSample: epochActive / Math.max(1, epochSamples),
-        ...(target.schedule && epochLabels ? { labelRecall: 1 - epochMissed / epochLabels } : {}),
-      });
-    }
-    report(epoch, nextBatch);
-    if (opts.onEpochEnd && !aborted) {
+
+    // Final checkpoint (completed or aborted; a failed run keeps its last periodic one). Taken before
+    // Network.fit's closing rebuild, so resuming it with more epochs continues exactly like a longer run.
+    if (checkpoint) {
       const cb0 = performance.now();
-      await opts.onEpochEnd(epoch, stats());
+      await checkpoint.save(position(posEpoch, posBatch), aborted ? 'abort' : 'end', exec.inFlight);
       callbackSeconds += (performance.now() - cb0) / 1000;
     }
-  }
 
-  // Final checkpoint (completed or aborted; a failed run keeps its last periodic one). Taken before
-  // Network.fit's closing rebuild, so resuming it with more epochs continues exactly like a longer run.
-  if (checkpoint) {
-    const cb0 = performance.now();
-    await checkpoint.save(position(posEpoch, posBatch), aborted ? 'abort' : 'end', exec.inFlight);
-    callbackSeconds += (performance.now() - cb0) / 1000;
-  }
+    /** A position normalised so that the end of an epoch reads as the start of the next one. */
+    function position(epoch: number, batch: number): TrainingPosition {
+      const batchesDone = target.batchesDone;
+      return batch >= batchesPerEpoch ? { epoch: epoch + 1, batch: 0, batchesDone } : { epoch, batch, batchesDone };
+    }
 
-  /** A position normalised so that the end of an epoch reads as the start of the next one. */
-  function position(epoch: number, batch: number): TrainingPosition {
-    const batchesDone = target.batchesDone;
-    return batch >= batchesPerEpoch ? { epoch: epoch + 1, batch: 0, batchesDone } : { epoch, batch, batchesDone };
+    function stats(): FitStats {
+      const trainSeconds = (performance.now() - t0) / 1000 - callbackSeconds;
+      return {
+        epochs: epochsDone, history, batches, samples, trainSeconds, rebuildSeconds, indexSeconds: 0,
+        rebuilds: target.schedule?.rebuilds ?? 0,
+        samplesPerSec: samples / Math.max(trainSeconds, 1e-9),
+        lastLoss, aborted, lostBatches,
+        ...(checkpoint?.failures ? { checkpointFailures: checkpoint.failures.slice() } : {}),
+      };
+    }
+    return stats();
+  } finally {
+    // Every way out of the loop (return or throw) stops forwarding the caller's stop request.
+    opts.signal?.removeEventListener('abort', onAbort);
   }
-
-  function stats(): FitStats {
-    const trainSeconds = (performance.now() - t0) / 1000 - callbackSeconds;
-    return {
-      epochs: epochsDone, history, batches, samples, trainSeconds, rebuildSeconds, indexSeconds: 0,
-      rebuilds: target.schedule?.rebuilds ?? 0,
-      samplesPerSec: samples / Math.max(trainSeconds, 1e-9),
-      lastLoss, aborted, lostBatches,
-      ...(checkpoint?.failures ? { checkpointFailures: checkpoint.failures.slice() } : {}),
-    };
-  }
-  opts.signal?.removeEventListener('abort', onAbort);
-  return stats();
 }

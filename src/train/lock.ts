@@ -58,9 +58,13 @@ export async function lockDirectory(dir: string, what = 'checkpoint directory'):
       const fh = await open(file, 'wx');
       try {
         await fh.writeFile(JSON.stringify(me) + '\n');
-      } finally {
-        await fh.close();
+      } catch (e) {
+        // A lock file we could not fill (a full disk) would read as another run "starting" for 10 s.
+        await fh.close().catch(() => {});
+        await unlink(file).catch(() => {});
+        throw e;
       }
+      await fh.close();
       held.set(file, token);
       if (!exitHandler) {
         exitHandler = true;

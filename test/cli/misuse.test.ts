@@ -109,3 +109,14 @@ describe('a diverging run stops', () => {
     expect(last.weights.every(Number.isFinite)).toBe(true);
   });
 });
+
+describe('a closed stderr', () => {
+  it('does not end a training run: the model is saved and the exit status is 0', () => {
+    const model = join(dir, 'stderr-closed.sl');
+    // head takes the first byte of stderr and exits: every later message meets a closed pipe.
+    const r = spawnSync('bash', ['-c', `set -o pipefail; "${process.execPath}" "${CLI}" train --train "${trainFile}" --epochs 2 --save "${model}" 2>&1 >/dev/null | head -c 1 >/dev/null`], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(existsSync(model)).toBe(true);
+  });
+});
+

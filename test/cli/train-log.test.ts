@@ -56,4 +56,18 @@ describe('train --log and --json history', () => {
     for (const e of epochs) expect(e.validation).toMatchObject({ p1: expect.any(Number), lr: expect.any(Number) });
     expect(lines.at(-1)).toMatchObject({ type: 'summary', bestEpoch: expect.any(Number) });
   });
+
+  it('a run refused by the checkpoint directory leaves the log of the run before it alone', () => {
+    const args = ['train', '--train', 'train.txt', '--config', 'cfg.json', '--epochs', '1', '--checkpoint', 'ck', '--log', 'ck.jsonl', '--quiet'];
+    expect(run(...args).code).toBe(0);
+    const before = readFileSync(join(dir, 'ck.jsonl'), 'utf8');
+    expect(before).toContain('"type":"summary"');
+    // The same command again: ck holds the first run's checkpoints, so this fresh run is refused, after its
+    // data was read; the log is opened only at the first epoch record, so it is not truncated.
+    const again = run(...args);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('ck');
+    expect(readFileSync(join(dir, 'ck.jsonl'), 'utf8')).toBe(before);
+  });
 });
+
