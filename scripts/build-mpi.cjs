@@ -6,8 +6,8 @@
 // wrapper's flags for native-mpi/binding.gyp.
 'use strict';
 const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
 const path = require('node:path');
+const { findNodeDir, findNodeGyp } = require('./node-gyp.cjs');
 
 const root = path.join(__dirname, '..');
 
@@ -39,24 +39,6 @@ function flags(w) {
   const libs = link.filter((f) => f !== '-lmpi_cxx');
   for (const f of link) if (f.startsWith('-L')) libs.push(`-Wl,-rpath,${f.slice(2)}`);
   return { include_dirs: includeDirs, cflags, libs };
-}
-
-function findNodeGyp() {
-  const candidates = [
-    process.env.npm_config_node_gyp,
-    path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
-    '/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
-    '/usr/share/nodejs/node-gyp/bin/node-gyp.js',
-  ];
-  for (const c of candidates) if (c && fs.existsSync(c)) return c;
-  return null;
-}
-
-function findNodeDir() {
-  for (const c of [process.env.npm_config_nodedir, path.join(path.dirname(process.execPath), '..'), '/usr']) {
-    if (c && fs.existsSync(path.join(c, 'include', 'node', 'node_api.h'))) return c;
-  }
-  return null;
 }
 
 const note = (msg) => console.warn(`sublinear: ${msg}`);

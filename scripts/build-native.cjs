@@ -6,30 +6,8 @@
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
+const { findNodeDir, findNodeGyp } = require('./node-gyp.cjs');
 const { BUILD_STAMP, buildOptions, sourceFingerprint } = require('./addon-files.cjs');
-
-function findNodeGyp() {
-  const candidates = [
-    process.env.npm_config_node_gyp,
-    path.join(path.dirname(process.execPath), '..', 'lib', 'node_modules', 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js'),
-    '/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js',
-    '/usr/share/nodejs/node-gyp/bin/node-gyp.js',
-  ];
-  for (const c of candidates) if (c && fs.existsSync(c)) return c;
-  return null;
-}
-
-function findNodeDir() {
-  const candidates = [
-    process.env.npm_config_nodedir,
-    path.join(path.dirname(process.execPath), '..'),
-    '/usr',
-  ];
-  for (const c of candidates) {
-    if (c && fs.existsSync(path.join(c, 'include', 'node', 'node_api.h'))) return c;
-  }
-  return null;
-}
 
 const gyp = findNodeGyp();
 if (!gyp) {
