@@ -11,6 +11,7 @@ import { NETWORK_KEYS, resolveConfig, type NetworkConfig } from '../network/conf
 import { resolveValidation } from '../train/early-stop.js';
 import type { FitOptions } from '../train/fit.js';
 import { RebuildSchedule } from '../train/schedule.js';
+import { fsErrorReason } from '../util/fs-errors.js';
 import { checkKnownKeys } from '../util/suggest.js';
 
 /** Training options a --config file may hold: these of Network.fit's options (documented there); flags override them. */
@@ -33,9 +34,7 @@ export async function readConfigFile(path: string): Promise<ConfigFile> {
   try {
     text = await readFile(path, 'utf8');
   } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EISDIR' ? 'is a directory' : err.message;
-    throw new Error(`${path}: cannot read the configuration file: ${why}`);
+    throw new Error(`${path}: cannot read the configuration file: ${fsErrorReason(e)}`);
   }
   let parsed: unknown;
   try {

@@ -10,7 +10,7 @@ import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig, type
 import { Network } from '../network/network.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
-import { checkMemory, formatBytes, planNetworkMemory } from '../train/memory-plan.js';
+import { checkMemory, formatBytes, memoryLimit, planNetworkMemory } from '../train/memory-plan.js';
 import { parseCheckpointEvery } from '../train/checkpoint.js';
 import { Progress } from '../util/progress.js';
 import { peakRssMB } from '../util/peak-rss.js';
@@ -106,8 +106,8 @@ function readSavedCli(extra: unknown): Partial<SavedCli> | null {
 type Out = { out: (s: string) => void; err: (s: string) => void; drain?: () => Promise<void> };
 
 /** The memory limit in bytes: --max-memory when given, else the default of checkMemory (90% of RAM). */
-export function memoryLimit(maxMemory: number | undefined): number {
-  return checkMemory({ totalBytes: 0, parts: [] }, maxMemory !== undefined ? { maxBytes: maxMemory } : {});
+function memoryLimitBytes(maxMemory: number | undefined): number {
+  return memoryLimit(maxMemory !== undefined ? { maxBytes: maxMemory } : {}).limit;
 }
 
 /**
@@ -235,7 +235,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   const lr = o.lr ?? t.lr;
 
   const trainPath = o.train!;
-  const limit = memoryLimit(o.maxMemory);
+  const limit = memoryLimitBytes(o.maxMemory);
   const own = await loadData(ownFile(trainPath), o.format, 'training data', quiet, limit);
   // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
   const train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
@@ -245,15 +245,15 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   let config: NetworkConfig;
   if (resumed) config = resumed.config;
   else if (o.networkConfig) config = o.networkConfig;
-  else if (file) {
-    config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
-    try {
-      resolveConfig(config);
-    } catch (e) {
-      throw new Error(`${o.config}: ${(e as Error).message}`);
-    }
-  } else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
-  const resolved = resolveConfig(config);
+  else if (file) config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
+  else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
+  let resolved: ResolvedNetworkConfig;
+  try {
+    resolved = resolveConfig(config);
+  } catch (e) {
+    // The file was checked before the data was read, all but the inputDim the data gives: name it.
+    throw file ? new Error(`${o.config}: ${(e as Error).message}`) : e;
+  }
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const outputs = resolved.layers.at(-1)!.size;
   if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
@@ -477,7 +477,7 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
   const ks = parseKs(o.k ?? '1,3,5', outputs);
-  const test = await loadData(o.test, o.format, 'test data', quiet, memoryLimit(o.maxMemory));
+  const test = await loadData(o.test, o.format, 'test data', quiet, memoryLimitBytes(o.maxMemory));
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
   const mode = o.mode ?? 'exact';
@@ -537,7 +537,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   try {
     // Standard input is spooled to a temporary file: the readers stream files (and say which line is wrong).
     if (fromStdin) spool = await spoolStdin();
-    data = await loadData(spool ?? o.input, o.inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimit(o.maxMemory))
+    data = await loadData(spool ?? o.input, o.inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimitBytes(o.maxMemory))
       .catch((e: unknown) => {
         throw spool && e instanceof Error ? new Error(e.message.replaceAll(spool, '<stdin>')) : e;
       });

@@ -5,6 +5,7 @@
 // counted in the JSON summary (checkpointFailures); 1 when the final state was saved nowhere.
 import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
+import { fsErrorReason, isKnownFsError } from '../util/fs-errors.js';
 import { join } from 'node:path';
 import { packageRoot } from '../util/package-root.js';
 import {
@@ -103,16 +104,7 @@ function version(): string {
 /** The message of an error, with Node's file-system errors made readable. */
 function describeError(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
-  if (e && typeof e === 'object' && typeof e.code === 'string' && typeof e.path === 'string') {
-    const why: Record<string, string> = {
-      ENOENT: 'no such file or directory',
-      EACCES: 'permission denied',
-      EISDIR: 'is a directory',
-      ENOTDIR: 'not a directory',
-      ENOSPC: 'no space left on device',
-    };
-    if (why[e.code]) return `${e.path}: ${why[e.code]}`;
-  }
+  if (e && typeof e === 'object' && typeof e.path === 'string' && isKnownFsError(e)) return `${e.path}: ${fsErrorReason(e)}`;
   // Library errors name their origin ('sublinear: ...') for callers of the API; this CLI adds the prefix itself.
   return (err instanceof Error ? err.message : String(err)).replace(/^sublinear: /, '');
 }

@@ -4,6 +4,7 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { fsErrorReason } from '../util/fs-errors.js';
 import { checkOutputDirs } from '../util/output-check.js';
 
 /** An input file (`flag` names it in messages): it must exist, be a file (or a device/pipe) and be readable. */
@@ -12,13 +13,13 @@ export async function checkInputFile(path: string, flag: string): Promise<void> 
   try {
     st = await stat(path);
   } catch (e) {
-    throw new Error(`${flag} ${path}: ${reason(e)}`);
+    throw new Error(`${flag} ${path}: ${fsErrorReason(e)}`);
   }
   if (st.isDirectory()) throw new Error(`${flag} ${path}: is a directory, expected a file`);
   try {
     await access(path, constants.R_OK);
   } catch (e) {
-    throw new Error(`${flag} ${path}: ${reason(e)}`);
+    throw new Error(`${flag} ${path}: ${fsErrorReason(e)}`);
   }
 }
 
@@ -40,20 +41,4 @@ export async function checkOutputFile(path: string, flag: string, bytes = 0): Pr
  */
 export async function checkOutputDir(path: string, flag: string): Promise<void> {
   await checkOutputDirs([{ dir: path, bytes: 0, what: flag, creatable: true }]);
-}
-
-/** The readable part of a file-system error. */
-export function reason(e: unknown): string {
-  const code = (e as NodeJS.ErrnoException)?.code;
-  const why: Record<string, string> = {
-    ENOENT: 'no such file or directory',
-    EACCES: 'permission denied',
-    EPERM: 'operation not permitted',
-    EISDIR: 'is a directory',
-    ENOTDIR: 'a part of the path is not a directory',
-    ENOSPC: 'no space left on device',
-    EROFS: 'read-only file system',
-    ENAMETOOLONG: 'name too long',
-  };
-  return (code && why[code]) ?? (e instanceof Error ? e.message : String(e));
 }

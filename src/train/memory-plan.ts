@@ -206,7 +206,8 @@ export interface CheckMemoryOptions {
  * would refuse a run one minute and accept it the next. The default only catches configurations that
  * cannot fit at all; --max-memory is the way to be stricter on a shared machine.
  */
-export function checkMemory(plan: MemoryPlan, options: CheckMemoryOptions = {}): number {
+/** The limit checkMemory applies (see there): `maxBytes`, else 90% of the machine's or container's memory. */
+export function memoryLimit(options: CheckMemoryOptions = {}): { limit: number; limitName: string } {
   let limit: number;
   let limitName: string;
   if (options.maxBytes !== undefined) {
@@ -230,6 +231,11 @@ export function checkMemory(plan: MemoryPlan, options: CheckMemoryOptions = {}):
     limit = Math.floor(0.9 * machine);
     limitName = options.limitName ?? `90% ${what}`;
   }
+  return { limit, limitName };
+}
+
+export function checkMemory(plan: MemoryPlan, options: CheckMemoryOptions = {}): number {
+  const { limit, limitName } = memoryLimit(options);
   if (plan.totalBytes <= limit) return limit;
   const top = plan.parts.slice(0, 3).map((p) => `${p.name} ${formatBytes(p.bytes)}`);
   if (plan.parts.length > 3) top.push('...');

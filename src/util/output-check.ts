@@ -4,6 +4,7 @@
 import { open, stat, statfs, unlink } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
+import { fsErrorReason } from './fs-errors.js';
 
 /** One directory a run will write to, and how much. */
 export interface PlannedOutput {
@@ -95,8 +96,7 @@ async function probeWritable(dir: string, out: PlannedOutput): Promise<void> {
     await fh.close();
     await unlink(tmp);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const why = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'EROFS' ? 'read-only filesystem' : code === 'ENOSPC' ? 'no space left on device' : (e as Error).message;
+    const why = fsErrorReason(e);
     throw new OutputCheckError(
       dir === resolve(out.dir) ? `${out.what} ${out.dir} is not writable: ${why}` : `${out.what} ${out.dir} cannot be created: ${dir} is not writable: ${why}`,
     );
