@@ -10,9 +10,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { availableParallelism, cpus } from 'node:os';
 import { packageRoot } from '../src/util/package-root.js';
-import { SHAPE_NAMES } from '../datasets/index.js';
 import { defineCommand } from '../src/cli/args.js';
 import { benchMain } from './cli.js';
+import { SYNTHETIC_RUN_FLAGS } from './run-flags.js';
 import { runBenchChild } from './child.js';
 import type { TrainRunResult } from './train-run.js';
 
@@ -21,13 +21,7 @@ export const engineCmd = defineCommand({
   summary: 'Sampled against dense output layer: the same network, data, epochs and seed, each in its own process.',
   description: 'Writes bench/results/engine.json. The defaults take about 6 minutes, nearly all of it the dense run.',
   flags: {
-    shape: { type: 'choice', choices: SHAPE_NAMES, default: 'amazon-670k', description: 'synthetic dataset shape' },
-    labels: { type: 'integer', min: 1, valueName: 'n', description: "label count (default: the shape's)" },
-    train: { type: 'integer', min: 1, default: 30000, valueName: 'n', description: 'training points' },
-    test: { type: 'integer', min: 1, default: 2000, valueName: 'n', description: 'test points' },
-    epochs: { type: 'integer', min: 1, default: 1, valueName: 'n', description: 'passes over the training data' },
-    seed: { type: 'integer', min: 0, default: 1, valueName: 'n', description: 'data and network seed' },
-    lr: { type: 'number', min: 0, default: 1e-2, valueName: 'x', description: 'Adam learning rate' },
+    ...SYNTHETIC_RUN_FLAGS,
     workers: { type: 'integer', min: 0, max: 256, default: 1, valueName: 'n', description: 'worker threads of both runs' },
     verbose: { type: 'boolean', description: "show the runs' progress" },
     json: { type: 'boolean', description: 'print only the JSON line' },

@@ -8,10 +8,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { availableParallelism, cpus } from 'node:os';
 import { packageRoot } from '../src/util/package-root.js';
-import { SHAPE_NAMES } from '../datasets/index.js';
 import { defineCommand, UsageError } from '../src/cli/args.js';
 import { parseInteger } from '../src/util/parse-values.js';
 import { benchMain } from './cli.js';
+import { SYNTHETIC_RUN_FLAGS } from './run-flags.js';
 import { runBenchChild } from './child.js';
 import type { TrainRunResult } from './train-run.js';
 
@@ -20,13 +20,7 @@ export const scalingCmd = defineCommand({
   summary: 'HOGWILD scaling: samples/s and P@1 of a sampled network with each worker count, each run in its own process.',
   description: 'Writes bench/results/scaling.json (scaling-split.json with --split).',
   flags: {
-    shape: { type: 'choice', choices: SHAPE_NAMES, default: 'amazon-670k', description: 'synthetic dataset shape' },
-    labels: { type: 'integer', min: 1, valueName: 'n', description: "label count (default: the shape's)" },
-    train: { type: 'integer', min: 1, default: 30000, valueName: 'n', description: 'training points' },
-    test: { type: 'integer', min: 1, default: 2000, valueName: 'n', description: 'test points' },
-    epochs: { type: 'integer', min: 1, default: 1, valueName: 'n', description: 'passes over the training data' },
-    seed: { type: 'integer', min: 0, default: 1, valueName: 'n', description: 'data and network seed' },
-    lr: { type: 'number', min: 0, default: 1e-2, valueName: 'x', description: 'Adam learning rate' },
+    ...SYNTHETIC_RUN_FLAGS,
     workers: { type: 'string', default: '1,2', valueName: 'list', description: 'comma-separated worker counts, one run each' },
     split: { type: 'boolean', description: 'split every batch across the workers instead of each worker taking whole batches' },
     verbose: { type: 'boolean', description: "show the runs' progress" },

@@ -11,38 +11,20 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
-import { synthesize } from '../../datasets/index.js';
 import {
   checkpointFileBytes, checkpointName, Checkpointer, dataFingerprint, KEEP_CORRUPT, listCheckpoints, type CheckpointInfo,
 } from '../../src/train/checkpoint.js';
 import { LOCK_FILE } from '../../src/train/lock.js';
 import { packageRoot } from '../../src/util/package-root.js';
-import type { FitOptions } from '../../src/train/fit.js';
-import { weightBytes } from './state-bytes.js';
+import { faultFixture, weightBytes } from './state-bytes.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-ckfault-'));
 let dirCount = 0;
 const freshDir = () => join(root, `run${dirCount++}`);
 
-const data = synthesize({ shape: 'tiny', points: 1500, seed: 11 });
 // 12 batches per epoch.
-const config = () => ({
-  inputDim: data.features,
-  layers: [{ size: 32 }, { size: data.labels, sampling: { hash: 'dwta' as const, K: 3, L: 8, budget: 16 } }],
-  seed: 4,
-});
-const base: FitOptions = { epochs: 3, workers: 0, rebuild: { first: 3 }, lr: 2e-3 };
-
-let reference: Buffer | undefined;
-async function uninterrupted(): Promise<Buffer> {
-  if (!reference) {
-    const net = new Network(config());
-    await net.fit(data, base);
-    reference = weightBytes(net);
-  }
-  return reference;
-}
+const { data, config, base, uninterrupted } = faultFixture(1500, { epochs: 3, workers: 0, rebuild: { first: 3 }, lr: 2e-3 });
 
 // Real filesystems for the disk faults: tmpfs mounts (root only). Skipped, saying why, where mount fails.
 const mounts: string[] = [];

@@ -10,32 +10,14 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
-import { synthesize } from '../../datasets/index.js';
 import { PoolExecutor } from '../../src/train/executor.js';
 import { addonFile } from '../../src/native.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import type { FitOptions } from '../../src/train/fit.js';
-import { weightBytes } from './state-bytes.js';
+import { faultFixture, weightBytes } from './state-bytes.js';
 
-const data = synthesize({ shape: 'tiny', points: 1000, seed: 11 });
 // 1000 points / batch 128 = 8 batches per epoch.
-const config = () => ({
-  inputDim: data.features,
-  layers: [{ size: 32 }, { size: data.labels, sampling: { hash: 'dwta' as const, K: 3, L: 8, budget: 16 } }],
-  seed: 4,
-});
-const base: FitOptions = { epochs: 2, workers: 1, rebuild: { first: 3 }, lr: 2e-3 };
-
-
-let reference: Buffer | undefined;
-async function uninterrupted(): Promise<Buffer> {
-  if (!reference) {
-    const net = new Network(config());
-    await net.fit(data, base);
-    reference = weightBytes(net);
-  }
-  return reference;
-}
+const { data, config, base, uninterrupted } = faultFixture(1000, { epochs: 2, workers: 1, rebuild: { first: 3 }, lr: 2e-3 });
 
 async function withFault(fault: NonNullable<FitOptions['faultInjection']>, extra: FitOptions = {}) {
   const net = new Network(config());
