@@ -12,6 +12,7 @@
 // Forward, per sample i (x = the sample's CSR row):
 //   A_0 = act(b_0 + sum_{f in nnz(x)} x_f W_0[f, :])
 //   z_k[j] = b_k[j] + W_k[j, :] . A_{k-1}       for j in S_k(i)
+//   last layer with a wide part (net_wide.h): z_Lk[j] += sum_{f in nnz(x)} x_f u[f, j] over stored pairs
 //   hidden: A_k = act(z_k) (relu / linear), last: p = softmax over S_Lk(i)
 // Loss: labels y split evenly (1/|labels| each); loss_i = -sum_j y_j log p_j. Points without labels are
 // skipped by training (no loss, no gradient, no rows touched).
@@ -82,6 +83,14 @@ struct NetLayer {
   // Sampled inference: candidates from the cluster index instead of the hash tables (when present).
   bool hasIndex = false;
   ClusterIndex index;
+  // Output layer: the sparse per-label wide part (net_wide.h), feature-major over the network's input
+  // features: entries wideOff[f] .. wideOff[f+1] hold (label wideLab[e], weight wideW[e]) of feature f.
+  bool hasWide = false;
+  const uint32_t* wideOff = nullptr;  // (D + 1), D = layer 0's inDim
+  const uint32_t* wideLab = nullptr;  // (nnz) label ids < outDim
+  float* wideW = nullptr;             // (nnz)
+  float* wideAcc = nullptr;           // (nnz) Adagrad: sums of squared gradients
+  uint32_t wideD = 0;                 // features of wideOff (must equal layer 0's inDim)
   // rows of W: (inputMajor ? inDim : outDim); width of a row: (inputMajor ? outDim : inDim)
   uint32_t rows() const { return inputMajor ? inDim : outDim; }
   uint32_t width() const { return inputMajor ? outDim : inDim; }
@@ -114,6 +123,8 @@ struct TrainHyper {
   float* const* gradW = nullptr;  // mode 1: per layer, shaped like W
   float* const* gradB = nullptr;  // mode 1: per layer, (outDim)
   nk::GradRows* sink = nullptr;   // mode 3: per layer, cleared by the call
+  float* gradWide = nullptr;      // mode 1 with a wide output part: (nnz) gradients of its weights
+  float wideLr = 0;               // mode 0 with a wide output part: its Adagrad learning rate
 };
 
 // Stats written by net_train_slice (overwritten, not accumulated).

@@ -384,6 +384,13 @@ void net_check_layers(const NetLayer* layers, uint32_t nLayers) {
       if (L.hash.L != L.tables.L || L.hash.rangeBits != L.tables.rangeBits)
         throw ArgError(where + ".sampling: hash and tables differ in L or rangeBits");
     }
+    if (L.hasWide) {
+      if (!last || k == 0) throw ArgError(where + ".wide: only the output layer of a network with a hidden layer has a wide part");
+      if (L.sampled && !L.sharedFill) throw ArgError(where + ".wide: a sampled output layer needs sharedFill for its wide part");
+      if (L.wideD != layers[0].inDim)
+        throw ArgError(where + ".wide.inputDim = " + std::to_string(L.wideD) + " differs from layer 0's inDim " +
+                       std::to_string(layers[0].inDim));
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include "lsh.h"
 #include "net.h"
 #include "net_kernels.h"
+#include "net_wide.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -92,6 +93,14 @@ struct Scratch {
   // Cluster-index prediction: the (sample, cluster) probes of a slice, and where each probe's members start
   // in the sample's candidates (actIds); probeOrder/cluStart group the probes by cluster.
   std::vector<uint32_t> probeSample, probeCluster, probePos, probeOrder, cluStart;
+  // wide output part (net_wide.h): the slice's terms; extraPos (N, -1 when unused) maps a sample's extra
+  // labels to their positions; wideSum/wideSeen (N) accumulate one sample's wide scores in prediction.
+  std::vector<WideTerm> wide;
+  std::vector<uint32_t> wideTarget;
+  std::vector<int32_t> extraPos;
+  std::vector<float> wideSum;
+  std::vector<uint8_t> wideSeen;
+  std::vector<uint32_t> wideTouched;
 };
 
 // The calling thread's scratch (thread_local: worker threads never share it).

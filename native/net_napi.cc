@@ -100,6 +100,23 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
     Napi::Value bn = so.Get("batchNegatives");
     L.batchNegatives = bn.IsUndefined() ? false : bn.ToBoolean().Value();
   }
+  Napi::Value wv = o.Get("wide");
+  L.hasWide = Present(wv);
+  if (L.hasWide) {
+    Napi::Object wo = GetObject(wv, "wide");
+    const uint32_t D = GetU32Prop(wo, "inputDim");
+    auto off = ExactArray<uint32_t>(wo, "offsets", size_t(D) + 1, "inputDim + 1");
+    auto lab = GetArrayProp<uint32_t>(wo, "labels");
+    const size_t nnz = lab.size;
+    L.wideOff = off.data;
+    L.wideLab = lab.data;
+    L.wideW = ExactArray<float>(wo, "weights", nnz, "labels.length").data;
+    L.wideAcc = ExactArray<float>(wo, "accum", nnz, "labels.length").data;
+    // The ends are checked here; monotone offsets and labels < outDim when built or loaded (O(nnz) per
+    // call would cost more than the slice), and the kernels skip a label >= outDim.
+    if (off.data[0] != 0 || off.data[D] != nnz) throw ArgError("wide.offsets must run from 0 to labels.length");
+    L.wideD = D;
+  }
 }
 
 const std::vector<NetLayer>& ParseNet(const Napi::Value& v, bool training) {
@@ -176,6 +193,11 @@ TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers)
   }
   h.gradScale = Present(o.Get("gradScale")) ? FiniteProp(o, "gradScale") : 1.0f;
   if (h.mode == 0) ParseAdam(o, h);
+  if (h.mode == 0 && layers.back().hasWide) {
+    if (!Present(o.Get("wideLr"))) throw ArgError("hyper.wideLr is required in mode 0 when the output layer has a wide part");
+    h.wideLr = FiniteProp(o, "wideLr");
+    if (!(h.wideLr >= 0)) throw ArgError("hyper.wideLr must be >= 0");
+  }
   if (h.mode == 3) {
     if (tlSink.size() < layers.size()) tlSink.resize(layers.size());
     h.sink = tlSink.data();
@@ -200,7 +222,19 @@ TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers)
     }
     h.gradW = tlGradW.data();
     h.gradB = tlGradB.data();
+    const NetLayer& last = layers.back();
+    if (last.hasWide) {
+      Napi::Value wv = o.Get("gradWide");
+      if (!Present(wv)) throw ArgError("hyper.gradWide is required in mode 1 when the output layer has a wide part");
+      auto gw = GetArray<float>(wv, "hyper.gradWide");
+      if (gw.size != size_t(last.wideOff[last.wideD]))
+        throw ArgError("hyper.gradWide has " + std::to_string(gw.size) + " elements, expected the wide part's " +
+                       std::to_string(last.wideOff[last.wideD]));
+      h.gradWide = gw.data;
+    }
   }
+  if (h.mode == 3 && layers.back().hasWide)
+    throw ArgError("hyper.mode 3 (sparse gradients) does not support an output layer with a wide part");
   return h;
 }
 

@@ -34,9 +34,57 @@ double log_sum_exp(const float* z, size_t m, float* tmp) {
   return mx + std::log(sum);
 }
 
+// Wide part in sampled prediction (net_wide.h): adds sample `row`'s wide scores to its candidates
+// ids[0..m) / z[0..m) and appends up to `extra` labels that only the wide part proposes (those with the
+// largest wide scores), scored in full (b_j + w_j . h + wide). ids and z must have room for m + extra.
+// Returns the new count.
+size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, const float* h, uint32_t* ids, float* z,
+                       size_t m, size_t extra, net::Scratch& s) {
+  const uint32_t N = L.outDim, d = L.inDim;
+  if (s.wideSeen.size() < N) s.wideSeen.assign(N, 0);
+  float* sum = grow(s.wideSum, N);
+  uint8_t* seen = s.wideSeen.data();
+  std::vector<uint32_t>& touched = s.wideTouched;
+  touched.clear();
+  for (uint32_t q = data.offsets[row], q1 = data.offsets[row + 1]; q < q1; ++q) {
+    const uint32_t f = data.indices[q];
+    const float x = data.values[q];
+    for (uint32_t e = L.wideOff[f], e1 = L.wideOff[f + 1]; e < e1; ++e) {
+      const uint32_t j = L.wideLab[e];
+      if (j >= N) continue;  // never stored (checked when built and loaded)
+      if (!seen[j]) {
+        seen[j] = 1;
+        sum[j] = 0;
+        touched.push_back(j);
+      }
+      sum[j] += x * L.wideW[e];
+    }
+  }
+  for (size_t p = 0; p < m; ++p)
+    if (seen[ids[p]]) {  // a candidate already (candidates are distinct): unmarked here
+      z[p] += sum[ids[p]];
+      seen[ids[p]] = 0;
+    }
+  size_t nNew = 0;
+  for (uint32_t j : touched)
+    if (seen[j]) touched[nNew++] = j;
+  const size_t take = std::min(extra, nNew);
+  if (take < nNew)
+    std::nth_element(touched.begin(), touched.begin() + take, touched.begin() + nNew,
+                     [&](uint32_t a, uint32_t b) { return sum[a] != sum[b] ? sum[a] > sum[b] : a < b; });
+  for (size_t t = 0; t < take; ++t) {
+    const uint32_t j = touched[t];
+    ids[m] = j;
+    z[m] = L.b[j] + nk::dot(L.W + size_t(j) * d, h, d) + sum[j];
+    ++m;
+  }
+  for (size_t t = 0; t < nNew; ++t) seen[touched[t]] = 0;
+  return m;
+}
+
 // Exact top-k over every neuron of output layer L (k >= 1) for the slice's samples.
 void predict_dense(uint32_t* outIdx, float* outVal, const NetLayer& L, const net::LayerBuf& prev, uint32_t n,
-                   uint32_t ldn, uint32_t k, net::Scratch& s) {
+                   uint32_t ldn, uint32_t k, net::Scratch& s, const CsrView& data, const uint32_t* rows) {
   const uint32_t d = L.inDim, o = L.outDim;
   const uint32_t C = k + 128;  // candidate buffer per sample; compacted back to k when full
   uint32_t* cIds = grow(s.candIds, size_t(n) * C);
@@ -52,9 +100,18 @@ void predict_dense(uint32_t* outIdx, float* outVal, const NetLayer& L, const net
   std::fill(thr, thr + n, -std::numeric_limits<float>::infinity());
   std::fill(mx, mx + ldn, -std::numeric_limits<float>::infinity());
   std::fill(sum, sum + ldn, 0.0f);
+  s.wide.clear();
+  if (L.hasWide) {
+    net::wide_terms(s.wide, L, data, rows, n);
+    net::wide_sort_by_label(s.wide);
+  }
+  const net::WideTerm* wt = s.wide.data();
+  size_t wp = 0;
   for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
     const uint32_t R = std::min(nk::kRowBlock, o - j0);
     nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, prev.At.data(), R, ldn);
+    for (; wp < s.wide.size() && wt[wp].label < j0 + R; ++wp)
+      zt[size_t(wt[wp].label - j0) * ldn + wt[wp].sample] += wt[wp].x * L.wideW[wt[wp].entry];
     nk::lse_update(mx, sum, zt, R, ldn);
     for (uint32_t r = 0; r < R; ++r) {
       const float* zr = zt + size_t(r) * ldn;
@@ -112,7 +169,7 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
   }
   const net::LayerBuf& prev = s.layer[kLast - 1];
   if (!(last.sampled && sampled)) {
-    predict_dense(outIdx, outVal, last, prev, n, c.ldn, k, s);
+    predict_dense(outIdx, outVal, last, prev, n, c.ldn, k, s, data, rows);
     return double(n) * last.outDim;
   }
   net::LayerBuf& buf = s.layer[kLast];
@@ -167,22 +224,32 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
     }
     size_t most = 0;
     for (uint32_t i = 0; i < n; ++i) most = std::max<size_t>(most, off[i + 1] - off[i]);
+    // The wide part proposes up to a quarter of the budget more candidates per sample.
+    const size_t wideExtra = last.hasWide ? std::max<size_t>(k, ix.budget / 4) : 0;
+    most += wideExtra;
     float* zs = grow(buf.dz, H + most);
     uint32_t* idsOf = grow(s.tmpIdx, std::max<size_t>(k, H + most));
     float* tmp = grow(s.tmpVal, std::max<size_t>(k, H + most));
     // Head scores sample-major (one blocked transpose instead of a strided read per sample).
     float* zHs = grow(s.candVal, size_t(n) * std::max<uint32_t>(H, 1));
     if (H) nk::transpose(zHs, H, zH, ldn, H, n);
-    std::memcpy(idsOf, ix.head, sizeof(uint32_t) * H);
+    double scored = 0;
     for (uint32_t i = 0; i < n; ++i) {
-      const uint32_t m = off[i + 1] - off[i];
+      const uint32_t m0 = off[i + 1] - off[i];
       std::memcpy(zs, zHs + size_t(i) * H, sizeof(float) * H);
-      std::memcpy(zs + H, z + off[i], sizeof(float) * m);
-      std::memcpy(idsOf + H, buf.actIds.data() + off[i], sizeof(uint32_t) * m);
-      const double lse = H + m ? log_sum_exp(zs, H + m, tmp) : 0.0;
-      emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, zs, idsOf, H + m, k, lse);
+      std::memcpy(zs + H, z + off[i], sizeof(float) * m0);
+      std::memcpy(idsOf, ix.head, sizeof(uint32_t) * H);
+      std::memcpy(idsOf + H, buf.actIds.data() + off[i], sizeof(uint32_t) * m0);
+      size_t m = H + m0;
+      if (last.hasWide) {
+        const size_t before = m;
+        m = wide_candidates(last, data, rows[i], prev.A.data() + size_t(i) * prev.lda, idsOf, zs, m, wideExtra, s);
+        scored += double(m - before);
+      }
+      const double lse = m ? log_sum_exp(zs, m, tmp) : 0.0;
+      emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, zs, idsOf, m, k, lse);
     }
-    return double(P) + double(H) * n;
+    return double(P) + double(H) * n + scored;
   }
   net::sampled_active_sets(buf, last, kLast, prev.A.data(), prev.lda, c, nullptr, nullptr, s);
   const uint32_t* off = buf.actOff.data();
@@ -190,14 +257,29 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
   float* z = grow(buf.z, off[n]);
   float* tmp = grow(buf.dz, off[n]);
   const uint32_t d = last.inDim;
+  double scored = double(off[n]);
   for (uint32_t i = 0; i < n; ++i) {
     const float* x = prev.A.data() + size_t(i) * prev.lda;
     for (uint32_t p = off[i]; p < off[i + 1]; ++p) z[p] = last.b[ids[p]] + nk::dot(last.W + size_t(ids[p]) * d, x, d);
     const uint32_t m = off[i + 1] - off[i];
+    if (last.hasWide) {
+      // Candidates and the wide part's own proposals, gathered per sample.
+      const size_t extra = std::max<size_t>(k, m / 4);
+      uint32_t* wIds = grow(s.candIds, m + extra);
+      float* wz = grow(s.candVal, m + extra);
+      float* wtmp = grow(s.tmpVal, m + extra);
+      std::memcpy(wIds, ids + off[i], sizeof(uint32_t) * m);
+      std::memcpy(wz, z + off[i], sizeof(float) * m);
+      const size_t mm = wide_candidates(last, data, rows[i], x, wIds, wz, m, extra, s);
+      scored += double(mm - m);
+      const double lse = mm ? log_sum_exp(wz, mm, wtmp) : 0.0;
+      emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, wz, wIds, mm, k, lse);
+      continue;
+    }
     const double lse = m ? log_sum_exp(z + off[i], m, tmp + off[i]) : 0.0;
     emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, z + off[i], ids + off[i], m, k, lse);
   }
-  return double(off[n]);
+  return scored;
 }
 
 }  // namespace sl

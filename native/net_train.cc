@@ -122,12 +122,25 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
   const uint64_t* pairs = s.labelPairs.data();
   const size_t nPairs = s.labelPairs.size();
   float* zlab = grow(s.zlab, nPairs);
+  // Wide part: the slice's terms by label, met block by block like the labels.
+  s.wide.clear();
+  if (L.hasWide) {
+    net::wide_terms(s.wide, L, *sl.data, sl.rows, n);
+    net::wide_sort_by_label(s.wide);
+  }
+  const net::WideTerm* wt = s.wide.data();
+  const size_t nWide = s.wide.size();
+  auto addWide = [&](size_t& wp, uint32_t j0, uint32_t R) {
+    for (; wp < nWide && wt[wp].label < j0 + R; ++wp)
+      zt[size_t(wt[wp].label - j0) * ldn + wt[wp].sample] += wt[wp].x * L.wideW[wt[wp].entry];
+  };
 
   // Pass 1: log-sum-exp of every sample, and the logits of its labels.
-  size_t pp = 0;
+  size_t pp = 0, wp = 0;
   for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
     const uint32_t R = std::min(nk::kRowBlock, o - j0);
     nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, Xt, R, ldn);
+    addWide(wp, j0, R);
     nk::lse_update(mx, sum, zt, R, ldn);
     for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp)
       zlab[pp] = zt[size_t((pairs[pp] >> 32) - j0) * ldn + uint32_t(pairs[pp])];
@@ -153,15 +166,19 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
   nk::AdamCorrection corr;
   corr.init(h.beta1, h.beta2);
   pp = 0;
+  wp = 0;
   for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
     const uint32_t R = std::min(nk::kRowBlock, o - j0);
     const float* Wb = L.W + size_t(j0) * d;
     nk::blk_forward(zt, Wb, d, L.b + j0, Xt, R, ldn);
+    const size_t wBlock = wp;
+    addWide(wp, j0, R);
     nk::softmax_scaled(dzt, zt, lse, scale, R, ldn);
     for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp) {
       const uint32_t i = uint32_t(pairs[pp]);
       dzt[size_t((pairs[pp] >> 32) - j0) * ldn + i] -= h.gradScale / static_cast<float>(sl.labelsOf(i));
     }
+    for (size_t q = wBlock; q < wp; ++q) net::wide_step(L, wt[q], dzt[size_t(wt[q].label - j0) * ldn + wt[q].sample], h);
     nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
     nk::blk_dx(dAt, Wb, d, dzt, R, ldn);
     update_rows(L, k, j0, R, g, ldx, gb, h, corr);
@@ -190,6 +207,47 @@ void sampled_backward(const NetLayer& L, uint32_t k, const TrainHyper& h, net::L
   }
   nk::transpose(dXt, ldn, dX, ldx, n, d);
   for (uint32_t r = 0; r < d; ++r) std::memset(dXt + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
+}
+
+constexpr uint32_t kExtraBit = 0x80000000u;
+
+// Wide part of a shared-set slice: adds each active term x_f u[e] to its logit (zS (|S|, ldn) for labels in S,
+// z at the sample's extras otherwise; terms of inactive labels are dropped, as the sampled softmax drops
+// their logits) and keeps the active terms in s.wide with their targets in s.wideTarget (zS index, or
+// kExtraBit | position in z) for the backward pass.
+void wide_shared_forward(const NetLayer& L, const Slice& sl, float* zS, float* z, const uint32_t* off,
+                         const uint32_t* actIds, net::Scratch& s) {
+  const CsrView& data = *sl.data;
+  const uint32_t ldn = sl.ldn;
+  if (s.extraPos.size() < L.outDim) s.extraPos.assign(L.outDim, -1);
+  int32_t* extraPos = s.extraPos.data();
+  s.wide.clear();
+  s.wideTarget.clear();
+  for (uint32_t i = 0; i < sl.n; ++i) {
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) extraPos[actIds[p]] = static_cast<int32_t>(p);
+    const uint32_t r = sl.rows[i];
+    for (uint32_t q = data.offsets[r], q1 = data.offsets[r + 1]; q < q1; ++q) {
+      const uint32_t f = data.indices[q];
+      const float x = data.values[q];
+      for (uint32_t e = L.wideOff[f], e1 = L.wideOff[f + 1]; e < e1; ++e) {
+        const uint32_t j = L.wideLab[e];
+        if (j >= L.outDim) continue;  // never stored (checked when built and loaded); no wild write if it were
+        uint32_t t;
+        if (s.labelMark[j] == s.labelEpoch) {
+          t = s.posInShared[j] * ldn + i;
+          zS[t] += x * L.wideW[e];
+        } else if (extraPos[j] >= 0) {
+          t = kExtraBit | static_cast<uint32_t>(extraPos[j]);
+          z[extraPos[j]] += x * L.wideW[e];
+        } else {
+          continue;
+        }
+        s.wide.push_back({j, i, e, x});
+        s.wideTarget.push_back(t);
+      }
+    }
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) extraPos[actIds[p]] = -1;
+  }
 }
 
 // Sampled softmax output in training with a batch-shared set (sharedFill): sample i's active set is
@@ -244,13 +302,14 @@ double output_shared(const NetLayer& L, uint32_t k, const Slice& sl, const net::
     const uint32_t R = std::min(RB, nS - r0);
     gather(r0, R);
     nk::blk_forward(zS + size_t(r0) * ldn, wg, d, bg, Xt, R, ldn);
-    nk::lse_update(mx, sum, zS + size_t(r0) * ldn, R, ldn);
   }
   // Forward of the extras, merged into each sample's log-sum-exp.
   net::build_index(buf.index, buf.actIds.data(), buf.sampleOf.data(), P, L.outDim, s);
   float* z = grow(buf.z, P);
   float* dz = grow(buf.dz, P);
   nk::rowlist_forward(z, buf.index.view(), L.W, L.b, X, d, ldx);
+  if (L.hasWide) wide_shared_forward(L, sl, zS, z, off, buf.actIds.data(), s);
+  for (uint32_t r0 = 0; r0 < nS; r0 += RB) nk::lse_update(mx, sum, zS + size_t(r0) * ldn, std::min(RB, nS - r0), ldn);
   double loss = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t nl = sl.labelsOf(i);
@@ -287,6 +346,7 @@ double output_shared(const NetLayer& L, uint32_t k, const Slice& sl, const net::
       const uint32_t i = uint32_t(pairs[pp]);
       dzt[size_t((pairs[pp] >> 32) - r0) * ldn + i] -= h.gradScale / static_cast<float>(sl.labelsOf(i));
     }
+    if (L.hasWide) std::memcpy(zS + size_t(r0) * ldn, dzt, sizeof(float) * size_t(R) * ldn);  // zS now holds dz
     nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
     gather(r0, R);  // the rows as they are now (another worker may have moved them since the forward)
     nk::blk_dx(dAt, wg, d, dzt, R, ldn);
@@ -299,6 +359,12 @@ double output_shared(const NetLayer& L, uint32_t k, const Slice& sl, const net::
     const uint32_t nl = sl.labelsOf(i);
     for (uint32_t p = off[i]; p < off[i + 1]; ++p) dz[p] = std::exp(z[p] - li) * c0;
     for (uint32_t e = 0; e < ownExtra[i]; ++e) dz[off[i] + e] -= h.gradScale / static_cast<float>(nl);
+  }
+  if (L.hasWide) {
+    const net::WideTerm* wt = s.wide.data();
+    const uint32_t* tgt = s.wideTarget.data();
+    for (size_t q = 0, m = s.wide.size(); q < m; ++q)
+      net::wide_step(L, wt[q], tgt[q] & kExtraBit ? dz[tgt[q] & ~kExtraBit] : zS[tgt[q]], h);
   }
   sampled_backward(L, k, h, buf, dz, P, X, ldx, n, ldn, dAt, s, true);
   return loss;

@@ -6,6 +6,7 @@ import type { HashParamsOptions } from '../lsh/hash-params.js';
 import type { ResolvedNetworkConfig } from './config.js';
 import type { NetSpec } from './native-types.js';
 import { allocateLayers } from './state.js';
+import { emptyWide } from './wide.js';
 
 /** Seed of layer `i`'s hash functions under network seed `seed` (stored implicitly: the config's seed). */
 export function hashSeed(seed: number, layer: number): number {
@@ -42,6 +43,8 @@ export function allocateNetwork(c: ResolvedNetworkConfig): NetSpec {
     const query = { mode: MODE_CODE[s.mode], budget: s.budget, minFreq: s.minFreq, minActive: s.minActive };
     layers[i]!.sampling = { hash, tables, query, sharedFill: s.sharedFill, batchNegatives: s.batchNegatives };
   });
+  // The wide part's pairs come from the training data (Network.fit): none until then.
+  if (c.layers.at(-1)!.wide) layers.at(-1)!.wide = emptyWide(c.inputDim);
   return { layers };
 }
 
@@ -51,6 +54,7 @@ export function networkBytes(spec: NetSpec): number {
   for (const l of spec.layers) {
     for (const a of [l.weights, l.bias, l.mWeights, l.vWeights, l.mBias, l.vBias, l.rowSteps, l.biasSteps]) total += a.byteLength;
     if (l.sampling) total += tablesBytes(l.sampling.tables);
+    if (l.wide) for (const a of [l.wide.offsets, l.wide.labels, l.wide.weights, l.wide.accum]) total += a.byteLength;
   }
   return total;
 }

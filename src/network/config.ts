@@ -71,6 +71,29 @@ export interface SamplingConfig {
   logQ?: boolean;
 }
 
+/**
+ * The output layer's sparse per-label "wide" part: next to the network's logit w_j . h + b_j, each label j
+ * gets its own sparse linear model over the input features, z_j += sum_f x_f u[f, j], with weights only for
+ * the features that carry most of label j's mass in the training data (its `maxPerLabel` largest summed
+ * feature values over its training points), as linear extreme classifiers keep them. A label with a handful
+ * of training points keeps their own evidence instead of squeezing it through the hidden layer. The pairs are
+ * chosen by the first fit() from its training data; the weights start at 0 and are trained by the same
+ * softmax loss with Adagrad. Output layer only (with a hidden layer below it); a sampled output layer needs
+ * sharedFill; not with train --distributed.
+ */
+export interface WideConfig {
+  /** Features kept per label (the largest sums of the label's training points' values). Default 64. */
+  maxPerLabel?: number;
+  /** Adagrad learning rate of the wide weights (scaled by early stopping's rate cuts like the network's). Default 0.05. */
+  lr?: number;
+  /**
+   * Initial weights: `init` times the label's unit-length centroid over its kept features (the normalised sums
+   * of its training points' values, as PIFA label embeddings), so training starts from the centroid
+   * classifier's scores init * cos(x, centroid_j). 0 starts every weight at 0. Default 0.
+   */
+  init?: number;
+}
+
 /** One fully connected layer. */
 export interface LayerConfig {
   /** Number of neurons (for the last layer: the number of labels). */
@@ -84,6 +107,8 @@ export interface LayerConfig {
    * dropout; prediction uses every output). Default 0 (defaultConfig chooses a value from the data's shape).
    */
   dropout?: number;
+  /** Output layer only: the sparse per-label wide part (WideConfig). Absent: none (defaultConfig decides from the data's shape). */
+  wide?: WideConfig;
 }
 
 /** A network over a sparse input of `inputDim` features. */
@@ -113,6 +138,8 @@ export interface ResolvedLayer {
   /** Present iff the layer is LSH-sampled. */
   sampling?: ResolvedSampling;
   dropout: number;
+  /** Present iff the layer (the output layer) has a wide part. */
+  wide?: Required<WideConfig>;
 }
 export interface ResolvedNetworkConfig {
   inputDim: number;
@@ -122,11 +149,12 @@ export interface ResolvedNetworkConfig {
 
 /** The keys of each configuration object: anything else is a typo, refused with a did-you-mean. */
 export const NETWORK_KEYS = ['inputDim', 'layers', 'seed'] as const satisfies readonly (keyof NetworkConfig)[];
-export const LAYER_KEYS = ['size', 'activation', 'sampling', 'dropout'] as const satisfies readonly (keyof LayerConfig)[];
+export const LAYER_KEYS = ['size', 'activation', 'sampling', 'dropout', 'wide'] as const satisfies readonly (keyof LayerConfig)[];
 export const SAMPLING_KEYS = [
   'hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode',
   'budget', 'minFreq', 'minActive', 'sharedFill', 'batchNegatives', 'logQ',
 ] as const satisfies readonly (keyof SamplingConfig)[];
+export const WIDE_KEYS = ['maxPerLabel', 'lr', 'init'] as const satisfies readonly (keyof WideConfig)[];
 
 const HASHES: readonly HashName[] = ['dwta', 'simhash', 'wta', 'minhash'];
 const MODES: readonly SelectionMode[] = ['union', 'topk', 'threshold'];
@@ -202,6 +230,19 @@ export function resolveSampling(s: SamplingConfig, size: number, where: string):
   return { hash, K, L, binSize, density, bitsPerHash, rangeBits, bucketSize, policy, slack, mode, budget, minFreq, minActive, sharedFill, batchNegatives, logQ };
 }
 
+/** Fills the wide part's defaults and validates. */
+export function resolveWide(w: WideConfig, where: string): Required<WideConfig> {
+  if (w === null || typeof w !== 'object' || Array.isArray(w)) throw new ConfigError(`Expected an object for ${where} but received ${boundJson(w)}`);
+  checkKnownKeys(w, WIDE_KEYS, where, configError);
+  const maxPerLabel = positiveInt(w.maxPerLabel ?? 64, `${where}.maxPerLabel`);
+  if (maxPerLabel > 65536) throw new ConfigError(`${where}.maxPerLabel must be at most 65536 but received ${maxPerLabel}`);
+  const lr = w.lr ?? 0.05;
+  if (!(typeof lr === 'number' && Number.isFinite(lr) && lr >= 0)) throw new ConfigError(`Expected finite number >= 0 for ${where}.lr but received ${boundJson(w.lr)}`);
+  const init = w.init ?? 0;
+  if (!(typeof init === 'number' && Number.isFinite(init) && init >= 0)) throw new ConfigError(`Expected finite number >= 0 for ${where}.init but received ${boundJson(w.init)}`);
+  return { maxPerLabel, lr, init };
+}
+
 /** Validates a network configuration and fills in every default. */
 export function resolveConfig(c: NetworkConfig): ResolvedNetworkConfig {
   if (c === null || typeof c !== 'object' || Array.isArray(c)) throw new ConfigError('Expected a network configuration object');
@@ -228,7 +269,12 @@ export function resolveConfig(c: NetworkConfig): ResolvedNetworkConfig {
     if (!(typeof dropout === 'number' && dropout >= 0 && dropout < 1)) throw new ConfigError(`Expected number in [0, 1) for ${where}.dropout but received ${boundJson(l.dropout)}`);
     if (dropout > 0 && last) throw new ConfigError(`${where}.dropout: dropout applies to hidden layers, not the output layer`);
     if (dropout > 0 && l.sampling) throw new ConfigError(`${where}.dropout: dropout applies to dense hidden layers, not sampled ones`);
-    return { size, activation, ...(l.sampling ? { sampling: resolveSampling(l.sampling, size, `${where}.sampling`) } : {}), dropout };
+    const sampling = l.sampling ? resolveSampling(l.sampling, size, `${where}.sampling`) : undefined;
+    const wide = l.wide === undefined ? undefined : resolveWide(l.wide, `${where}.wide`);
+    if (wide && !last) throw new ConfigError(`${where}.wide: only the output layer has a wide part`);
+    if (wide && i === 0) throw new ConfigError(`${where}.wide: the wide part needs a hidden layer below the output layer`);
+    if (wide && sampling && !sampling.sharedFill) throw new ConfigError(`${where}.wide: a sampled output layer needs sampling.sharedFill for its wide part`);
+    return { size, activation, ...(sampling ? { sampling } : {}), dropout, ...(wide ? { wide } : {}) };
   });
   return { inputDim, layers, seed };
 }

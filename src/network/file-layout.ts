@@ -20,6 +20,7 @@ import type { SectionArray, SectionDtype, SectionInfo } from '../util/binfile.js
 import { boundText } from '../util/bounded-text.js';
 import { checkMemory, MemoryLimitError, planNetworkMemory, type MemoryPlan } from '../train/memory-plan.js';
 import { resolveConfig, storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
+import { wideBytes } from './wide.js';
 
 /** Limits of `Network.load` and `Network.resume`, checked before a file's network is allocated. */
 export interface LoadLimits {
@@ -37,11 +38,12 @@ export interface LoadLimits {
  * Throws MemoryLimitError (`<path>: Not enough memory: ...`) when the network of `c` does not fit the
  * limit; `bestWeights`: the file also holds a best-epoch copy of the weights.
  */
-export function checkLoadMemory(path: string, c: ResolvedNetworkConfig, limits: LoadLimits = {}, bestWeights = false): void {
+export function checkLoadMemory(path: string, c: ResolvedNetworkConfig, limits: LoadLimits = {}, bestWeights = false, wideEntries = 0): void {
   const plan = planNetworkMemory(c, limits.workers ?? 0, undefined, bestWeights);
   // The hash functions' parameters, which the training plan leaves out as small, are counted here: a
   // stored configuration may make them large (SimHash projections grow with K * L * dim).
   const parts = [...plan.parts];
+  if (wideEntries > 0) parts.push({ name: 'output layer wide part', bytes: wideBytes(c.inputDim, wideEntries) + (bestWeights ? 4 * wideEntries : 0) });
   c.layers.forEach((l, i) => {
     if (l.sampling) parts.push({ name: `${i === c.layers.length - 1 ? 'output layer' : `layer ${i}`} hash functions`, bytes: hashSpecBytesFor(hashOptionsOf(c, i)) });
   });
@@ -76,7 +78,7 @@ const MAX_LAYER_WEIGHTS = 2 ** 32;
  * step counters and hash tables) file for `c`, as src/network/model-file.ts and src/train/checkpoint.ts
  * write it.
  */
-export function fileLayout(c: ResolvedNetworkConfig, kind: 'model' | 'checkpoint'): FileLayout {
+export function fileLayout(c: ResolvedNetworkConfig, kind: 'model' | 'checkpoint', wideEntries = 0): FileLayout {
   const required = new Map<string, SectionShape>();
   const best = new Map<string, SectionShape>();
   const f32 = (length: number): SectionShape => ({ dtype: 'f32', length });
@@ -106,11 +108,29 @@ export function fileLayout(c: ResolvedNetworkConfig, kind: 'model' | 'checkpoint
         required.set(p + 'tables.keys', u32(L * N));
       }
     }
+    if (l.wide) {
+      // The wide part's pairs: their number comes from the training data (wideEntriesOf reads it from the
+      // section table; every other wide section must agree with it).
+      required.set(p + 'wide.offsets', u32(c.inputDim + 1));
+      required.set(p + 'wide.labels', u32(wideEntries));
+      required.set(p + 'wide.weights', f32(wideEntries));
+      if (kind === 'checkpoint') {
+        required.set(p + 'wide.accum', f32(wideEntries));
+        best.set(`best.${p}wide.weights`, f32(wideEntries));
+      }
+    }
     inDim = l.size;
   });
   const optional = [new Map([['labelFreq', u32(c.layers.at(-1)!.size)]])];
   if (kind === 'checkpoint') optional.push(best);
   return { required, optional };
+}
+
+/** Pairs of the output layer's wide part of a file of configuration `c` (the length of its labels section; 0 when absent). */
+export function wideEntriesOf(c: ResolvedNetworkConfig, table: readonly SectionInfo[]): number {
+  if (!c.layers.at(-1)!.wide) return 0;
+  const name = `layer${c.layers.length - 1}.wide.labels`;
+  return table.find((s) => s.name === name)?.length ?? 0;
 }
 
 /**

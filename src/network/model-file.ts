@@ -5,7 +5,8 @@ import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
-import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, type LoadLimits } from './file-layout.js';
+import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, wideEntriesOf, type LoadLimits } from './file-layout.js';
+import { allocateWide, wideProblem } from './wide.js';
 import type { Network } from './network.js';
 
 interface ModelMeta {
@@ -21,6 +22,11 @@ function sections(net: Network): Record<string, SectionArray> {
   net.spec.layers.forEach((l, i) => {
     s[`layer${i}.weights`] = l.weights;
     s[`layer${i}.bias`] = l.bias;
+    if (l.wide) {
+      s[`layer${i}.wide.offsets`] = l.wide.offsets;
+      s[`layer${i}.wide.labels`] = l.wide.labels;
+      s[`layer${i}.wide.weights`] = l.wide.weights;
+    }
   });
   if (net.labelFreq) s['labelFreq'] = net.labelFreq;
   return s;
@@ -29,7 +35,10 @@ function sections(net: Network): Record<string, SectionArray> {
 /** Bytes of the model file of `net` (sections plus a bound on the header), for the space pre-flight. */
 export function modelFileBytes(net: Network): number {
   let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
-  for (const l of net.spec.layers) bytes += l.weights.byteLength + l.bias.byteLength + 16;
+  for (const l of net.spec.layers) {
+    bytes += l.weights.byteLength + l.bias.byteLength + 16;
+    if (l.wide) bytes += l.wide.offsets.byteLength + l.wide.labels.byteLength + l.wide.weights.byteLength + 24;
+  }
   return bytes + 4 * net.config.layers.at(-1)!.size + 8; // labelFreq
 }
 
@@ -83,20 +92,23 @@ export async function loadModel(
   const config = resolveStoredConfig(meta.config);
   if (typeof config === 'string') throw new Error(`${path}: ${config}`);
   const present: boolean[] = [];
-  const layout = layoutProblem(fileLayout(config, 'model'), head.table, present);
+  const wideEntries = wideEntriesOf(config, head.table);
+  const layout = layoutProblem(fileLayout(config, 'model', wideEntries), head.table, present);
   if (layout) throw new Error(`${path}: ${layout}`);
-  checkLoadMemory(path, config, limits);
+  checkLoadMemory(path, config, limits, false, wideEntries);
   let net: Network;
   try {
     net = make(storedConfig(meta.config));
   } catch (e) {
     throw new Error(`${path}: invalid network configuration: ${(e as Error).message}`);
   }
+  const last = net.spec.layers.at(-1)!;
+  if (last.wide) last.wide = allocateWide(config.inputDim, wideEntries);
   const into = sections(net);
   const hasFreq = present[0]!;
   if (hasFreq) into['labelFreq'] = new Uint32Array(config.layers.at(-1)!.size);
   await readBinFile(path, { kind: 'model', into });
-  const values = valuesProblem(config, into);
+  const values = valuesProblem(config, into) ?? (last.wide ? wideProblem(last.wide, last.outDim) : null);
   if (values) throw new Error(`${path}: ${values}`);
   if (hasFreq) net.labelFreq = into['labelFreq'] as Uint32Array;
   net.batchesDone = meta.batchesDone;

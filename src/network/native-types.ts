@@ -61,6 +61,27 @@ export interface LayerState {
   biasSteps: Uint32Array;
   /** Present iff the layer is LSH-sampled (k >= 1 only). */
   sampling?: LayerSampling;
+  /** The output layer's sparse per-label wide part (native/net_wide.h, WideConfig). Absent: none. */
+  wide?: WideState;
+}
+
+/**
+ * The wide part of an output layer: feature-major CSR over the network's input features, every array on a
+ * SharedArrayBuffer. Feature f's entries are e in [offsets[f], offsets[f + 1]): label labels[e] (< outDim)
+ * with weight weights[e]; logit j += sum over the sample's features f of x_f * weights[e] for f's entries
+ * naming j. Offsets never decrease (checked where built and loaded; the kernels check only the ends).
+ */
+export interface WideState {
+  /** The network's input dimension (layer 0's inDim). */
+  inputDim: number;
+  /** (inputDim + 1), from 0 to labels.length. */
+  offsets: Uint32Array;
+  /** (nnz) label ids, ascending within a feature. */
+  labels: Uint32Array;
+  /** (nnz) weights. */
+  weights: Float32Array;
+  /** (nnz) Adagrad sums of squared gradients. */
+  accum: Float32Array;
 }
 
 /** A k-means cluster index of a layer's neurons (augmented vectors [w_j, b_j]); see native/net_cluster.cc. */
@@ -142,6 +163,10 @@ export interface TrainHyper {
   fillSeed?: number;
   /** Mode 1 only: one entry per layer; gradients are ADDED into these buffers. */
   grads?: LayerGrads[];
+  /** Mode 1 with a wide output part: (its nnz) gradients of the wide weights, ADDED into. */
+  gradWide?: Float32Array;
+  /** Mode 0 with a wide output part: its Adagrad learning rate (required there). */
+  wideLr?: number;
 }
 
 /**

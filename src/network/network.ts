@@ -23,6 +23,7 @@ import { loadModel, saveModel } from './model-file.js';
 import type { LoadLimits } from './file-layout.js';
 import { subset } from '../../datasets/split-reader.js';
 import { sharedSetLogQ } from '../train/logq.js';
+import { buildWide } from './wide.js';
 import {
   earlyStopStep, holdoutSplit, initialEarlyStop, resolveValidation, WeightSnapshot,
   type EarlyStopState, type ResolvedValidation,
@@ -173,6 +174,11 @@ export class Network {
     return this.config.seed;
   }
 
+  /** Adagrad rate of the output layer's wide part (undefined without one): see FitTarget.wideLr. */
+  get wideLr(): number | undefined {
+    return this.config.layers.at(-1)!.wide?.lr;
+  }
+
   /** Bytes of shared state (weights, Adam moments, step counters, hash tables). */
   memoryBytes(): number {
     return networkBytes(this.spec);
@@ -290,6 +296,13 @@ export class Network {
       const restored = resumed ? this.earlyStop : null;
       this.earlyStop = null;
       const { fitOpts, held } = validation ? this.withValidation(exec, data, validation, restored, opts, o.lr, control) : { fitOpts: opts, held: 0 };
+      // The wide part's pairs come from the first training data (the rows trained on, not the held-out ones);
+      // a trained or resumed network keeps its own.
+      const last = this.spec.layers.at(-1)!;
+      const wideCfg = this.config.layers.at(-1)!.wide;
+      if (wideCfg && last.wide && last.wide.labels.length === 0 && !resumed) {
+        last.wide = buildWide(data, control.rows ?? null, this.config.inputDim, last.outDim, wideCfg.maxPerLabel, wideCfg.init);
+      }
       const stats = await fitLoop(this, data, exec, fitOpts, start, checkpointer, control);
       const early = this.earlyStop as Network['earlyStop']; // set by withValidation
       if (validation && early) {

@@ -29,7 +29,8 @@ import type { NetSpec } from '../network/native-types.js';
 import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
-import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, type LoadLimits } from '../network/file-layout.js';
+import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, wideEntriesOf, type LoadLimits } from '../network/file-layout.js';
+import { allocateWide, wideProblem } from '../network/wide.js';
 import { MemoryLimitError } from './memory-plan.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import { lockDirectory, type DirectoryLock } from './lock.js';
@@ -216,6 +217,7 @@ export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null,
     s[`best.layer${i}.weights`] = w;
     s[`best.layer${i}.bias`] = best.bias[i]!;
   });
+  if (best?.wide) s[`best.layer${spec.layers.length - 1}.wide.weights`] = best.wide;
   spec.layers.forEach((l, i) => {
     const p = `layer${i}.`;
     s[p + 'weights'] = l.weights;
@@ -226,6 +228,12 @@ export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null,
     s[p + 'vBias'] = l.vBias;
     s[p + 'rowSteps'] = l.rowSteps;
     s[p + 'biasSteps'] = l.biasSteps;
+    if (l.wide) {
+      s[p + 'wide.offsets'] = l.wide.offsets;
+      s[p + 'wide.labels'] = l.wide.labels;
+      s[p + 'wide.weights'] = l.wide.weights;
+      s[p + 'wide.accum'] = l.wide.accum;
+    }
     const t = l.sampling?.tables;
     if (t) {
       s[p + 'tables.offsets'] = t.offsets;
@@ -339,10 +347,11 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const resolved = resolveStoredConfig(meta.config);
   if (typeof resolved === 'string') throw new CheckpointFormatError(`${path}: ${resolved}`);
   const present: boolean[] = [];
-  const layout = layoutProblem(fileLayout(resolved, 'checkpoint'), head.table, present);
+  const wideEntries = wideEntriesOf(resolved, head.table);
+  const layout = layoutProblem(fileLayout(resolved, 'checkpoint', wideEntries), head.table, present);
   if (layout) throw new CheckpointFormatError(`${path}: ${layout}`);
   const [hasFreq, hasBest] = present as [boolean, boolean];
-  checkLoadMemory(path, resolved, limits, hasBest);
+  checkLoadMemory(path, resolved, limits, hasBest, wideEntries);
   const config = storedConfig(meta.config);
   // A caller's refusal (e.g. a memory limit) comes before any allocation and is not a damaged file.
   beforeAllocate?.(config);
@@ -353,11 +362,13 @@ export async function readCheckpoint<N extends CheckpointTarget>(
     throw new CheckpointFormatError(`${path}: invalid network configuration: ${(e as Error).message}`);
   }
   const labels = network.config.layers.at(-1)!.size;
+  const last = network.spec.layers.at(-1)!;
+  if (last.wide) last.wide = allocateWide(resolved.inputDim, wideEntries);
   const freq = hasFreq ? new Uint32Array(labels) : null;
   const best = hasBest ? new WeightSnapshot(network.spec) : null;
   const into = checkpointSections(network.spec, freq, best);
   await readBinFile(path, { kind: 'checkpoint', into });
-  const values = valuesProblem(resolved, into);
+  const values = valuesProblem(resolved, into) ?? (last.wide ? wideProblem(last.wide, last.outDim) : null);
   if (values) throw new CheckpointFormatError(`${path}: ${values}`);
   if ((network.schedule === null) !== (meta.schedule === null)) throw new CheckpointFormatError(`${path}: schedule state does not match the configuration`);
   if (network.schedule) {

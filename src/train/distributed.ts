@@ -129,6 +129,11 @@ export class DistributedExecutor implements Executor {
     private readonly spec: NetSpec,
     private readonly checkEvery: number,
   ) {
+    // The exchange carries gradient rows of the layers; the wide part's entries are not rows (mode 3
+    // refuses them): say so before the job starts rather than from the first step.
+    if (spec.layers.at(-1)!.wide) {
+      throw new Error('train --distributed does not support an output layer with a wide part (layers[-1].wide): train it in one process, or leave the wide part out of the --config');
+    }
     this.parallelism = local.parallelism;
   }
 

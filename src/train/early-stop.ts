@@ -112,21 +112,27 @@ export function initialEarlyStop(): EarlyStopState {
 export class WeightSnapshot {
   readonly weights: Float32Array[];
   readonly bias: Float32Array[];
+  /** The output layer's wide weights (null without a wide part). */
+  readonly wide: Float32Array | null;
   constructor(spec: NetSpec) {
     this.weights = spec.layers.map((l) => new Float32Array(l.weights.length));
     this.bias = spec.layers.map((l) => new Float32Array(l.bias.length));
+    const w = spec.layers.at(-1)!.wide;
+    this.wide = w ? new Float32Array(w.weights.length) : null;
   }
   take(spec: NetSpec): void {
     spec.layers.forEach((l, k) => {
       this.weights[k]!.set(l.weights);
       this.bias[k]!.set(l.bias);
     });
+    if (this.wide) this.wide.set(spec.layers.at(-1)!.wide!.weights);
   }
   restore(spec: NetSpec): void {
     spec.layers.forEach((l, k) => {
       l.weights.set(this.weights[k]!);
       l.bias.set(this.bias[k]!);
     });
+    if (this.wide) spec.layers.at(-1)!.wide!.weights.set(this.wide);
   }
 }
 

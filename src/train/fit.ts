@@ -186,6 +186,8 @@ export interface FitTarget {
   schedule: RebuildSchedule | null;
   /** Batches trained so far over the network's life (seeds and schedule continue across fit calls). */
   batchesDone: number;
+  /** Adagrad rate of the output layer's wide part (WideConfig.lr), scaled like lr by early stopping. Absent: no wide part. */
+  wideLr?: number;
 }
 
 /**
@@ -359,6 +361,7 @@ export async function fitLoop(
           lr: o.lr * control.lrScale, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
           gradScale: 1 / pointIds.length,
           seed: batchSeed(target.seed, global),
+          ...(target.wideLr !== undefined ? { wideLr: target.wideLr * control.lrScale } : {}),
         };
         if (fault && epoch === startEpoch && b >= fault.batch && b < fault.batch + (fault.count ?? 1)) {
           task.fault = { belowAttempt: fault.failures, kind: fault.kind ?? 'throw', at: fault.at ?? 'before-update' };

@@ -29,7 +29,10 @@ export function runTrain(t: TrainTask): TrainResult {
       t.net,
       t.data,
       t.pointIds,
-      { mode: 0, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: t.gradScale, seed: t.seed >>> 0 },
+      {
+        mode: 0, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: t.gradScale, seed: t.seed >>> 0,
+        ...(t.wideLr !== undefined ? { wideLr: t.wideLr } : {}),
+      },
       stats,
     );
   } catch (e) {

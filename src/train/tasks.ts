@@ -18,6 +18,8 @@ export interface TrainTask {
   gradScale: number;
   /** Seed of this batch's random choices (random fill of the active sets). */
   seed: number;
+  /** Adagrad rate of the output layer's wide part (TrainHyper.wideLr). Absent: no wide part. */
+  wideLr?: number;
   /**
    * Set by the kernel (Atomics.store, index 0) to 1 right before it starts updating the shared weights
    * and to 2 when the update returned. A task that fails with 0 here changed nothing and may be retried;

@@ -17,6 +17,8 @@ export interface RefLayer {
   vb: Float64Array;
   rowSteps: Uint32Array;
   biasSteps: Uint32Array;
+  /** Output layer: the wide part (feature-major CSR: offsets, labels, weights), as in LayerState.wide. */
+  wide?: { offsets: Uint32Array; labels: Uint32Array; weights: Float64Array };
 }
 
 export interface RefData {
@@ -57,6 +59,7 @@ export function refFromState(layers: LayerState[]): RefLayer[] {
     vb: Float64Array.from(l.vBias),
     rowSteps: Uint32Array.from(l.rowSteps),
     biasSteps: Uint32Array.from(l.biasSteps),
+    ...(l.wide ? { wide: { offsets: l.wide.offsets.slice(), labels: l.wide.labels.slice(), weights: Float64Array.from(l.wide.weights) } } : {}),
   }));
 }
 
@@ -98,6 +101,16 @@ export function refForward(layers: RefLayer[], data: RefData, row: number, pos: 
         let s = L.b[j]!;
         for (let i = 0; i < L.inDim; i++) s += weight(L, j, i) * input![i]!;
         z[j] = s;
+      }
+    }
+    if (L.wide) {
+      // z_j += sum over the sample's features f of x_f * u[f, j] (the pairs stored for f), for active j only.
+      const inS = new Set(S);
+      for (let q = data.offsets[row]!; q < data.offsets[row + 1]!; q++) {
+        const f = data.indices[q]!, x = data.values[q]!;
+        for (let e = L.wide.offsets[f]!; e < L.wide.offsets[f + 1]!; e++) {
+          if (inS.has(L.wide.labels[e]!)) z[L.wide.labels[e]!] += x * L.wide.weights[e]!;
+        }
       }
     }
     if (L.act === 0) for (const j of S) z[j] = Math.max(0, z[j]!);

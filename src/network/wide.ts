@@ -1,0 +1,114 @@
+// The output layer's sparse per-label wide part (WideConfig, native/net_wide.h): which (feature, label)
+// pairs get a weight, chosen from the training data, and the checks of a stored one.
+import type { SparseDataset } from '../../datasets/csr.js';
+import { sharedFloat32, sharedUint32 } from '../../datasets/csr.js';
+import type { WideState } from './native-types.js';
+
+/** A wide part with no pairs yet (a network not trained): every feature's list is empty. */
+export function emptyWide(inputDim: number): WideState {
+  return { inputDim, offsets: sharedUint32(inputDim + 1), labels: sharedUint32(0), weights: sharedFloat32(0), accum: sharedFloat32(0) };
+}
+
+/** A wide part of `nnz` pairs (offsets and labels to be filled: a file being read). */
+export function allocateWide(inputDim: number, nnz: number): WideState {
+  return { inputDim, offsets: sharedUint32(inputDim + 1), labels: sharedUint32(nnz), weights: sharedFloat32(nnz), accum: sharedFloat32(nnz) };
+}
+
+/**
+ * The pairs of a wide part from training data: for every label, the `maxPerLabel` features with the largest
+ * sums of the values of the label's training points (rows `rows` of `data`, all rows when null; ties by the
+ * smaller feature id), as a feature-major CSR whose labels ascend within each feature. Weights and Adagrad
+ * sums start at 0. Labels without training points get no pairs. Cost: one pass over each label's points'
+ * features (nnz x mean labels per point) plus a sort of each label's distinct features.
+ */
+export function buildWide(data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init = 0): WideState {
+  const n = rows ? rows.length : data.points;
+  const rowAt = (i: number) => (rows ? rows[i]! : i);
+  // Points of each label (counting sort).
+  const lOff = new Uint32Array(labels + 1);
+  for (let i = 0; i < n; i++) {
+    const r = rowAt(i);
+    for (let q = data.labelOffsets[r]!; q < data.labelOffsets[r + 1]!; q++) lOff[data.labelIndices[q]! + 1]!++;
+  }
+  for (let j = 0; j < labels; j++) lOff[j + 1]! += lOff[j]!;
+  const lPts = new Uint32Array(lOff[labels]!);
+  const cur = lOff.slice(0, labels);
+  for (let i = 0; i < n; i++) {
+    const r = rowAt(i);
+    for (let q = data.labelOffsets[r]!; q < data.labelOffsets[r + 1]!; q++) lPts[cur[data.labelIndices[q]!]!++] = r;
+  }
+  // Per label: summed feature values, the top maxPerLabel features kept (label-major pairs).
+  const acc = new Float64Array(inputDim);
+  const touched = new Uint32Array(inputDim);
+  let pairF = new Uint32Array(1 << 16), pairL = new Uint32Array(1 << 16), pairW = new Float32Array(1 << 16), nPairs = 0;
+  const push = (f: number, j: number, w: number) => {
+    if (nPairs === pairF.length) {
+      const f2 = new Uint32Array(pairF.length * 2), l2 = new Uint32Array(pairL.length * 2), w2 = new Float32Array(pairW.length * 2);
+      f2.set(pairF);
+      l2.set(pairL);
+      w2.set(pairW);
+      pairF = f2;
+      pairL = l2;
+      pairW = w2;
+    }
+    pairF[nPairs] = f;
+    pairL[nPairs] = j;
+    pairW[nPairs++] = w;
+  };
+  for (let j = 0; j < labels; j++) {
+    let t = 0;
+    for (let p = lOff[j]!; p < lOff[j + 1]!; p++) {
+      const r = lPts[p]!;
+      for (let q = data.offsets[r]!; q < data.offsets[r + 1]!; q++) {
+        const f = data.indices[q]!;
+        if (acc[f] === 0) touched[t++] = f;
+        acc[f] += Math.abs(data.values[q]!) || Number.MIN_VALUE; // a zero value still marks the feature as seen
+      }
+    }
+    if (t === 0) continue;
+    let keep = touched.subarray(0, t);
+    if (t > maxPerLabel) {
+      keep = Uint32Array.from(keep).sort((a, b) => acc[b]! - acc[a]! || a - b).subarray(0, maxPerLabel);
+    }
+    let norm = 0;
+    for (const f of keep) norm += acc[f]! * acc[f]!;
+    const scale = init / Math.sqrt(norm);
+    for (const f of keep) push(f, j, acc[f]! * scale);
+    for (let e = 0; e < t; e++) acc[touched[e]!] = 0;
+  }
+  // Feature-major CSR (stable counting sort: labels stay ascending within a feature).
+  const w = allocateWide(inputDim, nPairs);
+  const off = w.offsets;
+  for (let e = 0; e < nPairs; e++) off[pairF[e]! + 1]!++;
+  for (let f = 0; f < inputDim; f++) off[f + 1]! += off[f]!;
+  const pos = off.slice(0, inputDim);
+  for (let e = 0; e < nPairs; e++) {
+    const at = pos[pairF[e]!]!++;
+    w.labels[at] = pairL[e]!;
+    w.weights[at] = pairW[e]!;
+  }
+  return w;
+}
+
+/** Bytes of a wide part of `nnz` pairs over `inputDim` features (offsets, labels, weights, Adagrad sums). */
+export function wideBytes(inputDim: number, nnz: number): number {
+  return 4 * (inputDim + 1) + 12 * nnz;
+}
+
+/** The structural problem of a stored wide part (offsets from 0 to nnz, never decreasing; labels < outDim, ascending per feature), or null. */
+export function wideProblem(w: WideState, outDim: number): string | null {
+  const off = w.offsets, n = w.labels.length;
+  if (off.length !== w.inputDim + 1) return `wide.offsets has ${off.length} elements, expected ${w.inputDim + 1}`;
+  if (off[0] !== 0 || off[w.inputDim] !== n) return `wide.offsets must run from 0 to ${n}`;
+  for (let f = 0; f < w.inputDim; f++) {
+    const a = off[f]!, b = off[f + 1]!;
+    if (b < a) return `wide.offsets decreases at feature ${f}`;
+    for (let e = a; e < b; e++) {
+      const j = w.labels[e]!;
+      if (j >= outDim) return `wide.labels[${e}] = ${j} is not a label id (< ${outDim})`;
+      if (e > a && j <= w.labels[e - 1]!) return `wide.labels are not strictly ascending within feature ${f} (at ${e})`;
+    }
+  }
+  for (let e = 0; e < n; e++) if (!(w.accum[e]! >= 0)) return `wide.accum[${e}] = ${w.accum[e]} is negative or not a number`;
+  return null;
+}

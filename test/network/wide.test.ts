@@ -1,0 +1,224 @@
+// The output layer's wide part (native/net_wide.h, src/network/wide.ts): its gradients against finite
+// differences of the loss, exact prediction against the TypeScript reference, sampled prediction's own
+// proposals, the choice of pairs against a brute-force recomputation, and model/checkpoint round trips.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { native } from '../../src/native.js';
+import type { LayerGrads, NetSpec, WideState } from '../../src/network/native-types.js';
+import { buildWide, wideProblem } from '../../src/network/wide.js';
+import { Network } from '../../src/network/network.js';
+import { synthesize } from '../../datasets/synth.js';
+import { Xoshiro128 } from '../../src/util/rng.js';
+import { fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
+import { refFromState, refPredict, type RefData } from './reference.js';
+
+const H = { lr: 0, beta1: 0.9, beta2: 0.999, eps: 1e-8, seed: 3 };
+
+/** A wide part over `dim` features and `labels` labels: each feature names a random subset of labels, random weights. */
+function randomWide(dim: number, labels: number, seed: number, density = 0.5): WideState {
+  const rng = new Xoshiro128(seed);
+  const lab: number[] = [], w: number[] = [];
+  const offsets = new Uint32Array(dim + 1);
+  for (let f = 0; f < dim; f++) {
+    for (let j = 0; j < labels; j++) {
+      if (rng.nextFloat() < density) {
+        lab.push(j);
+        w.push(Math.fround(rng.nextFloat() - 0.5));
+      }
+    }
+    offsets[f + 1] = lab.length;
+  }
+  return { inputDim: dim, offsets, labels: Uint32Array.from(lab), weights: Float32Array.from(w), accum: new Float32Array(lab.length) };
+}
+
+function lossOf(net: NetSpec, data: RefData, pts: Uint32Array, gradScale: number): number {
+  const s = new Float64Array(4);
+  native().netTrainSlice(net, data, pts, { ...H, mode: 2, gradScale }, s);
+  return s[0]! * gradScale;
+}
+
+/** Mode-1 gradients of every weight (network and wide part) against central differences of the mode-2 loss. */
+function checkGradients(net: NetSpec, data: RefData, pts: Uint32Array): void {
+  const gradScale = 0.5;
+  const grads: LayerGrads[] = net.layers.map((l) => ({ weights: new Float32Array(l.weights.length), bias: new Float32Array(l.outDim) }));
+  const wide = net.layers.at(-1)!.wide!;
+  const gradWide = new Float32Array(wide.weights.length);
+  native().netTrainSlice(net, data, pts, { ...H, mode: 1, gradScale, grads, gradWide }, new Float64Array(4));
+  const eps = 1e-3;
+  let nonzero = 0;
+  const check = (arr: Float32Array, analytic: Float32Array, what: string) => {
+    for (let i = 0; i < arr.length; i++) {
+      const w = arr[i]!;
+      arr[i] = w + eps;
+      const hi = arr[i]!;
+      const lp = lossOf(net, data, pts, gradScale);
+      arr[i] = w - eps;
+      const lo = arr[i]!;
+      const lm = lossOf(net, data, pts, gradScale);
+      arr[i] = w;
+      const fd = (lp - lm) / (hi - lo);
+      const g = analytic[i]!;
+      expect(Math.abs(fd - g), `${what}[${i}]: fd ${fd} vs analytic ${g}`).toBeLessThanOrEqual(1e-2 * Math.abs(g) + 2e-4);
+      if (what === 'wide' && Math.abs(g) > 1e-3) nonzero++;
+    }
+  };
+  check(wide.weights, gradWide, 'wide');
+  net.layers.forEach((l, k) => {
+    check(l.weights, grads[k]!.weights, `layer ${k} weights`);
+    check(l.bias, grads[k]!.bias, `layer ${k} bias`);
+  });
+  // Meaningful only if many wide gradients are clearly non-zero.
+  expect(nonzero).toBeGreaterThan(wide.weights.length / 8);
+}
+
+describe('wide part: gradients match finite differences of the loss', () => {
+  const data = randomData(8, 10, 7, 201, { labelCounts: [1, 2, 3, 0] });
+  it('dense output 10 -> 6 -> 7', () => {
+    const net = makeNet(10, [6, 7], 202);
+    randomizeBiases(net, 203);
+    net.layers[1]!.wide = randomWide(10, 7, 204);
+    checkGradients(net, data, ids(8));
+  });
+  it('sampled output with a batch-shared set and table candidates, 10 -> 6 -> 9', () => {
+    const d9 = randomData(8, 10, 9, 205, { labelCounts: [1, 2, 1, 0] });
+    const net = makeNet(10, [6, 9], 206);
+    randomizeBiases(net, 207);
+    net.layers[1]!.sampling = fixedSampling(6, 9, [1, 4, 7], { minActive: 5 });
+    net.layers[1]!.wide = randomWide(10, 9, 208, 0.6);
+    checkGradients(net, d9, ids(8));
+  });
+});
+
+describe('wide part: prediction', () => {
+  const data = randomData(12, 10, 7, 211, { labelCounts: [1, 2] });
+  it('exact top-k equals the TypeScript reference (network + wide logits)', () => {
+    const net = makeNet(10, [6, 7], 212);
+    randomizeBiases(net, 213);
+    net.layers[1]!.wide = randomWide(10, 7, 214);
+    for (const w of [net.layers[1]!.wide.weights]) for (let e = 0; e < w.length; e++) w[e] = w[e]! * 6; // the wide part decides
+    const k = 3;
+    const idx = new Uint32Array(12 * k), val = new Float32Array(12 * k);
+    native().netPredictSlice(net, data, ids(12), k, 0, idx, val);
+    const ref = refFromState(net.layers);
+    let differs = 0;
+    const plain = makeNet(10, [6, 7], 212);
+    randomizeBiases(plain, 213);
+    const pIdx = new Uint32Array(12 * k), pVal = new Float32Array(12 * k);
+    native().netPredictSlice(plain, data, ids(12), k, 0, pIdx, pVal);
+    for (let i = 0; i < 12; i++) {
+      const r = refPredict(ref, data, i, k);
+      expect(Array.from(idx.subarray(i * k, i * k + k))).toEqual(r.idx);
+      for (let e = 0; e < k; e++) expect(val[i * k + e]).toBeCloseTo(r.val[e]!, 5);
+      if (idx[i * k] !== pIdx[i * k]) differs++;
+    }
+    expect(differs).toBeGreaterThan(0); // the wide part changed some top-1 (the test would be vacuous otherwise)
+  });
+
+  it('sampled prediction adds the labels only the wide part proposes', () => {
+    // Sampled candidates are fixed to {1, 4}; the wide part gives label 6 a large score on feature 0.
+    const net = makeNet(10, [6, 9], 215);
+    net.layers[1]!.sampling = fixedSampling(6, 9, [1, 4], { minActive: 0, budget: 2 });
+    const offsets = new Uint32Array(11).fill(1);
+    offsets[0] = 0;
+    net.layers[1]!.wide = { inputDim: 10, offsets, labels: Uint32Array.of(6), weights: Float32Array.of(50), accum: new Float32Array(1) };
+    const one: RefData = {
+      points: 1, offsets: Uint32Array.of(0, 2), indices: Uint32Array.of(0, 3), values: Float32Array.of(1, 0.5),
+      labelOffsets: Uint32Array.of(0, 0), labelIndices: new Uint32Array(0),
+    };
+    const idx = new Uint32Array(3), val = new Float32Array(3);
+    native().netPredictSlice(net, one, ids(1), 3, 1, idx, val);
+    expect(idx[0]).toBe(6);
+    expect([...idx].sort()).toEqual([1, 4, 6]);
+    delete net.layers[1]!.wide;
+    native().netPredictSlice(net, one, ids(1), 3, 1, idx, val);
+    expect([...idx.subarray(0, 2)].sort()).toEqual([1, 4]);
+  });
+});
+
+describe('wide part: pairs chosen from the training data', () => {
+  it('keeps each label\'s maxPerLabel features of largest summed value, feature-major, labels ascending', () => {
+    const data = randomData(40, 30, 12, 221, { maxNnz: 8, labelCounts: [1, 2, 3] });
+    const M = 4;
+    const w = buildWide(data as never, null, 30, 12, M, 2);
+    expect(wideProblem(w, 12)).toBeNull();
+    // Brute force: per label the summed values, top M by (sum desc, feature asc).
+    const want = new Map<string, number>();
+    for (let j = 0; j < 12; j++) {
+      const sums = new Map<number, number>();
+      for (let i = 0; i < data.points; i++) {
+        const labs = Array.from(data.labelIndices.subarray(data.labelOffsets[i]!, data.labelOffsets[i + 1]!));
+        if (!labs.includes(j)) continue;
+        for (let q = data.offsets[i]!; q < data.offsets[i + 1]!; q++) sums.set(data.indices[q]!, (sums.get(data.indices[q]!) ?? 0) + Math.abs(data.values[q]!));
+      }
+      const top = [...sums.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, M);
+      const norm = Math.sqrt(top.reduce((t, [, v]) => t + v * v, 0));
+      for (const [f, v] of top) want.set(`${f},${j}`, (2 * v) / norm);
+    }
+    const got = new Map<string, number>();
+    for (let f = 0; f < 30; f++) for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) got.set(`${f},${w.labels[e]}`, w.weights[e]!);
+    expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
+    for (const [key, v] of want) expect(got.get(key)).toBeCloseTo(v, 5);
+  });
+  it('refuses a damaged wide part', () => {
+    const w = randomWide(5, 4, 222);
+    expect(wideProblem(w, 4)).toBeNull();
+    expect(wideProblem(w, 3)).toMatch(/is not a label id/);
+    const bad = { ...w, offsets: w.offsets.slice() };
+    bad.offsets[2] = bad.offsets[1]! - 1 >= 0 ? bad.offsets[1]! - 1 : 0;
+    if (w.offsets[1]! > 0) expect(wideProblem(bad, 4)).toMatch(/decreases|ascending/);
+  });
+});
+
+describe('wide part in Network: training, save/load, checkpoints', () => {
+  let dir = '';
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+  const syn = synthesize({ shape: 'tiny', points: 600, seed: 5 });
+  const config = (wide: boolean) => ({
+    inputDim: syn.features,
+    seed: 3,
+    layers: [
+      { size: 32, activation: 'relu' as const },
+      { size: syn.labels, activation: 'softmax' as const, ...(wide ? { wide: { maxPerLabel: 16, lr: 0.1, init: 4 } } : {}) },
+    ],
+  });
+  it('builds its pairs at the first fit, trains them, and a saved model predicts the same after loading', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sublinear-wide-'));
+    const net = new Network(config(true));
+    expect(net.spec.layers[1]!.wide!.labels.length).toBe(0);
+    await net.fit(syn, { epochs: 2, workers: 0, validation: false });
+    const w = net.spec.layers[1]!.wide!;
+    expect(w.labels.length).toBeGreaterThan(0);
+    expect(w.accum.some((a) => a > 0)).toBe(true); // Adagrad moved them
+    const before = await net.predict(syn, { k: 3, workers: 0 });
+    await net.save(join(dir, 'm.sl'));
+    const again = await Network.load(join(dir, 'm.sl'));
+    expect(Array.from(again.spec.layers[1]!.wide!.weights)).toEqual(Array.from(w.weights));
+    const after = await again.predict(syn, { k: 3, workers: 0 });
+    expect(Array.from(after.labels)).toEqual(Array.from(before.labels));
+    // A model without a wide part predicts differently on the same weights (the wide part is used).
+    const m = await net.evaluate(syn, { workers: 0 });
+    expect(m.p1).toBeGreaterThan(0.3);
+  });
+  it('a checkpointed run resumes to the same weights as an uninterrupted one', async () => {
+    dir ||= await mkdtemp(join(tmpdir(), 'sublinear-wide-'));
+    const full = new Network(config(true));
+    await full.fit(syn, { epochs: 3, workers: 0, validation: false });
+    const ck = join(dir, 'ck');
+    const first = new Network(config(true));
+    const ctl = new AbortController();
+    await first.fit(syn, {
+      epochs: 3, workers: 0, validation: false, signal: ctl.signal, checkpoint: { dir: ck, every: 3 },
+      onEpochEnd: (epoch) => { if (epoch === 0) ctl.abort(); },
+    });
+    const resumed = await Network.resume(ck);
+    expect(resumed.resumeInfo!.position.epoch).toBe(1); // stopped after one of three epochs
+    expect(resumed.spec.layers[1]!.wide!.accum.some((a) => a > 0)).toBe(true);
+    await resumed.fit(syn, { workers: 0 });
+    expect(Array.from(resumed.spec.layers[1]!.wide!.weights)).toEqual(Array.from(full.spec.layers[1]!.wide!.weights));
+    expect(Array.from(resumed.spec.layers[1]!.weights)).toEqual(Array.from(full.spec.layers[1]!.weights));
+  });
+});
