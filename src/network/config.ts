@@ -92,6 +92,13 @@ export interface WideConfig {
    * classifier's scores init * cos(x, centroid_j). 0 starts every weight at 0. Default 0.
    */
   init?: number;
+  /**
+   * A feature is kept for a label only if its summed value is at least this share of the norm of the label's
+   * whole summed feature vector (the label's strongest feature always stays). Frequent labels spread over
+   * common words; without a cut those words would carry the lists of thousands of labels and every sample
+   * would pay for them. Default 0.1.
+   */
+  minShare?: number;
 }
 
 /** One fully connected layer. */
@@ -154,7 +161,7 @@ export const SAMPLING_KEYS = [
   'hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode',
   'budget', 'minFreq', 'minActive', 'sharedFill', 'batchNegatives', 'logQ',
 ] as const satisfies readonly (keyof SamplingConfig)[];
-export const WIDE_KEYS = ['maxPerLabel', 'lr', 'init'] as const satisfies readonly (keyof WideConfig)[];
+export const WIDE_KEYS = ['maxPerLabel', 'lr', 'init', 'minShare'] as const satisfies readonly (keyof WideConfig)[];
 
 const HASHES: readonly HashName[] = ['dwta', 'simhash', 'wta', 'minhash'];
 const MODES: readonly SelectionMode[] = ['union', 'topk', 'threshold'];
@@ -240,7 +247,9 @@ export function resolveWide(w: WideConfig, where: string): Required<WideConfig> 
   if (!(typeof lr === 'number' && Number.isFinite(lr) && lr >= 0)) throw new ConfigError(`Expected finite number >= 0 for ${where}.lr but received ${boundJson(w.lr)}`);
   const init = w.init ?? 0;
   if (!(typeof init === 'number' && Number.isFinite(init) && init >= 0)) throw new ConfigError(`Expected finite number >= 0 for ${where}.init but received ${boundJson(w.init)}`);
-  return { maxPerLabel, lr, init };
+  const minShare = w.minShare ?? 0.1;
+  if (!(typeof minShare === 'number' && minShare >= 0 && minShare <= 1)) throw new ConfigError(`Expected number in [0, 1] for ${where}.minShare but received ${boundJson(w.minShare)}`);
+  return { maxPerLabel, lr, init, minShare };
 }
 
 /** Validates a network configuration and fills in every default. */

@@ -301,7 +301,7 @@ export class Network {
       const last = this.spec.layers.at(-1)!;
       const wideCfg = this.config.layers.at(-1)!.wide;
       if (wideCfg && last.wide && last.wide.labels.length === 0 && !resumed) {
-        last.wide = buildWide(data, control.rows ?? null, this.config.inputDim, last.outDim, wideCfg.maxPerLabel, wideCfg.init);
+        last.wide = buildWide(data, control.rows ?? null, this.config.inputDim, last.outDim, wideCfg.maxPerLabel, wideCfg.init, wideCfg.minShare);
       }
       const stats = await fitLoop(this, data, exec, fitOpts, start, checkpointer, control);
       const early = this.earlyStop as Network['earlyStop']; // set by withValidation

@@ -17,11 +17,13 @@ export function allocateWide(inputDim: number, nnz: number): WideState {
 /**
  * The pairs of a wide part from training data: for every label, the `maxPerLabel` features with the largest
  * sums of the values of the label's training points (rows `rows` of `data`, all rows when null; ties by the
- * smaller feature id), as a feature-major CSR whose labels ascend within each feature. Weights and Adagrad
+ * smaller feature id) among those holding at least `minShare` of the label's centroid norm, as a feature-major CSR whose labels ascend within each feature. Weights and Adagrad
  * sums start at 0. Labels without training points get no pairs. Cost: one pass over each label's points'
  * features (nnz x mean labels per point) plus a sort of each label's distinct features.
  */
-export function buildWide(data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init = 0): WideState {
+export function buildWide(
+  data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init = 0, minShare = 0,
+): WideState {
   const n = rows ? rows.length : data.points;
   const rowAt = (i: number) => (rows ? rows[i]! : i);
   // Points of each label (counting sort).
@@ -69,6 +71,17 @@ export function buildWide(data: SparseDataset, rows: Uint32Array | null, inputDi
     let keep = touched.subarray(0, t);
     if (t > maxPerLabel) {
       keep = Uint32Array.from(keep).sort((a, b) => acc[b]! - acc[a]! || a - b).subarray(0, maxPerLabel);
+    }
+    if (minShare > 0) {
+      // Features below minShare of the label's whole centroid norm are dropped (the label's strongest
+      // feature always stays): a frequent label's centroid spreads over common words, which would otherwise
+      // put those words in the lists of thousands of labels.
+      let all = 0;
+      for (let e = 0; e < t; e++) all += acc[touched[e]!]! * acc[touched[e]!]!;
+      const cut = minShare * Math.sqrt(all);
+      let best = keep[0]!;
+      for (const f of keep) if (acc[f]! > acc[best]! || (acc[f] === acc[best] && f < best)) best = f;
+      keep = keep.filter((f) => acc[f]! >= cut || f === best);
     }
     let norm = 0;
     for (const f of keep) norm += acc[f]! * acc[f]!;
