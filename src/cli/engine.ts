@@ -250,6 +250,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   } else if (!given.train) {
     throw new UsageError('missing required option --train (or --resume <dir>)');
   }
+  if (given.init && (given.resume || given.config || given.networkConfig)) throw new UsageError(`--init cannot be combined with --${given.resume ? 'resume' : 'config'}: the network comes from the --init model`);
   if (given.checkpointEvery !== undefined && !given.checkpoint && !given.resume) throw new UsageError('--checkpoint-every needs --checkpoint <dir>');
   if (given.checkpointEvery !== undefined) {
     try {
@@ -293,7 +294,6 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   const trainPath = o.train!;
   const limit = memoryLimitBytes(o.maxMemory);
   const format = inputFormatOf(o);
-  if (given.init && (given.resume || given.config || given.networkConfig)) throw new UsageError(`--init cannot be combined with --${given.resume ? 'resume' : 'config'}: the network comes from the --init model`);
   if (given.init) await checkInputFile(given.init, '--init');
   if (format !== 'text') {
     const textFlag = (['minDf', 'bigrams', 'maxVocabulary', 'hashBits'] as const).find((k) => given[k] !== undefined && given[k] !== false);
