@@ -125,3 +125,17 @@ describe('train --init on numeric data', () => {
     expect(c.stderr).toContain('--init cannot be combined with --config: the network comes from the --init model');
   });
 });
+
+describe('train --resume of a text run', () => {
+  it('refits the same vectorizer and names from the recorded training file', async () => {
+    const ck = f('ckpt');
+    const a = run('train', '--train', f('train.txt'), '--input-format', 'text', '--min-df', '1', '--epochs', '1', '--workers', '1', '--checkpoint', ck, '--quiet');
+    expect(a.code, a.stderr).toBe(0);
+    const r = run('train', '--resume', ck, '--epochs', '2', '--save', f('resumed.sl'), '--quiet');
+    expect(r.code, r.stderr).toBe(0);
+    const first = await Network.load(f('m.sl')), resumed = await Network.load(f('resumed.sl'));
+    expect(resumed.labelNames).toEqual(first.labelNames);
+    expect(resumed.textVectorizer!.vocabulary).toEqual(first.textVectorizer!.vocabulary);
+    expect(resumed.textVectorizer!.options.minDf).toBe(1);
+  });
+});
