@@ -109,13 +109,23 @@ export class TextVectorizer {
   /** Builds the vocabulary (or the hashed feature space) and idf weights of `texts`. */
   static fit(texts: Iterable<string>, options: TextVectorizerOptions = {}): TextVectorizer {
     const o = resolveOptions(options);
-    const df = new Map<string, number>();
+    // One map lookup per token: each entry holds its df and the last text that counted it.
+    const counts = new Map<string, { df: number; last: number }>();
     let N = 0;
     for (const text of texts) {
       if (typeof text !== 'string') throw new Error(`Expected string for text ${N} but received ${typeof text}`);
+      for (const t of tokenize(text, o.bigrams)) {
+        const e = counts.get(t);
+        if (e === undefined) counts.set(t, { df: 1, last: N });
+        else if (e.last !== N) {
+          e.df++;
+          e.last = N;
+        }
+      }
       N++;
-      for (const t of new Set(tokenize(text, o.bigrams))) df.set(t, (df.get(t) ?? 0) + 1);
     }
+    const df = new Map<string, number>();
+    for (const [t, e] of counts) df.set(t, e.df);
     if (N === 0) throw new Error('Cannot fit a TextVectorizer on 0 texts');
     const idfOf = (d: number) => Math.log((1 + N) / (1 + d)) + 1;
     const kept: string[] = [];
@@ -155,37 +165,50 @@ export class TextVectorizer {
     let idx = new Uint32Array(Math.max(16, n * 32));
     let val = new Float32Array(idx.length);
     let nnz = 0;
-    const counts = new Map<number, number>();
+    // Term counts of one text: count[j] for the features in `touched` (reset after each text).
+    const count = new Uint32Array(this.features);
+    let touched = new Uint32Array(256);
     const sub = this.options.sublinearTf;
     for (let i = 0; i < n; i++) {
       const text = texts[i];
       if (typeof text !== 'string') throw new Error(`Expected string for text ${i} but received ${typeof text}`);
-      counts.clear();
+      let m = 0;
       for (const t of tokenize(text, this.options.bigrams)) {
         const j = this.featureOf(t);
-        if (j >= 0) counts.set(j, (counts.get(j) ?? 0) + 1);
+        if (j < 0) continue;
+        if (count[j]++ === 0) {
+          if (m === touched.length) {
+            const bigger = new Uint32Array(m * 2);
+            bigger.set(touched);
+            touched = bigger;
+          }
+          touched[m++] = j;
+        }
       }
-      if (nnz + counts.size > idx.length) {
-        const grow = Math.max(idx.length * 2, nnz + counts.size);
+      if (nnz + m > idx.length) {
+        const grow = Math.max(idx.length * 2, nnz + m);
         const i2 = new Uint32Array(grow), v2 = new Float32Array(grow);
         i2.set(idx.subarray(0, nnz));
         v2.set(val.subarray(0, nnz));
         idx = i2;
         val = v2;
       }
-      const ids = [...counts.keys()].sort((a, b) => a - b);
+      const ids = touched.subarray(0, m).sort();
       let norm = 0;
-      const w = new Float64Array(ids.length);
-      ids.forEach((j, q) => {
-        const tf = counts.get(j)!;
-        w[q] = (sub ? 1 + Math.log(tf) : tf) * this.idf[j]!;
-        norm += w[q]! * w[q]!;
-      });
-      const scale = norm > 0 ? 1 / Math.sqrt(norm) : 0;
-      for (let q = 0; q < ids.length; q++) {
-        idx[nnz] = ids[q]!;
-        val[nnz++] = w[q]! * scale;
+      for (let q = 0; q < m; q++) {
+        const j = ids[q]!, tf = count[j]!;
+        const w = (sub ? 1 + Math.log(tf) : tf) * this.idf[j]!;
+        norm += w * w;
+        idx[nnz + q] = j;
+        val[nnz + q] = w; // float32 of w, rescaled below from the float64 weights
       }
+      const scale = norm > 0 ? 1 / Math.sqrt(norm) : 0;
+      for (let q = 0; q < m; q++) {
+        const j = ids[q]!, tf = count[j]!;
+        val[nnz + q] = (sub ? 1 + Math.log(tf) : tf) * this.idf[j]! * scale;
+        count[j] = 0;
+      }
+      nnz += m;
       offsets[i + 1] = nnz;
     }
     const indices = sharedUint32(nnz);
