@@ -26,4 +26,5 @@ export {
 export { TextVectorizer, type TextVectorizerOptions, type TextVectorizerMeta } from './text/vectorizer.js';
 export { tokenize } from './text/tokenize.js';
 export { LabelNames, labelledDataset, type LabelledText } from './text/labels.js';
+export { readTextDatasets, type ReadTextDatasetsOptions, type TextDatasets } from './text/load.js';
 export { native as loadNative } from './native.js';

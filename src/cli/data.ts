@@ -180,7 +180,7 @@ const featurize = defineCommand({
     minDf: { type: 'integer', min: 1, default: 2, valueName: 'n', description: 'keep words found in at least n training points' },
     bigrams: { type: 'boolean', description: 'also use pairs of neighbouring words as features' },
     maxVocabulary: { type: 'integer', min: 1, max: 0xffffffff, default: 200000, valueName: 'n', description: 'above n kept words, hash them into 2^hash-bits features' },
-    hashBits: { type: 'integer', min: 1, max: 31, default: 18, valueName: 'b', description: 'hashed feature space of 2^b features' },
+    hashBits: { type: 'integer', min: 1, max: 26, default: 18, valueName: 'b', description: 'hashed feature space of 2^b features' },
     json: jsonFlag,
     quiet: quietFlag,
   },

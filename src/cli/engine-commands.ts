@@ -64,7 +64,7 @@ export const trainCmd = defineCommand({
     minDf: { type: 'integer', min: 1, valueName: 'n', description: 'text: keep words found in at least n training points (default: 2)' },
     bigrams: { type: 'boolean', description: 'text: also use pairs of neighbouring words as features' },
     maxVocabulary: { type: 'integer', min: 1, max: 0xffffffff, valueName: 'n', description: 'text: above n kept words, hash them into 2^hash-bits features (default: 200000)' },
-    hashBits: { type: 'integer', min: 1, max: 31, valueName: 'b', description: 'text: hashed feature space of 2^b features, above --max-vocabulary (default: 18)' },
+    hashBits: { type: 'integer', min: 1, max: 26, valueName: 'b', description: 'text: hashed feature space of 2^b features, above --max-vocabulary (default: 18)' },
     init: {
       type: 'string', valueName: 'model',
       description: 'warm start: continue training this saved model on --train; labels it has never seen (names, or ids past its last) get new outputs, old ones keep their weights',

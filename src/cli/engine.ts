@@ -295,10 +295,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   const limit = memoryLimitBytes(o.maxMemory);
   const format = inputFormatOf(o);
   if (given.init) await checkInputFile(given.init, '--init');
-  if (format !== 'text') {
-    const textFlag = (['minDf', 'bigrams', 'maxVocabulary', 'hashBits'] as const).find((k) => given[k] !== undefined && given[k] !== false);
-    if (textFlag) throw new UsageError(`--${textFlag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} applies to --input-format text only`);
-  }
+  const textFlag = (['minDf', 'bigrams', 'maxVocabulary', 'hashBits'] as const).find((k) => given[k] !== undefined && given[k] !== false);
+  const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  if (textFlag && format !== 'text') throw new UsageError(`${flagName(textFlag)} applies to --input-format text only`);
+  if (textFlag && o.init) throw new UsageError(`${flagName(textFlag)} cannot be combined with --init: the vocabulary comes from the --init model`);
   // The warm start's model (a resumed warm start reloads it for its vectorizer and label names only).
   const initNet = o.init ? await Network.load(o.init, { maxMemory: o.maxMemory, workers: o.workers }) : undefined;
   if (initNet && (format === 'text') !== !!initNet.textVectorizer) {

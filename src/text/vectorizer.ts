@@ -28,7 +28,7 @@ export interface TextVectorizerOptions {
    * 2^hashBits features instead. Default 200000.
    */
   maxVocabulary?: number;
-  /** Hashing (above maxVocabulary): the feature space has 2^hashBits features (1..31). Default 18. */
+  /** Hashing (above maxVocabulary): the feature space has 2^hashBits features (1..26: at most 67M features). Default 18. */
   hashBits?: number;
   /** tf weight 1 + ln(tf) (true) or the raw count tf (false). Default true. */
   sublinearTf?: boolean;
@@ -68,7 +68,7 @@ function resolveOptions(o: TextVectorizerOptions): Required<TextVectorizerOption
     minDf: positiveInt(o.minDf ?? 2, 'minDf'),
     bigrams: bool(o.bigrams, 'bigrams', false),
     maxVocabulary: positiveInt(o.maxVocabulary ?? 200000, 'maxVocabulary'),
-    hashBits: positiveInt(o.hashBits ?? 18, 'hashBits', 31),
+    hashBits: positiveInt(o.hashBits ?? 18, 'hashBits', 26),
     sublinearTf: bool(o.sublinearTf, 'sublinearTf', true),
   };
 }

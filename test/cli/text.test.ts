@@ -106,6 +106,9 @@ describe('text through the CLI', () => {
     expect(u.stderr).toContain('--bigrams applies to --input-format text only');
     const n = run('train', '--init', f('num.sl'), '--train', f('more.txt'), '--input-format', 'text');
     expect([n.code, n.stderr]).toEqual([1, `sublinear: ${f('num.sl')} was trained on numeric features: --input-format text needs a model trained on text\n`]);
+    const i = run('train', '--init', f('m.sl'), '--train', f('more.txt'), '--input-format', 'text', '--min-df', '3');
+    expect(i.code).toBe(2);
+    expect(i.stderr).toContain('--min-df cannot be combined with --init: the vocabulary comes from the --init model');
     const c = run('train', '--train', f('train.txt'), '--format', 'xc', '--input-format', 'text');
     expect(c.code).toBe(2);
     expect(c.stderr).toContain('--format xc and --input-format text disagree (they are the same option)');

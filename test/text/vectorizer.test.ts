@@ -97,7 +97,7 @@ describe('TextVectorizer', () => {
 
   it('refuses bad options and inputs word for word', () => {
     expect(() => TextVectorizer.fit(TEXTS, { minDf: 0 })).toThrow('Expected positive integer for minDf but received 0');
-    expect(() => TextVectorizer.fit(TEXTS, { hashBits: 32 })).toThrow('Expected integer in [1, 31] for hashBits but received 32');
+    expect(() => TextVectorizer.fit(TEXTS, { hashBits: 27 })).toThrow('Expected integer in [1, 26] for hashBits but received 27');
     expect(() => TextVectorizer.fit(TEXTS, { bigrams: 'yes' as never })).toThrow('Expected boolean for bigrams but received "yes"');
     expect(() => TextVectorizer.fit([])).toThrow('Cannot fit a TextVectorizer on 0 texts');
     expect(() => TextVectorizer.fit(TEXTS).transform([3 as never])).toThrow('Expected string for text 0 but received number');
