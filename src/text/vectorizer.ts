@@ -95,6 +95,8 @@ export class TextVectorizer {
   /** Vocabulary mode: the tokens, index = feature id (empty when hashing). */
   readonly vocabulary: readonly string[];
   private readonly ids: Map<string, number>;
+  /** transform()'s term counts, (features), all zero between calls: reused (transform is synchronous). */
+  private count: Uint32Array | undefined;
 
   private constructor(options: Required<TextVectorizerOptions>, mode: 'vocabulary' | 'hashing', documents: number, idf: Float32Array, vocabulary: string[]) {
     this.options = Object.freeze({ ...options });
@@ -166,7 +168,7 @@ export class TextVectorizer {
     let val = new Float32Array(idx.length);
     let nnz = 0;
     // Term counts of one text: count[j] for the features in `touched` (reset after each text).
-    const count = new Uint32Array(this.features);
+    const count = (this.count ??= new Uint32Array(this.features));
     let touched = new Uint32Array(256);
     const sub = this.options.sublinearTf;
     for (let i = 0; i < n; i++) {
