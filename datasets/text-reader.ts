@@ -17,7 +17,7 @@ import { LineTooLongError, rethrowReadError, streamLines, type StreamOptions } f
 export const MAX_TEXT_LINE_BYTES = 1024 * 1024;
 
 /** Options of `readText`. */
-export interface ReadTextOptions extends Omit<StreamOptions, 'maxMemoryBytes'> {
+export interface ReadTextOptions extends StreamOptions {
   /** Name used for the file in error messages. Default: the path as given. */
   displayName?: string;
   /** Longest line accepted, in bytes (label names and text together). Default 1 MiB. */
@@ -97,6 +97,9 @@ export async function readText(path: string, opts: ReadTextOptions = {}): Promis
   const lines: number[] = [];
   let line = 0;
   let blank = 0;
+  // Estimated bytes of the strings held (UTF-16 text, label names, per-point overhead), against maxMemoryBytes.
+  let held = 0;
+  const limit = opts.maxMemoryBytes ?? Infinity;
   try {
     await streamLines(path, (buf, start, end) => {
       let pos = start;
@@ -120,6 +123,10 @@ export async function readText(path: string, opts: ReadTextOptions = {}): Promis
           throw new DataFormatError(file, line, `invalid UTF-8 at byte ${firstInvalidUtf8(buf.subarray(pos, stop)) + 1} of the line`);
         }
         const p = parseTextLine(s, file, line);
+        held += 2 * p.text.length + 96 + p.labels.reduce((a, l) => a + 2 * l.length + 40, 0);
+        if (held > limit) {
+          throw new DataFormatError(file, 0, `cannot be read within the memory limit: its text needs more than ${(limit / 1e6).toPrecision(3)} MB by line ${line}`);
+        }
         texts.push(p.text);
         labels.push(p.labels);
         lines.push(line);

@@ -158,13 +158,14 @@ function inputFormatOf(o: { format?: InputFormat; inputFormat?: InputFormat }): 
  * --min-df, --bigrams, --max-vocabulary and --hash-bits settings, or the warm start model's vectorizer and
  * label names.
  */
-async function loadTextData(trainPath: string, testPath: string | undefined, o: TrainCliOptions, init: Network | undefined, quiet: boolean, io: Out): Promise<TextDatasets> {
+async function loadTextData(trainPath: string, testPath: string | undefined, o: TrainCliOptions, init: Network | undefined, quiet: boolean, io: Out, limit: number): Promise<TextDatasets> {
   const bar = quiet ? null : new Progress({ label: 'reading text', unit: 'MB' });
   let r: TextDatasets;
   try {
     r = await readTextDatasets(trainPath, testPath, {
       vectorizer: init?.textVectorizer,
       labelNames: init?.labelNames,
+      read: { maxMemoryBytes: limit },
       vectorizerOptions: { minDf: o.minDf, bigrams: o.bigrams || undefined, maxVocabulary: o.maxVocabulary, hashBits: o.hashBits },
       onProgress: bar ? (_f, done, total) => bar.update(done / 1e6, total / 1e6) : undefined,
     });
@@ -309,7 +310,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   let train: SparseDataset, test: SparseDataset | undefined, text: TextDatasets | undefined;
   if (format === 'text') {
     if (dist && trainPath.includes(RANK_PLACEHOLDER)) throw new UsageError('--input-format text cannot read per-rank shards (%r): give every rank the whole file');
-    text = await loadTextData(trainPath, o.test, o, initNet, quiet, io);
+    text = await loadTextData(trainPath, o.test, o, initNet, quiet, io, limit);
     train = text.train;
     test = text.test;
   } else {
@@ -569,7 +570,7 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const ks = parseKs(o.k ?? '1,3,5', outputs);
   const format = o.format ?? (net.textVectorizer ? 'text' : 'xc');
   const test = format === 'text'
-    ? await loadTextInput(net, o.test, o.test, true, io, quiet)
+    ? await loadTextInput(net, o.test, o.test, true, io, quiet, o.maxMemory)
     : await loadData(o.test, format, 'test data', quiet, memoryLimitBytes(o.maxMemory));
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
@@ -635,7 +636,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
     if (fromStdin) spool = await spoolStdin();
     const inputFormat = o.inputFormat ?? (net.textVectorizer ? 'text' : 'xc');
     data = await (inputFormat === 'text'
-      ? loadTextInput(net, spool ?? o.input, fromStdin ? '<stdin>' : o.input, false, io, quiet)
+      ? loadTextInput(net, spool ?? o.input, fromStdin ? '<stdin>' : o.input, false, io, quiet, o.maxMemory)
       : loadData(spool ?? o.input, inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimitBytes(o.maxMemory)))
       .catch((e: unknown) => {
         throw spool && e instanceof Error ? new Error(e.message.replaceAll(spool, '<stdin>')) : e;
@@ -660,9 +661,9 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
  * A raw-text file as the input of a text model: its vectorizer's rows, and (`withLabels`, for eval) the label
  * names mapped to the model's ids (names the model does not know are dropped, with a warning).
  */
-async function loadTextInput(net: Network, path: string, name: string, withLabels: boolean, io: Out, quiet: boolean): Promise<SparseDataset> {
+async function loadTextInput(net: Network, path: string, name: string, withLabels: boolean, io: Out, quiet: boolean, maxMemory: number | undefined): Promise<SparseDataset> {
   if (!net.textVectorizer) throw new Error(`the model was trained on numeric features: it cannot read raw text (give --${withLabels ? 'format' : 'input-format'} xc or libsvm)`);
-  const data = await readText(path, { displayName: name });
+  const data = await readText(path, { displayName: name, maxMemoryBytes: memoryLimitBytes(maxMemory) });
   if (!withLabels) return net.textVectorizer.transform(data.texts);
   if (!net.labelNames) throw new Error('the model has no label names: it cannot evaluate text whose labels are names');
   const r = labelledDataset(data, net.textVectorizer, new LabelNames(net.labelNames), false);

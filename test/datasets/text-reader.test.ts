@@ -59,6 +59,12 @@ describe('readText', () => {
     expect((await readText(p, { maxLineBytes: 400, chunkBytes: 16 })).points).toBe(3);
   });
 
+  it('refuses a file whose text would pass maxMemoryBytes, naming the file', async () => {
+    const p = await file('big.txt', Array.from({ length: 50 }, (_, i) => `a\tword ${i} ${'x'.repeat(100)}`).join('\n'));
+    await expect(readText(p, { maxMemoryBytes: 2000 })).rejects.toThrow(`${p}: cannot be read within the memory limit: its text needs more than 0.00200 MB by line 6`);
+    expect((await readText(p, { maxMemoryBytes: 1e6 })).points).toBe(50);
+  });
+
   it('gives the same points whatever the chunk size', async () => {
     const lines = Array.from({ length: 200 }, (_, i) => `l${i % 7},m${i % 3}\tdocument ${i} ünïcödé ${'w'.repeat(i % 13)}`);
     const p = await file('many.txt', lines.join('\n') + '\n');
