@@ -17,6 +17,24 @@ import { tokenize } from './tokenize.js';
 
 const { h32 } = await xxhash();
 
+/** Word ids below 2^26 make a bigram's key first * 2^26 + second an exact float64 integer. */
+const PAIR_SHIFT = 2 ** 26;
+
+/** Document frequencies counted one id at a time: df[id], and the last text that counted it. */
+class DfCounter {
+  df: number[] = [];
+  private last: number[] = [];
+  add(id: number, doc: number): void {
+    if (id === this.df.length) {
+      this.df.push(1);
+      this.last.push(doc);
+    } else if (this.last[id] !== doc) {
+      this.df[id]!++;
+      this.last[id] = doc;
+    }
+  }
+}
+
 /** Options of `TextVectorizer.fit`. */
 export interface TextVectorizerOptions {
   /** Keep only tokens found in at least this many training texts. Default 2. */
@@ -95,6 +113,10 @@ export class TextVectorizer {
   /** Vocabulary mode: the tokens, index = feature id (empty when hashing). */
   readonly vocabulary: readonly string[];
   private readonly ids: Map<string, number>;
+  /** Vocabulary mode with bigrams: each word's feature (-1: none) and id within the kept bigrams (-1: in none). */
+  private readonly words = new Map<string, { feature: number; local: number }>();
+  /** Vocabulary mode with bigrams: first local id * 2^26 + second local id -> the bigram's feature. */
+  private readonly pairs = new Map<number, number>();
   /** transform()'s term counts, (features), all zero between calls: reused (transform is synchronous). */
   private count: Uint32Array | undefined;
 
@@ -106,32 +128,75 @@ export class TextVectorizer {
     this.vocabulary = vocabulary;
     this.features = idf.length;
     this.ids = new Map(vocabulary.map((t, i) => [t, i]));
+    if (mode === 'vocabulary' && options.bigrams) {
+      const word = (w: string) => {
+        let e = this.words.get(w);
+        if (!e) this.words.set(w, (e = { feature: -1, local: -1 }));
+        return e;
+      };
+      let locals = 0;
+      vocabulary.forEach((t, i) => {
+        const space = t.indexOf(' ');
+        if (space < 0) {
+          word(t).feature = i;
+          return;
+        }
+        const a = word(t.slice(0, space)), b = word(t.slice(space + 1));
+        if (a.local < 0) a.local = locals++;
+        if (b.local < 0) b.local = locals++;
+        this.pairs.set(a.local * PAIR_SHIFT + b.local, i);
+      });
+    }
   }
 
   /** Builds the vocabulary (or the hashed feature space) and idf weights of `texts`. */
   static fit(texts: Iterable<string>, options: TextVectorizerOptions = {}): TextVectorizer {
     const o = resolveOptions(options);
-    // One map lookup per token: each entry holds its df and the last text that counted it.
-    const counts = new Map<string, { df: number; last: number }>();
+    // Words get ids in order of appearance and bigrams the key (first id) * 2^26 + (second id): one map
+    // lookup per word and per bigram, and a bigram's string is made only if it is kept.
+    const wordIds = new Map<string, number>();
+    const wordDf = new DfCounter();
+    const pairIds = new Map<number, number>();
+    const pairKeys: number[] = [];
+    const pairDf = new DfCounter();
     let N = 0;
     for (const text of texts) {
       if (typeof text !== 'string') throw new Error(`Expected string for text ${N} but received ${typeof text}`);
-      for (const t of tokenize(text, o.bigrams)) {
-        const e = counts.get(t);
-        if (e === undefined) counts.set(t, { df: 1, last: N });
-        else if (e.last !== N) {
-          e.df++;
-          e.last = N;
+      let prev = -1;
+      for (const w of tokenize(text)) {
+        let id = wordIds.get(w);
+        if (id === undefined) {
+          id = wordIds.size;
+          if (id >= PAIR_SHIFT) throw new Error(`Cannot fit a TextVectorizer on more than ${PAIR_SHIFT} distinct words`);
+          wordIds.set(w, id);
         }
+        wordDf.add(id, N);
+        if (o.bigrams && prev >= 0) {
+          const key = prev * PAIR_SHIFT + id;
+          let p = pairIds.get(key);
+          if (p === undefined) {
+            p = pairKeys.length;
+            pairIds.set(key, p);
+            pairKeys.push(key);
+          }
+          pairDf.add(p, N);
+        }
+        prev = id;
       }
       N++;
     }
-    const df = new Map<string, number>();
-    for (const [t, e] of counts) df.set(t, e.df);
     if (N === 0) throw new Error('Cannot fit a TextVectorizer on 0 texts');
+    const wordList = [...wordIds.keys()];
+    const df = new Map<string, number>();
+    wordList.forEach((w, id) => {
+      if (wordDf.df[id]! >= o.minDf) df.set(w, wordDf.df[id]!);
+    });
+    pairKeys.forEach((key, p) => {
+      const a = Math.floor(key / PAIR_SHIFT), b = key - a * PAIR_SHIFT;
+      if (pairDf.df[p]! >= o.minDf) df.set(`${wordList[a]} ${wordList[b]}`, pairDf.df[p]!);
+    });
     const idfOf = (d: number) => Math.log((1 + N) / (1 + d)) + 1;
-    const kept: string[] = [];
-    for (const [t, d] of df) if (d >= o.minDf) kept.push(t);
+    const kept = [...df.keys()];
     if (kept.length <= o.maxVocabulary) {
       kept.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
       const idf = new Float32Array(kept.length);
@@ -175,9 +240,8 @@ export class TextVectorizer {
       const text = texts[i];
       if (typeof text !== 'string') throw new Error(`Expected string for text ${i} but received ${typeof text}`);
       let m = 0;
-      for (const t of tokenize(text, this.options.bigrams)) {
-        const j = this.featureOf(t);
-        if (j < 0) continue;
+      const add = (j: number) => {
+        if (j < 0) return;
         if (count[j]++ === 0) {
           if (m === touched.length) {
             const bigger = new Uint32Array(m * 2);
@@ -186,6 +250,19 @@ export class TextVectorizer {
           }
           touched[m++] = j;
         }
+      };
+      if (this.mode === 'vocabulary' && this.options.bigrams) {
+        // Vocabulary with bigrams: a bigram is looked up by its words' ids, never built as a string.
+        let prev = -1;
+        for (const w of tokenize(text)) {
+          const e = this.words.get(w);
+          if (e) add(e.feature);
+          const local = e ? e.local : -1;
+          if (prev >= 0 && local >= 0) add(this.pairs.get(prev * PAIR_SHIFT + local) ?? -1);
+          prev = local;
+        }
+      } else {
+        for (const t of tokenize(text, this.options.bigrams)) add(this.featureOf(t));
       }
       if (nnz + m > idx.length) {
         const grow = Math.max(idx.length * 2, nnz + m);
