@@ -337,7 +337,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
           // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
           const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
           bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
-            `epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
+            `${p.fold ? `choosing epochs: fold ${p.fold.index + 1}/${p.fold.folds} ` : ''}epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
         },
         onEpochEnd: async (epoch, st) => {
           const v = st.validation?.at(-1);
@@ -372,6 +372,11 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         `${stats.aborted ? ' (stopped early)' : ''}\n`);
       const failed = stats.checkpointFailures?.length ?? 0;
       if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}\n`);
+      const sel = stats.selection;
+      if (sel?.method === 'kfold') {
+        io.err(`epochs chosen by ${sel.folds}-fold cross-validation: ${sel.epochs} (mean held-out P@1 ${sel.p1[sel.epochs - 1]?.toFixed(4) ?? '-'}; ` +
+          `a held-out slice would hold only ${sel.holdoutPoints} points), then trained on all ${train.points} points\n`);
+      }
       if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
     }
     // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
@@ -409,6 +414,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       rebuilds: stats.rebuilds,
       epochs: stats.epochs,
       ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
+      ...(stats.selection ? { selection: stats.selection } : {}),
       samples: stats.samples,
       loss: stats.lastLoss,
       workers,

@@ -4,7 +4,7 @@
 import { sharedFloat32, sharedUint32, toShared, type SparseDataset } from '../../datasets/csr.js';
 import { checkDataset } from './check-data.js';
 import { native } from '../native.js';
-import { defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
+import { defaultTraining, resolveConfig, storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import type { NetSpec } from './native-types.js';
 import { allocateNetwork, networkBytes } from './allocate.js';
 import { createExecutor, defaultWorkers, type Executor } from '../train/executor.js';
@@ -24,9 +24,15 @@ import type { LoadLimits } from './file-layout.js';
 import { subset } from '../../datasets/split-reader.js';
 import { sharedSetLogQ } from '../train/logq.js';
 import {
-  earlyStopStep, holdoutSplit, initialEarlyStop, resolveValidation, WeightSnapshot,
-  type EarlyStopState, type ResolvedValidation,
+  earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, WeightSnapshot,
+  type EarlyStopState, type ResolvedValidation, type SelectionReport,
 } from '../train/early-stop.js';
+
+/**
+ * Network state (weights, Adam moments, tables) that the fold networks of k-fold selection may hold
+ * together: 2 GiB. Fewer folds are used when 5 copies would not fit, one held-out slice when 2 would not.
+ */
+export const KFOLD_MEMORY = 2 * 1024 ** 3;
 
 /** Options of `Network.predict`. */
 export interface PredictOptions {
@@ -227,7 +233,7 @@ export class Network {
     // Held-out validation: on by default when the number of epochs is left to the data (a resumed run
     // goes on as it started: its saved options say).
     const valOpt = opts.validation === undefined ? (opts.epochs === undefined ? {} : false) : opts.validation;
-    const validation: ResolvedValidation | null = valOpt === false ? null : resolveValidation(valOpt);
+    let validation: ResolvedValidation | null = valOpt === false ? null : resolveValidation(valOpt);
     if (validation && opts.epochs === undefined) opts = { ...opts, epochs: validation.maxEpochs };
     const dflt = defaultTraining(this.config, defaultWorkers());
     if (!resumed && opts.lr === undefined) opts = { ...opts, lr: dflt.lr };
@@ -263,6 +269,34 @@ export class Network {
         await checkpointer.close();
         throw e;
       }
+    }
+    // Small training sets: the epoch count is chosen by k-fold cross-validation, then the network trains on
+    // all of the data for that many epochs (constant rate, no held-out slice). A resumed run that had
+    // finished its selection carries the result in its saved options; one stopped during the selection
+    // resumes at its start and selects again (deterministic: the same folds and fold runs).
+    let selection: SelectionReport | undefined = resumed ? this.resumeInfo!.fitOptions.selection ?? undefined : undefined;
+    // Folds that fit in KFOLD_MEMORY of network state (they train side by side); fewer than 2: one slice.
+    const folds = validation && !opts.executor && selectionMethod(data.points, validation) === 'kfold'
+      ? Math.min(validation.folds, Math.floor(data.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, this.memoryBytes())))
+      : 0;
+    if (validation && folds >= 2) {
+      let picked: SelectionReport | null;
+      try {
+        picked = await this.selectEpochs(data, validation, folds, opts, o);
+      } catch (e) {
+        await checkpointer?.close();
+        throw e;
+      }
+      // Stopped during the selection (signal): nothing is trained; the final checkpoint keeps the run's
+      // options (validation on), so a resume selects again.
+      if (picked) {
+        selection = picked;
+        opts = { ...opts, epochs: picked.epochs, validation: false };
+        checkpointer?.setOptions({ ...checkpointer.savedOptions, epochs: picked.epochs, validation: null, selection: picked });
+      } else {
+        opts = { ...opts, validation: false };
+      }
+      validation = null;
     }
     let exec: Executor;
     try {
@@ -300,7 +334,12 @@ export class Network {
         stats.validation = e.history;
         stats.bestEpoch = e.bestEpoch;
         stats.validationPoints = held;
+        stats.selection = {
+          method: 'holdout', points: held, epochs: e.bestEpoch,
+          reason: `${held} held-out points (at least minHoldout ${validation.minHoldout}): the best epoch's weights are kept`,
+        };
       }
+      if (selection) stats.selection = selection;
       // The run is over: a later fit() starts its own early stopping (and the snapshot's memory is freed).
       this.earlyStop = null;
       // Index the final weights, so sampled inference (and a saved model) sees the trained network.
@@ -313,6 +352,112 @@ export class Network {
       await checkpointer?.close();
       await exec.close();
     }
+  }
+
+  /**
+   * k-fold selection of the epoch count (small training sets: ValidationOptions.minHoldout). Every fold
+   * trains a copy of this network (same weights and optimizer state: a fresh network's initialisation) on
+   * the other folds at the run's constant learning rate, and scores its own points after every epoch
+   * (metric `validation.metric`, exact inference). The folds train side by side, one worker each, and wait
+   * for each other at every epoch end, so the stop is decided on the mean score over the folds (every
+   * training point scored once): training stops when the mean has not improved for
+   * max(2 x patience, its best epoch) epochs, or at maxEpochs (a mean over folds of a few dozen points
+   * each still pauses for a few epochs while rising, so the folds train at least twice as long as the
+   * best). The epoch of the best mean is selected. Deterministic for a seed. Returns null when
+   * `opts.signal` stopped it. The caller's onEpochEnd is not called for fold epochs; onProgress is, with
+   * `fold` set.
+   */
+  private async selectEpochs(
+    data: SparseDataset, validation: ResolvedValidation, folds: number, opts: FitOptions, o: ReturnType<typeof resolveFitOptions>,
+  ): Promise<SelectionReport | null> {
+    const parts = kfoldSplit(data.points, folds, this.seed);
+    const held = holdoutSize(data.points, validation.fraction, validation.maxPoints);
+    const curves: number[][] = parts.map(() => []), p1s: number[][] = parts.map(() => []);
+    const stops = parts.map(() => new AbortController());
+    const stopAll = () => stops.forEach((c) => c.abort());
+    opts.signal?.addEventListener('abort', stopAll, { once: true });
+    // Epoch barrier: the last fold to finish an epoch decides and releases the others.
+    let waiting: (() => void)[] = [];
+    let best = -1, bestEpoch = 0, bad = 0;
+    const arrive = async () => {
+      const e = Math.min(...curves.map((c) => c.length));
+      if (e === curves[0]!.length && curves.every((c) => c.length === e)) {
+        const mean = curves.reduce((t, c) => t + c[e - 1]!, 0) / folds;
+        if (mean > best + validation.minDelta) {
+          best = mean;
+          bestEpoch = e;
+          bad = 0;
+        } else if (++bad >= Math.max(2 * validation.patience, bestEpoch)) {
+          stops.forEach((c) => c.abort());
+        }
+        const go = waiting;
+        waiting = [];
+        go.forEach((r) => r());
+        return;
+      }
+      await new Promise<void>((r) => waiting.push(r));
+    };
+    // A fold that fails stops the others (and frees the ones waiting at the barrier).
+    const fail = () => {
+      stopAll();
+      const go = waiting;
+      waiting = [];
+      go.forEach((r) => r());
+    };
+    const workers = (opts.workers ?? defaultWorkers()) > 0 ? 1 : 0;
+    try {
+      const runs = parts.map(async (part, f) => {
+        const net = new Network(storedConfig(this.config));
+        net.copyStateFrom(this);
+        const trainPart = subset(data, part.train), heldPart = subset(data, part.holdout);
+        await net.fit(trainPart, {
+          epochs: validation.maxEpochs, validation: false, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
+          shuffle: o.shuffle, progressEvery: o.progressEvery, workers,
+          ...definedOnly({ rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning }),
+          signal: stops[f]!.signal,
+          onProgress: f === 0 && opts.onProgress ? (p) => opts.onProgress!({ ...p, fold: { index: f, folds } }) : undefined,
+          onEpochEnd: async () => {
+            const pred = await net.predict(heldPart, { k: 5, workers: 0 });
+            const m = computeMetrics({ topIdx: pred.labels, kMax: 5, labelOffsets: heldPart.labelOffsets, labelIndices: heldPart.labelIndices });
+            curves[f]!.push(validation.metric === 'p1' ? m.p1! : (m.p1! + m.p3! + m.p5!) / 3);
+            p1s[f]!.push(m.p1!);
+            await arrive();
+          },
+        }).catch((e) => {
+          fail();
+          throw e;
+        });
+      });
+      const settled = await Promise.allSettled(runs);
+      const failed = settled.find((r) => r.status === 'rejected');
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+    } finally {
+      opts.signal?.removeEventListener('abort', stopAll);
+    }
+    if (opts.signal?.aborted) return null;
+    const { epochs, mean } = bestMeanEpoch(curves);
+    const meanP1 = p1s[0]!.map((_, e) => p1s.reduce((t, c) => t + c[e]!, 0) / folds);
+    return {
+      method: 'kfold', folds, epochs, scores: mean, p1: meanP1, holdoutPoints: held,
+      reason: `a held-out slice would hold ${held} points (fewer than minHoldout ${validation.minHoldout}): ` +
+        `${folds}-fold cross-validation chose ${epochs} epochs, then the network trained on all ${data.points} points`,
+    };
+  }
+
+  /**
+   * Copies `src`'s training state (weights, biases, Adam moments and step counters, batch counter, rebuild
+   * round) into this network of the same configuration; hash tables are rebuilt at the next fit().
+   */
+  private copyStateFrom(src: Network): void {
+    src.spec.layers.forEach((l, k) => {
+      const d = this.spec.layers[k]!;
+      d.weights.set(l.weights); d.bias.set(l.bias);
+      d.mWeights.set(l.mWeights); d.vWeights.set(l.vWeights); d.mBias.set(l.mBias); d.vBias.set(l.vBias);
+      d.rowSteps.set(l.rowSteps); d.biasSteps.set(l.biasSteps);
+    });
+    this.batchesDone = src.batchesDone;
+    this.rebuildRound = src.rebuildRound;
+    this.invalidateTables();
   }
 
   /**
@@ -610,7 +755,8 @@ function definedOnly<T extends object>(o: T): Partial<T> {
 function savedAsFitOptions(s: SavedFitOptions): FitOptions {
   return {
     epochs: s.epochs, batchSize: s.batchSize, lr: s.lr, beta1: s.beta1, beta2: s.beta2, eps: s.eps, shuffle: s.shuffle,
-    validation: s.validation ?? false,
+    // Files written before k-fold selection existed resume as they ran: one held-out slice.
+    validation: s.validation ? { ...s.validation, minHoldout: (s.validation as Partial<ResolvedValidation>).minHoldout ?? 1 } : false,
   };
 }
 

@@ -37,7 +37,7 @@ import { isProcessAlive } from '../util/process-alive.js';
 import { checkOutputDirs } from '../util/output-check.js';
 import { formatBytes } from './memory-plan.js';
 import type { CheckpointFailure } from './fit.js';
-import { resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation } from './early-stop.js';
+import { resolveValidation, selectionProblem, WeightSnapshot, type EarlyStopState, type ResolvedValidation, type SelectionReport } from './early-stop.js';
 import { durationSeconds, parseInteger } from '../util/parse-values.js';
 
 /** `meta.format` of a checkpoint file. */
@@ -105,6 +105,11 @@ export interface SavedFitOptions {
   rebuild: Required<RebuildScheduleOptions> | null;
   /** Held-out validation of the run (absent in files written before it existed: none). */
   validation?: ResolvedValidation | null;
+  /**
+   * A run whose epoch count was chosen by k-fold selection (small data) before training on all of the data:
+   * what was chosen (then `epochs` is the choice and `validation` null). Absent otherwise.
+   */
+  selection?: SelectionReport | null;
 }
 
 /** Identifies a training set: shape plus an xxhash64 of its CSR arrays. */
@@ -298,6 +303,10 @@ function metaProblem(m: unknown): string | null {
     } catch (e) {
       return `invalid validation options: ${(e as Error).message}`;
     }
+  }
+  if (f.selection !== undefined && f.selection !== null) {
+    const p = selectionProblem(f.selection);
+    if (p) return `invalid selection record: ${p}`;
   }
   const es = o.earlyStop;
   if (es !== undefined && es !== null) {
@@ -527,6 +536,16 @@ export class Checkpointer {
     this.every = parseCheckpointEvery(opts.every);
     this.keep = opts.keep ?? 2;
     if (!Number.isInteger(this.keep) || this.keep < 1) throw new Error(`Expected positive integer for checkpoint.keep but received ${JSON.stringify(opts.keep)}`);
+  }
+
+  /** The fit options every checkpoint records. */
+  get savedOptions(): SavedFitOptions {
+    return this.options;
+  }
+
+  /** Replaces the recorded fit options (fit() does once k-fold selection has chosen the epoch count). */
+  setOptions(options: SavedFitOptions): void {
+    this.options = options;
   }
 
   /**

@@ -14,7 +14,7 @@ import { InlineExecutor, type Executor } from './executor.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import type { InjectedFault, TrainResult, TrainTask } from './tasks.js';
 import { BatchRunner, maxLostBatches } from './batch-runner.js';
-import type { ValidationOptions, ValidationPoint } from './early-stop.js';
+import type { SelectionReport, ValidationOptions, ValidationPoint } from './early-stop.js';
 
 /**
  * What Network.fit steers while the loop runs: the rows trained on (all when absent: a held-out slice
@@ -128,6 +128,12 @@ export interface FitProgress {
   avgActive: number;
   /** Fraction of true labels not retrieved by LSH (0 for dense output layers). */
   labelMissRate: number;
+  /**
+   * Present while k-fold selection of the epoch count trains its fold networks (small training sets, see
+   * ValidationOptions.minHoldout): fold `index` (0-based) of `folds`; `epoch`/`epochs` then count that
+   * fold's epochs. Absent while the network itself trains.
+   */
+  fold?: { index: number; folds: number };
 }
 
 export interface FitStats {
@@ -160,6 +166,11 @@ export interface FitStats {
   bestEpoch?: number;
   /** With validation: points held out of training. */
   validationPoints?: number;
+  /**
+   * With validation: how the number of epochs was chosen, one held-out slice ('holdout') or, on small
+   * training sets, k-fold cross-validation followed by training on all of the data ('kfold').
+   */
+  selection?: SelectionReport;
   /** True if training stopped early because of `signal`. */
   aborted: boolean;
   /**
