@@ -372,6 +372,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         `${stats.aborted ? ' (stopped early)' : ''}\n`);
       const failed = stats.checkpointFailures?.length ?? 0;
       if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}\n`);
+      if (stats.inputScaling?.scaled) io.err(`inputs scaled: ${stats.inputScaling.reason} (stored in the model; predict and eval apply it)\n`);
       const sel = stats.selection;
       if (sel?.method === 'kfold') {
         io.err(`epochs chosen by ${sel.folds}-fold cross-validation: ${sel.epochs} (mean held-out P@1 ${sel.p1[sel.epochs - 1]?.toFixed(4) ?? '-'}; ` +
@@ -415,6 +416,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       epochs: stats.epochs,
       ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
       ...(stats.selection ? { selection: stats.selection } : {}),
+      ...(stats.inputScaling ? { inputScaling: stats.inputScaling } : {}),
       samples: stats.samples,
       loss: stats.lastLoss,
       workers,
@@ -486,6 +488,7 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const test = await loadData(o.test, o.format, 'test data', quiet, memoryLimitBytes(o.maxMemory));
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
+  if (net.inputScale && !quiet) io.err(`applying the model's input scaling (each feature divided by its largest |value| in the training data)\n`);
   const mode = o.mode ?? 'exact';
   // Sampled inference builds the output layer's cluster index on first use: timed apart from scoring.
   const indexSeconds = mode === 'sampled' ? net.buildClusterIndex() : 0;
@@ -506,7 +509,7 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   } else {
     io.out(JSON.stringify({
       ...m, mode, seconds, evalSeconds, pointsPerSec: m.points / seconds, outputsScoredPerPoint: scored,
-      outputsScoredFraction: scored / outputs, indexSeconds, peakRssMB: peakRssMB(),
+      outputsScoredFraction: scored / outputs, indexSeconds, inputScaled: net.inputScale !== null, peakRssMB: peakRssMB(),
     }) + '\n');
   }
   return 0;
@@ -552,6 +555,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   }
   const inputName = fromStdin ? '<stdin>' : o.input;
   if (data.features > net.config.inputDim) throw new Error(`${inputName} has ${data.features} features but the network's inputDim is ${net.config.inputDim}`);
+  if (net.inputScale && !quiet) io.err(`applying the model's input scaling (each feature divided by its largest |value| in the training data)\n`);
   const { bar, onProgress } = pointsProgress(quiet, 'predicting');
   let p;
   try {

@@ -1,4 +1,5 @@
-// Model files: config + weights + training label frequencies in the checksummed container of
+// Model files: config + weights + training label frequencies (+ the input divisors of a network trained
+// on raw-valued data, section inputScale) in the checksummed container of
 // src/util/binfile.ts, written atomically. Hash tables are not stored: their functions derive from the
 // config's seed and the tables are rebuilt from the weights, so a loaded model predicts exactly as saved.
 import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
@@ -23,6 +24,7 @@ function sections(net: Network): Record<string, SectionArray> {
     s[`layer${i}.bias`] = l.bias;
   });
   if (net.labelFreq) s['labelFreq'] = net.labelFreq;
+  if (net.inputScale) s['inputScale'] = net.inputScale;
   return s;
 }
 
@@ -30,7 +32,7 @@ function sections(net: Network): Record<string, SectionArray> {
 export function modelFileBytes(net: Network): number {
   let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
   for (const l of net.spec.layers) bytes += l.weights.byteLength + l.bias.byteLength + 16;
-  return bytes + 4 * net.config.layers.at(-1)!.size + 8; // labelFreq
+  return bytes + 4 * net.config.layers.at(-1)!.size + 8 + (net.inputScale ? 4 * net.config.inputDim + 8 : 0); // labelFreq, inputScale
 }
 
 export async function saveModel(path: string, net: Network): Promise<void> {
@@ -93,12 +95,15 @@ export async function loadModel(
     throw new Error(`${path}: invalid network configuration: ${(e as Error).message}`);
   }
   const into = sections(net);
-  const hasFreq = present[0]!;
+  const hasFreq = present[0]!, hasScale = present[1]!;
   if (hasFreq) into['labelFreq'] = new Uint32Array(config.layers.at(-1)!.size);
+  // Files written before input scaling existed have no inputScale: their inputs are used as they are.
+  if (hasScale) into['inputScale'] = new Float32Array(config.inputDim);
   await readBinFile(path, { kind: 'model', into });
   const values = valuesProblem(config, into);
   if (values) throw new Error(`${path}: ${values}`);
   if (hasFreq) net.labelFreq = into['labelFreq'] as Uint32Array;
+  net.inputScale = hasScale ? (into['inputScale'] as Float32Array) : null;
   net.batchesDone = meta.batchesDone;
   net.rebuildRound = meta.rebuildRound - 1; // the next rebuild replays the last round's seed
   net.trainPoints = meta.trainPoints;

@@ -22,6 +22,7 @@ import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } fro
 import { loadModel, saveModel } from './model-file.js';
 import type { LoadLimits } from './file-layout.js';
 import { subset } from '../../datasets/split-reader.js';
+import { applyInputScale, detectInputScale, INPUT_SCALINGS, type InputScaleReport } from './input-scale.js';
 import { sharedSetLogQ } from '../train/logq.js';
 import {
   earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, WeightSnapshot,
@@ -160,6 +161,12 @@ export class Network {
    * the best epoch's weights); null without validation.
    */
   earlyStop: { state: EarlyStopState; snapshot: WeightSnapshot | null } | null = null;
+  /**
+   * Per-feature divisors applied to every input (fit, predict, evaluate) when the training data was
+   * raw-valued (src/network/input-scale.ts); decided by the first fit() and kept in model files and
+   * checkpoints. null: inputs are used as they are.
+   */
+  inputScale: Float32Array | null = null;
   /** Seconds spent building cluster indexes (sampled inference), over this network's life. */
   clusterIndexSeconds = 0;
   /** Last code-drift sketch taken by the 'change' rebuild policy (fraction of codes changed). */
@@ -229,6 +236,31 @@ export class Network {
         }
       }
       start = { epoch: p.epoch, batch: p.batch };
+    }
+    // Raw-valued inputs: decided by the first fit() of a network (a trained or resumed one keeps its
+    // transform). The checkpoint fingerprint is of the data as given.
+    if (opts.checkpoint) fingerprint ??= await dataFingerprint(data);
+    const scaling = opts.inputScaling ?? 'auto';
+    if (!INPUT_SCALINGS.includes(scaling)) throw new Error(`Expected 'auto', 'maxabs' or 'off' for inputScaling but received ${JSON.stringify(opts.inputScaling)}`);
+    let inputScaling: InputScaleReport | undefined;
+    if (this.inputScale === null && this.batchesDone === 0 && !resumed) {
+      const d = detectInputScale(data, this.config.inputDim, scaling);
+      this.inputScale = d.scale;
+      inputScaling = d.report;
+    }
+    if (this.inputScale) {
+      data = applyInputScale(data, this.inputScale);
+      if (!inputScaling) {
+        let lo = Infinity, hi = 0;
+        for (const v of this.inputScale) {
+          if (v < lo) lo = v;
+          if (v > hi) hi = v;
+        }
+        inputScaling = {
+          scaled: true, method: 'maxabs', maxAbs: hi, featureMaxAbs: [lo, hi],
+          reason: 'the network\'s stored input scaling (decided by its first training) is applied',
+        };
+      }
     }
     // Held-out validation: on by default when the number of epochs is left to the data (a resumed run
     // goes on as it started: its saved options say).
@@ -340,6 +372,7 @@ export class Network {
         };
       }
       if (selection) stats.selection = selection;
+      if (inputScaling) stats.inputScaling = inputScaling;
       // The run is over: a later fit() starts its own early stopping (and the snapshot's memory is freed).
       this.earlyStop = null;
       // Index the final weights, so sampled inference (and a saved model) sees the trained network.
@@ -409,10 +442,11 @@ export class Network {
       const runs = parts.map(async (part, f) => {
         const net = new Network(storedConfig(this.config));
         net.copyStateFrom(this);
+        net.inputScale = null; // `data` is already scaled (and the fold runs below do not scale again)
         const trainPart = subset(data, part.train), heldPart = subset(data, part.holdout);
         await net.fit(trainPart, {
           epochs: validation.maxEpochs, validation: false, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
-          shuffle: o.shuffle, progressEvery: o.progressEvery, workers,
+          shuffle: o.shuffle, progressEvery: o.progressEvery, workers, inputScaling: 'off',
           ...definedOnly({ rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning }),
           signal: stops[f]!.signal,
           onProgress: f === 0 && opts.onProgress ? (p) => opts.onProgress!({ ...p, fold: { index: f, folds } }) : undefined,
@@ -554,6 +588,7 @@ export class Network {
   async predict(data: SparseDataset, opts: PredictOptions = {}): Promise<Predictions> {
     checkDataset(data, this.config, 'prediction input', false);
     data = toShared(data);
+    if (this.inputScale) data = applyInputScale(data, this.inputScale);
     const k = opts.k ?? 5;
     if (!Number.isInteger(k) || k <= 0) throw new Error(`Expected positive integer for k but received ${JSON.stringify(opts.k)}`);
     const mode = opts.mode ?? 'exact';

@@ -150,6 +150,8 @@ export interface CheckpointSource {
   rebuildRound: number;
   labelFreq: Uint32Array | null;
   trainPoints: number;
+  /** Per-feature input divisors (raw-valued training data, src/network/input-scale.ts), or null. */
+  inputScale: Float32Array | null;
   /** Early stopping of the run in progress (fit with validation), or null. */
   earlyStop: { state: EarlyStopState; snapshot: WeightSnapshot | null } | null;
 }
@@ -215,8 +217,9 @@ export async function dataFingerprint(d: SparseDataset): Promise<DataFingerprint
 }
 
 /** The sections of a checkpoint, by name (the network's own arrays: written from, or read into). */
-export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null, best: WeightSnapshot | null = null): Record<string, SectionArray> {
+export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null, best: WeightSnapshot | null = null, inputScale: Float32Array | null = null): Record<string, SectionArray> {
   const s: Record<string, SectionArray> = {};
+  if (inputScale) s['inputScale'] = inputScale;
   best?.weights.forEach((w, i) => {
     s[`best.layer${i}.weights`] = w;
     s[`best.layer${i}.bias`] = best.bias[i]!;
@@ -265,7 +268,7 @@ export async function writeCheckpoint(
     extra: m.extra ?? null,
     earlyStop: src.earlyStop?.state ?? null,
   };
-  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, src.earlyStop?.snapshot ?? null) });
+  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, src.earlyStop?.snapshot ?? null, src.inputScale) });
 }
 
 /** A checkpoint file whose contents cannot be used (a BinFileError covers damaged containers). */
@@ -350,7 +353,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const present: boolean[] = [];
   const layout = layoutProblem(fileLayout(resolved, 'checkpoint'), head.table, present);
   if (layout) throw new CheckpointFormatError(`${path}: ${layout}`);
-  const [hasFreq, hasBest] = present as [boolean, boolean];
+  const [hasFreq, hasBest, hasScale] = present as [boolean, boolean, boolean];
   checkLoadMemory(path, resolved, limits, hasBest);
   const config = storedConfig(meta.config);
   // A caller's refusal (e.g. a memory limit) comes before any allocation and is not a damaged file.
@@ -364,7 +367,8 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const labels = network.config.layers.at(-1)!.size;
   const freq = hasFreq ? new Uint32Array(labels) : null;
   const best = hasBest ? new WeightSnapshot(network.spec) : null;
-  const into = checkpointSections(network.spec, freq, best);
+  const scale = hasScale ? new Float32Array(resolved.inputDim) : null;
+  const into = checkpointSections(network.spec, freq, best, scale);
   await readBinFile(path, { kind: 'checkpoint', into });
   const values = valuesProblem(resolved, into);
   if (values) throw new CheckpointFormatError(`${path}: ${values}`);
@@ -381,6 +385,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   network.rebuildRound = meta.rebuildRound;
   network.batchesDone = meta.position.batchesDone;
   network.labelFreq = freq;
+  network.inputScale = scale;
   network.trainPoints = meta.trainPoints;
   network.earlyStop = meta.earlyStop ? { state: meta.earlyStop, snapshot: best } : null;
   return { network, meta };
@@ -494,7 +499,7 @@ async function removeStaleTemps(dir: string): Promise<void> {
 export function checkpointFileBytes(src: Pick<CheckpointSource, 'spec' | 'config'>, bestWeights: boolean): number {
   let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
   for (const a of Object.values(checkpointSections(src.spec, null))) bytes += a.byteLength + 8;
-  bytes += 4 * src.config.layers.at(-1)!.size; // labelFreq
+  bytes += 4 * src.config.layers.at(-1)!.size + 4 * src.config.inputDim + 16; // labelFreq, inputScale
   if (bestWeights) for (const l of src.spec.layers) bytes += l.weights.byteLength + l.bias.byteLength + 16;
   return bytes;
 }

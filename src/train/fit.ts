@@ -15,6 +15,7 @@ import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import type { InjectedFault, TrainResult, TrainTask } from './tasks.js';
 import { BatchRunner, maxLostBatches } from './batch-runner.js';
 import type { SelectionReport, ValidationOptions, ValidationPoint } from './early-stop.js';
+import type { InputScaleReport, InputScaling } from '../network/input-scale.js';
 
 /**
  * What Network.fit steers while the loop runs: the rows trained on (all when absent: a held-out slice
@@ -41,6 +42,14 @@ export interface FitOptions {
    * given, off when it is; `false` turns it off (then `epochs` defaults to 5).
    */
   validation?: ValidationOptions | false;
+  /**
+   * Scaling of raw-valued inputs, decided by the first fit() of a network (src/network/input-scale.ts):
+   * 'auto' divides every feature by its largest |value| in the training data when some value lies outside
+   * [-1, 1] or the features' largest magnitudes span more than 10^4; 'maxabs' always does; 'off' never.
+   * The divisors are kept with the network (model files, checkpoints) and applied by predict() and
+   * evaluate(). A network that has been trained keeps what its first fit() decided. Default 'auto'.
+   */
+  inputScaling?: InputScaling;
   /** Points per mini-batch. Default 128 (SLIDE). */
   batchSize?: number;
   /** Adam learning rate. Default 1e-2 when the output layer is sampled, else 1e-3 (see defaultTraining in src/network/config.ts). */
@@ -171,6 +180,12 @@ export interface FitStats {
    * training sets, k-fold cross-validation followed by training on all of the data ('kfold').
    */
   selection?: SelectionReport;
+  /**
+   * What the first fit() found in the training data and decided about input scaling (see
+   * FitOptions.inputScaling), or that the network's stored scaling was applied. Absent for a network
+   * trained or resumed without scaling.
+   */
+  inputScaling?: InputScaleReport;
   /** True if training stopped early because of `signal`. */
   aborted: boolean;
   /**
