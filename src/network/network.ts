@@ -319,8 +319,16 @@ export class Network {
         await checkpointer?.close();
         throw e;
       }
-      // Stopped during the selection (signal): nothing is trained; the final checkpoint keeps the run's
-      // options (validation on), so a resume selects again.
+      // Stopped during the selection (signal): nothing is trained; a checkpoint of the run's start keeps
+      // its options (validation on), so a resume selects again (and gets the same result).
+      if (!picked && checkpointer) {
+        try {
+          await checkpointer.save({ epoch: start.epoch, batch: start.batch, batchesDone: this.batchesDone }, 'abort', 0, true);
+        } catch (e) {
+          await checkpointer.close();
+          throw e;
+        }
+      }
       if (picked) {
         selection = picked;
         opts = { ...opts, epochs: picked.epochs, validation: false };
@@ -407,12 +415,25 @@ export class Network {
     const held = holdoutSize(data.points, validation.fraction, validation.maxPoints);
     const curves: number[][] = parts.map(() => []), p1s: number[][] = parts.map(() => []);
     const stops = parts.map(() => new AbortController());
-    const stopAll = () => stops.forEach((c) => c.abort());
-    opts.signal?.addEventListener('abort', stopAll, { once: true });
-    // Epoch barrier: the last fold to finish an epoch decides and releases the others.
+    // Epoch barrier: the last fold to finish an epoch decides and releases the others. Once the folds are
+    // stopped (the rule, a failed fold, the caller's signal) nobody waits: a fold stopped mid-epoch never
+    // arrives.
     let waiting: (() => void)[] = [];
+    let halted = false;
+    const release = () => {
+      const go = waiting;
+      waiting = [];
+      go.forEach((r) => r());
+    };
+    const stopAll = () => {
+      halted = true;
+      stops.forEach((c) => c.abort());
+      release();
+    };
+    opts.signal?.addEventListener('abort', stopAll, { once: true });
     let best = -1, bestEpoch = 0, bad = 0;
     const arrive = async () => {
+      if (halted) return;
       const e = Math.min(...curves.map((c) => c.length));
       if (e === curves[0]!.length && curves.every((c) => c.length === e)) {
         const mean = curves.reduce((t, c) => t + c[e - 1]!, 0) / folds;
@@ -421,21 +442,12 @@ export class Network {
           bestEpoch = e;
           bad = 0;
         } else if (++bad >= Math.max(2 * validation.patience, Math.ceil(bestEpoch / 2))) {
-          stops.forEach((c) => c.abort());
+          stopAll();
         }
-        const go = waiting;
-        waiting = [];
-        go.forEach((r) => r());
+        release();
         return;
       }
       await new Promise<void>((r) => waiting.push(r));
-    };
-    // A fold that fails stops the others (and frees the ones waiting at the barrier).
-    const fail = () => {
-      stopAll();
-      const go = waiting;
-      waiting = [];
-      go.forEach((r) => r());
     };
     const workers = (opts.workers ?? defaultWorkers()) > 0 ? 1 : 0;
     try {
@@ -458,7 +470,7 @@ export class Network {
             await arrive();
           },
         }).catch((e) => {
-          fail();
+          stopAll(); // a fold that fails stops the others
           throw e;
         });
       });

@@ -607,12 +607,17 @@ export class Checkpointer {
    * writes nothing) if a checkpoint at this batch count was already written or resumed from, or if the
    * write failed (reported through `warn`, recorded in `failures`; training goes on).
    */
-  async save(position: TrainingPosition, reason: CheckpointReason, tasksInFlight = 0): Promise<CheckpointInfo | null> {
+  /**
+   * Writes the checkpoint of `position` (nothing when the last one written, or the run's start, is at the
+   * same batch count, unless `force`: a run stopped during k-fold selection records its start, so that
+   * it can be resumed).
+   */
+  async save(position: TrainingPosition, reason: CheckpointReason, tasksInFlight = 0, force = false): Promise<CheckpointInfo | null> {
     if (tasksInFlight !== 0) {
       throw new Error(`internal error: checkpoint at batch ${position.batchesDone} requested with ${tasksInFlight} task(s) in flight (checkpoints must be taken between fully applied batches)`);
     }
     // The state at a given batch count is unique, so an 'end' right after a periodic one adds nothing.
-    if (position.batchesDone === this.lastSaved) return null;
+    if (position.batchesDone === this.lastSaved && !force) return null;
     const t0 = performance.now();
     const file = join(this.dir, checkpointName(position.batchesDone));
     let bytes: number;
