@@ -316,6 +316,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         ...(t.eps !== undefined ? { eps: t.eps } : {}),
         ...(t.validation !== undefined ? { validation: t.validation } : {}),
         ...(t.rebuild !== undefined ? { rebuild: t.rebuild } : {}),
+        ...(t.inputScaling !== undefined ? { inputScaling: t.inputScaling } : {}),
         workers,
         signal: stop.signal,
         checkpoint,
@@ -337,7 +338,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
           // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
           const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
           bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
-            `${p.fold ? `choosing epochs: fold ${p.fold.index + 1}/${p.fold.folds} ` : ''}epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
+            `${p.fold ? `choosing epochs (${p.fold.folds} folds side by side): ` : ''}epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
         },
         onEpochEnd: async (epoch, st) => {
           const v = st.validation?.at(-1);

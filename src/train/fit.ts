@@ -139,8 +139,8 @@ export interface FitProgress {
   labelMissRate: number;
   /**
    * Present while k-fold selection of the epoch count trains its fold networks (small training sets, see
-   * ValidationOptions.minHoldout): fold `index` (0-based) of `folds`; `epoch`/`epochs` then count that
-   * fold's epochs. Absent while the network itself trains.
+   * ValidationOptions.minHoldout): the folds train side by side and fold `index` 0 (of `folds`) reports;
+   * `epoch`/`epochs` then count the folds' epochs. Absent while the network itself trains.
    */
   fold?: { index: number; folds: number };
 }

@@ -62,4 +62,16 @@ describe('train on a small raw-valued set', () => {
     expect(r.stderr).toMatch(/\ninputs scaled: raw-valued inputs, values outside \[-1, 1\] .*: each feature divided by its largest \|value\| in the training data \(stored in the model; predict and eval apply it\)\n/);
     expect(r.stderr).toMatch(/\nepochs chosen by 5-fold cross-validation: \d+ \(mean held-out P@1 0\.\d{4}; a held-out slice would hold only 10 points\), then trained on all 200 points\n/);
   });
+
+  it('the config file turns the scaling off, and names a wrong value', () => {
+    const off = join(dir, 'off.json');
+    writeFileSync(off, JSON.stringify({ layers: [{ size: 16 }, { size: 3 }], epochs: 1, inputScaling: 'off' }));
+    const r = run('train', '--train', data, '--config', off, '--json');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout.trim().split('\n').at(-1)!).inputScaling).toMatchObject({ scaled: false, reason: 'input scaling is off' });
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ layers: [{ size: 16 }, { size: 3 }], inputScaling: 'minmax' }));
+    const b = run('train', '--train', data, '--config', bad);
+    expect([b.code, b.stderr]).toEqual([1, `sublinear: ${bad}: Expected 'auto', 'maxabs' or 'off' for inputScaling but received "minmax"\n`]);
+  });
 });
