@@ -308,9 +308,15 @@ export class Network {
     // resumes at its start and selects again (deterministic: the same folds and fold runs).
     let selection: SelectionReport | undefined = resumed ? this.resumeInfo!.fitOptions.selection ?? undefined : undefined;
     // Folds that fit in KFOLD_MEMORY of network state (they train side by side); fewer than 2: one slice.
-    const folds = validation && !opts.executor && selectionMethod(data.points, validation) === 'kfold'
-      ? Math.min(validation.folds, Math.floor(data.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, this.memoryBytes())))
+    const wantKfold = validation !== null && selectionMethod(data.points, validation) === 'kfold';
+    const folds = wantKfold && !opts.executor
+      ? Math.min(validation!.folds, Math.floor(data.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, this.memoryBytes())))
       : 0;
+    const holdoutWhy = !wantKfold
+      ? `at least minHoldout ${validation?.minHoldout}`
+      : opts.executor
+        ? 'fewer than minHoldout, but k-fold selection does not run on an external executor (train --distributed)'
+        : 'fewer than minHoldout, but two copies of the network for k-fold selection exceed 2 GiB';
     if (validation && folds >= 2) {
       let picked: SelectionReport | null;
       try {
@@ -376,7 +382,7 @@ export class Network {
         stats.validationPoints = held;
         stats.selection = {
           method: 'holdout', points: held, epochs: e.bestEpoch,
-          reason: `${held} held-out points (at least minHoldout ${validation.minHoldout}): the best epoch's weights are kept`,
+          reason: `${held} held-out points (${holdoutWhy}): the best epoch's weights are kept`,
         };
       }
       if (selection) stats.selection = selection;

@@ -8,6 +8,11 @@
 // need that count in advance, which is exactly what is not known. Halving the rate when the held-out
 // score stalls lets Adam settle into the minimum it is circling (not measured on its own; at the 670k
 // shape the held-out P@1 kept rising after each cut: README "How the defaults were chosen").
+//
+// On small training sets one slice is too small to decide anything (15 points for 300: one point moves
+// P@1 by 7 points), so below `minHoldout` held-out points the epoch count is chosen by k-fold
+// cross-validation instead (kfoldSplit, bestMeanEpoch; the fold runs are in Network.fit) and the network
+// then trains on all of the data: README "Small training sets".
 import { boundJson } from '../util/bounded-text.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../network/native-types.js';

@@ -38,8 +38,10 @@ export interface FitOptions {
   epochs?: number;
   /**
    * Held-out validation that decides the number of epochs, cuts the learning rate on plateaus and keeps
-   * the best epoch's weights (src/train/early-stop.ts). Default: on (its defaults) when `epochs` is not
-   * given, off when it is; `false` turns it off (then `epochs` defaults to 5).
+   * the best epoch's weights (src/train/early-stop.ts); on small training sets (a held-out slice under
+   * `minHoldout` points) k-fold selection of the epoch count followed by training on all of the data.
+   * Default: on (its defaults) when `epochs` is not given, off when it is; `false` turns it off (then
+   * `epochs` defaults to 5).
    */
   validation?: ValidationOptions | false;
   /**
