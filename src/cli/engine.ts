@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { readXC, readLibsvm, generateSynthetic, type SparseDataset } from '../../datasets/index.js';
 import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
-import { Network } from '../network/network.js';
+import { KFOLD_MEMORY, Network } from '../network/network.js';
+import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
 import { checkMemory, formatBytes, memoryLimit, planNetworkMemory } from '../train/memory-plan.js';
@@ -260,7 +261,20 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   const workers = o.workers ?? t.workers ?? defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers()).workers;
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
-  checkMemory(planNetworkMemory(resolved, workers, train, bestWeights), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
+  const plan = planNetworkMemory(resolved, workers, train, bestWeights);
+  // Small training sets: k-fold selection trains copies of the network side by side (at most KFOLD_MEMORY).
+  const savedValidation = resumed ? resumed.resumeInfo!.fitOptions.validation ?? null : undefined;
+  const v = savedValidation !== undefined ? savedValidation : t.validation === false || epochs !== undefined ? null : resolveValidation(t.validation ?? {});
+  if (v && !dist && (!resumed || resumed.batchesDone === 0) && selectionMethod(train.points, v) === 'kfold') {
+    const one = planNetworkMemory(resolved, 1).totalBytes;
+    const folds = Math.min(v.folds, Math.floor(train.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, one)));
+    if (folds >= 2) {
+      plan.parts.push({ name: `${folds} network copies for k-fold selection`, bytes: folds * one });
+      plan.totalBytes += folds * one;
+      plan.parts.sort((a, b) => b.bytes - a.bytes);
+    }
+  }
+  checkMemory(plan, o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
   const net = resumed ?? new Network(config);
   // Room for the model file before training (the Checkpointer checks the room its files need itself).
   if (o.save && writer) await checkOutputFile(o.save, '--save', modelFileBytes(net));

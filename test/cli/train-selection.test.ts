@@ -74,4 +74,14 @@ describe('train on a small raw-valued set', () => {
     const b = run('train', '--train', data, '--config', bad);
     expect([b.code, b.stderr]).toEqual([1, `sublinear: ${bad}: Expected 'auto', 'maxabs' or 'off' for inputScaling but received "minmax"\n`]);
   });
+
+  it('counts the fold copies in the memory check', () => {
+    // A 200,000-wide hidden layer: about 335 MB per copy with its worker's scratch; one copy fits 1 GB, six do not.
+    const wide = join(dir, 'wide.json');
+    writeFileSync(wide, JSON.stringify({ layers: [{ size: 200000 }, { size: 3 }] }));
+    const r = run('train', '--train', data, '--config', wide, '--max-memory', '1GB');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^sublinear: Not enough memory: the configuration needs 2\.\d\d GB \(5 network copies for k-fold selection 1\.\d\d GB, /);
+    expect(run('train', '--train', data, '--config', wide, '--max-memory', '1GB', '--epochs', '1', '--quiet').code).toBe(0);
+  });
 });
