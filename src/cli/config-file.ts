@@ -9,15 +9,16 @@
 import { readFile } from 'node:fs/promises';
 import { NETWORK_KEYS, resolveConfig, type NetworkConfig } from '../network/config.js';
 import { resolveValidation } from '../train/early-stop.js';
+import { INPUT_SCALINGS } from '../network/input-scale.js';
 import type { FitOptions } from '../train/fit.js';
 import { RebuildSchedule } from '../train/schedule.js';
 import { fsErrorReason } from '../util/fs-errors.js';
 import { checkKnownKeys } from '../util/suggest.js';
 
 /** Training options a --config file may hold: these of Network.fit's options (documented there); flags override them. */
-export type ConfigFileTraining = Pick<FitOptions, 'epochs' | 'batchSize' | 'lr' | 'beta1' | 'beta2' | 'eps' | 'workers' | 'validation' | 'rebuild'>;
+export type ConfigFileTraining = Pick<FitOptions, 'epochs' | 'batchSize' | 'lr' | 'beta1' | 'beta2' | 'eps' | 'workers' | 'validation' | 'rebuild' | 'inputScaling'>;
 
-export const TRAINING_FILE_KEYS = ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild'] as const satisfies readonly (keyof ConfigFileTraining)[];
+export const TRAINING_FILE_KEYS = ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild', 'inputScaling'] as const satisfies readonly (keyof ConfigFileTraining)[];
 
 /** A parsed --config file: the network without inputDim when the file leaves it to the data. */
 export interface ConfigFile {
@@ -76,6 +77,9 @@ export function parseConfigObject(parsed: unknown, path: string): ConfigFile {
   num(t.beta1, 'beta1', (x) => x >= 0 && x < 1, '[0, 1)');
   num(t.beta2, 'beta2', (x) => x >= 0 && x < 1, '[0, 1)');
   num(t.eps, 'eps', (x) => x > 0, '(0, inf)');
+  if (t.inputScaling !== undefined && !INPUT_SCALINGS.includes(t.inputScaling)) {
+    throw fail(`Expected 'auto', 'maxabs' or 'off' for inputScaling but received ${JSON.stringify(t.inputScaling)}`);
+  }
   try {
     if (t.validation !== undefined && t.validation !== false) resolveValidation(t.validation);
     if (t.rebuild !== undefined) new RebuildSchedule(t.rebuild);

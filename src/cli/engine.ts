@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { readXC, readLibsvm, generateSynthetic, type SparseDataset } from '../../datasets/index.js';
 import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
-import { Network } from '../network/network.js';
+import { KFOLD_MEMORY, Network } from '../network/network.js';
+import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
 import { checkMemory, formatBytes, memoryLimit, planNetworkMemory } from '../train/memory-plan.js';
@@ -346,7 +347,20 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   const workers = o.workers ?? t.workers ?? defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers()).workers;
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
-  checkMemory(planNetworkMemory(resolved, workers, train, bestWeights), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
+  const plan = planNetworkMemory(resolved, workers, train, bestWeights);
+  // Small training sets: k-fold selection trains copies of the network side by side (at most KFOLD_MEMORY).
+  const savedValidation = resumed ? resumed.resumeInfo!.fitOptions.validation ?? null : undefined;
+  const v = savedValidation !== undefined ? savedValidation : t.validation === false || epochs !== undefined ? null : resolveValidation(t.validation ?? {});
+  if (v && !dist && (!resumed || resumed.batchesDone === 0) && selectionMethod(train.points, v) === 'kfold') {
+    const one = planNetworkMemory(resolved, 1).totalBytes;
+    const folds = Math.min(v.folds, Math.floor(train.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, one)));
+    if (folds >= 2) {
+      plan.parts.push({ name: `${folds} network copies for k-fold selection`, bytes: folds * one });
+      plan.totalBytes += folds * one;
+      plan.parts.sort((a, b) => b.bytes - a.bytes);
+    }
+  }
+  checkMemory(plan, o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
   const net = resumed ?? grown ?? new Network(config);
   if (text) {
     net.textVectorizer = text.vectorizer;
@@ -406,6 +420,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         ...(t.eps !== undefined ? { eps: t.eps } : {}),
         ...(t.validation !== undefined ? { validation: t.validation } : {}),
         ...(t.rebuild !== undefined ? { rebuild: t.rebuild } : {}),
+        ...(t.inputScaling !== undefined ? { inputScaling: t.inputScaling } : {}),
         workers,
         signal: stop.signal,
         checkpoint,
@@ -427,7 +442,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
           // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
           const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
           bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
-            `epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
+            `${p.fold ? `choosing epochs (${p.fold.folds} folds side by side): ` : ''}epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
         },
         onEpochEnd: async (epoch, st) => {
           const v = st.validation?.at(-1);
@@ -462,6 +477,12 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         `${stats.aborted ? ' (stopped early)' : ''}\n`);
       const failed = stats.checkpointFailures?.length ?? 0;
       if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}\n`);
+      if (stats.inputScaling?.scaled) io.err(`inputs scaled: ${stats.inputScaling.reason} (stored in the model; predict and eval apply it)\n`);
+      const sel = stats.selection;
+      if (sel?.method === 'kfold') {
+        io.err(`epochs chosen by ${sel.folds}-fold cross-validation: ${sel.epochs} (mean held-out P@1 ${sel.p1[sel.epochs - 1]?.toFixed(4) ?? '-'}; ` +
+          `a held-out slice would hold only ${sel.holdoutPoints} points), then trained on all ${train.points} points\n`);
+      }
       if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
     }
     // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
@@ -499,6 +520,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       rebuilds: stats.rebuilds,
       epochs: stats.epochs,
       ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
+      ...(stats.selection ? { selection: stats.selection } : {}),
+      ...(stats.inputScaling ? { inputScaling: stats.inputScaling } : {}),
       samples: stats.samples,
       loss: stats.lastLoss,
       workers,
@@ -574,6 +597,7 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
     : await loadData(o.test, format, 'test data', quiet, memoryLimitBytes(o.maxMemory));
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
+  if (net.inputScale && !quiet) io.err(`applying the model's input scaling (each feature divided by its largest |value| in the training data)\n`);
   const mode = o.mode ?? 'exact';
   // Sampled inference builds the output layer's cluster index on first use: timed apart from scoring.
   const indexSeconds = mode === 'sampled' ? net.buildClusterIndex() : 0;
@@ -594,7 +618,7 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   } else {
     io.out(JSON.stringify({
       ...m, mode, seconds, evalSeconds, pointsPerSec: m.points / seconds, outputsScoredPerPoint: scored,
-      outputsScoredFraction: scored / outputs, indexSeconds, peakRssMB: peakRssMB(),
+      outputsScoredFraction: scored / outputs, indexSeconds, inputScaled: net.inputScale !== null, peakRssMB: peakRssMB(),
     }) + '\n');
   }
   return 0;
@@ -646,6 +670,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   }
   const inputName = fromStdin ? '<stdin>' : o.input;
   if (data.features > net.config.inputDim) throw new Error(`${inputName} has ${data.features} features but the network's inputDim is ${net.config.inputDim}`);
+  if (net.inputScale && !quiet) io.err(`applying the model's input scaling (each feature divided by its largest |value| in the training data)\n`);
   const { bar, onProgress } = pointsProgress(quiet, 'predicting');
   let p;
   try {

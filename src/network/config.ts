@@ -134,7 +134,7 @@ export interface NetworkConfig {
  * hold them next to the network: src/cli/config-file.ts.)
  */
 const TRAINING_KEY_HINTS: Record<string, string> = Object.fromEntries(
-  ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild'].map((k) => [k, `${k} is a training option: pass it to Network.fit`]),
+  ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild', 'inputScaling'].map((k) => [k, `${k} is a training option: pass it to Network.fit`]),
 );
 
 /** Fully resolved sampling settings (every default filled in). */

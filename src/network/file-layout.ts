@@ -19,6 +19,7 @@ import { hashOptionsOf } from './allocate.js';
 import type { SectionArray, SectionDtype, SectionInfo } from '../util/binfile.js';
 import { boundText } from '../util/bounded-text.js';
 import { checkMemory, MemoryLimitError, planNetworkMemory, type MemoryPlan } from '../train/memory-plan.js';
+import { inputScaleProblem } from './input-scale.js';
 import { resolveConfig, storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import { wideBytes } from './wide.js';
 
@@ -66,7 +67,7 @@ export interface SectionShape {
 /** The sections a file for a configuration holds: all `required`, and each `optional` group all or none. */
 export interface FileLayout {
   required: Map<string, SectionShape>;
-  /** Groups of sections that are present together or not at all (labelFreq; a checkpoint's best.* weights). */
+  /** Groups of sections that are present together or not at all (labelFreq; a checkpoint's best.* weights; inputScale). */
   optional: Map<string, SectionShape>[];
 }
 
@@ -123,6 +124,9 @@ export function fileLayout(c: ResolvedNetworkConfig, kind: 'model' | 'checkpoint
   });
   const optional = [new Map([['labelFreq', u32(c.layers.at(-1)!.size)]])];
   if (kind === 'checkpoint') optional.push(best);
+  // Last, so that the groups above keep their positions in `present`: the input divisors of a network
+  // trained on raw-valued data (src/network/input-scale.ts).
+  optional.push(new Map([['inputScale', f32(c.inputDim)]]));
   return { required, optional };
 }
 
@@ -232,6 +236,10 @@ export function valuesProblem(_c: ResolvedNetworkConfig, sections: Record<string
     if (!(a instanceof Float32Array)) continue;
     const i = firstNonFinite(a);
     if (i >= 0) return `section "${name}" holds a non-finite value (${a[i]}) at index ${i}`;
+    if (name === 'inputScale') {
+      const p = inputScaleProblem(a);
+      if (p) return p;
+    }
     if (/(^|\.)v(Weights|Bias)$/.test(name)) {
       for (let j = 0; j < a.length; j++) if (a[j]! < 0) return `section "${name}" holds a negative second moment (${a[j]}) at index ${j}`;
     }

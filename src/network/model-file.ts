@@ -1,4 +1,5 @@
-// Model files: config + weights + training label frequencies in the checksummed container of
+// Model files: config + weights + training label frequencies (+ the input divisors of a network trained
+// on raw-valued data, section inputScale) in the checksummed container of
 // src/util/binfile.ts, written atomically. Hash tables are not stored: their functions derive from the
 // config's seed and the tables are rebuilt from the weights, so a loaded model predicts exactly as saved.
 // A model trained on raw text also holds its text vectorizer (meta.text; sections text.vocabulary, u8:
@@ -57,6 +58,7 @@ function sections(net: Network): Record<string, SectionArray> {
     }
   });
   if (net.labelFreq) s['labelFreq'] = net.labelFreq;
+  if (net.inputScale) s['inputScale'] = net.inputScale;
   return s;
 }
 
@@ -68,7 +70,7 @@ export function modelFileBytes(net: Network): number {
     if (l.wide) bytes += l.wide.offsets.byteLength + l.wide.labels.byteLength + l.wide.weights.byteLength + 24;
   }
   for (const a of Object.values(textSections(net).sections)) bytes += a.byteLength + 16;
-  return bytes + 4 * net.config.layers.at(-1)!.size + 8; // labelFreq
+  return bytes + 4 * net.config.layers.at(-1)!.size + 8 + (net.inputScale ? 4 * net.config.inputDim + 8 : 0); // labelFreq, inputScale
 }
 
 export async function saveModel(path: string, net: Network): Promise<void> {
@@ -137,12 +139,15 @@ export async function loadModel(
   const last = net.spec.layers.at(-1)!;
   if (last.wide) last.wide = allocateWide(config.inputDim, wideEntries);
   const into = sections(net);
-  const hasFreq = present[0]!;
+  const hasFreq = present[0]!, hasScale = present[1]!;
   if (hasFreq) into['labelFreq'] = new Uint32Array(config.layers.at(-1)!.size);
+  // Files written before input scaling existed have no inputScale: their inputs are used as they are.
+  if (hasScale) into['inputScale'] = new Float32Array(config.inputDim);
   const read = await readBinFile(path, { kind: 'model', into });
   const values = valuesProblem(config, into) ?? (last.wide ? wideProblem(last.wide, last.outDim) : null);
   if (values) throw new Error(`${path}: ${values}`);
   if (hasFreq) net.labelFreq = into['labelFreq'] as Uint32Array;
+  net.inputScale = hasScale ? (into['inputScale'] as Float32Array) : null;
   const text = read.sections;
   try {
     if (meta.text) net.textVectorizer = TextVectorizer.fromParts(meta.text, text['text.vocabulary'] as Uint8Array, text['text.idf'] as Float32Array);

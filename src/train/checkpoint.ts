@@ -38,7 +38,7 @@ import { isProcessAlive } from '../util/process-alive.js';
 import { checkOutputDirs } from '../util/output-check.js';
 import { formatBytes } from './memory-plan.js';
 import type { CheckpointFailure } from './fit.js';
-import { resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation } from './early-stop.js';
+import { resolveValidation, selectionProblem, WeightSnapshot, type EarlyStopState, type ResolvedValidation, type SelectionReport } from './early-stop.js';
 import { durationSeconds, parseInteger } from '../util/parse-values.js';
 
 /** `meta.format` of a checkpoint file. */
@@ -106,6 +106,11 @@ export interface SavedFitOptions {
   rebuild: Required<RebuildScheduleOptions> | null;
   /** Held-out validation of the run (absent in files written before it existed: none). */
   validation?: ResolvedValidation | null;
+  /**
+   * A run whose epoch count was chosen by k-fold selection (small data) before training on all of the data:
+   * what was chosen (then `epochs` is the choice and `validation` null). Absent otherwise.
+   */
+  selection?: SelectionReport | null;
 }
 
 /** Identifies a training set: shape plus an xxhash64 of its CSR arrays. */
@@ -146,6 +151,8 @@ export interface CheckpointSource {
   rebuildRound: number;
   labelFreq: Uint32Array | null;
   trainPoints: number;
+  /** Per-feature input divisors (raw-valued training data, src/network/input-scale.ts), or null. */
+  inputScale: Float32Array | null;
   /** Early stopping of the run in progress (fit with validation), or null. */
   earlyStop: { state: EarlyStopState; snapshot: WeightSnapshot | null } | null;
 }
@@ -211,8 +218,9 @@ export async function dataFingerprint(d: SparseDataset): Promise<DataFingerprint
 }
 
 /** The sections of a checkpoint, by name (the network's own arrays: written from, or read into). */
-export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null, best: WeightSnapshot | null = null): Record<string, SectionArray> {
+export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null, best: WeightSnapshot | null = null, inputScale: Float32Array | null = null): Record<string, SectionArray> {
   const s: Record<string, SectionArray> = {};
+  if (inputScale) s['inputScale'] = inputScale;
   best?.weights.forEach((w, i) => {
     s[`best.layer${i}.weights`] = w;
     s[`best.layer${i}.bias`] = best.bias[i]!;
@@ -268,7 +276,7 @@ export async function writeCheckpoint(
     extra: m.extra ?? null,
     earlyStop: src.earlyStop?.state ?? null,
   };
-  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, src.earlyStop?.snapshot ?? null) });
+  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, src.earlyStop?.snapshot ?? null, src.inputScale) });
 }
 
 /** A checkpoint file whose contents cannot be used (a BinFileError covers damaged containers). */
@@ -306,6 +314,10 @@ function metaProblem(m: unknown): string | null {
     } catch (e) {
       return `invalid validation options: ${(e as Error).message}`;
     }
+  }
+  if (f.selection !== undefined && f.selection !== null) {
+    const p = selectionProblem(f.selection);
+    if (p) return `invalid selection record: ${p}`;
   }
   const es = o.earlyStop;
   if (es !== undefined && es !== null) {
@@ -350,7 +362,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const wideEntries = wideEntriesOf(resolved, head.table);
   const layout = layoutProblem(fileLayout(resolved, 'checkpoint', wideEntries), head.table, present);
   if (layout) throw new CheckpointFormatError(`${path}: ${layout}`);
-  const [hasFreq, hasBest] = present as [boolean, boolean];
+  const [hasFreq, hasBest, hasScale] = present as [boolean, boolean, boolean];
   checkLoadMemory(path, resolved, limits, hasBest, wideEntries);
   const config = storedConfig(meta.config);
   // A caller's refusal (e.g. a memory limit) comes before any allocation and is not a damaged file.
@@ -366,7 +378,8 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   if (last.wide) last.wide = allocateWide(resolved.inputDim, wideEntries);
   const freq = hasFreq ? new Uint32Array(labels) : null;
   const best = hasBest ? new WeightSnapshot(network.spec) : null;
-  const into = checkpointSections(network.spec, freq, best);
+  const scale = hasScale ? new Float32Array(resolved.inputDim) : null;
+  const into = checkpointSections(network.spec, freq, best, scale);
   await readBinFile(path, { kind: 'checkpoint', into });
   const values = valuesProblem(resolved, into) ?? (last.wide ? wideProblem(last.wide, last.outDim) : null);
   if (values) throw new CheckpointFormatError(`${path}: ${values}`);
@@ -383,6 +396,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   network.rebuildRound = meta.rebuildRound;
   network.batchesDone = meta.position.batchesDone;
   network.labelFreq = freq;
+  network.inputScale = scale;
   network.trainPoints = meta.trainPoints;
   network.earlyStop = meta.earlyStop ? { state: meta.earlyStop, snapshot: best } : null;
   return { network, meta };
@@ -496,7 +510,7 @@ async function removeStaleTemps(dir: string): Promise<void> {
 export function checkpointFileBytes(src: Pick<CheckpointSource, 'spec' | 'config'>, bestWeights: boolean): number {
   let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
   for (const a of Object.values(checkpointSections(src.spec, null))) bytes += a.byteLength + 8;
-  bytes += 4 * src.config.layers.at(-1)!.size; // labelFreq
+  bytes += 4 * src.config.layers.at(-1)!.size + 4 * src.config.inputDim + 16; // labelFreq, inputScale
   if (bestWeights) for (const l of src.spec.layers) bytes += l.weights.byteLength + l.bias.byteLength + 16;
   return bytes;
 }
@@ -538,6 +552,16 @@ export class Checkpointer {
     this.every = parseCheckpointEvery(opts.every);
     this.keep = opts.keep ?? 2;
     if (!Number.isInteger(this.keep) || this.keep < 1) throw new Error(`Expected positive integer for checkpoint.keep but received ${JSON.stringify(opts.keep)}`);
+  }
+
+  /** The fit options every checkpoint records. */
+  get savedOptions(): SavedFitOptions {
+    return this.options;
+  }
+
+  /** Replaces the recorded fit options (fit() does once k-fold selection has chosen the epoch count). */
+  setOptions(options: SavedFitOptions): void {
+    this.options = options;
   }
 
   /**
@@ -594,12 +618,17 @@ export class Checkpointer {
    * writes nothing) if a checkpoint at this batch count was already written or resumed from, or if the
    * write failed (reported through `warn`, recorded in `failures`; training goes on).
    */
-  async save(position: TrainingPosition, reason: CheckpointReason, tasksInFlight = 0): Promise<CheckpointInfo | null> {
+  /**
+   * Writes the checkpoint of `position` (nothing when the last one written, or the run's start, is at the
+   * same batch count, unless `force`: a run stopped during k-fold selection records its start, so that
+   * it can be resumed).
+   */
+  async save(position: TrainingPosition, reason: CheckpointReason, tasksInFlight = 0, force = false): Promise<CheckpointInfo | null> {
     if (tasksInFlight !== 0) {
       throw new Error(`internal error: checkpoint at batch ${position.batchesDone} requested with ${tasksInFlight} task(s) in flight (checkpoints must be taken between fully applied batches)`);
     }
     // The state at a given batch count is unique, so an 'end' right after a periodic one adds nothing.
-    if (position.batchesDone === this.lastSaved) return null;
+    if (position.batchesDone === this.lastSaved && !force) return null;
     const t0 = performance.now();
     const file = join(this.dir, checkpointName(position.batchesDone));
     let bytes: number;

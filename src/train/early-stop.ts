@@ -8,6 +8,11 @@
 // need that count in advance, which is exactly what is not known. Halving the rate when the held-out
 // score stalls lets Adam settle into the minimum it is circling (not measured on its own; at the 670k
 // shape the held-out P@1 kept rising after each cut: README "How the defaults were chosen").
+//
+// On small training sets one slice is too small to decide anything (15 points for 300: one point moves
+// P@1 by 7 points), so below `minHoldout` held-out points the epoch count is chosen by k-fold
+// cross-validation instead (kfoldSplit, bestMeanEpoch; the fold runs are in Network.fit) and the network
+// then trains on all of the data: README "Small training sets".
 import { boundJson } from '../util/bounded-text.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../network/native-types.js';
@@ -37,11 +42,21 @@ export interface ValidationOptions {
    * on small held-out sets and still ranks by precision at the top. Default 'p135'.
    */
   metric?: 'p1' | 'p135';
+  /**
+   * Smallest held-out slice trusted to stop training. When `fraction` of the training points (capped at
+   * `maxPoints`) is fewer points than this, the number of epochs is chosen by k-fold cross-validation
+   * instead (`folds`): every point is held out once, the mean held-out score over the folds picks the
+   * epoch count, and the network is then trained on all of the data for that many epochs (see
+   * selectEpochs). 1 turns k-fold selection off. Default 100 (training sets under 2,000 points).
+   */
+  minHoldout?: number;
+  /** Folds of the k-fold selection used below `minHoldout` (at most one per training point). Default 5. */
+  folds?: number;
 }
 
 export type ResolvedValidation = Required<ValidationOptions>;
 
-export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'metric'] as const satisfies readonly (keyof ValidationOptions)[];
+export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'metric', 'minHoldout', 'folds'] as const satisfies readonly (keyof ValidationOptions)[];
 
 export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (v === null || typeof v !== 'object') throw new Error('Expected an object or false for validation');
@@ -61,7 +76,85 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (!(typeof minDelta === 'number' && minDelta >= 0 && minDelta < 1)) throw new Error(`Expected number in [0, 1) for validation.minDelta but received ${boundJson(v.minDelta)}`);
   const metric = v.metric ?? 'p135';
   if (metric !== 'p1' && metric !== 'p135') throw new Error(`Expected 'p1' or 'p135' for validation.metric but received ${boundJson(v.metric)}`);
-  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, metric };
+  const minHoldout = int(v.minHoldout ?? DEFAULT_MIN_HOLDOUT, 'minHoldout', 1);
+  const folds = int(v.folds ?? 5, 'folds', 2);
+  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, metric, minHoldout, folds };
+}
+
+/** Default `ValidationOptions.minHoldout`. */
+export const DEFAULT_MIN_HOLDOUT = 100;
+
+/** Points the held-out slice of `points` training points holds (holdoutSplit's rule). */
+export function holdoutSize(points: number, fraction: number, maxPoints: number): number {
+  return Math.max(1, Math.min(maxPoints, Math.round(fraction * points), points - 1));
+}
+
+/**
+ * How fit() decides the number of epochs for `points` training points: 'holdout' (one held-out slice,
+ * early stopping, the best epoch's weights) when the slice holds at least `minHoldout` points, else
+ * 'kfold' (min(folds, points / 2) folds: at least 2 points in every fold, and at least 2 folds).
+ */
+export function selectionMethod(points: number, v: ResolvedValidation): 'holdout' | 'kfold' {
+  const held = holdoutSize(points, v.fraction, v.maxPoints);
+  return held < v.minHoldout && Math.min(v.folds, Math.floor(points / 2)) >= 2 ? 'kfold' : 'holdout';
+}
+
+/**
+ * Seeded k-fold partition of rows 0..points-1: a shuffle cut into `folds` nearly equal parts; fold f's
+ * held-out rows and training rows (the other folds), each in increasing row order. Deterministic in
+ * (points, folds, seed).
+ */
+export function kfoldSplit(points: number, folds: number, seed: number): { train: Uint32Array; holdout: Uint32Array }[] {
+  const order = new Uint32Array(points);
+  for (let i = 0; i < points; i++) order[i] = i;
+  shuffleInPlace(order, new Xoshiro128(BigInt(seed) * 7919n + 0x4b0fn));
+  const out: { train: Uint32Array; holdout: Uint32Array }[] = [];
+  for (let f = 0; f < folds; f++) {
+    const a = Math.floor((f * points) / folds), b = Math.floor(((f + 1) * points) / folds);
+    const holdout = order.slice(a, b).sort();
+    const train = new Uint32Array(points - (b - a));
+    train.set(order.subarray(0, a));
+    train.set(order.subarray(b), a);
+    out.push({ train: train.sort(), holdout });
+  }
+  return out;
+}
+
+/** How fit() chose the number of epochs (`FitStats.selection`, `train --json`'s `selection`). */
+export type SelectionReport =
+  | {
+      method: 'holdout';
+      /** Points held out (never trained on). */
+      points: number;
+      /** Epoch whose weights were kept (the best held-out score). */
+      epochs: number;
+      reason: string;
+    }
+  | {
+      method: 'kfold';
+      folds: number;
+      /** The selected number of epochs: the network was then trained on all of the data for that many. */
+      epochs: number;
+      /** Mean held-out score (ValidationOptions.metric) over the folds after each epoch 1..horizon. */
+      scores: number[];
+      /** Mean held-out P@1 over the folds after each epoch. */
+      p1: number[];
+      /** The held-out slice that one split would have had (below minHoldout). */
+      holdoutPoints: number;
+      reason: string;
+    };
+
+/**
+ * The epoch count chosen from per-fold score curves (fold f's score after epoch e is curves[f][e - 1];
+ * all of one length): the epoch of the best mean score, the earliest of equal ones.
+ */
+export function bestMeanEpoch(curves: number[][]): { epochs: number; mean: number[] } {
+  const n = curves[0]?.length ?? 0;
+  const mean: number[] = [];
+  for (let e = 0; e < n; e++) mean.push(curves.reduce((s, c) => s + c[e]!, 0) / curves.length);
+  let best = 0;
+  for (let e = 1; e < n; e++) if (mean[e]! > mean[best]!) best = e;
+  return { epochs: n ? best + 1 : 0, mean };
 }
 
 /**
@@ -73,7 +166,7 @@ export function holdoutSplit(points: number, fraction: number, maxPoints: number
   const order = new Uint32Array(points);
   for (let i = 0; i < points; i++) order[i] = i;
   shuffleInPlace(order, new Xoshiro128(BigInt(seed) * 7919n + 0x401dn));
-  const h = Math.max(1, Math.min(maxPoints, Math.round(fraction * points), points - 1));
+  const h = holdoutSize(points, fraction, maxPoints);
   const holdout = order.slice(0, h).sort();
   const train = order.slice(h).sort();
   return { train, holdout };
@@ -152,4 +245,18 @@ export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: Valid
   if (s.bad >= o.patience) return 'stop';
   s.lrScale *= o.lrDecay;
   return 'worse';
+}
+
+/** The first problem of a stored SelectionReport (a checkpoint's meta), or null. */
+export function selectionProblem(x: unknown): string | null {
+  if (x === null || typeof x !== 'object') return 'not an object';
+  const r = x as Record<string, unknown>;
+  const int = (v: unknown, min: number) => typeof v === 'number' && Number.isSafeInteger(v) && v >= min;
+  const nums = (v: unknown) => Array.isArray(v) && v.length <= 1e6 && v.every((n) => typeof n === 'number' && Number.isFinite(n));
+  if (typeof r.reason !== 'string') return 'reason is not a string';
+  if (r.method === 'holdout') return int(r.points, 1) && int(r.epochs, 0) ? null : 'invalid holdout points or epochs';
+  if (r.method !== 'kfold') return `unknown method ${boundJson(r.method)}`;
+  if (!int(r.folds, 2) || !int(r.epochs, 0) || !int(r.holdoutPoints, 0)) return 'invalid folds, epochs or holdoutPoints';
+  if (!nums(r.scores) || !nums(r.p1)) return 'scores and p1 must be arrays of finite numbers';
+  return null;
 }

@@ -14,7 +14,8 @@ import { InlineExecutor, type Executor } from './executor.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import type { InjectedFault, TrainResult, TrainTask } from './tasks.js';
 import { BatchRunner, maxLostBatches } from './batch-runner.js';
-import type { ValidationOptions, ValidationPoint } from './early-stop.js';
+import type { SelectionReport, ValidationOptions, ValidationPoint } from './early-stop.js';
+import type { InputScaleReport, InputScaling } from '../network/input-scale.js';
 
 /**
  * What Network.fit steers while the loop runs: the rows trained on (all when absent: a held-out slice
@@ -37,10 +38,20 @@ export interface FitOptions {
   epochs?: number;
   /**
    * Held-out validation that decides the number of epochs, cuts the learning rate on plateaus and keeps
-   * the best epoch's weights (src/train/early-stop.ts). Default: on (its defaults) when `epochs` is not
-   * given, off when it is; `false` turns it off (then `epochs` defaults to 5).
+   * the best epoch's weights (src/train/early-stop.ts); on small training sets (a held-out slice under
+   * `minHoldout` points) k-fold selection of the epoch count followed by training on all of the data.
+   * Default: on (its defaults) when `epochs` is not given, off when it is; `false` turns it off (then
+   * `epochs` defaults to 5).
    */
   validation?: ValidationOptions | false;
+  /**
+   * Scaling of raw-valued inputs, decided by the first fit() of a network (src/network/input-scale.ts):
+   * 'auto' divides every feature by its largest |value| in the training data when some value lies outside
+   * [-1, 1] or the features' largest magnitudes span more than 10^4; 'maxabs' always does; 'off' never.
+   * The divisors are kept with the network (model files, checkpoints) and applied by predict() and
+   * evaluate(). A network that has been trained keeps what its first fit() decided. Default 'auto'.
+   */
+  inputScaling?: InputScaling;
   /** Points per mini-batch. Default 128 (SLIDE). */
   batchSize?: number;
   /** Adam learning rate. Default 1e-2 when the output layer is sampled, else 1e-3 (see defaultTraining in src/network/config.ts). */
@@ -128,6 +139,12 @@ export interface FitProgress {
   avgActive: number;
   /** Fraction of true labels not retrieved by LSH (0 for dense output layers). */
   labelMissRate: number;
+  /**
+   * Present while k-fold selection of the epoch count trains its fold networks (small training sets, see
+   * ValidationOptions.minHoldout): the folds train side by side and fold `index` 0 (of `folds`) reports;
+   * `epoch`/`epochs` then count the folds' epochs. Absent while the network itself trains.
+   */
+  fold?: { index: number; folds: number };
 }
 
 export interface FitStats {
@@ -160,6 +177,17 @@ export interface FitStats {
   bestEpoch?: number;
   /** With validation: points held out of training. */
   validationPoints?: number;
+  /**
+   * With validation: how the number of epochs was chosen, one held-out slice ('holdout') or, on small
+   * training sets, k-fold cross-validation followed by training on all of the data ('kfold').
+   */
+  selection?: SelectionReport;
+  /**
+   * What the first fit() found in the training data and decided about input scaling (see
+   * FitOptions.inputScaling), or that the network's stored scaling was applied. Absent for a network
+   * trained or resumed without scaling.
+   */
+  inputScaling?: InputScaleReport;
   /** True if training stopped early because of `signal`. */
   aborted: boolean;
   /**

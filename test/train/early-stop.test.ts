@@ -13,7 +13,7 @@ const point = (epoch: number, score: number, lr = 1e-3): ValidationPoint => ({ e
 
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
-    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, metric: 'p135' });
+    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, metric: 'p135', minHoldout: 100, folds: 5 });
   });
   it.each([
     [{ fraction: 0 }, 'Expected number in (0, 1) for validation.fraction but received 0'],
@@ -24,6 +24,8 @@ describe('resolveValidation', () => {
     [{ metric: 'p3' }, `Expected 'p1' or 'p135' for validation.metric but received "p3"`],
     [{ minDelta: -0.1 }, 'Expected number in [0, 1) for validation.minDelta but received -0.1'],
     [{ patiense: 2 }, 'Unknown option validation.patiense'],
+    [{ minHoldout: 0 }, 'Expected integer >= 1 for validation.minHoldout but received 0'],
+    [{ folds: 1 }, 'Expected integer >= 2 for validation.folds but received 1'],
   ])('rejects %j', (v, msg) => {
     expect(() => resolveValidation(v as never)).toThrow(msg);
   });
@@ -75,12 +77,13 @@ describe('earlyStopStep', () => {
 });
 
 describe('fit with held-out validation', () => {
+  // 1,200 points hold out 60: below the default minHoldout (k-fold selection, test/train/selection.test.ts).
   const data = synthesize({ shape: 'tiny', points: 1200, seed: 3 });
   const config = { inputDim: data.features, seed: 2, layers: [{ size: 32, dropout: 0.3 }, { size: data.labels }] };
 
   it('decides the number of epochs, reports the curve and leaves the best epoch\'s weights in the network', async () => {
     const net = new Network(config);
-    const stats = await net.fit(data, { workers: 0, validation: { patience: 2, maxEpochs: 30 } });
+    const stats = await net.fit(data, { workers: 0, validation: { patience: 2, maxEpochs: 30, minHoldout: 60 } });
     const v = stats.validation!;
     expect(stats.validationPoints).toBe(60);
     expect(v.length).toBe(stats.epochs);
@@ -111,8 +114,9 @@ describe('fit with held-out validation', () => {
 
   it('held-out rows are never trained on', async () => {
     const net = new Network(config);
-    const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 1 } });
+    const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 1, minHoldout: 60 } });
     expect(stats.samples).toBe(data.points - 60);
+    expect(stats.selection).toEqual({ method: 'holdout', points: 60, epochs: 1, reason: '60 held-out points (at least minHoldout 60): the best epoch\'s weights are kept' });
   });
 });
 

@@ -1,0 +1,157 @@
+// Model selection on small training sets (src/train/early-stop.ts, Network.fit): below minHoldout held-out
+// points the epoch count is chosen by k-fold cross-validation and the network then trains on all of the
+// data; deterministic for a seed, and a checkpointed run resumes to the same weights whether it was
+// stopped during the selection or during the training that follows.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { synthesize } from '../../datasets/synth.js';
+import { Network } from '../../src/network/network.js';
+import { bestMeanEpoch, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
+import type { FitOptions, FitStats } from '../../src/train/fit.js';
+
+const root = mkdtempSync(join(tmpdir(), 'sublinear-select-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+let dirs = 0;
+const freshDir = () => join(root, `run${dirs++}`);
+
+describe('kfoldSplit', () => {
+  it('is a seeded partition: every row held out exactly once, each fold trains on the others', () => {
+    const folds = kfoldSplit(103, 5, 7);
+    expect(folds.length).toBe(5);
+    const seen = new Uint8Array(103);
+    for (const f of folds) {
+      expect([20, 21]).toContain(f.holdout.length);
+      expect(f.train.length + f.holdout.length).toBe(103);
+      for (const r of f.holdout) seen[r]!++;
+      const both = new Set([...f.train, ...f.holdout]);
+      expect(both.size).toBe(103);
+      expect([...f.train]).toEqual([...f.train].sort((a, b) => a - b));
+    }
+    expect(seen.every((c) => c === 1)).toBe(true);
+    expect(kfoldSplit(103, 5, 7).map((f) => [...f.holdout])).toEqual(folds.map((f) => [...f.holdout]));
+    expect(kfoldSplit(103, 5, 8).map((f) => [...f.holdout])).not.toEqual(folds.map((f) => [...f.holdout]));
+  });
+});
+
+describe('selectionMethod', () => {
+  const v = resolveValidation({});
+  it('uses k-fold while the held-out slice would hold fewer than minHoldout points', () => {
+    expect(selectionMethod(1990, v)).toBe('holdout'); // 5% = 99.5 -> 100 points
+    expect(selectionMethod(1989, v)).toBe('kfold'); // 99 points
+    expect(selectionMethod(300, v)).toBe('kfold');
+    expect(selectionMethod(300, resolveValidation({ minHoldout: 1 }))).toBe('holdout');
+    expect(selectionMethod(300, resolveValidation({ fraction: 0.5 }))).toBe('holdout');
+  });
+  it('needs at least two folds of two points', () => {
+    expect(selectionMethod(4, v)).toBe('kfold');
+    expect(selectionMethod(3, v)).toBe('holdout');
+  });
+});
+
+describe('bestMeanEpoch', () => {
+  it('picks the epoch of the best mean over the folds, the earliest of equal ones', () => {
+    expect(bestMeanEpoch([[0.1, 0.5, 0.4], [0.3, 0.3, 0.6]])).toEqual({ epochs: 3, mean: [0.2, 0.4, 0.5] });
+    expect(bestMeanEpoch([[0.5, 0.2, 0.5]]).epochs).toBe(1);
+  });
+});
+
+describe('selectionProblem', () => {
+  it('accepts the records fit() writes and names what is wrong with others', () => {
+    expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x' })).toBeNull();
+    expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [NaN], p1: [0.2], holdoutPoints: 15, reason: 'x' })).toBe('scores and p1 must be arrays of finite numbers');
+    expect(selectionProblem({ method: 'grid', reason: 'x' })).toBe('unknown method "grid"');
+  });
+});
+
+describe('fit on a small training set', () => {
+  const data = synthesize({ shape: 'tiny', points: 300, seed: 5 });
+  const config = { inputDim: data.features, seed: 3, layers: [{ size: 32, dropout: 0.3 }, { size: data.labels }] };
+  const opts: FitOptions = { workers: 0, validation: { maxEpochs: 8, patience: 1 } };
+  const weights = (n: Network) => n.spec.layers.map((l) => Buffer.from(l.weights.buffer, l.weights.byteOffset, l.weights.byteLength));
+
+  let first: { net: Network; stats: FitStats } | undefined;
+  const uninterrupted = async () => {
+    if (!first) {
+      const net = new Network(config);
+      first = { net, stats: await net.fit(data, opts) };
+    }
+    return first;
+  };
+
+  it('chooses the epoch count by 5-fold cross-validation, then trains on all of the points', async () => {
+    const { stats } = await uninterrupted();
+    const s = stats.selection!;
+    expect(s.method).toBe('kfold');
+    if (s.method !== 'kfold') return;
+    expect(s.folds).toBe(5);
+    expect(s.holdoutPoints).toBe(15);
+    expect(s.scores.length).toBeGreaterThanOrEqual(s.epochs);
+    expect(s.scores.length).toBeLessThanOrEqual(8);
+    expect(s.epochs).toBe(bestMeanEpoch([s.scores]).epochs);
+    expect(s.reason).toBe(`a held-out slice would hold 15 points (fewer than minHoldout 100): 5-fold cross-validation chose ${s.epochs} epochs, then the network trained on all 300 points`);
+    // The refit: that many epochs over every point, no held-out slice, no kept best epoch.
+    expect(stats.epochs).toBe(s.epochs);
+    expect(stats.samples).toBe(s.epochs * data.points);
+    expect(stats.validation).toBeUndefined();
+    expect(stats.bestEpoch).toBeUndefined();
+    // It learned: the selected epoch's mean held-out P@1 is far above chance (100 labels).
+    expect(s.p1[s.epochs - 1]!).toBeGreaterThan(0.3);
+  });
+
+  it('is deterministic for a seed', async () => {
+    const { net, stats } = await uninterrupted();
+    const again = new Network(config);
+    const st = await again.fit(data, opts);
+    expect(st.selection).toEqual(stats.selection);
+    expect(weights(again)).toEqual(weights(net));
+  });
+
+  it('a run stopped during the selection resumes from its start and ends with the same weights', async () => {
+    const dir = freshDir();
+    const ac = new AbortController();
+    const net = new Network(config);
+    const stats = await net.fit(data, {
+      ...opts, signal: ac.signal, progressEvery: 0, checkpoint: { dir, every: 1 },
+      onProgress: (p) => { if (p.fold && p.epoch >= 1) ac.abort(); },
+    });
+    expect(stats.aborted).toBe(true);
+    expect(stats.samples).toBe(0);
+    const resumed = await Network.resume(dir);
+    expect(resumed.resumeInfo!.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0 });
+    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 } });
+    const ref = await uninterrupted();
+    expect(st.selection).toEqual(ref.stats.selection);
+    expect(weights(resumed)).toEqual(weights(ref.net));
+  });
+
+  it('a run stopped during the training after the selection resumes it, without selecting again', async () => {
+    const dir = freshDir();
+    const ac = new AbortController();
+    const net = new Network(config);
+    const ref = await uninterrupted();
+    expect(ref.stats.epochs).toBeGreaterThanOrEqual(2);
+    let foldProgress = 0;
+    const stats = await net.fit(data, {
+      ...opts, signal: ac.signal, checkpoint: { dir, every: 1 },
+      onEpochEnd: (epoch) => { if (epoch === 0) ac.abort(); },
+    });
+    expect(stats.aborted).toBe(true);
+    const resumed = await Network.resume(dir);
+    expect(resumed.resumeInfo!.fitOptions).toMatchObject({ epochs: ref.stats.epochs, validation: null, selection: ref.stats.selection });
+    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 }, onProgress: (p) => { if (p.fold) foldProgress++; } });
+    expect(foldProgress).toBe(0);
+    expect(st.selection).toEqual(ref.stats.selection);
+    expect(st.epochs).toBe(ref.stats.epochs);
+    expect(weights(resumed)).toEqual(weights(ref.net));
+  });
+
+  it('keeps one held-out slice, early stopping and the best weights when the slice is large enough', async () => {
+    const net = new Network(config);
+    const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 3, minHoldout: 15 } });
+    expect(stats.selection).toMatchObject({ method: 'holdout', points: 15 });
+    expect(stats.validationPoints).toBe(15);
+    expect(stats.samples).toBe(stats.epochs * 285);
+  });
+});
