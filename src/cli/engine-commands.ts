@@ -22,7 +22,7 @@ const candidates = {
   type: 'integer', min: 1, valueName: 'n',
   description: 'sampled inference: output neurons scored per point (default: 1% of the labels, at least 64)',
 } as const;
-const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line); no progress on stderr' } as const;
+const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line); progress still goes to stderr (--quiet silences it)' } as const;
 const quiet = { type: 'boolean', short: 'q', description: 'no progress or messages on stderr (errors are still printed)' } as const;
 const maxMemory = { type: 'string', valueName: 'bytes', description: 'refuse work needing more memory than this, e.g. 4GB (default: 90% of the machine\'s memory)' } as const;
 const mode = {
@@ -51,7 +51,10 @@ export const trainCmd = defineCommand({
     '(and saves with --save, and writes a checkpoint with --checkpoint), then exits 130 or 143. With --checkpoint, the full training ' +
     'state is written every --checkpoint-every (atomically; the newest two files are kept); --resume continues ' +
     'such a run exactly where its last checkpoint left it, with the data paths and settings it recorded ' +
-    '(flags given again override them; --epochs can extend a finished run).',
+    '(flags given again override them; the files it writes must be named again, or confirmed with --use-recorded-outputs; ' +
+    '--epochs can extend a run that finished its epochs, not one that held-out validation stopped). ' +
+    'Output files (--save, --log) must be regular files or not exist yet: a symbolic link is followed to the regular ' +
+    'file it points to (which is replaced; the link stays); a directory, device, FIFO or socket is refused before any data is read.',
   flags: {
     train: { type: 'string', valueName: 'file', description: 'training data (required unless --resume); with --distributed, %r in the name is the rank: each rank reads its own shard' },
     test: { type: 'string', valueName: 'file', description: 'test data, evaluated after training (and every --eval-every epochs)' },
@@ -66,16 +69,24 @@ export const trainCmd = defineCommand({
     lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate (default: 0.01 with a sampled output layer, else 0.001)' },
     workers,
     seed: { type: 'integer', min: 0, valueName: 'n', description: 'seed of every random choice (default: the config seed, else 1)' },
-    save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically)' },
+    save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically; a regular file or a new name, see above); without it (or --checkpoint) the model is not kept' },
     evalEvery: { type: 'integer', min: 1, valueName: 'n', description: 'evaluate on --test every n epochs' },
     maxMemory,
-    log: { type: 'string', valueName: 'file', description: 'write one JSON line per epoch (loss, samples/s, held-out and test metrics) and a summary line to this file (a resumed run appends)' },
+    log: { type: 'string', valueName: 'file', description: 'write one JSON line per epoch (loss, samples/s, held-out and test metrics) and a summary line to this file (a resumed run rewrites it with the records up to its checkpoint, then continues it); if it cannot be written, training goes on' },
     checkpoint: { type: 'string', valueName: 'dir', description: 'write training checkpoints to this directory (default with --resume: the resumed one)' },
     checkpointEvery: {
       type: 'string', valueName: 'n|Ns|Nm',
       description: 'checkpoint every n batches, or every N seconds/minutes/hours, e.g. 500, 90s, 10m, 1h (default: 10m)',
     },
-    resume: { type: 'string', valueName: 'dir', description: 'continue the run checkpointed in this directory' },
+    resume: {
+      type: 'string', valueName: 'dir',
+      description: 'continue the run checkpointed in this directory, reading the data files it records (shown first); ' +
+        'the files it writes must be given again (--save, --log) unless --use-recorded-outputs',
+    },
+    useRecordedOutputs: {
+      type: 'boolean',
+      description: 'with --resume: write the --save and --log files the checkpoint records (shown first) when they are not given again',
+    },
     mode: trainMode,
     candidates,
     propensityA,

@@ -11,8 +11,12 @@ import { Network } from '../network/network.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
 import { checkMemory, formatBytes, memoryLimit, planNetworkMemory } from '../train/memory-plan.js';
-import { parseCheckpointEvery } from '../train/checkpoint.js';
-import { Progress } from '../util/progress.js';
+import { listCheckpoints, parseCheckpointEvery } from '../train/checkpoint.js';
+import { assertUnlocked } from '../train/lock.js';
+import { fsErrorReason } from '../util/fs-errors.js';
+import { outputTarget } from '../util/atomic-write.js';
+import { formatDuration, Progress } from '../util/progress.js';
+import { resolveValidation } from '../train/early-stop.js';
 import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from './args.js';
 import { readConfigFile } from './config-file.js';
@@ -51,6 +55,15 @@ export interface TrainCliOptions {
   checkpointEvery?: string;
   /** Checkpoint directory of a run to continue. */
   resume?: string;
+  /**
+   * With `resume`: write the `save` and `log` files the checkpoint records when they are not given again
+   * (they are shown first). Default false: a resumed run writes only the outputs its command line names,
+   * and refuses to start while the checkpoint records one that is not given (a checkpoint may come from
+   * another machine or user, and must not choose which files are overwritten).
+   */
+  useRecordedOutputs?: boolean;
+  /** No warning that the trained model is kept nowhere (no `save`, no `checkpoint`): the demo's. Default false. */
+  unsavedOk?: boolean;
   /** JSON-lines file: one line per epoch, then a summary line. */
   log?: string;
   /** No progress or messages on stderr (errors still). */
@@ -91,6 +104,9 @@ function savedCli(o: TrainCliOptions & { train: string }): SavedCli {
   return s as unknown as SavedCli;
 }
 
+/** The paths a checkpoint records that a resumed run writes: never used unless confirmed (--use-recorded-outputs). */
+const OUTPUT_KEYS = ['save', 'log'] as const;
+
 /** The CLI settings recorded in a checkpoint's extra, or null when it holds none (an API-written checkpoint). */
 function readSavedCli(extra: unknown): Partial<SavedCli> | null {
   const cli = (extra as { cli?: unknown } | null)?.cli;
@@ -98,9 +114,38 @@ function readSavedCli(extra: unknown): Partial<SavedCli> | null {
   const out: Record<string, unknown> = {};
   for (const k of SAVED_CLI_KEYS) {
     const v = (cli as Record<string, unknown>)[k];
-    if (v !== undefined) out[k] = v;
+    // A value of the wrong type (a damaged or hand-made file) is not used.
+    const numeric = k === 'evalEvery' || k === 'workers' || k === 'maxMemory' || k === 'propensityA' || k === 'propensityB';
+    if (numeric ? typeof v === 'number' && Number.isFinite(v) : typeof v === 'string' && v !== '') out[k] = v;
   }
   return out as Partial<SavedCli>;
+}
+
+/**
+ * The epoch records a checkpoint holds (extra.epochs): those of epochs 1..`completed`, or [] when it
+ * holds none or they are malformed (written before they were recorded, or not by sublinear train).
+ */
+function readSavedRecords(extra: unknown, completed: number): EpochRecord[] {
+  const list = (extra as { epochs?: unknown } | null)?.epochs;
+  if (!Array.isArray(list)) return [];
+  const ok = list.every((r, i) => r !== null && typeof r === 'object' && (r as EpochRecord).epoch === i + 1 &&
+    typeof (r as EpochRecord).trainSeconds === 'number' && typeof (r as EpochRecord).loss === 'number');
+  return ok ? (list as EpochRecord[]).slice(0, completed) : [];
+}
+
+/**
+ * Refuses, before any data is read, a checkpoint directory that a live run holds or that already holds
+ * checkpoints (`resumedDir`: the directory the network was resumed from, whose checkpoints are its own).
+ * The Checkpointer checks both again when it takes the lock; this only makes the common mistakes cheap.
+ */
+async function checkCheckpointDirFree(dir: string, resumedDir: string | null): Promise<void> {
+  if (resumedDir !== null && resolve(resumedDir) === resolve(dir)) return;
+  await assertUnlocked(dir);
+  const existing = await listCheckpoints(dir).catch(() => []);
+  if (existing.length > 0) {
+    throw new Error(`checkpoint directory ${dir} already holds checkpoints of another run (newest: ${existing[0]!.file}); ` +
+      `resume them (sublinear train --resume ${dir}) or use an empty directory`);
+  }
 }
 
 type Out = { out: (s: string) => void; err: (s: string) => void; drain?: () => Promise<void> };
@@ -133,6 +178,27 @@ function dataBytes(d: SparseDataset): number {
 function metricLine(m: Metrics, ks: readonly number[] = [1, 3, 5]): string {
   const f = (k: string) => (m[k as keyof Metrics] as number | undefined)?.toFixed(4) ?? '-';
   return ['p', 'ndcg', 'psp'].flatMap((name) => ks.map((k) => `${name === 'p' ? 'P' : name === 'ndcg' ? 'nDCG' : 'PSP'}@${k} ${f(`${name}${k}`)}`)).join('  ');
+}
+
+/**
+ * Refuses to resume a run that has nothing left to train, saying why: one that held-out validation
+ * stopped (--epochs does not extend it: its early stopping would end it again at once), or one that
+ * finished its epochs (unless --epochs asks for more).
+ */
+function checkResumable(net: Network, epochs: number | undefined): void {
+  const info = net.resumeInfo!;
+  const p = info.position, f = info.fitOptions;
+  const e = net.earlyStop?.state;
+  if (f.validation && e && e.bad >= f.validation.patience) {
+    throw new Error(`${info.file} is the end of a run that held-out validation stopped: its score did not improve for ${e.bad} epoch(s) ` +
+      `after epoch ${e.bestEpoch}, whose weights it kept; there is nothing to resume${epochs !== undefined ? ' (--epochs does not extend such a run)' : ''}. ` +
+      'To train longer, start a new run (--epochs n trains exactly n epochs)');
+  }
+  const planned = epochs ?? f.epochs;
+  if (p.batch === 0 && p.epoch >= planned) {
+    throw new Error(`${info.file} is the end of a run that finished ${p.epoch === f.epochs ? 'its' : 'after'} ${p.epoch} epoch(s): there is nothing to resume; ` +
+      `--epochs n with n > ${p.epoch} trains it further`);
+  }
 }
 
 /** Refuses test data that P@k cannot be measured on (no points, or no labels at all), naming the file. */
@@ -187,7 +253,8 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
 
 async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | null): Promise<number> {
   // Under MPI only rank 0 reports (the others still fail loudly: errors are not progress).
-  const quiet = !!given.json || !!given.quiet || (dist !== null && !dist.isRoot);
+  // --json changes only what stdout prints: a long run (an MPI job above all) still shows its progress.
+  const quiet = !!given.quiet || (dist !== null && !dist.isRoot);
   if (given.resume) {
     if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
     if (given.seed !== undefined) throw new UsageError('--seed cannot be combined with --resume: the seed comes from the checkpoint');
@@ -211,6 +278,12 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
 
   let o: TrainCliOptions = given;
   let resumed: Network | undefined;
+  /** The epoch records of the run up to the resumed checkpoint (the log and the JSON history continue them). */
+  let priorRecords: EpochRecord[] = [];
+  /** Whether the resumed checkpoint holds its epochs' records (older ones do not: their log is appended to). */
+  let priorKnown = false;
+  /** Input paths taken from the checkpoint, not the command line: shown before they are read. */
+  const recordedInputs: string[] = [];
   if (given.resume) {
     // The network alone is checked against the memory limit before the checkpoint allocates it; the
     // full plan (training data included, with the saved settings) is checked again below. The saved
@@ -218,16 +291,46 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const resumeOpts = { onWarning: (m: string) => io.err(`sublinear: ${m}\n`), maxMemory: given.maxMemory, workers: given.workers };
     resumed = await (dist ? dist.resume(given.resume, resumeOpts) : Network.resume(given.resume, resumeOpts));
     const info = resumed.resumeInfo!;
+    checkResumable(resumed, given.epochs);
     // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
+    // The outputs a checkpoint records are not trusted: it may come from another machine or user (its
+    // paths are absolute), and must not choose which files this run overwrites.
+    const saved = readSavedCli(info.extra) ?? {};
+    const recordedOutputs = OUTPUT_KEYS.filter((k) => saved[k] !== undefined && given[k] === undefined);
+    if (recordedOutputs.length && writer) {
+      const list = recordedOutputs.map((k) => `--${k} ${saved[k]}`).join(' and ');
+      if (!given.useRecordedOutputs) {
+        throw new UsageError(`${info.file} records ${list}; a resumed run writes only the files its command line names: ` +
+          `give ${recordedOutputs.map((k) => `--${k} <file>`).join(' and ')} again, or --use-recorded-outputs to write the recorded ${recordedOutputs.length > 1 ? 'ones' : 'one'}`);
+      }
+      if (!quiet) io.err(`writing the outputs ${info.file} records (--use-recorded-outputs): ${list}\n`);
+    }
+    if (!given.useRecordedOutputs) for (const k of OUTPUT_KEYS) delete saved[k];
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
-    o = { ...readSavedCli(info.extra), checkpoint: dirname(info.file), ...defined };
+    o = { ...saved, checkpoint: dirname(info.file), ...defined };
     if (!o.train) throw new UsageError(`${info.file} does not record its training data (it was not written by sublinear train); give --train`);
-    // The recorded paths may have moved since: check them before reading anything.
-    await checkTrainPaths({ train: ownFile(o.train), test: o.test, save: o.save, log: o.log }, writer);
+    for (const k of ['train', 'test'] as const) if (given[k] === undefined && o[k] !== undefined) recordedInputs.push(`--${k} ${o[k]}`);
+    // The recorded paths are shown before they are read, and checked first (they may have moved since).
+    if (recordedInputs.length && !quiet) io.err(`reading the data ${info.file} records: ${recordedInputs.join(', ')}\n`);
+    const from = (k: 'train' | 'test') => (given[k] === undefined ? `--${k} (recorded in ${info.file})` : `--${k}`);
+    if (o.train) await checkInputFile(ownFile(o.train), from('train'));
+    if (o.test) await checkInputFile(o.test, from('test'));
+    if (writer) await checkTrainPaths({ save: o.save, log: o.log });
+    if (o.checkpoint && writer) await checkCheckpointDirFree(o.checkpoint, dirname(info.file));
+    priorRecords = readSavedRecords(info.extra, info.position.epoch);
+    priorKnown = priorRecords.length > 0 || info.position.epoch === 0;
     if (!quiet) {
       const p = info.position;
       io.err(`resuming from ${info.file}: epoch ${p.epoch + 1}, batch ${p.batch} (${p.batchesDone} batches done)\n`);
     }
+  } else {
+    if (given.useRecordedOutputs) throw new UsageError('--use-recorded-outputs needs --resume <dir>');
+    // A locked directory or one holding another run's checkpoints is refused before the data is read.
+    if (given.checkpoint && writer) await checkCheckpointDirFree(given.checkpoint, null);
+  }
+  // Without --save (or a checkpoint) the trained weights are kept nowhere: say so before training.
+  if (!o.save && !o.checkpoint && !o.unsavedOk && writer) {
+    io.err('sublinear: warning: no --save: the trained model will not be kept (give --save <model> to keep it)\n');
   }
   const t = file?.training ?? {};
   const epochs = o.epochs ?? t.epochs;
@@ -273,7 +376,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     ? {
         dir: o.checkpoint,
         every: o.checkpointEvery ?? '10m',
-        extra: { cli: savedCli({ ...o, train: trainPath }) },
+        // The epochs' records so far go into every checkpoint: a resumed run's log and history continue them.
+        extra: () => ({ cli: savedCli({ ...o, train: trainPath }), epochs: [...priorRecords, ...records] }),
         onSaved: (i: { file: string }) => {
           checkpoints++;
           lastCheckpointFile = i.file;
@@ -282,12 +386,40 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     : undefined;
 
   // The --log file is opened at its first record, after fit() has taken the checkpoint directory's lock:
-  // a second run started by mistake must not truncate the log of the run it collides with.
+  // a second run started by mistake must not truncate the log of the run it collides with. A resumed run
+  // rewrites it from the records its checkpoint holds (the epochs up to the checkpoint; a killed run may
+  // have logged later ones, which are trained again), so the log describes the whole run once.
+  // A write that fails (a full disk) is warned about, naming the file, and training goes on: the rest of
+  // the records are not written (a torn line is cut off) and counted in the summary (logFailures).
   let log: FileHandle | undefined;
+  let logBytes = 0, logFailures = 0, logBroken = false;
+  const records: EpochRecord[] = [];
   const logRecord = async (record: object) => {
     if (!o.log || (dist && !dist.isRoot)) return;
-    log ??= await open(o.log, resumed ? 'a' : 'w');
-    await log.write(JSON.stringify(record) + '\n');
+    if (logBroken) {
+      logFailures++;
+      return;
+    }
+    try {
+      if (!log) {
+        log = await open(await outputTarget(o.log), resumed && !priorKnown ? 'a' : 'w');
+        for (const r of priorRecords) await writeLogLine({ type: 'epoch', ...r });
+      }
+      await writeLogLine(record);
+    } catch (e) {
+      logBroken = true;
+      logFailures++;
+      if (log) await log.truncate(logBytes).catch(() => {});
+      bar?.clear();
+      io.err(`sublinear: warning: cannot write --log ${o.log}: ${fsErrorReason(e)}. Training goes on; the log stops here ` +
+        `(${logBytes > 0 ? 'it holds the records before this one' : 'it is empty'}; logFailures in the summary counts the records not written)\n`);
+    }
+  };
+  const writeLogLine = async (record: object) => {
+    const line = Buffer.from(JSON.stringify(record) + '\n');
+    let off = 0;
+    while (off < line.length) off += (await log!.write(line, off, line.length - off)).bytesWritten;
+    logBytes += line.length;
   };
   const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
   const stop = new GracefulStop((sig) => {
@@ -304,8 +436,15 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const evalOpts = { mode: o.mode ?? 'exact', workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
     let stats;
     const testByEpoch = new Map<number, Metrics>();
-    const records: EpochRecord[] = [];
+    // The progress display of a run whose length held-out validation decides (a resumed run continues its state).
+    let firstAt: number | undefined;
+    const restoredEarly = resumed?.earlyStop?.state;
+    const early = { best: restoredEarly?.bestEpoch ?? 0, last: restoredEarly?.history.at(-1)?.epoch ?? 0 };
+    const patience = resumed?.resumeInfo!.fitOptions.validation?.patience ?? resolveValidation(t.validation || {}).patience;
+    const epochSamples = (batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128);
     let prevSamples = 0, prevSeconds = 0, checkpointWarnings = 0;
+    // A resumed run's epochs continue the training time recorded up to its checkpoint.
+    const secondsBefore = priorRecords.at(-1)?.trainSeconds ?? 0;
     try {
       stats = await net.fit(train, {
         epochs,
@@ -336,11 +475,31 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         onProgress: (p) => {
           // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
           const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
-          bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
-            `epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
+          const at = p.epoch * p.batchesPerEpoch + p.batch;
+          firstAt ??= at; // a resumed run starts part-way: its rate and ETA count from there
+          const speed = `${loss} ${Math.round(p.samplesPerSec)} samples/s`;
+          if (!p.epochsIsLimit) {
+            bar?.update(at - firstAt, p.epochs * p.batchesPerEpoch - firstAt, `epoch ${p.epoch + 1}/${p.epochs}${speed}`);
+            return;
+          }
+          // Held-out validation decides the length: the cap is no estimate. What is known: this epoch's
+          // progress, the best epoch so far, and the earliest end (no further improvement).
+          const pct = Math.floor((100 * p.batch) / p.batchesPerEpoch);
+          const epochText = `epoch ${p.epoch + 1} (at most ${p.epochs}): ${pct}%, ${formatDuration(p.epochEtaSeconds)} left`;
+          let bestText = '';
+          if (early.best > 0) {
+            const endEpoch = Math.min(p.epochs, early.best + patience);
+            const toEnd = p.epochEtaSeconds + Math.max(0, endEpoch - (p.epoch + 1)) * (p.batchesPerEpoch * epochSamples) / Math.max(p.samplesPerSec, 1e-9);
+            bestText = `; best so far epoch ${early.best}, ends after epoch ${endEpoch} (in about ${formatDuration(toEnd)}) unless the held-out score improves`;
+          }
+          bar?.update(at - firstAt, undefined, `${epochText}${bestText}${speed}`);
         },
         onEpochEnd: async (epoch, st) => {
           const v = st.validation?.at(-1);
+          if (v && v.epoch === epoch + 1) {
+            early.last = v.epoch;
+            if (st.bestEpoch !== undefined) early.best = st.bestEpoch;
+          }
           if (!quiet && v && v.epoch === epoch + 1) bar?.log(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})`);
           let tm: Metrics | undefined;
           if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
@@ -352,6 +511,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
           if (h && h.epoch === epoch + 1) {
             const r: EpochRecord = {
               ...h,
+              trainSeconds: secondsBefore + h.trainSeconds,
               samplesPerSec: (st.samples - prevSamples) / Math.max(1e-9, h.trainSeconds - prevSeconds),
               ...(v && v.epoch === h.epoch ? { validation: { p1: v.p1, p3: v.p3, p5: v.p5, lr: v.lr } } : {}),
               ...(tm ? { test: tm } : {}),
@@ -399,7 +559,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const metrics = test && !stop.received ? reuse ?? (await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts))) : undefined;
     // (dist.evaluate compares the replicas' checksums first; without it, compare them here.)
     if (dist && (!test || reuse)) await dist.verify(net);
-    if (metrics && !quiet) io.out(`test: ${metricLine(metrics)}\n`);
+    // The result goes to stdout whatever --quiet says (it silences stderr); --json prints it in its object.
+    if (metrics && !o.json) io.out(`test: ${metricLine(metrics)}\n`);
     const summary = {
       ...(metrics ?? {}),
       samplesPerSec: stats.samplesPerSec,
@@ -419,11 +580,13 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       ...(o.save ? { model: resolve(o.save) } : {}),
       lostBatches: stats.lostBatches,
       ...(checkpoint ? { checkpoints, checkpointFailures: stats.checkpointFailures?.length ?? 0 } : {}),
+      ...(o.log && writer ? { logFailures: logFailures as number } : {}),
       ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
       ...(dist ? dist.summary(net) : {}),
     };
     await logRecord({ type: 'summary', ...summary });
-    if (o.json) io.out(JSON.stringify({ ...summary, history: records }) + '\n');
+    if (o.log && writer) summary.logFailures = logFailures; // the summary line itself may have failed
+    if (o.json) io.out(JSON.stringify({ ...summary, history: [...priorRecords, ...records] }) + '\n');
     if (finalFailure && !o.save) {
       io.err(`sublinear: the trained state was not saved: the final checkpoint ${finalFailure.file} could not be written (${finalFailure.error}) and no --save was given\n`);
       return 1;
@@ -471,7 +634,7 @@ function pointsProgress(quiet: boolean, label: string): { bar: Progress | null; 
 }
 
 export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
-  const quiet = !!o.json || !!o.quiet;
+  const quiet = !!o.quiet;
   await checkInputFile(o.model, '--model');
   await checkInputFile(o.test, '--test');
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
@@ -594,7 +757,7 @@ export async function demoCommand(o: DemoOptions, io: Out): Promise<number> {
         { size: 2000, activation: 'softmax', sampling: { hash: 'dwta', K: 4, L: 32, budget: 100, minActive: 100, logQ: true } },
       ],
     };
-    return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), networkConfig: config, epochs: 3, json: o.json, quiet: o.quiet, workers: o.workers }, io);
+    return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), networkConfig: config, epochs: 3, json: o.json, quiet: o.quiet, workers: o.workers, unsavedOk: true }, io);
   } finally {
     if (!o.keep) await rm(dir, { recursive: true, force: true });
   }

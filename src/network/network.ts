@@ -327,6 +327,7 @@ export class Network {
     const split = holdoutSplit(data.points, validation.fraction, validation.maxPoints, this.seed);
     const holdout = subset(data, split.holdout);
     control.rows = split.train;
+    control.openEnded = true;
     const early = (this.earlyStop = restored ?? { state: initialEarlyStop(), snapshot: null });
     const state = early.state;
     control.lrScale = state.lrScale;
