@@ -15,7 +15,8 @@ import { listCheckpoints, parseCheckpointEvery } from '../train/checkpoint.js';
 import { assertUnlocked } from '../train/lock.js';
 import { fsErrorReason } from '../util/fs-errors.js';
 import { outputTarget } from '../util/atomic-write.js';
-import { formatDuration, Progress } from '../util/progress.js';
+import { Progress } from '../util/progress.js';
+import { earlyStopProgressText } from './train-progress.js';
 import { resolveValidation } from '../train/early-stop.js';
 import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from './args.js';
@@ -328,10 +329,6 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     // A locked directory or one holding another run's checkpoints is refused before the data is read.
     if (given.checkpoint && writer) await checkCheckpointDirFree(given.checkpoint, null);
   }
-  // Without --save (or a checkpoint) the trained weights are kept nowhere: say so before training.
-  if (!o.save && !o.checkpoint && !o.unsavedOk && writer) {
-    io.err('sublinear: warning: no --save: the trained model will not be kept (give --save <model> to keep it)\n');
-  }
   const t = file?.training ?? {};
   const epochs = o.epochs ?? t.epochs;
   const batchSize = o.batch ?? t.batchSize;
@@ -369,6 +366,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   if (o.save && writer) await checkOutputFile(o.save, '--save', modelFileBytes(net));
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
+  // Without --save (or a checkpoint) the trained weights are kept nowhere: say so before training.
+  if (!o.save && !o.checkpoint && !o.unsavedOk && writer) {
+    io.err('sublinear: warning: no --save: the trained model will not be kept (give --save <model> to keep it)\n');
+  }
   let checkpoints = 0;
   let lastCheckpointFile: string | null = null;
   // Under MPI, rank 0 alone writes checkpoints (every replica holds the same state).
@@ -439,9 +440,9 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     // The progress display of a run whose length held-out validation decides (a resumed run continues its state).
     let firstAt: number | undefined;
     const restoredEarly = resumed?.earlyStop?.state;
-    const early = { best: restoredEarly?.bestEpoch ?? 0, last: restoredEarly?.history.at(-1)?.epoch ?? 0 };
+    const early = { best: restoredEarly?.bestEpoch ?? 0 };
     const patience = resumed?.resumeInfo!.fitOptions.validation?.patience ?? resolveValidation(t.validation || {}).patience;
-    const epochSamples = (batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128);
+    const batchSamples = batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128;
     let prevSamples = 0, prevSeconds = 0, checkpointWarnings = 0;
     // A resumed run's epochs continue the training time recorded up to its checkpoint.
     const secondsBefore = priorRecords.at(-1)?.trainSeconds ?? 0;
@@ -482,24 +483,12 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
             bar?.update(at - firstAt, p.epochs * p.batchesPerEpoch - firstAt, `epoch ${p.epoch + 1}/${p.epochs}${speed}`);
             return;
           }
-          // Held-out validation decides the length: the cap is no estimate. What is known: this epoch's
-          // progress, the best epoch so far, and the earliest end (no further improvement).
-          const pct = Math.floor((100 * p.batch) / p.batchesPerEpoch);
-          const epochText = `epoch ${p.epoch + 1} (at most ${p.epochs}): ${pct}%, ${formatDuration(p.epochEtaSeconds)} left`;
-          let bestText = '';
-          if (early.best > 0) {
-            const endEpoch = Math.min(p.epochs, early.best + patience);
-            const toEnd = p.epochEtaSeconds + Math.max(0, endEpoch - (p.epoch + 1)) * (p.batchesPerEpoch * epochSamples) / Math.max(p.samplesPerSec, 1e-9);
-            bestText = `; best so far epoch ${early.best}, ends after epoch ${endEpoch} (in about ${formatDuration(toEnd)}) unless the held-out score improves`;
-          }
-          bar?.update(at - firstAt, undefined, `${epochText}${bestText}${speed}`);
+          // Held-out validation decides the length: the cap is no estimate; the line says what is known.
+          bar?.update(at - firstAt, undefined, earlyStopProgressText(p, { best: early.best, patience }, p.batchesPerEpoch * batchSamples) + speed);
         },
         onEpochEnd: async (epoch, st) => {
           const v = st.validation?.at(-1);
-          if (v && v.epoch === epoch + 1) {
-            early.last = v.epoch;
-            if (st.bestEpoch !== undefined) early.best = st.bestEpoch;
-          }
+          if (v && v.epoch === epoch + 1 && st.bestEpoch !== undefined) early.best = st.bestEpoch;
           if (!quiet && v && v.epoch === epoch + 1) bar?.log(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})`);
           let tm: Metrics | undefined;
           if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
