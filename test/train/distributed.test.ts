@@ -79,6 +79,8 @@ describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost$
     expect(two.code, two.stderr).toBe(0);
     const lines = two.stdout.trim().split('\n').filter((l) => l.startsWith('{'));
     expect(lines).toHaveLength(1); // rank 1 prints nothing
+    // --json changes stdout only: rank 0 (and no other) still says on stderr what it trains.
+    expect(two.stderr.split('\n').filter((l) => l.startsWith('network: '))).toHaveLength(1);
     const s = JSON.parse(lines[0]!);
     expect(s.ranks).toBe(2);
     expect(s.bytesPerStep).toBeGreaterThan(0);
