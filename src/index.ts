@@ -14,6 +14,7 @@ export {
   type SkippedCheckpoint,
 } from './train/checkpoint.js';
 export { MemoryLimitError } from './train/memory-plan.js';
+export { BinFileError } from './util/binfile.js';
 export { modelFileBytes } from './network/model-file.js';
 export { checkOutputDirs, OutputCheckError, type PlannedOutput } from './util/output-check.js';
 export { lockDirectory, assertUnlocked, DirectoryLockedError, LOCK_FILE, type LockOwner, type DirectoryLock } from './train/lock.js';

@@ -1,6 +1,7 @@
 // Command-line specs of `sublinear train | eval | predict | demo` (implementations in engine.ts).
 import { parseBytes } from '../train/memory-plan.js';
 import { defineCommand, UsageError } from './args.js';
+import { MAX_EPOCHS } from './config-file.js';
 import { demoCommand, evalCommand, predictCommand, trainCommand } from './engine.js';
 
 /** A size flag (--max-memory) in bytes; a malformed one is a usage error. */
@@ -14,6 +15,7 @@ function bytesFlag(text: string | undefined): number | undefined {
 }
 
 const format = { type: 'choice', choices: ['xc', 'libsvm'] as const, default: 'xc', description: 'input format of the data files' } as const;
+const zeroBased = { type: 'boolean', description: 'libsvm only: feature ids in the files start at 0 (LIBSVM files are 1-based by default)' } as const;
 const workers = {
   type: 'integer', min: 0, max: 256, valueName: 'n',
   description: 'worker threads (HOGWILD); 0 runs in the main thread (default: number of cores; training a dense output layer: 1)',
@@ -60,13 +62,14 @@ export const trainCmd = defineCommand({
     test: { type: 'string', valueName: 'file', description: 'test data, evaluated after training (and every --eval-every epochs)' },
     config: { type: 'string', valueName: 'json', description: 'JSON file: the network (NetworkConfig; inputDim defaults to the data) and training options (epochs, batchSize, lr, ...; flags override them)' },
     format: trainFormat,
+    zeroBased,
     // No flag defaults for what --resume restores: a default would be indistinguishable from a flag given again.
     epochs: {
-      type: 'integer', min: 0, valueName: 'n',
+      type: 'integer', min: 1, max: MAX_EPOCHS, valueName: 'n',
       description: 'train exactly n passes over all of the training data (default: decided by held-out P@k, at most 50)',
     },
     batch: { type: 'integer', min: 1, valueName: 'n', description: 'mini-batch size (default: 128)' },
-    lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate (default: 0.01 with a sampled output layer, else 0.001)' },
+    lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate, > 0 (default: 0.01 with a sampled output layer, else 0.001)' },
     workers,
     seed: { type: 'integer', min: 0, valueName: 'n', description: 'seed of every random choice (default: the config seed, else 1)' },
     save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically; a regular file or a new name, see above); without it (or --checkpoint) the model is not kept' },
@@ -118,6 +121,7 @@ export const evalCmd = defineCommand({
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
     test: { type: 'string', required: true, valueName: 'file', description: 'test data' },
     format,
+    zeroBased,
     k: { type: 'string', valueName: 'list', description: 'cut-offs of P@k, nDCG@k and PSP@k, comma-separated (default: 1,3,5)' },
     workers,
     mode,
@@ -148,6 +152,7 @@ export const predictCmd = defineCommand({
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
     input: { type: 'string', required: true, valueName: 'file', description: 'points to label, or - for standard input (labels in the file are ignored)' },
     inputFormat: { type: 'choice', choices: ['xc', 'libsvm'] as const, default: 'xc', description: 'format of the input' },
+    zeroBased,
     format: {
       type: 'choice', choices: ['xc', 'jsonl'] as const, default: 'xc', description: 'format of the output (see above)',
       hint: 'the format of the input is --input-format',

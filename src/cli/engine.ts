@@ -1,7 +1,7 @@
 // `sublinear train | eval | predict | demo`: the engine's commands. Argument parsing lives in
 // src/cli/main.ts's command table; these functions receive typed options.
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
+import { mkdtemp, open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -36,6 +36,8 @@ export interface TrainCliOptions {
   /** A configuration object instead of a --config file (the demo's). */
   networkConfig?: NetworkConfig;
   format?: 'xc' | 'libsvm';
+  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
+  zeroBased?: boolean;
   epochs?: number;
   batch?: number;
   lr?: number;
@@ -85,6 +87,7 @@ interface SavedCli {
   train: string;
   test?: string;
   format?: 'xc' | 'libsvm';
+  zeroBased?: boolean;
   save?: string;
   evalEvery?: number;
   workers?: number;
@@ -96,7 +99,7 @@ interface SavedCli {
   log?: string;
 }
 
-const SAVED_CLI_KEYS = ['train', 'test', 'format', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
+const SAVED_CLI_KEYS = ['train', 'test', 'format', 'zeroBased', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
 
 function savedCli(o: TrainCliOptions & { train: string }): SavedCli {
   const s: Record<string, unknown> = {};
@@ -117,7 +120,7 @@ function readSavedCli(extra: unknown): Partial<SavedCli> | null {
     const v = (cli as Record<string, unknown>)[k];
     // A value of the wrong type (a damaged or hand-made file) is not used.
     const numeric = k === 'evalEvery' || k === 'workers' || k === 'maxMemory' || k === 'propensityA' || k === 'propensityB';
-    if (numeric ? typeof v === 'number' && Number.isFinite(v) : typeof v === 'string' && v !== '') out[k] = v;
+    if (k === 'zeroBased' ? typeof v === 'boolean' : numeric ? typeof v === 'number' && Number.isFinite(v) : typeof v === 'string' && v !== '') out[k] = v;
   }
   return out as Partial<SavedCli>;
 }
@@ -160,11 +163,13 @@ function memoryLimitBytes(maxMemory: number | undefined): number {
  * Reads a data file with a progress display (a bar on a terminal, plain lines every few seconds
  * elsewhere, nothing when quiet), refusing it if reading would pass `maxMemoryBytes`.
  */
-export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean, maxMemoryBytes?: number): Promise<SparseDataset> {
+export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean, maxMemoryBytes?: number, zeroBased = false): Promise<SparseDataset> {
   const bar = quiet ? null : new Progress({ label: `reading ${label}`, unit: 'MB' });
+  // Opening a FIFO blocks until something writes to it: say so rather than hang silently.
+  if (bar && (await stat(path).catch(() => null))?.isFIFO()) bar.log(`reading ${label} from the pipe ${path} (waiting for its writer)`);
   const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
   try {
-    return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes }) : await readXC(path, { onProgress, maxMemoryBytes });
+    return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes, oneBased: !zeroBased }) : await readXC(path, { onProgress, maxMemoryBytes });
   } finally {
     bar?.done();
   }
@@ -199,6 +204,13 @@ function checkResumable(net: Network, epochs: number | undefined): void {
   if (p.batch === 0 && p.epoch >= planned) {
     throw new Error(`${info.file} is the end of a run that finished ${p.epoch === f.epochs ? 'its' : 'after'} ${p.epoch} epoch(s): there is nothing to resume; ` +
       `--epochs n with n > ${p.epoch} trains it further`);
+  }
+}
+
+/** `--mode sampled` on a model whose output layer is dense: said, since every output is scored anyway. */
+function warnDenseSampled(config: NetworkConfig, what: string, io: Out): void {
+  if (!config.layers.at(-1)!.sampling) {
+    io.err(`sublinear: warning: --mode sampled: the output layer of ${what} is dense (not LSH-sampled), so every output is scored, as in --mode exact\n`);
   }
 }
 
@@ -262,6 +274,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   } else if (!given.train) {
     throw new UsageError('missing required option --train (or --resume <dir>)');
   }
+  if (given.zeroBased && given.format !== 'libsvm' && !given.resume) throw new UsageError('--zero-based applies to --format libsvm only');
+  if (given.lr !== undefined && !(given.lr > 0)) throw new UsageError(`option --lr must be > 0 but received ${given.lr}`);
   if (given.checkpointEvery !== undefined && !given.checkpoint && !given.resume) throw new UsageError('--checkpoint-every needs --checkpoint <dir>');
   if (given.checkpointEvery !== undefined) {
     try {
@@ -336,11 +350,11 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
 
   const trainPath = o.train!;
   const limit = memoryLimitBytes(o.maxMemory);
-  const own = await loadData(ownFile(trainPath), o.format, 'training data', quiet, limit);
+  const own = await loadData(ownFile(trainPath), o.format, 'training data', quiet, limit, o.zeroBased);
   // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
   const train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
   if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
-  const test = o.test ? await loadData(o.test, o.format, 'test data', quiet, Math.max(0, limit - dataBytes(train))) : undefined;
+  const test = o.test ? await loadData(o.test, o.format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased) : undefined;
   if (test) checkEvaluable(test, o.test!);
   let config: NetworkConfig;
   if (resumed) config = resumed.config;
@@ -357,6 +371,11 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const outputs = resolved.layers.at(-1)!.size;
   if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
+  if (o.mode === 'sampled' && test && writer) warnDenseSampled(resolved, 'the network', io);
+  if (!resumed && outputs > train.labels && writer) {
+    io.err(`sublinear: warning: the network's last layer has ${outputs} neurons but ${trainPath} has ${train.labels} labels: ` +
+      `outputs ${train.labels}..${outputs - 1} are never a true label and only learn to score low (make the last layer ${train.labels})\n`);
+  }
   const workers = o.workers ?? t.workers ?? defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers()).workers;
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
@@ -591,6 +610,8 @@ export interface EvalCliOptions {
   model: string;
   test: string;
   format?: 'xc' | 'libsvm';
+  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
+  zeroBased?: boolean;
   json?: boolean;
   quiet?: boolean;
   workers?: number;
@@ -628,11 +649,14 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   await checkInputFile(o.test, '--test');
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
-  const ks = parseKs(o.k ?? '1,3,5', outputs);
-  const test = await loadData(o.test, o.format, 'test data', quiet, memoryLimitBytes(o.maxMemory));
+  // The default cut-offs stop at the model's labels (a 3-label model: 1,3); given ones must fit.
+  const ks = o.k !== undefined ? parseKs(o.k, outputs) : [1, 3, 5].filter((k) => k <= outputs);
+  if (o.zeroBased && o.format !== 'libsvm') throw new UsageError('--zero-based applies to --format libsvm only');
+  const test = await loadData(o.test, o.format, 'test data', quiet, memoryLimitBytes(o.maxMemory), o.zeroBased);
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
   const mode = o.mode ?? 'exact';
+  if (mode === 'sampled') warnDenseSampled(net.config, o.model, io);
   // Sampled inference builds the output layer's cluster index on first use: timed apart from scoring.
   const indexSeconds = mode === 'sampled' ? net.buildClusterIndex() : 0;
   const t0 = performance.now();
@@ -664,6 +688,8 @@ export interface PredictCliOptions {
   input: string;
   /** Format of the input. Default 'xc'. */
   inputFormat?: 'xc' | 'libsvm';
+  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
+  zeroBased?: boolean;
   /** What is printed: 'xc' (a sparse score matrix with a header) or 'jsonl'. Default 'xc'. */
   format?: 'xc' | 'jsonl';
   k?: number;
@@ -677,19 +703,21 @@ export interface PredictCliOptions {
 
 export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
   const quiet = !!o.quiet;
+  if (o.zeroBased && o.inputFormat !== 'libsvm') throw new UsageError('--zero-based applies to --input-format libsvm only');
   const fromStdin = o.input === '-';
   if (!fromStdin) await checkInputFile(o.input, '--input');
   await checkInputFile(o.model, '--model');
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
   const k = o.k ?? 5;
+  if (o.mode === 'sampled') warnDenseSampled(net.config, o.model, io);
   if (k > outputs) throw new UsageError(`option --k ${k} exceeds the model's ${outputs} labels`);
   let spool: string | undefined;
   let data: SparseDataset;
   try {
     // Standard input is spooled to a temporary file: the readers stream files (and say which line is wrong).
     if (fromStdin) spool = await spoolStdin();
-    data = await loadData(spool ?? o.input, o.inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimitBytes(o.maxMemory))
+    data = await loadData(spool ?? o.input, o.inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimitBytes(o.maxMemory), o.zeroBased)
       .catch((e: unknown) => {
         throw spool && e instanceof Error ? new Error(e.message.replaceAll(spool, '<stdin>')) : e;
       });
