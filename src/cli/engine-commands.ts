@@ -157,7 +157,11 @@ export const predictCmd = defineCommand({
       type: 'choice', choices: ['xc', 'jsonl'] as const, default: 'xc', description: 'format of the output (see above)',
       hint: 'the format of the input is --input-format',
     },
-    k: { type: 'integer', min: 1, default: 5, valueName: 'k', description: 'labels per point (at most the model\'s labels)' },
+    k: { type: 'integer', min: 1, valueName: 'k', description: 'labels per point, at most the model\'s labels (default: 5; with --threshold: all that reach it)' },
+    threshold: {
+      type: 'number', min: 0, valueName: 't',
+      description: 'only the labels scoring at least t, in (0, 1] (scores are probabilities: at most 1/t labels); with --k, at most k of them',
+    },
     workers,
     mode,
     candidates,
@@ -168,6 +172,7 @@ export const predictCmd = defineCommand({
     'predict --model model.sl --input test.txt --k 5 > scores.txt',
     'predict --model model.sl --input test.txt --format jsonl | head -3',
     'predict --model model.sl --input - --input-format libsvm < points.svm',
+    'predict --model model.sl --input test.txt --threshold 0.2 --format jsonl',
   ],
   run: (o, io) => predictCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

@@ -692,7 +692,13 @@ export interface PredictCliOptions {
   zeroBased?: boolean;
   /** What is printed: 'xc' (a sparse score matrix with a header) or 'jsonl'. Default 'xc'. */
   format?: 'xc' | 'jsonl';
+  /** Labels per point (at most). Default 5; with `threshold`, every label above it. */
   k?: number;
+  /**
+   * Print only the labels whose score is at least this, in (0, 1] (napkinXC's threshold prediction). Scores
+   * are softmax probabilities, which sum to 1, so at most 1/t labels pass. Default none (top-k).
+   */
+  threshold?: number;
   workers?: number;
   mode?: 'exact' | 'sampled';
   candidates?: number;
@@ -709,7 +715,9 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   await checkInputFile(o.model, '--model');
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
-  const k = o.k ?? 5;
+  if (o.threshold !== undefined && !(o.threshold > 0 && o.threshold <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] but received ${o.threshold}`);
+  // Softmax scores sum to 1: no more than floor(1/t) labels reach t (one more for rounding).
+  const k = o.k ?? (o.threshold !== undefined ? Math.min(outputs, Math.floor(1 / o.threshold) + 1) : 5);
   if (o.mode === 'sampled') warnDenseSampled(net.config, o.model, io);
   if (k > outputs) throw new UsageError(`option --k ${k} exceeds the model's ${outputs} labels`);
   let spool: string | undefined;
@@ -733,7 +741,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   } finally {
     bar?.done();
   }
-  await writePredictions(p, o.format ?? 'xc', outputs, io);
+  await writePredictions(p, o.format ?? 'xc', outputs, io, o.threshold);
   return 0;
 }
 
