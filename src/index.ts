@@ -1,7 +1,9 @@
 // Public entry point of the sublinear package.
 export {
   Network, type PredictOptions, type EvaluateOptions, type Predictions, type ResumeOptions, type ResumeInfo, type LoadOptions,
+  type SaveOptions,
 } from './network/network.js';
+export type { TrainingSummary } from './network/model-file.js';
 export {
   defaultConfig, resolveConfig, ConfigError,
   type NetworkConfig, type LayerConfig, type SamplingConfig, type HashName, type SelectionMode,

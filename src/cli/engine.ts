@@ -19,6 +19,7 @@ import { Progress } from '../util/progress.js';
 import { earlyStopProgressText } from './train-progress.js';
 import { resolveValidation } from '../train/early-stop.js';
 import { peakRssMB } from '../util/peak-rss.js';
+import { packageVersion } from '../util/package-root.js';
 import { UsageError } from './args.js';
 import { readConfigFile } from './config-file.js';
 import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js';
@@ -549,7 +550,21 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
     if (o.save && (!dist || dist.isRoot)) {
       try {
-        await net.save(o.save);
+        await net.save(o.save, {
+          training: {
+            data: { file: resolve(trainPath), points: train.points, features: train.features, labels: train.labels, nonzeros: train.offsets[train.points]! },
+            epochs: stats.epochs,
+            ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
+            samples: stats.samples,
+            trainSeconds: stats.trainSeconds,
+            ...(Number.isFinite(stats.lastLoss) ? { loss: stats.lastLoss } : {}),
+            batchSize: batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128,
+            lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers).lr),
+            workers,
+            version: packageVersion(),
+            savedAt: new Date().toISOString(),
+          },
+        });
       } catch (e) {
         // The final checkpoint is written before the best epoch's weights are restored: it holds the last epoch's.
         const which = stats.bestEpoch !== undefined && stats.bestEpoch !== stats.epochs ? `the weights of the last epoch (${stats.epochs}; the kept best epoch was ${stats.bestEpoch})` : 'the trained weights';

@@ -8,12 +8,40 @@ import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './
 import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, type LoadLimits } from './file-layout.js';
 import type { Network } from './network.js';
 
-interface ModelMeta {
+/**
+ * How a model was trained, stored in its file for `sublinear info` (`Network.save(path, { training })`;
+ * `train --save` fills it). Every field is optional; loading ignores it.
+ */
+export interface TrainingSummary {
+  /** The training data: its path as given to train (absolute) and its shape. */
+  data?: { file?: string; points?: number; features?: number; labels?: number; nonzeros?: number };
+  /** Epochs trained (counted over the whole run, resumes included). */
+  epochs?: number;
+  /** With held-out validation: the epoch whose weights the model holds. */
+  bestEpoch?: number;
+  /** Training samples and seconds of the last fit() (a resumed run: since its checkpoint). */
+  samples?: number;
+  trainSeconds?: number;
+  /** Mean loss of the last epoch. */
+  loss?: number;
+  /** Training options: batch size, learning rate, workers. */
+  batchSize?: number;
+  lr?: number;
+  workers?: number;
+  /** The sublinear version that wrote the file, and when (ISO time). */
+  version?: string;
+  savedAt?: string;
+}
+
+/** The meta of a model file. */
+export interface ModelMeta {
   format: 'sublinear-model';
   config: ResolvedNetworkConfig;
   batchesDone: number;
   rebuildRound: number;
   trainPoints: number;
+  /** How it was trained (absent in files saved without it). */
+  training?: TrainingSummary;
 }
 
 function sections(net: Network): Record<string, SectionArray> {
@@ -33,13 +61,14 @@ export function modelFileBytes(net: Network): number {
   return bytes + 4 * net.config.layers.at(-1)!.size + 8; // labelFreq
 }
 
-export async function saveModel(path: string, net: Network): Promise<void> {
+export async function saveModel(path: string, net: Network, training?: TrainingSummary): Promise<void> {
   const meta: ModelMeta = {
     format: 'sublinear-model',
     config: net.config,
     batchesDone: net.batchesDone,
     rebuildRound: net.rebuildRound,
     trainPoints: net.trainPoints,
+    ...(training ? { training } : {}),
   };
   await writeBinFile(path, { kind: 'model', meta, sections: sections(net) });
 }

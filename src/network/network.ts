@@ -19,7 +19,7 @@ import { tablesProblem } from '../lsh/tables-check.js';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../train/metrics.js';
-import { loadModel, saveModel } from './model-file.js';
+import { loadModel, saveModel, type TrainingSummary } from './model-file.js';
 import type { LoadLimits } from './file-layout.js';
 import { subset } from '../../datasets/split-reader.js';
 import { sharedSetLogQ } from '../train/logq.js';
@@ -58,6 +58,12 @@ export interface PredictOptions {
 export type LoadOptions = LoadLimits;
 
 /** Options of `Network.resume` (with the limits of `Network.load`). */
+/** Options of `Network.save`. */
+export interface SaveOptions {
+  /** How the model was trained, stored in the file and shown by `sublinear info`. Default none. */
+  training?: TrainingSummary;
+}
+
 export interface ResumeOptions extends LoadLimits {
   /**
    * Receives warnings, e.g. that the newest checkpoint is damaged and an older one is used.
@@ -487,9 +493,12 @@ export class Network {
     return Object.assign(m, { outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds });
   }
 
-  /** Writes the model (config, weights, training label frequencies) atomically with a checksum. */
-  async save(path: string): Promise<void> {
-    await saveModel(path, this);
+  /**
+   * Writes the model (config, weights, training label frequencies) atomically with a checksum. `path` must
+   * be a regular file or a new name (a symbolic link is followed to its regular file; see writeFileAtomic).
+   */
+  async save(path: string, opts: SaveOptions = {}): Promise<void> {
+    await saveModel(path, this, opts.training);
   }
 
   /**
