@@ -19,6 +19,7 @@ import { Progress } from '../util/progress.js';
 import { earlyStopProgressText } from './train-progress.js';
 import { resolveValidation } from '../train/early-stop.js';
 import { peakRssMB } from '../util/peak-rss.js';
+import { escapeControl } from '../util/bounded-text.js';
 import { packageVersion } from '../util/package-root.js';
 import { UsageError } from './args.js';
 import { readConfigFile } from './config-file.js';
@@ -314,7 +315,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const saved = readSavedCli(info.extra) ?? {};
     const recordedOutputs = OUTPUT_KEYS.filter((k) => saved[k] !== undefined && given[k] === undefined);
     if (recordedOutputs.length && writer) {
-      const list = recordedOutputs.map((k) => `--${k} ${saved[k]}`).join(' and ');
+      // Paths from the file are shown with their control characters escaped.
+      const list = recordedOutputs.map((k) => `--${k} ${escapeControl(saved[k]!)}`).join(' and ');
       if (!given.useRecordedOutputs) {
         throw new UsageError(`${info.file} records ${list}; a resumed run writes only the files its command line names: ` +
           `give ${recordedOutputs.map((k) => `--${k} <file>`).join(' and ')} again, or --use-recorded-outputs to write the recorded ${recordedOutputs.length > 1 ? 'ones' : 'one'}`);
@@ -325,7 +327,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
     o = { ...saved, checkpoint: dirname(info.file), ...defined };
     if (!o.train) throw new UsageError(`${info.file} does not record its training data (it was not written by sublinear train); give --train`);
-    for (const k of ['train', 'test'] as const) if (given[k] === undefined && o[k] !== undefined) recordedInputs.push(`--${k} ${o[k]}`);
+    for (const k of ['train', 'test'] as const) if (given[k] === undefined && o[k] !== undefined) recordedInputs.push(`--${k} ${escapeControl(o[k]!)}`);
     // The recorded paths are shown before they are read, and checked first (they may have moved since).
     if (recordedInputs.length && !quiet) io.err(`reading the data ${info.file} records: ${recordedInputs.join(', ')}\n`);
     const from = (k: 'train' | 'test') => (given[k] === undefined ? `--${k} (recorded in ${info.file})` : `--${k}`);
@@ -555,14 +557,9 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
             data: { file: resolve(trainPath), points: train.points, features: train.features, labels: train.labels, nonzeros: train.offsets[train.points]! },
             epochs: stats.epochs,
             ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
-            samples: stats.samples,
-            trainSeconds: stats.trainSeconds,
-            ...(Number.isFinite(stats.lastLoss) ? { loss: stats.lastLoss } : {}),
             batchSize: batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128,
             lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers).lr),
-            workers,
             version: packageVersion(),
-            savedAt: new Date().toISOString(),
           },
         });
       } catch (e) {

@@ -88,14 +88,11 @@ export function infoText(i: FileInfo): string {
     if (d) lines.push(`data: ${d.file !== undefined ? s(d.file) : '?'} (${n(d.points)} points, ${n(d.features)} features, ${n(d.labels)} labels, ${n(d.nonzeros)} nonzeros)`);
     const run = [
       t.epochs !== undefined ? `${n(t.epochs)} epoch(s)${t.bestEpoch !== undefined ? `, weights of epoch ${n(t.bestEpoch)} (best held-out score)` : ''}` : null,
-      t.samples !== undefined && t.trainSeconds !== undefined ? `${n(t.samples)} samples in ${Number(t.trainSeconds).toFixed(1)} s` : null,
-      t.loss !== undefined ? `final loss ${Number(t.loss).toFixed(4)}` : null,
       t.batchSize !== undefined ? `batch ${n(t.batchSize)}` : null,
       t.lr !== undefined ? `lr ${s(t.lr)}` : null,
-      t.workers !== undefined ? `${n(t.workers)} worker(s)` : null,
     ].filter((x) => x !== null);
     if (run.length) lines.push(`training: ${run.join('; ')}`);
-    if (t.version !== undefined || t.savedAt !== undefined) lines.push(`saved by sublinear ${s(t.version ?? '?')} at ${s(t.savedAt ?? '?')}`);
+    if (t.version !== undefined) lines.push(`saved by sublinear ${s(t.version)}`);
   } else if (i.kind === 'model') {
     lines.push('training: not recorded (saved without a summary)');
   }

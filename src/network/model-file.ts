@@ -10,7 +10,9 @@ import type { Network } from './network.js';
 
 /**
  * How a model was trained, stored in its file for `sublinear info` (`Network.save(path, { training })`;
- * `train --save` fills it). Every field is optional; loading ignores it.
+ * `train --save` fills it). Every field is optional; loading ignores it. `train` records only what an
+ * identical run reproduces (no times, no worker count), so a resumed run still saves the same file, byte
+ * for byte, as an uninterrupted one.
  */
 export interface TrainingSummary {
   /** The training data: its path as given to train (absolute) and its shape. */
@@ -19,18 +21,11 @@ export interface TrainingSummary {
   epochs?: number;
   /** With held-out validation: the epoch whose weights the model holds. */
   bestEpoch?: number;
-  /** Training samples and seconds of the last fit() (a resumed run: since its checkpoint). */
-  samples?: number;
-  trainSeconds?: number;
-  /** Mean loss of the last epoch. */
-  loss?: number;
-  /** Training options: batch size, learning rate, workers. */
+  /** Training options: batch size and learning rate. */
   batchSize?: number;
   lr?: number;
-  workers?: number;
-  /** The sublinear version that wrote the file, and when (ISO time). */
+  /** The sublinear version that wrote the file. */
   version?: string;
-  savedAt?: string;
 }
 
 /** The meta of a model file. */

@@ -35,8 +35,8 @@ describe('sublinear info', () => {
       'trained: 6 batches on 20 points',
       `data: ${tiny} (20 points, 2,000 features, 100 labels, ${readFileSync(tiny, 'utf8').trim().split('\n').slice(1).reduce((a, l) => a + l.split(' ').length - 1, 0)} nonzeros)`,
     ]);
-    expect(lines[5]).toMatch(/^training: 2 epoch\(s\); 40 samples in [\d.]+ s; final loss \d+\.\d{4}; batch 8; lr 0\.005; 0 worker\(s\)$/);
-    expect(lines[6]).toMatch(/^saved by sublinear \d+\.\d+\.\d+ at \d{4}-\d\d-\d\dT/);
+    expect(lines[5]).toBe('training: 2 epoch(s); batch 8; lr 0.005');
+    expect(lines[6]).toMatch(/^saved by sublinear \d+\.\d+\.\d+$/);
     const j = JSON.parse(run('info', 'm.sl', '--json').stdout) as { kind: string; labels: number; training: { data: { file: string }; epochs: number } };
     expect(j).toMatchObject({ kind: 'model', labels: 100, training: { data: { file: tiny }, epochs: 2 } });
 
