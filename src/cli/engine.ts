@@ -499,7 +499,9 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
           // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
           const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
           const at = p.epoch * p.batchesPerEpoch + p.batch;
-          firstAt ??= at; // a resumed run starts part-way: its rate and ETA count from there
+          // A resumed run starts part-way: its rate and ETA count from its checkpoint.
+          const from = resumed?.resumeInfo!.position;
+          firstAt ??= from ? from.epoch * p.batchesPerEpoch + from.batch : 0;
           const speed = `${loss} ${Math.round(p.samplesPerSec)} samples/s`;
           if (!p.epochsIsLimit) {
             bar?.update(at - firstAt, p.epochs * p.batchesPerEpoch - firstAt, `epoch ${p.epoch + 1}/${p.epochs}${speed}`);
