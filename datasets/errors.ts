@@ -1,6 +1,8 @@
 // The one error type of the dataset readers: every problem found in a data file is reported as
 // `<file>:<line>: <problem>` so that an editor or `grep -n` takes the user straight to it.
 
+import { escapeControl } from '../src/util/bounded-text.js';
+
 /** A problem in the contents of a data file (not an I/O error: those keep Node's own errors). */
 export class DataFormatError extends Error {
   /** The file as the caller named it. */
@@ -22,5 +24,5 @@ export class DataFormatError extends Error {
 /** Quotes a token for an error message, shortening very long ones so a message stays one readable line. */
 export function quoteToken(token: string): string {
   const t = token.length > 40 ? `${token.slice(0, 37)}...` : token;
-  return `'${t}'`;
+  return `'${escapeControl(t)}'`;
 }

@@ -15,7 +15,8 @@
 // - A line with nothing on it (after an optional `\r`) is blank. Blank lines are fine at the end of the
 //   file; a blank line followed by more data is an error (an empty point is written as a single space).
 // - Values must be finite in float32 (`nan`, `inf`, `1e999`, `1e39` are errors). Zeros are kept.
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
+import { fsErrorReason } from '../src/util/fs-errors.js';
 import { CsrBuilder, MemoryLimitError } from './csr-builder.js';
 import { DataFormatError, quoteToken } from './errors.js';
 import { boundText } from '../src/util/bounded-text.js';
@@ -527,7 +528,14 @@ export type ChunkSink = (buf: Uint8Array, start: number, end: number, consumed: 
 export async function streamLines(path: string, sink: ChunkSink, opts: StreamOptions = {}): Promise<void> {
   const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
   const maxLine = opts.maxLineBytes ?? MAX_LINE_BYTES;
-  const fh = await open(path, 'r');
+  let fh: FileHandle;
+  try {
+    fh = await open(path, 'r');
+  } catch (e) {
+    // Node's message ("ENOENT: no such file or directory, open 'x'") made readable; code and path kept.
+    const err = e as NodeJS.ErrnoException;
+    throw Object.assign(new Error(`cannot read ${path}: ${fsErrorReason(err)}`, { cause: e }), { code: err.code, errno: err.errno, syscall: err.syscall, path });
+  }
   let inFlight: Promise<unknown> | undefined;
   try {
     const st = await fh.stat();

@@ -1,7 +1,9 @@
 // Public entry point of the sublinear package.
 export {
   Network, type PredictOptions, type EvaluateOptions, type Predictions, type ResumeOptions, type ResumeInfo, type LoadOptions,
+  type SaveOptions,
 } from './network/network.js';
+export type { TrainingSummary } from './network/model-file.js';
 export {
   defaultConfig, resolveConfig, ConfigError,
   type NetworkConfig, type LayerConfig, type SamplingConfig, type HashName, type SelectionMode,
@@ -14,6 +16,7 @@ export {
   type SkippedCheckpoint,
 } from './train/checkpoint.js';
 export { MemoryLimitError } from './train/memory-plan.js';
+export { BinFileError } from './util/binfile.js';
 export { modelFileBytes } from './network/model-file.js';
 export { checkOutputDirs, OutputCheckError, type PlannedOutput } from './util/output-check.js';
 export { lockDirectory, assertUnlocked, DirectoryLockedError, LOCK_FILE, type LockOwner, type DirectoryLock } from './train/lock.js';

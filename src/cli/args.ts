@@ -243,6 +243,8 @@ export function commandArgv(spec: Command['spec'], values: Record<string, unknow
 function convert(f: Exclude<FlagSpec, BooleanFlag>, raw: string, shown: string): string | number {
   switch (f.type) {
     case 'string':
+      // `--save ""` (an unset shell variable) must not silently mean "no file".
+      if (raw === '') throw new UsageError(`option ${shown} expects a value${f.valueName ? ` (<${f.valueName}>)` : ''} but received an empty string`);
       return raw;
     case 'choice':
       if (!f.choices.includes(raw)) {

@@ -20,6 +20,9 @@ export type ConfigFileTraining = Pick<FitOptions, 'epochs' | 'batchSize' | 'lr' 
 
 export const TRAINING_FILE_KEYS = ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild', 'inputScaling'] as const satisfies readonly (keyof ConfigFileTraining)[];
 
+/** The most epochs `train` accepts (--epochs and a config's "epochs"): beyond, a typo, not a plan. */
+export const MAX_EPOCHS = 1_000_000;
+
 /** A parsed --config file: the network without inputDim when the file leaves it to the data. */
 export interface ConfigFile {
   network: Omit<NetworkConfig, 'inputDim'> & { inputDim?: number };
@@ -39,7 +42,8 @@ export async function readConfigFile(path: string): Promise<ConfigFile> {
   }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    // A byte order mark (Windows editors write one) is not part of the JSON; data files skip it too.
+    parsed = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch (e) {
     throw new Error(`${path}: not valid JSON: ${(e as Error).message}`);
   }
@@ -70,7 +74,7 @@ export function parseConfigObject(parsed: unknown, path: string): ConfigFile {
   const num = (v: unknown, name: string, ok: (x: number) => boolean, range: string) => {
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && ok(v))) throw fail(`Expected number in ${range} for ${name} but received ${JSON.stringify(v)}`);
   };
-  int(t.epochs, 'epochs', 0);
+  int(t.epochs, 'epochs', 1, MAX_EPOCHS);
   int(t.batchSize, 'batchSize', 1);
   int(t.workers, 'workers', 0, 256);
   num(t.lr, 'lr', (x) => x > 0, '(0, inf)');

@@ -1,6 +1,7 @@
 // Command-line specs of `sublinear train | eval | predict | demo` (implementations in engine.ts).
 import { parseBytes } from '../train/memory-plan.js';
 import { defineCommand, UsageError } from './args.js';
+import { MAX_EPOCHS } from './config-file.js';
 import { demoCommand, evalCommand, predictCommand, trainCommand } from './engine.js';
 
 /** A size flag (--max-memory) in bytes; a malformed one is a usage error. */
@@ -14,6 +15,7 @@ function bytesFlag(text: string | undefined): number | undefined {
 }
 
 const format = { type: 'choice', choices: ['xc', 'libsvm'] as const, default: 'xc', description: 'input format of the data files' } as const;
+const zeroBased = { type: 'boolean', description: 'libsvm only: feature ids in the files start at 0 (LIBSVM files are 1-based by default)' } as const;
 const workers = {
   type: 'integer', min: 0, max: 256, valueName: 'n',
   description: 'worker threads (HOGWILD); 0 runs in the main thread (default: number of cores; training a dense output layer: 1)',
@@ -22,7 +24,7 @@ const candidates = {
   type: 'integer', min: 1, valueName: 'n',
   description: 'sampled inference: output neurons scored per point (default: 1% of the labels, at least 64)',
 } as const;
-const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line); no progress on stderr' } as const;
+const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line); progress still goes to stderr (--quiet silences it)' } as const;
 const quiet = { type: 'boolean', short: 'q', description: 'no progress or messages on stderr (errors are still printed)' } as const;
 const maxMemory = { type: 'string', valueName: 'bytes', description: 'refuse work needing more memory than this, e.g. 4GB (default: 90% of the machine\'s memory)' } as const;
 const mode = {
@@ -54,7 +56,10 @@ export const trainCmd = defineCommand({
     '(and saves with --save, and writes a checkpoint with --checkpoint), then exits 130 or 143. With --checkpoint, the full training ' +
     'state is written every --checkpoint-every (atomically; the newest two files are kept); --resume continues ' +
     'such a run exactly where its last checkpoint left it, with the data paths and settings it recorded ' +
-    '(flags given again override them; --epochs can extend a finished run).',
+    '(flags given again override them; the files it writes must be named again, or confirmed with --use-recorded-outputs; ' +
+    '--epochs can extend a run that finished its epochs, not one that held-out validation stopped). ' +
+    'Output files (--save, --log) must be regular files or not exist yet: a symbolic link is followed to the regular ' +
+    'file it points to (which is replaced; the link stays); a directory, device, FIFO or socket is refused before any data is read.',
   flags: {
     train: { type: 'string', valueName: 'file', description: 'training data (required unless --resume); with --distributed, %r in the name is the rank: each rank reads its own shard' },
     test: { type: 'string', valueName: 'file', description: 'test data, evaluated after training (and every --eval-every epochs)' },
@@ -69,25 +74,34 @@ export const trainCmd = defineCommand({
       type: 'string', valueName: 'model',
       description: 'warm start: continue training this saved model on --train; labels it has never seen (names, or ids past its last) get new outputs, old ones keep their weights',
     },
+    zeroBased,
     // No flag defaults for what --resume restores: a default would be indistinguishable from a flag given again.
     epochs: {
-      type: 'integer', min: 0, valueName: 'n',
+      type: 'integer', min: 1, max: MAX_EPOCHS, valueName: 'n',
       description: 'train exactly n passes over all of the training data (default: decided by held-out P@k, at most 50)',
     },
     batch: { type: 'integer', min: 1, valueName: 'n', description: 'mini-batch size (default: 128)' },
-    lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate (default: 0.01 with a sampled output layer, else 0.001)' },
+    lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate, > 0 (default: 0.01 with a sampled output layer, else 0.001)' },
     workers,
     seed: { type: 'integer', min: 0, valueName: 'n', description: 'seed of every random choice (default: the config seed, else 1)' },
-    save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically)' },
+    save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically; a regular file or a new name, see above); without it (or --checkpoint) the model is not kept' },
     evalEvery: { type: 'integer', min: 1, valueName: 'n', description: 'evaluate on --test every n epochs' },
     maxMemory,
-    log: { type: 'string', valueName: 'file', description: 'write one JSON line per epoch (loss, samples/s, held-out and test metrics) and a summary line to this file (a resumed run appends)' },
+    log: { type: 'string', valueName: 'file', description: 'write one JSON line per epoch (loss, samples/s, held-out and test metrics) and a summary line to this file (a resumed run rewrites it with the records up to its checkpoint, then continues it); if it cannot be written, training goes on' },
     checkpoint: { type: 'string', valueName: 'dir', description: 'write training checkpoints to this directory (default with --resume: the resumed one)' },
     checkpointEvery: {
       type: 'string', valueName: 'n|Ns|Nm',
       description: 'checkpoint every n batches, or every N seconds/minutes/hours, e.g. 500, 90s, 10m, 1h (default: 10m)',
     },
-    resume: { type: 'string', valueName: 'dir', description: 'continue the run checkpointed in this directory' },
+    resume: {
+      type: 'string', valueName: 'dir',
+      description: 'continue the run checkpointed in this directory, reading the data files it records (shown first); ' +
+        'the files it writes must be given again (--save, --log) unless --use-recorded-outputs',
+    },
+    useRecordedOutputs: {
+      type: 'boolean',
+      description: 'with --resume: write the --save and --log files the checkpoint records (shown first) when they are not given again',
+    },
     mode: trainMode,
     candidates,
     propensityA,
@@ -107,8 +121,9 @@ export const trainCmd = defineCommand({
     'train --train train.txt --save model.sl --checkpoint ckpt --checkpoint-every 10m',
     'train --train docs.txt --test docs-test.txt --input-format text --save model.sl',
     'train --init model.sl --train more-docs.txt --input-format text --epochs 3 --save model2.sl',
-    'train --resume ckpt',
-    'train --resume ckpt --epochs 20',
+    'train --resume ckpt --save model.sl',
+    'train --resume ckpt --use-recorded-outputs',
+    'train --resume ckpt --epochs 20 --save model.sl',
     'train --train train.txt --test test.txt --epochs 5 --workers 1 --distributed --json   (under mpirun -np 4)',
   ],
   run: (o, io) => trainCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
@@ -121,6 +136,7 @@ export const evalCmd = defineCommand({
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
     test: { type: 'string', required: true, valueName: 'file', description: 'test data' },
     format: { type: 'choice', choices: ['xc', 'libsvm', 'text'] as const, description: 'input format of the test data (default: text for a model trained on text, else xc)' },
+    zeroBased,
     k: { type: 'string', valueName: 'list', description: 'cut-offs of P@k, nDCG@k and PSP@k, comma-separated (default: 1,3,5)' },
     workers,
     mode,
@@ -152,12 +168,17 @@ export const predictCmd = defineCommand({
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
     input: { type: 'string', required: true, valueName: 'file', description: 'points to label, or - for standard input (labels in the file are ignored)' },
     inputFormat: { type: 'choice', choices: ['xc', 'libsvm', 'text'] as const, description: 'format of the input (default: text for a model trained on text, else xc)' },
+    zeroBased,
     format: {
       type: 'choice', choices: ['xc', 'jsonl'] as const,
       description: 'format of the output (see above; default: jsonl with label names for a model trained on text, else xc)',
       hint: 'the format of the input is --input-format',
     },
-    k: { type: 'integer', min: 1, default: 5, valueName: 'k', description: 'labels per point (at most the model\'s labels)' },
+    k: { type: 'integer', min: 1, valueName: 'k', description: 'labels per point, at most the model\'s labels (default: 5; with --threshold: all that reach it)' },
+    threshold: {
+      type: 'number', min: 0, valueName: 't',
+      description: 'only the labels scoring at least t, in (0, 1] (scores are probabilities: at most 1/t labels); with --k, at most k of them',
+    },
     workers,
     mode,
     candidates,
@@ -169,6 +190,7 @@ export const predictCmd = defineCommand({
     'predict --model model.sl --input test.txt --format jsonl | head -3',
     'predict --model model.sl --input - --input-format libsvm < points.svm',
     'predict --model text-model.sl --input new-docs.txt --k 3',
+    'predict --model model.sl --input test.txt --threshold 0.2 --format jsonl',
   ],
   run: (o, io) => predictCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

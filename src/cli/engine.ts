@@ -1,7 +1,7 @@
 // `sublinear train | eval | predict | demo`: the engine's commands. Argument parsing lives in
 // src/cli/main.ts's command table; these functions receive typed options.
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, open, rm, type FileHandle } from 'node:fs/promises';
+import { mkdtemp, open, rm, stat, type FileHandle } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -12,9 +12,15 @@ import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
 import { checkMemory, formatBytes, memoryLimit, planNetworkMemory } from '../train/memory-plan.js';
-import { parseCheckpointEvery } from '../train/checkpoint.js';
+import { listCheckpoints, parseCheckpointEvery } from '../train/checkpoint.js';
+import { assertUnlocked } from '../train/lock.js';
+import { fsErrorReason } from '../util/fs-errors.js';
+import { outputTarget } from '../util/atomic-write.js';
 import { Progress } from '../util/progress.js';
+import { earlyStopProgressText } from './train-progress.js';
 import { peakRssMB } from '../util/peak-rss.js';
+import { escapeControl } from '../util/bounded-text.js';
+import { packageVersion } from '../util/package-root.js';
 import { UsageError } from './args.js';
 import { readConfigFile } from './config-file.js';
 import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js';
@@ -47,6 +53,8 @@ export interface TrainCliOptions {
    * get new outputs; a text model keeps its vectorizer and label names). Not with --resume or --config.
    */
   init?: string;
+  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
+  zeroBased?: boolean;
   epochs?: number;
   batch?: number;
   lr?: number;
@@ -67,6 +75,15 @@ export interface TrainCliOptions {
   checkpointEvery?: string;
   /** Checkpoint directory of a run to continue. */
   resume?: string;
+  /**
+   * With `resume`: write the `save` and `log` files the checkpoint records when they are not given again
+   * (they are shown first). Default false: a resumed run writes only the outputs its command line names,
+   * and refuses to start while the checkpoint records one that is not given (a checkpoint may come from
+   * another machine or user, and must not choose which files are overwritten).
+   */
+  useRecordedOutputs?: boolean;
+  /** No warning that the trained model is kept nowhere (no `save`, no `checkpoint`): the demo's. Default false. */
+  unsavedOk?: boolean;
   /** JSON-lines file: one line per epoch, then a summary line. */
   log?: string;
   /** No progress or messages on stderr (errors still). */
@@ -93,6 +110,7 @@ interface SavedCli {
   maxVocabulary?: number;
   hashBits?: number;
   init?: string;
+  zeroBased?: boolean;
   save?: string;
   evalEvery?: number;
   workers?: number;
@@ -104,7 +122,7 @@ interface SavedCli {
   log?: string;
 }
 
-const SAVED_CLI_KEYS = ['train', 'test', 'format', 'inputFormat', 'minDf', 'bigrams', 'maxVocabulary', 'hashBits', 'init', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
+const SAVED_CLI_KEYS = ['train', 'test', 'format', 'inputFormat', 'minDf', 'bigrams', 'maxVocabulary', 'hashBits', 'init', 'zeroBased', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
 
 function savedCli(o: TrainCliOptions & { train: string }): SavedCli {
   const s: Record<string, unknown> = {};
@@ -113,6 +131,9 @@ function savedCli(o: TrainCliOptions & { train: string }): SavedCli {
   return s as unknown as SavedCli;
 }
 
+/** The paths a checkpoint records that a resumed run writes: never used unless confirmed (--use-recorded-outputs). */
+const OUTPUT_KEYS = ['save', 'log'] as const;
+
 /** The CLI settings recorded in a checkpoint's extra, or null when it holds none (an API-written checkpoint). */
 function readSavedCli(extra: unknown): Partial<SavedCli> | null {
   const cli = (extra as { cli?: unknown } | null)?.cli;
@@ -120,12 +141,42 @@ function readSavedCli(extra: unknown): Partial<SavedCli> | null {
   const out: Record<string, unknown> = {};
   for (const k of SAVED_CLI_KEYS) {
     const v = (cli as Record<string, unknown>)[k];
-    if (v !== undefined) out[k] = v;
+    // A value of the wrong type (a damaged or hand-made file) is not used.
+    const numeric = ['evalEvery', 'workers', 'maxMemory', 'propensityA', 'propensityB', 'minDf', 'maxVocabulary', 'hashBits'].includes(k);
+    const flag = k === 'zeroBased' || k === 'bigrams';
+    if (flag ? typeof v === 'boolean' : numeric ? typeof v === 'number' && Number.isFinite(v) : typeof v === 'string' && v !== '') out[k] = v;
   }
   return out as Partial<SavedCli>;
 }
 
 type InputFormat = 'xc' | 'libsvm' | 'text';
+
+/**
+ * The epoch records a checkpoint holds (extra.epochs): those of epochs 1..`completed`, or [] when it
+ * holds none or they are malformed (written before they were recorded, or not by sublinear train).
+ */
+function readSavedRecords(extra: unknown, completed: number): EpochRecord[] {
+  const list = (extra as { epochs?: unknown } | null)?.epochs;
+  if (!Array.isArray(list)) return [];
+  const ok = list.every((r, i) => r !== null && typeof r === 'object' && (r as EpochRecord).epoch === i + 1 &&
+    typeof (r as EpochRecord).trainSeconds === 'number' && typeof (r as EpochRecord).loss === 'number');
+  return ok ? (list as EpochRecord[]).slice(0, completed) : [];
+}
+
+/**
+ * Refuses, before any data is read, a checkpoint directory that a live run holds or that already holds
+ * checkpoints (`resumedDir`: the directory the network was resumed from, whose checkpoints are its own).
+ * The Checkpointer checks both again when it takes the lock; this only makes the common mistakes cheap.
+ */
+async function checkCheckpointDirFree(dir: string, resumedDir: string | null): Promise<void> {
+  if (resumedDir !== null && resolve(resumedDir) === resolve(dir)) return;
+  await assertUnlocked(dir);
+  const existing = await listCheckpoints(dir).catch(() => []);
+  if (existing.length > 0) {
+    throw new Error(`checkpoint directory ${dir} already holds checkpoints of another run (newest: ${existing[0]!.file}); ` +
+      `resume them (sublinear train --resume ${dir}) or use an empty directory`);
+  }
+}
 
 type Out = { out: (s: string) => void; err: (s: string) => void; drain?: () => Promise<void> };
 
@@ -138,11 +189,13 @@ function memoryLimitBytes(maxMemory: number | undefined): number {
  * Reads a data file with a progress display (a bar on a terminal, plain lines every few seconds
  * elsewhere, nothing when quiet), refusing it if reading would pass `maxMemoryBytes`.
  */
-export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean, maxMemoryBytes?: number): Promise<SparseDataset> {
+export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean, maxMemoryBytes?: number, zeroBased = false): Promise<SparseDataset> {
   const bar = quiet ? null : new Progress({ label: `reading ${label}`, unit: 'MB' });
+  // Opening a FIFO blocks until something writes to it: say so rather than hang silently.
+  if (bar && (await stat(path).catch(() => null))?.isFIFO()) bar.log(`reading ${label} from the pipe ${path} (waiting for its writer)`);
   const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
   try {
-    return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes }) : await readXC(path, { onProgress, maxMemoryBytes });
+    return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes, oneBased: !zeroBased }) : await readXC(path, { onProgress, maxMemoryBytes });
   } finally {
     bar?.done();
   }
@@ -191,6 +244,34 @@ function dataBytes(d: SparseDataset): number {
 function metricLine(m: Metrics, ks: readonly number[] = [1, 3, 5]): string {
   const f = (k: string) => (m[k as keyof Metrics] as number | undefined)?.toFixed(4) ?? '-';
   return ['p', 'ndcg', 'psp'].flatMap((name) => ks.map((k) => `${name === 'p' ? 'P' : name === 'ndcg' ? 'nDCG' : 'PSP'}@${k} ${f(`${name}${k}`)}`)).join('  ');
+}
+
+/**
+ * Refuses to resume a run that has nothing left to train, saying why: one that held-out validation
+ * stopped (--epochs does not extend it: its early stopping would end it again at once), or one that
+ * finished its epochs (unless --epochs asks for more).
+ */
+function checkResumable(net: Network, epochs: number | undefined): void {
+  const info = net.resumeInfo!;
+  const p = info.position, f = info.fitOptions;
+  const e = net.earlyStop?.state;
+  if (f.validation && e && e.bad >= f.validation.patience) {
+    throw new Error(`${info.file} is the end of a run that held-out validation stopped: its score did not improve for ${e.bad} epoch(s) ` +
+      `after epoch ${e.bestEpoch}, whose weights it kept; there is nothing to resume${epochs !== undefined ? ' (--epochs does not extend such a run)' : ''}. ` +
+      'To train longer, start a new run (--epochs n trains exactly n epochs)');
+  }
+  const planned = epochs ?? f.epochs;
+  if (p.batch === 0 && p.epoch >= planned) {
+    throw new Error(`${info.file} is the end of a run that finished ${p.epoch === f.epochs ? 'its' : 'after'} ${p.epoch} epoch(s): there is nothing to resume; ` +
+      `--epochs n with n > ${p.epoch} trains it further`);
+  }
+}
+
+/** `--mode sampled` on a model whose output layer is dense: said, since every output is scored anyway. */
+function warnDenseSampled(config: NetworkConfig, what: string, io: Out): void {
+  if (!config.layers.at(-1)!.sampling) {
+    io.err(`sublinear: warning: --mode sampled: the output layer of ${what} is dense (not LSH-sampled), so every output is scored, as in --mode exact\n`);
+  }
 }
 
 /** Refuses test data that P@k cannot be measured on (no points, or no labels at all), naming the file. */
@@ -245,7 +326,8 @@ export async function trainCommand(given: TrainCliOptions, io: Out): Promise<num
 
 async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | null): Promise<number> {
   // Under MPI only rank 0 reports (the others still fail loudly: errors are not progress).
-  const quiet = !!given.json || !!given.quiet || (dist !== null && !dist.isRoot);
+  // --json changes only what stdout prints: a long run (an MPI job above all) still shows its progress.
+  const quiet = !!given.quiet || (dist !== null && !dist.isRoot);
   if (given.resume) {
     if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
     if (given.seed !== undefined) throw new UsageError('--seed cannot be combined with --resume: the seed comes from the checkpoint');
@@ -253,6 +335,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     throw new UsageError('missing required option --train (or --resume <dir>)');
   }
   if (given.init && (given.resume || given.config || given.networkConfig)) throw new UsageError(`--init cannot be combined with --${given.resume ? 'resume' : 'config'}: the network comes from the --init model`);
+  if (given.zeroBased && (given.format ?? given.inputFormat) !== 'libsvm' && !given.resume) throw new UsageError('--zero-based applies to --format libsvm only');
+  if (given.lr !== undefined && !(given.lr > 0)) throw new UsageError(`option --lr must be > 0 but received ${given.lr}`);
   if (given.checkpointEvery !== undefined && !given.checkpoint && !given.resume) throw new UsageError('--checkpoint-every needs --checkpoint <dir>');
   if (given.checkpointEvery !== undefined) {
     try {
@@ -270,6 +354,12 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
 
   let o: TrainCliOptions = given;
   let resumed: Network | undefined;
+  /** The epoch records of the run up to the resumed checkpoint (the log and the JSON history continue them). */
+  let priorRecords: EpochRecord[] = [];
+  /** Whether the resumed checkpoint holds its epochs' records (older ones do not: their log is appended to). */
+  let priorKnown = false;
+  /** Input paths taken from the checkpoint, not the command line: shown before they are read. */
+  const recordedInputs: string[] = [];
   if (given.resume) {
     // The network alone is checked against the memory limit before the checkpoint allocates it; the
     // full plan (training data included, with the saved settings) is checked again below. The saved
@@ -277,16 +367,43 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const resumeOpts = { onWarning: (m: string) => io.err(`sublinear: ${m}\n`), maxMemory: given.maxMemory, workers: given.workers };
     resumed = await (dist ? dist.resume(given.resume, resumeOpts) : Network.resume(given.resume, resumeOpts));
     const info = resumed.resumeInfo!;
+    checkResumable(resumed, given.epochs);
     // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
+    // The outputs a checkpoint records are not trusted: it may come from another machine or user (its
+    // paths are absolute), and must not choose which files this run overwrites.
+    const saved = readSavedCli(info.extra) ?? {};
+    const recordedOutputs = OUTPUT_KEYS.filter((k) => saved[k] !== undefined && given[k] === undefined);
+    if (recordedOutputs.length && writer) {
+      // Paths from the file are shown with their control characters escaped.
+      const list = recordedOutputs.map((k) => `--${k} ${escapeControl(saved[k]!)}`).join(' and ');
+      if (!given.useRecordedOutputs) {
+        throw new UsageError(`${info.file} records ${list}; a resumed run writes only the files its command line names: ` +
+          `give ${recordedOutputs.map((k) => `--${k} <file>`).join(' and ')} again, or --use-recorded-outputs to write the recorded ${recordedOutputs.length > 1 ? 'ones' : 'one'}`);
+      }
+      if (!quiet) io.err(`writing the outputs ${info.file} records (--use-recorded-outputs): ${list}\n`);
+    }
+    if (!given.useRecordedOutputs) for (const k of OUTPUT_KEYS) delete saved[k];
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) as TrainCliOptions;
-    o = { ...readSavedCli(info.extra), checkpoint: dirname(info.file), ...defined };
+    o = { ...saved, checkpoint: dirname(info.file), ...defined };
     if (!o.train) throw new UsageError(`${info.file} does not record its training data (it was not written by sublinear train); give --train`);
-    // The recorded paths may have moved since: check them before reading anything.
-    await checkTrainPaths({ train: ownFile(o.train), test: o.test, save: o.save, log: o.log }, writer);
+    for (const k of ['train', 'test'] as const) if (given[k] === undefined && o[k] !== undefined) recordedInputs.push(`--${k} ${escapeControl(o[k]!)}`);
+    // The recorded paths are shown before they are read, and checked first (they may have moved since).
+    if (recordedInputs.length && !quiet) io.err(`reading the data ${info.file} records: ${recordedInputs.join(', ')}\n`);
+    const from = (k: 'train' | 'test') => (given[k] === undefined ? `--${k} (recorded in ${info.file})` : `--${k}`);
+    if (o.train) await checkInputFile(ownFile(o.train), from('train'));
+    if (o.test) await checkInputFile(o.test, from('test'));
+    if (writer) await checkTrainPaths({ save: o.save, log: o.log });
+    if (o.checkpoint && writer) await checkCheckpointDirFree(o.checkpoint, dirname(info.file));
+    priorRecords = readSavedRecords(info.extra, info.position.epoch);
+    priorKnown = priorRecords.length > 0 || info.position.epoch === 0;
     if (!quiet) {
       const p = info.position;
       io.err(`resuming from ${info.file}: epoch ${p.epoch + 1}, batch ${p.batch} (${p.batchesDone} batches done)\n`);
     }
+  } else {
+    if (given.useRecordedOutputs) throw new UsageError('--use-recorded-outputs needs --resume <dir>');
+    // A locked directory or one holding another run's checkpoints is refused before the data is read.
+    if (given.checkpoint && writer) await checkCheckpointDirFree(given.checkpoint, null);
   }
   const t = file?.training ?? {};
   const epochs = o.epochs ?? t.epochs;
@@ -315,10 +432,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     train = text.train;
     test = text.test;
   } else {
-    const own = await loadData(ownFile(trainPath), format, 'training data', quiet, limit);
+    const own = await loadData(ownFile(trainPath), format, 'training data', quiet, limit, o.zeroBased);
     // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
     train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
-    test = o.test ? await loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train))) : undefined;
+    test = o.test ? await loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased) : undefined;
   }
   if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
   if (test) checkEvaluable(test, o.test!);
@@ -344,6 +461,11 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const outputs = resolved.layers.at(-1)!.size;
   if (test && o.test) checkFits(test, o.test, resolved.inputDim, outputs);
+  if (o.mode === 'sampled' && test && writer) warnDenseSampled(resolved, 'the network', io);
+  if (!resumed && outputs > train.labels && writer) {
+    io.err(`sublinear: warning: the network's last layer has ${outputs} neurons but ${trainPath} has ${train.labels} labels: ` +
+      `outputs ${train.labels}..${outputs - 1} are never a true label and only learn to score low (make the last layer ${train.labels})\n`);
+  }
   const workers = o.workers ?? t.workers ?? defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers()).workers;
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
@@ -370,6 +492,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   if (o.save && writer) await checkOutputFile(o.save, '--save', modelFileBytes(net));
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
+  // Without --save (or a checkpoint) the trained weights are kept nowhere: say so before training.
+  if (!o.save && !o.checkpoint && !o.unsavedOk && writer) {
+    io.err('sublinear: warning: no --save: the trained model will not be kept (give --save <model> to keep it)\n');
+  }
   let checkpoints = 0;
   let lastCheckpointFile: string | null = null;
   // Under MPI, rank 0 alone writes checkpoints (every replica holds the same state).
@@ -377,7 +503,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     ? {
         dir: o.checkpoint,
         every: o.checkpointEvery ?? '10m',
-        extra: { cli: savedCli({ ...o, train: trainPath }) },
+        // The epochs' records so far go into every checkpoint: a resumed run's log and history continue them.
+        extra: () => ({ cli: savedCli({ ...o, train: trainPath }), epochs: [...priorRecords, ...records] }),
         onSaved: (i: { file: string }) => {
           checkpoints++;
           lastCheckpointFile = i.file;
@@ -386,12 +513,40 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     : undefined;
 
   // The --log file is opened at its first record, after fit() has taken the checkpoint directory's lock:
-  // a second run started by mistake must not truncate the log of the run it collides with.
+  // a second run started by mistake must not truncate the log of the run it collides with. A resumed run
+  // rewrites it from the records its checkpoint holds (the epochs up to the checkpoint; a killed run may
+  // have logged later ones, which are trained again), so the log describes the whole run once.
+  // A write that fails (a full disk) is warned about, naming the file, and training goes on: the rest of
+  // the records are not written (a torn line is cut off) and counted in the summary (logFailures).
   let log: FileHandle | undefined;
+  let logBytes = 0, logFailures = 0, logBroken = false;
+  const records: EpochRecord[] = [];
   const logRecord = async (record: object) => {
     if (!o.log || (dist && !dist.isRoot)) return;
-    log ??= await open(o.log, resumed ? 'a' : 'w');
-    await log.write(JSON.stringify(record) + '\n');
+    if (logBroken) {
+      logFailures++;
+      return;
+    }
+    try {
+      if (!log) {
+        log = await open(await outputTarget(o.log), resumed && !priorKnown ? 'a' : 'w');
+        for (const r of priorRecords) await writeLogLine({ type: 'epoch', ...r });
+      }
+      await writeLogLine(record);
+    } catch (e) {
+      logBroken = true;
+      logFailures++;
+      if (log) await log.truncate(logBytes).catch(() => {});
+      bar?.clear();
+      io.err(`sublinear: warning: cannot write --log ${o.log}: ${fsErrorReason(e)}. Training goes on; the log stops here ` +
+        `(${logBytes > 0 ? 'it holds the records before this one' : 'it is empty'}; logFailures in the summary counts the records not written)\n`);
+    }
+  };
+  const writeLogLine = async (record: object) => {
+    const line = Buffer.from(JSON.stringify(record) + '\n');
+    let off = 0;
+    while (off < line.length) off += (await log!.write(line, off, line.length - off)).bytesWritten;
+    logBytes += line.length;
   };
   const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
   const stop = new GracefulStop((sig) => {
@@ -408,8 +563,15 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const evalOpts = { mode: o.mode ?? 'exact', workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
     let stats;
     const testByEpoch = new Map<number, Metrics>();
-    const records: EpochRecord[] = [];
+    // The progress display of a run whose length held-out validation decides (a resumed run continues its state).
+    let firstAt: number | undefined;
+    const restoredEarly = resumed?.earlyStop?.state;
+    const early = { best: restoredEarly?.bestEpoch ?? 0 };
+    const patience = resumed?.resumeInfo!.fitOptions.validation?.patience ?? resolveValidation(t.validation || {}).patience;
+    const batchSamples = batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128;
     let prevSamples = 0, prevSeconds = 0, checkpointWarnings = 0;
+    // A resumed run's epochs continue the training time recorded up to its checkpoint.
+    const secondsBefore = priorRecords.at(-1)?.trainSeconds ?? 0;
     try {
       stats = await net.fit(train, {
         epochs,
@@ -441,11 +603,21 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         onProgress: (p) => {
           // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
           const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
-          bar?.update(p.epoch * p.batchesPerEpoch + p.batch, p.epochs * p.batchesPerEpoch,
-            `${p.fold ? `choosing epochs (${p.fold.folds} folds side by side): ` : ''}epoch ${p.epoch + 1}/${p.epochs}${loss} ${Math.round(p.samplesPerSec)} samples/s`);
+          const at = p.epoch * p.batchesPerEpoch + p.batch;
+          // A resumed run starts part-way: its rate and ETA count from its checkpoint.
+          const from = resumed?.resumeInfo!.position;
+          firstAt ??= from ? from.epoch * p.batchesPerEpoch + from.batch : 0;
+          const speed = `${loss} ${Math.round(p.samplesPerSec)} samples/s`;
+          if (!p.epochsIsLimit) {
+            bar?.update(at - firstAt, p.epochs * p.batchesPerEpoch - firstAt, `${p.fold ? `choosing epochs (${p.fold.folds} folds side by side): ` : ''}epoch ${p.epoch + 1}/${p.epochs}${speed}`);
+            return;
+          }
+          // Held-out validation decides the length: the cap is no estimate; the line says what is known.
+          bar?.update(at - firstAt, undefined, earlyStopProgressText(p, { best: early.best, patience }, p.batchesPerEpoch * batchSamples) + speed);
         },
         onEpochEnd: async (epoch, st) => {
           const v = st.validation?.at(-1);
+          if (v && v.epoch === epoch + 1 && st.bestEpoch !== undefined) early.best = st.bestEpoch;
           if (!quiet && v && v.epoch === epoch + 1) bar?.log(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})`);
           let tm: Metrics | undefined;
           if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
@@ -457,6 +629,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
           if (h && h.epoch === epoch + 1) {
             const r: EpochRecord = {
               ...h,
+              trainSeconds: secondsBefore + h.trainSeconds,
               samplesPerSec: (st.samples - prevSamples) / Math.max(1e-9, h.trainSeconds - prevSeconds),
               ...(v && v.epoch === h.epoch ? { validation: { p1: v.p1, p3: v.p3, p5: v.p5, lr: v.lr } } : {}),
               ...(tm ? { test: tm } : {}),
@@ -492,7 +665,16 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
     if (o.save && (!dist || dist.isRoot)) {
       try {
-        await net.save(o.save);
+        await net.save(o.save, {
+          training: {
+            data: { file: resolve(trainPath), points: train.points, features: train.features, labels: train.labels, nonzeros: train.offsets[train.points]! },
+            epochs: stats.epochs,
+            ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
+            batchSize: batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128,
+            lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers).lr),
+            version: packageVersion(),
+          },
+        });
       } catch (e) {
         // The final checkpoint is written before the best epoch's weights are restored: it holds the last epoch's.
         const which = stats.bestEpoch !== undefined && stats.bestEpoch !== stats.epochs ? `the weights of the last epoch (${stats.epochs}; the kept best epoch was ${stats.bestEpoch})` : 'the trained weights';
@@ -510,7 +692,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const metrics = test && !stop.received ? reuse ?? (await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts))) : undefined;
     // (dist.evaluate compares the replicas' checksums first; without it, compare them here.)
     if (dist && (!test || reuse)) await dist.verify(net);
-    if (metrics && !quiet) io.out(`test: ${metricLine(metrics)}\n`);
+    // The result goes to stdout whatever --quiet says (it silences stderr); --json prints it in its object.
+    if (metrics && !o.json) io.out(`test: ${metricLine(metrics)}\n`);
     const summary = {
       ...(metrics ?? {}),
       samplesPerSec: stats.samplesPerSec,
@@ -532,11 +715,13 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       ...(o.save ? { model: resolve(o.save) } : {}),
       lostBatches: stats.lostBatches,
       ...(checkpoint ? { checkpoints, checkpointFailures: stats.checkpointFailures?.length ?? 0 } : {}),
+      ...(o.log && writer ? { logFailures: logFailures as number } : {}),
       ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
       ...(dist ? dist.summary(net) : {}),
     };
     await logRecord({ type: 'summary', ...summary });
-    if (o.json) io.out(JSON.stringify({ ...summary, history: records }) + '\n');
+    if (o.log && writer) summary.logFailures = logFailures; // the summary line itself may have failed
+    if (o.json) io.out(JSON.stringify({ ...summary, history: [...priorRecords, ...records] }) + '\n');
     if (finalFailure && !o.save) {
       io.err(`sublinear: the trained state was not saved: the final checkpoint ${finalFailure.file} could not be written (${finalFailure.error}) and no --save was given\n`);
       return 1;
@@ -553,6 +738,8 @@ export interface EvalCliOptions {
   test: string;
   /** Default: text for a model trained on text, else xc. */
   format?: InputFormat;
+  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
+  zeroBased?: boolean;
   json?: boolean;
   quiet?: boolean;
   workers?: number;
@@ -585,20 +772,23 @@ function pointsProgress(quiet: boolean, label: string): { bar: Progress | null; 
 }
 
 export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
-  const quiet = !!o.json || !!o.quiet;
+  const quiet = !!o.quiet;
   await checkInputFile(o.model, '--model');
   await checkInputFile(o.test, '--test');
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
-  const ks = parseKs(o.k ?? '1,3,5', outputs);
+  // The default cut-offs stop at the model's labels (a 3-label model: 1,3); given ones must fit.
+  const ks = o.k !== undefined ? parseKs(o.k, outputs) : [1, 3, 5].filter((k) => k <= outputs);
   const format = o.format ?? (net.textVectorizer ? 'text' : 'xc');
+  if (o.zeroBased && format !== 'libsvm') throw new UsageError('--zero-based applies to --format libsvm only');
   const test = format === 'text'
     ? await loadTextInput(net, o.test, o.test, true, io, quiet, o.maxMemory)
-    : await loadData(o.test, format, 'test data', quiet, memoryLimitBytes(o.maxMemory));
+    : await loadData(o.test, format, 'test data', quiet, memoryLimitBytes(o.maxMemory), o.zeroBased);
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
   if (net.inputScale && !quiet) io.err(`applying the model's input scaling (each feature divided by its largest |value| in the training data)\n`);
   const mode = o.mode ?? 'exact';
+  if (mode === 'sampled') warnDenseSampled(net.config, o.model, io);
   // Sampled inference builds the output layer's cluster index on first use: timed apart from scoring.
   const indexSeconds = mode === 'sampled' ? net.buildClusterIndex() : 0;
   const t0 = performance.now();
@@ -630,12 +820,20 @@ export interface PredictCliOptions {
   input: string;
   /** Format of the input. Default: text for a model trained on text, else xc. */
   inputFormat?: InputFormat;
+  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
+  zeroBased?: boolean;
   /**
    * What is printed: 'xc' (a sparse score matrix of label ids, with a header) or 'jsonl'. Default: jsonl
    * (with label names) for a model with label names, else xc.
    */
   format?: 'xc' | 'jsonl';
+  /** Labels per point (at most). Default 5; with `threshold`, every label above it. */
   k?: number;
+  /**
+   * Print only the labels whose score is at least this, in (0, 1] (napkinXC's threshold prediction). Scores
+   * are softmax probabilities, which sum to 1, so at most 1/t labels pass. Default none (top-k).
+   */
+  threshold?: number;
   workers?: number;
   mode?: 'exact' | 'sampled';
   candidates?: number;
@@ -646,12 +844,16 @@ export interface PredictCliOptions {
 
 export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
   const quiet = !!o.quiet;
+  if (o.zeroBased && o.inputFormat !== 'libsvm') throw new UsageError('--zero-based applies to --input-format libsvm only');
   const fromStdin = o.input === '-';
   if (!fromStdin) await checkInputFile(o.input, '--input');
   await checkInputFile(o.model, '--model');
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
-  const k = o.k ?? 5;
+  if (o.threshold !== undefined && !(o.threshold > 0 && o.threshold <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] but received ${o.threshold}`);
+  // Softmax scores sum to 1: no more than floor(1/t) labels reach t (one more for rounding).
+  const k = o.k ?? (o.threshold !== undefined ? Math.min(outputs, Math.floor(1 / o.threshold) + 1) : 5);
+  if (o.mode === 'sampled') warnDenseSampled(net.config, o.model, io);
   if (k > outputs) throw new UsageError(`option --k ${k} exceeds the model's ${outputs} labels`);
   let spool: string | undefined;
   let data: SparseDataset;
@@ -661,7 +863,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
     const inputFormat = o.inputFormat ?? (net.textVectorizer ? 'text' : 'xc');
     data = await (inputFormat === 'text'
       ? loadTextInput(net, spool ?? o.input, fromStdin ? '<stdin>' : o.input, false, io, quiet, o.maxMemory)
-      : loadData(spool ?? o.input, inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimitBytes(o.maxMemory)))
+      : loadData(spool ?? o.input, inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimitBytes(o.maxMemory), o.zeroBased))
       .catch((e: unknown) => {
         throw spool && e instanceof Error ? new Error(e.message.replaceAll(spool, '<stdin>')) : e;
       });
@@ -678,7 +880,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   } finally {
     bar?.done();
   }
-  await writePredictions(p, o.format ?? (net.labelNames ? 'jsonl' : 'xc'), outputs, io, net.labelNames);
+  await writePredictions(p, o.format ?? (net.labelNames ? 'jsonl' : 'xc'), outputs, io, net.labelNames, o.threshold);
   return 0;
 }
 
@@ -733,7 +935,7 @@ export async function demoCommand(o: DemoOptions, io: Out): Promise<number> {
         { size: 2000, activation: 'softmax', sampling: { hash: 'dwta', K: 4, L: 32, budget: 100, minActive: 100, logQ: true } },
       ],
     };
-    return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), networkConfig: config, epochs: 3, json: o.json, quiet: o.quiet, workers: o.workers }, io);
+    return await trainCommand({ train: join(dir, 'train.txt'), test: join(dir, 'test.txt'), networkConfig: config, epochs: 3, json: o.json, quiet: o.quiet, workers: o.workers, unsavedOk: true }, io);
   } finally {
     if (!o.keep) await rm(dir, { recursive: true, force: true });
   }

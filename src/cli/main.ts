@@ -15,6 +15,7 @@ import {
 import { dataCommands } from './data.js';
 import { demoCmd, evalCmd, predictCmd, trainCmd } from './engine-commands.js';
 import { benchCmd } from './bench.js';
+import { infoCmd } from './info.js';
 import { native } from '../native.js';
 
 /** Top-level commands and groups, in --help order. Registering a command is one line here. */
@@ -22,6 +23,7 @@ export const COMMANDS: CommandNode[] = [
   trainCmd,
   evalCmd,
   predictCmd,
+  infoCmd,
   demoCmd,
   benchCmd,
   dataCommands,

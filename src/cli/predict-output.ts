@@ -11,8 +11,8 @@ import type { Predictions } from '../network/network.js';
 
 export type PredictFormat = 'xc' | 'jsonl';
 
-/** Formats points [from, to) of `p`. */
-export function formatPredictions(p: Predictions, format: PredictFormat, from: number, to: number, names?: readonly string[]): string {
+/** Formats points [from, to) of `p`; with `threshold`, only the labels scoring at least that much. */
+export function formatPredictions(p: Predictions, format: PredictFormat, from: number, to: number, names?: readonly string[], threshold = 0): string {
   const k = p.k;
   const lines: string[] = [];
   for (let i = from; i < to; i++) {
@@ -21,6 +21,7 @@ export function formatPredictions(p: Predictions, format: PredictFormat, from: n
     for (let j = 0; j < k; j++) {
       const l = p.labels[i * k + j]!;
       if (l === 0xffffffff) break; // fewer than k outputs were scored
+      if (p.scores[i * k + j]! < threshold) break; // descending: the rest score less too
       labels.push(l);
       scores.push(Number(p.scores[i * k + j]!.toPrecision(6)));
     }
@@ -36,11 +37,12 @@ export async function writePredictions(
   p: Predictions, format: PredictFormat, outputs: number,
   io: { out(text: string): void; drain?: () => Promise<void> },
   names?: readonly string[],
+  threshold = 0,
 ): Promise<void> {
   if (format === 'xc') io.out(`${p.points} ${outputs}\n`);
   const block = 4096;
   for (let from = 0; from < p.points; from += block) {
-    io.out(formatPredictions(p, format, from, Math.min(p.points, from + block), format === 'jsonl' ? names : undefined));
+    io.out(formatPredictions(p, format, from, Math.min(p.points, from + block), format === 'jsonl' ? names : undefined, threshold));
     await io.drain?.();
   }
 }

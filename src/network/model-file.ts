@@ -15,7 +15,28 @@ import { allocateWide, wideProblem } from './wide.js';
 import type { Network } from './network.js';
 import { TextVectorizer, type TextVectorizerMeta } from '../text/vectorizer.js';
 
-interface ModelMeta {
+/**
+ * How a model was trained, stored in its file for `sublinear info` (`Network.save(path, { training })`;
+ * `train --save` fills it). Every field is optional; loading ignores it. `train` records only what an
+ * identical run reproduces (no times, no worker count), so a resumed run still saves the same file, byte
+ * for byte, as an uninterrupted one.
+ */
+export interface TrainingSummary {
+  /** The training data: its path as given to train (absolute) and its shape. */
+  data?: { file?: string; points?: number; features?: number; labels?: number; nonzeros?: number };
+  /** Epochs trained (counted over the whole run, resumes included). */
+  epochs?: number;
+  /** With held-out validation: the epoch whose weights the model holds. */
+  bestEpoch?: number;
+  /** Training options: batch size and learning rate. */
+  batchSize?: number;
+  lr?: number;
+  /** The sublinear version that wrote the file. */
+  version?: string;
+}
+
+/** The meta of a model file. */
+export interface ModelMeta {
   format: 'sublinear-model';
   config: ResolvedNetworkConfig;
   batchesDone: number;
@@ -25,6 +46,8 @@ interface ModelMeta {
   text?: TextVectorizerMeta;
   /** Number of label names (models with label names only). */
   labelNames?: number;
+  /** How it was trained (absent in files saved without it). */
+  training?: TrainingSummary;
 }
 
 /** Sections of the text vectorizer and label names, outside the layout the network configuration implies. */
@@ -73,13 +96,14 @@ export function modelFileBytes(net: Network): number {
   return bytes + 4 * net.config.layers.at(-1)!.size + 8 + (net.inputScale ? 4 * net.config.inputDim + 8 : 0); // labelFreq, inputScale
 }
 
-export async function saveModel(path: string, net: Network): Promise<void> {
+export async function saveModel(path: string, net: Network, training?: TrainingSummary): Promise<void> {
   const meta: ModelMeta = {
     format: 'sublinear-model',
     config: net.config,
     batchesDone: net.batchesDone,
     rebuildRound: net.rebuildRound,
     trainPoints: net.trainPoints,
+    ...(training ? { training } : {}),
   };
   const text = textSections(net);
   await writeBinFile(path, { kind: 'model', meta: { ...meta, ...text.meta }, sections: { ...sections(net), ...text.sections } });

@@ -20,7 +20,7 @@ import { tablesProblem } from '../lsh/tables-check.js';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../train/metrics.js';
-import { loadModel, saveModel } from './model-file.js';
+import { loadModel, saveModel, type TrainingSummary } from './model-file.js';
 import type { LoadLimits } from './file-layout.js';
 import { subset } from '../../datasets/split-reader.js';
 import { applyInputScale, detectInputScale, INPUT_SCALINGS, type InputScaleReport } from './input-scale.js';
@@ -67,6 +67,12 @@ export interface PredictOptions {
 export type LoadOptions = LoadLimits;
 
 /** Options of `Network.resume` (with the limits of `Network.load`). */
+/** Options of `Network.save`. */
+export interface SaveOptions {
+  /** How the model was trained, stored in the file and shown by `sublinear info`. Default none. */
+  training?: TrainingSummary;
+}
+
 export interface ResumeOptions extends LoadLimits {
   /**
    * Receives warnings, e.g. that the newest checkpoint is damaged and an older one is used.
@@ -551,6 +557,7 @@ export class Network {
     const split = holdoutSplit(data.points, validation.fraction, validation.maxPoints, this.seed);
     const holdout = subset(data, split.holdout);
     control.rows = split.train;
+    control.openEnded = true;
     const early = (this.earlyStop = restored ?? { state: initialEarlyStop(), snapshot: null });
     const state = early.state;
     control.lrScale = state.lrScale;
@@ -779,9 +786,12 @@ export class Network {
     return net;
   }
 
-  /** Writes the model (config, weights, training label frequencies) atomically with a checksum. */
-  async save(path: string): Promise<void> {
-    await saveModel(path, this);
+  /**
+   * Writes the model (config, weights, training label frequencies) atomically with a checksum. `path` must
+   * be a regular file or a new name (a symbolic link is followed to its regular file; see writeFileAtomic).
+   */
+  async save(path: string, opts: SaveOptions = {}): Promise<void> {
+    await saveModel(path, this, opts.training);
   }
 
   /**

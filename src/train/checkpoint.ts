@@ -68,7 +68,8 @@ export interface CheckpointOptions {
   keep?: number;
   /**
    * JSON-serialisable data stored in every checkpoint and returned by `Network.resume` as
-   * `resumeInfo.extra` (the CLI stores its data paths and flags). Default null.
+   * `resumeInfo.extra` (the CLI stores its data paths and flags, and the epochs' records so far). A
+   * function is called at each write and its result stored. Default null.
    */
   extra?: unknown;
   /** Called after each checkpoint file is written. Default none. */
@@ -633,7 +634,7 @@ export class Checkpointer {
     const file = join(this.dir, checkpointName(position.batchesDone));
     let bytes: number;
     try {
-      bytes = await writeCheckpoint(file, this.src, { position, options: this.options, data: this.data, reason, extra: this.opts.extra ?? null });
+      bytes = await writeCheckpoint(file, this.src, { position, options: this.options, data: this.data, reason, extra: (typeof this.opts.extra === 'function' ? (this.opts.extra as () => unknown)() : this.opts.extra) ?? null });
     } catch (e) {
       // Training goes on: the weights are in memory and the next checkpoint (or the final save) may
       // succeed (space freed, disk remounted); stopping would throw away everything since the last one.

@@ -26,6 +26,8 @@ export interface FitControl {
   rows?: Uint32Array;
   lrScale: number;
   stop: boolean;
+  /** Held-out validation may stop training before `epochs` (FitProgress.epochsIsLimit). Default false. */
+  openEnded?: boolean;
 }
 
 /** Options of `Network.fit`. */
@@ -126,15 +128,26 @@ export interface CheckpointFailure {
 }
 
 export interface FitProgress {
+  /** 0-based epoch in progress. */
   epoch: number;
+  /** Epochs planned; with held-out validation (`epochsIsLimit`) only the most there can be. */
   epochs: number;
+  /**
+   * True when held-out validation decides when training stops: `epochs` is then an upper bound
+   * (validation.maxEpochs, or the `epochs` given), usually far from where training stops, and so is
+   * `etaSeconds`; `epochEtaSeconds` is the time known to be left.
+   */
+  epochsIsLimit: boolean;
   batch: number;
   batchesPerEpoch: number;
   samples: number;
   /** Mean loss over the batches since the last progress report. */
   loss: number;
   samplesPerSec: number;
+  /** Seconds to the end of `epochs` at the mean speed so far. */
   etaSeconds: number;
+  /** Seconds to the end of the epoch in progress at the mean speed so far. */
+  epochEtaSeconds: number;
   /** Mean active-set size of the last layer (all neurons when dense). */
   avgActive: number;
   /** Fraction of true labels not retrieved by LSH (0 for dense output layers). */
@@ -358,10 +371,11 @@ export async function fitLoop(
       const elapsed = (now - t0) / 1000 - callbackSeconds;
       const sps = samples / Math.max(elapsed, 1e-9);
       opts.onProgress?.({
-        epoch, epochs: o.epochs, batch, batchesPerEpoch, samples,
+        epoch, epochs: o.epochs, epochsIsLimit: control.openEnded ?? false, batch, batchesPerEpoch, samples,
         loss: repSamples ? repLoss / repSamples : NaN,
         samplesPerSec: sps,
         etaSeconds: ((totalBatches - batches) * o.batchSize) / Math.max(sps, 1e-9),
+        epochEtaSeconds: (Math.max(0, batchesPerEpoch - batch) * o.batchSize) / Math.max(sps, 1e-9),
         avgActive: repSamples ? repActive / repSamples : 0,
         labelMissRate: repLabels ? repMissed / repLabels : 0,
       });

@@ -7,7 +7,12 @@
 // removes the temporary file and leaves the target untouched. A process killed mid-write leaves its
 // temporary file behind: the next write of the same target removes those whose writer (the pid in the
 // name) is dead on this host.
-import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
+//
+// Only regular files are replaced: renaming over a device, a FIFO or a socket would destroy it (`--save
+// /dev/null` would remove /dev/null for the whole machine). A symbolic link is followed to the regular
+// file it names, which is replaced in its own directory; the link stays.
+import type { Stats } from 'node:fs';
+import { lstat, open, readdir, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
 import { isProcessAlive } from './process-alive.js';
@@ -31,7 +36,10 @@ export interface AtomicWriteOptions {
  * a producer may reuse one scratch buffer for every chunk it yields. Chunks may be views of
  * SharedArrayBuffers. If the iterable throws, a write fails or the rename fails, the temporary file
  * (`.<name>.tmp-<pid>-<random>` next to the target) is removed and the error is rethrown; the previous
- * target, if any, is left as it was. If `path` is a symlink, the link itself is replaced by the new file.
+ * target, if any, is left as it was. `path` must name a regular file or nothing (see outputTarget): a
+ * symbolic link is followed to the regular file it points to, which is replaced (the link stays); a
+ * directory, device, FIFO, socket or dangling link is refused with a NotRegularFileError before anything
+ * is written.
  *
  * @example
  * ```ts
@@ -45,9 +53,10 @@ export async function writeFileAtomic(
   options: AtomicWriteOptions = {},
 ): Promise<number> {
   const doSync = options.fsync ?? true;
-  const dir = dirname(path);
-  await removeStaleTemps(dir, basename(path));
-  const tmp = join(dir, `.${basename(path)}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
+  const target = await outputTarget(path);
+  const dir = dirname(target);
+  await removeStaleTemps(dir, basename(target));
+  const tmp = join(dir, `.${basename(target)}.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
   // 'wx': never follow or reuse an existing file under the temporary name.
   const fh = await open(tmp, 'wx', options.mode ?? 0o666);
   let handle: FileHandle | null = fh;
@@ -62,7 +71,9 @@ export async function writeFileAtomic(
     if (doSync) await fh.sync();
     handle = null;
     await fh.close();
-    await rename(tmp, path);
+    // Checked again right before the rename: something may have been put there while the file was written.
+    await checkReplaceable(path, target);
+    await rename(tmp, target);
   } catch (err) {
     if (handle) await handle.close().catch(() => {});
     await unlink(tmp).catch(() => {}); // ENOENT after a failed rename is fine; anything else we cannot fix
@@ -70,6 +81,59 @@ export async function writeFileAtomic(
   }
   if (doSync) await syncDirectory(dir, path);
   return total;
+}
+
+/** An output path that names something other than a regular file (or nothing). */
+export class NotRegularFileError extends Error {
+  override name = 'NotRegularFileError';
+}
+
+/** 'a directory', 'a character device', ... for messages. */
+export function describeFileType(st: Stats): string {
+  if (st.isFile()) return 'a regular file';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isSocket()) return 'a socket';
+  if (st.isSymbolicLink()) return 'a symbolic link';
+  return 'not a regular file';
+}
+
+/**
+ * The file an output written to `path` replaces: `path` itself when nothing is there or it is a regular
+ * file; for a symbolic link (or a chain of them), the regular file it resolves to. Throws a
+ * NotRegularFileError naming `path` and what is there when it is a directory, a device, a FIFO, a socket,
+ * or a link to one of them or to nothing. Other errors (a missing directory, permissions) are left to
+ * the write, which reports them.
+ */
+export async function outputTarget(path: string): Promise<string> {
+  let st: Stats;
+  try {
+    st = await lstat(path);
+  } catch {
+    return path;
+  }
+  if (st.isFile()) return path;
+  if (!st.isSymbolicLink()) throw new NotRegularFileError(`${path} is ${describeFileType(st)}, not a regular file: refusing to replace it`);
+  let real: string;
+  try {
+    real = await realpath(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new NotRegularFileError(`${path} is a symbolic link to ${code === 'ELOOP' ? 'itself (a loop)' : 'nothing (its target does not exist)'}: refusing to write through it`);
+  }
+  const rst = await lstat(real);
+  if (!rst.isFile()) throw new NotRegularFileError(`${path} is a symbolic link to ${real}, which is ${describeFileType(rst)}, not a regular file: refusing to replace it`);
+  return real;
+}
+
+/** Throws a NotRegularFileError if `target` is now something a rename must not replace. */
+async function checkReplaceable(path: string, target: string): Promise<void> {
+  const st = await lstat(target).catch(() => null);
+  if (st && !st.isFile()) {
+    throw new NotRegularFileError(`${path}${target === path ? '' : ` (${target})`} became ${describeFileType(st)} while it was written: refusing to replace it`);
+  }
 }
 
 /**

@@ -6,9 +6,24 @@
 /** Characters of echoed input kept in a message. */
 export const ECHO_LIMIT = 80;
 
-/** `text` cut to `max` characters, with `…(N more characters)` when cut. */
+/** `text` cut to `max` characters, with `…(N more characters)` when cut, its control characters escaped (escapeControl). */
 export function boundText(text: string, max = ECHO_LIMIT): string {
-  return text.length > max ? `${text.slice(0, max)}…(${text.length - max} more characters)` : text;
+  return text.length > max ? `${escapeControl(text.slice(0, max))}…(${text.length - max} more characters)` : escapeControl(text);
+}
+
+// C0 and C1 controls, DEL, and the Unicode line separators and bidirectional overrides that can rewrite
+// how a terminal shows the rest of the line.
+const CONTROL = /[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * `text` with every character that would act on a terminal instead of showing (escape sequences, carriage
+ * returns, bells, NULs of a binary file; bidirectional overrides) written as `\xNN` or `\uNNNN`.
+ */
+export function escapeControl(text: string): string {
+  return text.replace(CONTROL, (c) => {
+    const n = c.charCodeAt(0);
+    return n <= 0xff ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u${n.toString(16).padStart(4, '0')}`;
+  });
 }
 
 /** JSON.stringify of a value for a message (String() for what JSON cannot show), cut like boundText. */

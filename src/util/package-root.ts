@@ -23,3 +23,8 @@ export function packageRoot(): string {
     dir = up;
   }
 }
+
+/** The version in sublinear's package.json. */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}

@@ -57,6 +57,31 @@ describe('sublinear predict', () => {
     expect(lines[0]!.scores[0]).toBeGreaterThanOrEqual(lines[0]!.scores[1]!);
   });
 
+  it('--threshold t: every label scoring at least t, best first (with --k, at most k of them); t must be in (0, 1]', async () => {
+    const net = await Network.load(model);
+    const all = await net.predict(await readXC(testFile), { k: 100, workers: 0 });
+    const lengths = (t: number) => {
+      const r = run([], 'predict', '--model', model, '--input', testFile, '--threshold', String(t), '--format', 'jsonl');
+      expect([r.code, r.stderr]).toEqual([0, '']);
+      const got = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { id: number; labels: number[]; scores: number[] });
+      expect(got).toHaveLength(9000);
+      for (const g of got) {
+        // The reference: all 100 scores of the point, those >= t, best first.
+        const want = [...Array(100).keys()].map((j) => g.id * 100 + j).filter((x) => all.scores[x]! >= t).map((x) => all.labels[x]!);
+        expect(g.labels).toEqual(want);
+      }
+      return { got, lengths: got.map((g) => g.labels.length) };
+    };
+    const { got, lengths: low } = lengths(0.01);
+    expect(low.some((n) => n > 1)).toBe(true); // not just top-1 ...
+    expect(lengths(0.9).lengths.some((n) => n === 0)).toBe(true); // ... nor top-k
+    const k1 = run([], 'predict', '--model', model, '--input', testFile, '--threshold', '0.01', '--k', '1', '--format', 'jsonl');
+    const firsts = k1.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { labels: number[] }).labels);
+    expect(firsts).toEqual(got.map((g) => g.labels.slice(0, 1)));
+    const bad = run([], 'predict', '--model', model, '--input', testFile, '--threshold', '0');
+    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, 'sublinear predict: option --threshold expects a score in (0, 1] but received 0']);
+  });
+
   it('--input - reads standard input, and an error in it names <stdin> and the line', () => {
     const text = readFileSync(testFile, 'utf8');
     const fromFile = run([], 'predict', '--model', model, '--input', testFile);

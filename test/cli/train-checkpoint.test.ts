@@ -106,7 +106,7 @@ describe('train killed with SIGKILL, then --resume', () => {
     for (let attempt = 0; attempt < 3; attempt++) {
       const args = attempt === 0
         ? ['train', '--train', trainFile, ...common, '--save', out, '--checkpoint', ck, '--checkpoint-every', '5']
-        : ['train', '--resume', ck, '--json'];
+        : ['train', '--resume', ck, '--json', '--use-recorded-outputs'];
       const killed = await runAndKill(args, ck, newest, Math.floor(random() * 150));
       if (!killed) break;
       kills++;
@@ -131,7 +131,7 @@ describe('train killed with SIGKILL, then --resume', () => {
     }
     expect(kills).toBeGreaterThanOrEqual(1);
 
-    const fin = run('train', '--resume', ck, '--json');
+    const fin = run('train', '--resume', ck, '--json', '--use-recorded-outputs');
     expect(fin.code).toBe(0);
     const summary = lastJson(fin.stdout);
     expect(summary.resumedFrom).toBe(join(ck, checkpointName(newest)));
@@ -162,7 +162,7 @@ describe('train without --epochs (held-out validation decides), killed and resum
     // far are in it), then resumed to the end.
     const killed = await runAndKill(['train', '--train', trainFile, ...common, '--save', out, '--checkpoint', ck, '--checkpoint-every', '40'], ck, 80, 20);
     expect(killed).toBe(true);
-    const fin = run('train', '--resume', ck, '--json');
+    const fin = run('train', '--resume', ck, '--json', '--save', out);
     expect(fin.code).toBe(0);
     const f = lastJson(fin.stdout) as { bestEpoch: number; epochs: number };
     expect([f.epochs, f.bestEpoch]).toEqual([s.epochs, s.bestEpoch]);
@@ -213,21 +213,21 @@ describe('train stopped by a signal (Ctrl-C, or SIGTERM from a scheduler)', () =
     const { meta } = await readCheckpoint(files[0]!.file, (c) => new Network(c));
     expect(meta.reason).toBe('abort');
     const epochs = Math.ceil(stoppedAt / 24) + 1;
-    const fin = run('train', '--resume', ck, '--epochs', String(epochs), '--json');
+    const fin = run('train', '--resume', ck, '--epochs', String(epochs), '--json', '--save', model);
     expect(fin.code).toBe(0);
     expect(lastJson(fin.stdout)).toMatchObject({ resumedAt: stoppedAt, batchesDone: epochs * 24, aborted: false });
   });
 });
 
 describe('train --resume settings', () => {
-  it('flags given again override the saved ones; --epochs extends a finished run', async () => {
+  it('flags given again override the saved ones; a finished run is refused, --epochs extends it', async () => {
     const ck = join(dir, 'ck2');
     const first = run('train', '--train', trainFile, '--config', cfgFile, '--epochs', '2', '--workers', '0', '--checkpoint', ck, '--checkpoint-every', '1h', '--json');
     expect(first.code).toBe(0);
     expect(readdirSync(ck)).toEqual([checkpointName(48)]);
     const again = run('train', '--resume', ck, '--json');
-    expect(again.code).toBe(0);
-    expect(lastJson(again.stdout)).toMatchObject({ batchesDone: 48, samples: 0, resumedAt: 48 });
+    expect(again.code).toBe(1);
+    expect(again.stderr).toBe(`sublinear: ${join(ck, checkpointName(48))} is the end of a run that finished its 2 epoch(s): there is nothing to resume; --epochs n with n > 2 trains it further\n`);
     const more = run('train', '--resume', ck, '--epochs', '3', '--json');
     expect(more.code).toBe(0);
     expect(lastJson(more.stdout)).toMatchObject({ batchesDone: 72, samples: 3000, epochs: 3, workers: 0 });

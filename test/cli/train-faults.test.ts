@@ -41,17 +41,21 @@ function trainFillingDisk(disk: string, ckpt: string, args: string[]): Promise<{
     let stdout = '', stderr = '', filled = false;
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
+    // Kept full: a checkpoint whose write had its blocks before the disk filled up completes and then
+    // deletes the oldest one, and the space it frees is taken again at the next tick (on a busy machine a
+    // checkpoint could otherwise fit into it, and the final one succeed).
     const timer = setInterval(() => {
-      if (filled || !existsSync(ckpt) || !readdirSync(ckpt).some((n) => /^ckpt-\d+\.bin$/.test(n))) return;
+      if (!filled && (!existsSync(ckpt) || !readdirSync(ckpt).some((n) => /^ckpt-\d+\.bin$/.test(n)))) return;
       filled = true;
-      const fd = openSync(join(disk, 'filler'), 'w');
-      try {
-        for (;;) writeSync(fd, Buffer.alloc(64 * 1024, 1));
-      } catch {
-        // ENOSPC: full
-      } finally {
-        closeSync(fd);
+      const fd = openSync(join(disk, 'filler'), 'a');
+      for (const size of [64 * 1024, 4096]) {
+        try {
+          for (;;) writeSync(fd, Buffer.alloc(size, 1));
+        } catch {
+          // ENOSPC: full at this size
+        }
       }
+      closeSync(fd);
     }, 2);
     child.on('exit', (code) => {
       clearInterval(timer);

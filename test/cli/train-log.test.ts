@@ -48,7 +48,7 @@ describe('train --log and --json history', () => {
   });
 
   it('held-out validation epochs are logged with their P@k and learning rate', () => {
-    const r = run('train', '--train', 'train.txt', '--config', 'cfg.json', '--log', 'val.jsonl', '--quiet');
+    const r = run('train', '--train', 'train.txt', '--config', 'cfg.json', '--log', 'val.jsonl', '--save', 'val.sl', '--quiet');
     expect([r.code, r.stderr]).toEqual([0, '']);
     const lines = readFileSync(join(dir, 'val.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
     const epochs = lines.filter((l) => l.type === 'epoch');

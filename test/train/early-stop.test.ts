@@ -5,6 +5,7 @@ import { synthesize } from '../../datasets/synth.js';
 import { subset } from '../../datasets/split-reader.js';
 import { Network } from '../../src/network/network.js';
 import { computeMetrics } from '../../src/train/metrics.js';
+import type { FitProgress } from '../../src/train/fit.js';
 import {
   earlyStopStep, holdoutSplit, initialEarlyStop, resolveValidation, WeightSnapshot, type ValidationPoint,
 } from '../../src/train/early-stop.js';
@@ -83,7 +84,14 @@ describe('fit with held-out validation', () => {
 
   it('decides the number of epochs, reports the curve and leaves the best epoch\'s weights in the network', async () => {
     const net = new Network(config);
-    const stats = await net.fit(data, { workers: 0, validation: { patience: 2, maxEpochs: 30, minHoldout: 60 } });
+    const progress: FitProgress[] = [];
+    const stats = await net.fit(data, { workers: 0, validation: { patience: 2, maxEpochs: 30, minHoldout: 60 }, progressEvery: 0, onProgress: (p) => progress.push(p) });
+    // The 30-epoch cap is no plan: onProgress says so, and times the epoch in progress.
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.every((p) => p.epochsIsLimit && p.epochs === 30)).toBe(true);
+    const mid = progress.find((p) => p.batch > 0 && p.batch < p.batchesPerEpoch)!;
+    expect(mid.epochEtaSeconds).toBeCloseTo(((mid.batchesPerEpoch - mid.batch) * 128) / mid.samplesPerSec, 6);
+    expect(mid.etaSeconds).toBeGreaterThan(mid.epochEtaSeconds);
     const v = stats.validation!;
     expect(stats.validationPoints).toBe(60);
     expect(v.length).toBe(stats.epochs);
@@ -106,7 +114,9 @@ describe('fit with held-out validation', () => {
 
   it('--epochs style: an explicit count trains exactly that many epochs on all rows, without validation', async () => {
     const net = new Network(config);
-    const stats = await net.fit(data, { workers: 0, epochs: 2 });
+    let fixed: boolean | undefined;
+    const stats = await net.fit(data, { workers: 0, epochs: 2, onProgress: (p) => (fixed = !p.epochsIsLimit) });
+    expect(fixed).toBe(true);
     expect(stats.epochs).toBe(2);
     expect(stats.validation).toBeUndefined();
     expect(stats.samples).toBe(2 * data.points);

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, mkdir, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdtemp, mkdir, open, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../src/util/atomic-write.js';
+import { NotRegularFileError, writeFileAtomic } from '../../src/util/atomic-write.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -92,13 +92,46 @@ describe('writeFileAtomic', () => {
     expect(await readdir(dir)).toEqual(['model.bin']);
   });
 
-  it('a failing rename (target is a directory) removes the temporary file', async () => {
+  it('refuses a directory as the target before writing anything', async () => {
     const target = join(dir, 'model.bin');
     await mkdir(target);
     await writeFile(join(target, 'keep'), 'x');
-    await expect(writeFileAtomic(target, [Uint8Array.of(1, 2, 3)])).rejects.toThrow(/EISDIR|ENOTEMPTY|EEXIST|EPERM/);
+    await expect(writeFileAtomic(target, [Uint8Array.of(1, 2, 3)])).rejects.toThrow(new NotRegularFileError(`${target} is a directory, not a regular file: refusing to replace it`));
     expect(await readdir(dir)).toEqual(['model.bin']);
     expect(await readFile(join(target, 'keep'), 'utf8')).toBe('x');
+  });
+
+  it('refuses a FIFO (and, as root, a device node) instead of renaming over it', async () => {
+    const fifo = join(dir, 'ckpt-000000010.bin');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    await expect(writeFileAtomic(fifo, [Uint8Array.of(1)])).rejects.toThrow(`${fifo} is a FIFO (named pipe), not a regular file: refusing to replace it`);
+    expect((await lstat(fifo)).isFIFO()).toBe(true);
+    expect(await readdir(dir)).toEqual(['ckpt-000000010.bin']);
+    if (process.getuid?.() !== 0) return; // mknod needs root
+    const dev = join(dir, 'null');
+    expect(spawnSync('mknod', [dev, 'c', '1', '3']).status).toBe(0);
+    await expect(writeFileAtomic(dev, [Uint8Array.of(1)])).rejects.toThrow(`${dev} is a character device, not a regular file: refusing to replace it`);
+    expect((await lstat(dev)).isCharacterDevice()).toBe(true);
+  });
+
+  it('follows a symbolic link to a regular file (replaced in its own directory; the link stays) and refuses a dangling one', async () => {
+    await mkdir(join(dir, 'real'));
+    const real = join(dir, 'real', 'model.bin');
+    await writeFile(real, OLD);
+    const link = join(dir, 'link.bin');
+    await symlink(real, link);
+    await writeFileAtomic(link, [Uint8Array.of(7, 8)]);
+    expect([...(await readFile(real))]).toEqual([7, 8]);
+    expect(await readlink(link)).toBe(real);
+    expect((await readdir(dir)).sort()).toEqual(['link.bin', 'real']);
+    expect(await readdir(join(dir, 'real'))).toEqual(['model.bin']);
+    const dangling = join(dir, 'dangling.bin');
+    await symlink(join(dir, 'nowhere.bin'), dangling);
+    await expect(writeFileAtomic(dangling, [Uint8Array.of(1)])).rejects.toThrow(`${dangling} is a symbolic link to nothing (its target does not exist): refusing to write through it`);
+    await expect(stat(join(dir, 'nowhere.bin'))).rejects.toThrow(/ENOENT/);
+    const toDir = join(dir, 'to-dir');
+    await symlink(join(dir, 'real'), toDir);
+    await expect(writeFileAtomic(toDir, [Uint8Array.of(1)])).rejects.toThrow(`${toDir} is a symbolic link to ${join(dir, 'real')}, which is a directory, not a regular file: refusing to replace it`);
   });
 
   it('fails cleanly when the directory does not exist', async () => {

@@ -1,0 +1,102 @@
+// Small CLI defects that misled users: binary bytes echoed to the terminal, a FIFO that blocks silently,
+// --epochs 0 and --lr 0, config files with a byte order mark or an absurd epoch count, eval's default
+// cut-offs on a small model, --mode sampled on a dense output layer, 0-based LIBSVM training data, and a
+// last layer wider than the labels. Spawns the compiled CLI (`npm test` builds it).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { assertBuilt, CLI, ROOT } from './built.js';
+import { readXC } from '../../datasets/xc-reader.js';
+import * as api from '../../src/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'sublinear-edges-'));
+const tiny = join(ROOT, 'datasets/fixtures/tiny.txt');
+beforeAll(() => assertBuilt(['src/cli', 'src/util', 'src/train']));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function run(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd: dir, timeout: 120_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+const usage = (msg: string) => `sublinear train: ${msg}\nRun 'sublinear train --help' for usage.\n`;
+
+describe('messages', () => {
+  it('escape the control characters of the data they quote', () => {
+    writeFileSync(join(dir, 'esc.txt'), '1 2000 100\n0 1:\x1b[31mred\x07\n');
+    const r = run('train', '--train', 'esc.txt', '--save', 'm.sl');
+    expect(r.stderr).toBe("sublinear: esc.txt:2: non-numeric value '\\x1b[31mred\\x07' in feature '1:\\x1b[31mred\\x07'\n");
+    writeFileSync(join(dir, 'bin.txt'), Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, 0x0d, 0x0a]));
+    const b = run('train', '--train', 'bin.txt', '--save', 'm.sl');
+    expect(b.stderr).toBe("sublinear: bin.txt:1: bad header '\\x7fELF\\x02\\x01\\x01\\x00': expected \"points features labels\" (3 non-negative integers)\n");
+  });
+
+  it('readXC names a missing file; Network.load\'s error class is exported', async () => {
+    await expect(readXC(join(dir, 'nope.txt'))).rejects.toThrow(`cannot read ${join(dir, 'nope.txt')}: no such file or directory`);
+    await expect(readXC(join(dir, 'nope.txt'))).rejects.toMatchObject({ code: 'ENOENT', path: join(dir, 'nope.txt') });
+    writeFileSync(join(dir, 'junk.sl'), 'not a model');
+    await expect(api.Network.load(join(dir, 'junk.sl'))).rejects.toBeInstanceOf(api.BinFileError);
+  });
+});
+
+describe('train refuses what would waste a run', () => {
+  it('--epochs 0 and --lr 0 are usage errors naming the flag', () => {
+    expect(run('train', '--train', tiny, '--epochs', '0')).toMatchObject({ code: 2, stderr: usage('option --epochs must be >= 1 but received 0') });
+    expect(run('train', '--train', tiny, '--lr', '0')).toMatchObject({ code: 2, stderr: usage('option --lr must be > 0 but received 0') });
+  });
+
+  it('a config file: a byte order mark is accepted, an epoch count the flag refuses is refused too', () => {
+    writeFileSync(join(dir, 'bom.json'), '\ufeff' + JSON.stringify({ layers: [{ size: 8 }, { size: 100 }], epochs: 1 }));
+    expect(run('train', '--train', tiny, '--config', 'bom.json', '--save', 'bom.sl', '--quiet')).toMatchObject({ code: 0, stderr: '' });
+    writeFileSync(join(dir, 'big.json'), JSON.stringify({ layers: [{ size: 8 }, { size: 100 }], epochs: 1e9 }));
+    expect(run('train', '--train', tiny, '--config', 'big.json')).toMatchObject({ code: 1, stderr: 'sublinear: big.json: Expected integer in [1, 1000000] for epochs but received 1000000000\n' });
+    expect(run('train', '--train', tiny, '--epochs', '1000000000').stderr).toBe(usage('option --epochs must be <= 1000000 but received 1000000000'));
+  });
+
+  it('warns about a last layer wider than the labels', () => {
+    writeFileSync(join(dir, 'wide.json'), JSON.stringify({ layers: [{ size: 8 }, { size: 150 }], epochs: 1 }));
+    const r = run('train', '--train', tiny, '--config', 'wide.json', '--save', 'wide.sl', '--quiet');
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(`sublinear: warning: the network's last layer has 150 neurons but ${tiny} has 100 labels: outputs 100..149 are never a true label ` +
+      'and only learn to score low (make the last layer 100)\n');
+  });
+
+  it('reads 0-based LIBSVM training data with --zero-based, as its error suggests', () => {
+    writeFileSync(join(dir, 'z.svm'), '1 0:1 3:2\n0 1:1 2:1\n1 0:0.5\n0,1 4:1\n');
+    const one = run('train', '--train', 'z.svm', '--format', 'libsvm', '--epochs', '1', '--save', 'z.sl', '--quiet');
+    expect(one.stderr).toBe('sublinear: z.svm:1: feature id 0 in a file read with 1-based feature ids (read it as 0-based if its ids start at 0)\n');
+    expect(run('train', '--train', 'z.svm', '--format', 'libsvm', '--zero-based', '--epochs', '1', '--save', 'z.sl', '--quiet')).toMatchObject({ code: 0, stderr: '' });
+    const e = run('eval', '--model', 'z.sl', '--test', 'z.svm', '--format', 'libsvm', '--zero-based', '--json');
+    expect(e.code).toBe(0);
+    expect(run('train', '--train', tiny, '--zero-based').stderr).toBe(usage('--zero-based applies to --format libsvm only'));
+  });
+});
+
+describe('eval and predict', () => {
+  it('eval\'s default cut-offs stop at a small model\'s labels; --mode sampled on a dense output layer says so', () => {
+    writeFileSync(join(dir, 'three.txt'), '4 5 3\n0 0:1\n1 1:1\n2 2:1\n0,1 3:1\n');
+    expect(run('train', '--train', 'three.txt', '--epochs', '1', '--save', 'three.sl', '--quiet').code).toBe(0);
+    const e = run('eval', '--model', 'three.sl', '--test', 'three.txt', '--json');
+    expect(e.code).toBe(0);
+    const m = JSON.parse(e.stdout) as Record<string, number>;
+    expect(Object.keys(m).filter((k) => /^p\d+$/.test(k))).toEqual(['p1', 'p3']);
+    const s = run('eval', '--model', 'three.sl', '--test', 'three.txt', '--mode', 'sampled', '--json');
+    expect(s.stderr).toBe('sublinear: warning: --mode sampled: the output layer of three.sl is dense (not LSH-sampled), so every output is scored, as in --mode exact\n');
+  });
+});
+
+describe('a FIFO as input', () => {
+  it('says it is waiting for the writer, then reads it', async () => {
+    const fifo = join(dir, 'in.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const child = spawn(process.execPath, [CLI, 'train', '--train', fifo, '--epochs', '1', '--save', 'f.sl'], { cwd: dir });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((res) => child.on('exit', res));
+    for (let i = 0; i < 500 && !stderr.includes('waiting'); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(stderr).toBe(`reading training data from the pipe ${fifo} (waiting for its writer)\n`);
+    writeFileSync(fifo, readFileSync(tiny)); // opens the FIFO for writing: the reader goes on
+    expect(await exited).toBe(0);
+  });
+});
