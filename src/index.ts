@@ -24,3 +24,5 @@ export {
   type SparseDataset,
 } from '../datasets/index.js';
 export { native as loadNative } from './native.js';
+export { serve, PredictionServer, type ServeOptions, type ModelInfo } from './serve/server.js';
+export { RequestError } from './serve/request.js';
