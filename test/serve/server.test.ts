@@ -8,6 +8,7 @@ import { Network } from '../../src/network/network.js';
 import { serve, type PredictionServer } from '../../src/serve/server.js';
 import { subset, synthesize } from '../../datasets/index.js';
 import type { SparseDataset } from '../../datasets/csr.js';
+import { fuzzBodies } from '../../bench/serve-fuzz.js';
 
 const train = synthesize({ shape: 'small', points: 3000, seed: 5 });
 const test = subset(synthesize({ shape: 'small', points: 3200, seed: 5 }), Array.from({ length: 200 }, (_, i) => 3000 + i));
@@ -171,28 +172,11 @@ describe('serve: refusals', () => {
 
 describe('serve: robustness', () => {
   it('fuzzed bodies get 4xx and the server keeps answering correctly', async () => {
-    let seed = 12345;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
-    const pick = <T>(a: T[]) => a[Math.floor(rnd() * a.length)]!;
     const valid = JSON.stringify({ instances: [{ features: features(test, 1) }, { features: features(test, 2) }], k: 3, mode: 'sampled' });
-    const atoms = ['null', 'true', '1e400', '-0', '"x"', '[]', '{}', '"\\ud800"', '1.5', '-7', '99999999999', '"sampled"', '{"1":NaN}'];
-    const mutate = (): string | Buffer => {
-      switch (Math.floor(rnd() * 6)) {
-        case 0: { // flip, delete or insert bytes of a valid body
-          const b = Buffer.from(valid);
-          for (let j = 0; j < 1 + rnd() * 5; j++) b[Math.floor(rnd() * b.length)] = Math.floor(rnd() * 256);
-          return b;
-        }
-        case 1: return valid.slice(0, Math.floor(rnd() * valid.length));
-        case 2: return JSON.stringify({ [pick(['features', 'instances', 'text', 'k', 'mode'])]: JSON.parse(pick(atoms.filter((a) => !a.includes('NaN')))) });
-        case 3: return `{"features": {"${Math.floor(rnd() * 2 ** 33) - 2 ** 20}": ${pick(atoms)}}, "k": ${pick(atoms)}}`;
-        case 4: return `{"instances": [${Array.from({ length: 1 + Math.floor(rnd() * 4) }, () => pick(atoms)).join(',')}]}`;
-        default: return '['.repeat(Math.floor(rnd() * 5000)) + ']'.repeat(Math.floor(rnd() * 5000));
-      }
-    };
+    const next = fuzzBodies(valid, 12345);
     const counts: Record<number, number> = {};
     for (let round = 0; round < 100; round++) {
-      const replies = await Promise.all(Array.from({ length: 20 }, () => post(mutate() as string)));
+      const replies = await Promise.all(Array.from({ length: 20 }, () => call('POST', '/predict', next())));
       for (const r of replies) {
         counts[r.status] = (counts[r.status] ?? 0) + 1;
         expect(r.status === 200 || (r.status >= 400 && r.status < 500), `status ${r.status}: ${JSON.stringify(r.body)}`).toBe(true);
