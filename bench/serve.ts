@@ -42,6 +42,9 @@ interface Args {
   duration: number;
   warmup: number;
   connections: number;
+  batchConnections: number;
+  sizes: string;
+  modes: string;
   workers?: number;
   fuzz: number;
   json: boolean;
@@ -55,7 +58,10 @@ export const serveBenchCmd = defineCommand({
     points: { type: 'string', valueName: 'file', description: 'XC file whose points are sent (required with --model; e.g. its test set)' },
     duration: { type: 'integer', min: 1, default: 10, valueName: 's', description: 'seconds of load per scenario' },
     warmup: { type: 'integer', min: 0, default: 2, valueName: 's', description: 'seconds of untimed load before each scenario' },
-    connections: { type: 'integer', min: 1, default: 32, valueName: 'n', description: 'concurrent connections of the load generator' },
+    connections: { type: 'integer', min: 1, default: 32, valueName: 'n', description: 'concurrent connections of the load generator (single-point requests, fuzz run)' },
+    batchConnections: { type: 'integer', min: 1, default: 4, valueName: 'n', description: 'concurrent connections for requests of more than one point' },
+    sizes: { type: 'string', default: '1,64', valueName: 'list', description: 'points per request of the scenarios' },
+    modes: { type: 'string', default: 'exact,sampled', valueName: 'list', description: 'modes of the scenarios' },
     workers: { type: 'integer', min: 0, valueName: 'n', description: 'server prediction threads (default: number of cores)' },
     fuzz: { type: 'integer', min: 0, default: 10_000, valueName: 'n', description: 'malformed requests of the fuzz run' },
     json: { type: 'boolean', description: 'print only the JSON line' },
@@ -115,8 +121,13 @@ async function measure(a: Args): Promise<void> {
     log(`serving ${model}: ${info.inputDim} features, ${info.labels} labels, ${info.workers} workers, sampled candidates ${info.defaults.candidates}; ${url}`);
     const n = Math.min(points.points, 2000);
     const scenarios = [];
-    for (const size of [1, 64]) {
-      for (const mode of ['exact', 'sampled'] as const) {
+    const sizes = a.sizes.split(',').map(Number);
+    if (sizes.some((x) => !Number.isInteger(x) || x < 1)) throw new UsageError(`Expected positive integers for --sizes but received ${JSON.stringify(a.sizes)}`);
+    const modes = a.modes.split(',');
+    if (modes.some((m) => m !== 'exact' && m !== 'sampled')) throw new UsageError(`Expected exact and/or sampled for --modes but received ${JSON.stringify(a.modes)}`);
+    for (const size of sizes) {
+      for (const mode of modes as ('exact' | 'sampled')[]) {
+        const connections = size === 1 ? a.connections : a.batchConnections;
         // Distinct bodies, handed out in turn across all connections.
         const bodies = Array.from({ length: Math.max(1, Math.floor(n / size)) }, (_, b) => JSON.stringify(
           size === 1 ? { features: features(points, b), k: 5, mode } : { instances: Array.from({ length: size }, (_, j) => ({ features: features(points, (b * size + j) % points.points) })), k: 5, mode },
@@ -126,16 +137,16 @@ async function measure(a: Args): Promise<void> {
           method: 'POST', path: '/predict', headers: { 'content-type': 'application/json' },
           setupRequest: (req: Record<string, unknown>) => ({ ...req, body: bodies[turn++ % bodies.length] }),
         }];
-        if (a.warmup > 0) await autocannon({ url, connections: a.connections, duration: a.warmup, requests });
-        const r = await autocannon({ url, connections: a.connections, duration: a.duration, requests });
+        if (a.warmup > 0) await autocannon({ url, connections, duration: a.warmup, requests, timeout: 60 });
+        const r = await autocannon({ url, connections, duration: a.duration, requests, timeout: 60 });
         const s = {
-          name: `${size === 1 ? 'single point' : `${size} points`}, ${mode}`, pointsPerRequest: size, mode,
+          name: `${size === 1 ? 'single point' : `${size} points`}, ${mode}`, pointsPerRequest: size, mode, connections,
           requestsPerSec: r.requests.average, pointsPerSec: r.requests.average * size,
           p50ms: r.latency.p50, p99ms: r.latency.p99, maxMs: r.latency.max,
           requests: r.requests.total, non2xx: r.non2xx, errors: r.errors, timeouts: r.timeouts,
         };
         scenarios.push(s);
-        log(`${s.name.padEnd(24)} ${s.requestsPerSec.toFixed(0).padStart(7)} req/s ${s.pointsPerSec.toFixed(0).padStart(8)} points/s  p50 ${s.p50ms} ms  p99 ${s.p99ms} ms  (non-2xx ${s.non2xx}, errors ${s.errors})`);
+        log(`${s.name.padEnd(24)} ${s.requestsPerSec.toFixed(0).padStart(7)} req/s ${s.pointsPerSec.toFixed(0).padStart(8)} points/s  p50 ${s.p50ms} ms  p99 ${s.p99ms} ms  (${connections} connections; non-2xx ${s.non2xx}, errors ${s.errors})`);
       }
     }
 
@@ -155,7 +166,7 @@ async function measure(a: Args): Promise<void> {
       fuzz = { requests: r.requests.total, statusCodes: codes, errors: r.errors, timeouts: r.timeouts, servesAfter: after.status === 200 && afterText === before };
       log(`fuzz: ${r.requests.total} malformed requests, status codes ${JSON.stringify(codes)}, connection errors ${r.errors}; afterwards the same valid request gets the same answer: ${fuzz.servesAfter}`);
     }
-    const result = { cpu: cpus()[0]?.model ?? 'unknown', cores: availableParallelism(), workers: info.workers, connections: a.connections, duration: a.duration, model, labels: info.labels, scenarios, fuzz };
+    const result = { cpu: cpus()[0]?.model ?? 'unknown', cores: availableParallelism(), workers: info.workers, duration: a.duration, model, labels: info.labels, scenarios, fuzz };
     process.stdout.write(JSON.stringify(result) + '\n');
   } finally {
     child.kill('SIGTERM');
