@@ -4,7 +4,7 @@
 // --fuzz malformed bodies (bench/serve-fuzz.ts, plus some over the body limit) must all get 4xx, and the
 // server must still answer a valid request exactly as before.
 //
-//   npm run bench:serve -- [--model m.sl --points test.txt] [--duration 10] [--connections 32] [--workers n] [--json]
+//   npm run bench:serve -- [--model m.sl --points test.txt] [--duration 10] [--connections 16] [--workers n] [--json]
 //
 // Without --model, a small synthetic model is trained first (a smoke run). The load generator shares the
 // machine with the server: on a 2-core machine it takes a good part of one core.
@@ -58,7 +58,7 @@ export const serveBenchCmd = defineCommand({
     points: { type: 'string', valueName: 'file', description: 'XC file whose points are sent (required with --model; e.g. its test set)' },
     duration: { type: 'integer', min: 1, default: 10, valueName: 's', description: 'seconds of load per scenario' },
     warmup: { type: 'integer', min: 0, default: 2, valueName: 's', description: 'seconds of untimed load before each scenario' },
-    connections: { type: 'integer', min: 1, default: 32, valueName: 'n', description: 'concurrent connections of the load generator (single-point requests, fuzz run)' },
+    connections: { type: 'integer', min: 1, default: 16, valueName: 'n', description: 'concurrent connections of the load generator (single-point requests, fuzz run)' },
     batchConnections: { type: 'integer', min: 1, default: 4, valueName: 'n', description: 'concurrent connections for requests of more than one point' },
     sizes: { type: 'string', default: '1,64', valueName: 'list', description: 'points per request of the scenarios' },
     modes: { type: 'string', default: 'exact,sampled', valueName: 'list', description: 'modes of the scenarios' },
