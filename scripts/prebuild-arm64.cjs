@@ -31,9 +31,9 @@ const CXXFLAGS = [
   '-Wall', '-Wextra', '-Wno-unused-parameter',
   '-DNAPI_VERSION=8', '-DNAPI_CPP_EXCEPTIONS', '-DNODE_ADDON_API_DISABLE_DEPRECATED', '-DBUILDING_NODE_EXTENSION', '-DNODE_GYP_MODULE_NAME=sublinear',
 ];
-// libstdc++ is linked dynamically, as by node-gyp on x64 (Node itself needs it): the binary then asks only
-// for old symbol versions (glibc 2.17, GLIBCXX 3.4.21: the cross compiler's sysroot is newer, but nothing
-// newer is used). Linking it statically would pull in symbols of glibc 2.36 (arc4random, _dl_find_object).
+// libstdc++ is linked dynamically, as by node-gyp on x64: the binary then needs glibc >= 2.29 and the
+// libstdc++ of GCC >= 11 (GLIBCXX_3.4.29), like the x64 one. Linking it statically would pull in symbols
+// of the cross sysroot's glibc 2.36 (arc4random, _dl_find_object).
 const LDFLAGS = ['-shared', '-pthread', '-Wl,-z,noexecstack', '-Wl,--as-needed'];
 
 const args = process.argv.slice(2);
