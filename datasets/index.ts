@@ -11,3 +11,4 @@ export {
 } from './synth.js';
 export { describe, type DatasetStats, type LabelFrequencySummary } from './stats.js';
 export type { StreamOptions } from './line-parser.js';
+export { readText, parseTextLine, MAX_TEXT_LINE_BYTES, type ReadTextOptions, type TextData } from './text-reader.js';

@@ -20,9 +20,13 @@ export { lockDirectory, assertUnlocked, DirectoryLockedError, LOCK_FILE, type Lo
 export { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './train/metrics.js';
 export { LshIndex, type LshIndexOptions, type LshQueryOptions, type LshQueryResult } from './lsh/index.js';
 export {
-  readXC, writeXC, readLibsvm, readSplit, subset, synthesize, generateSynthetic, describe, DataFormatError,
+  readXC, writeXC, readLibsvm, readText, parseTextLine, type TextData, type ReadTextOptions, readSplit, subset, synthesize, generateSynthetic, describe, DataFormatError,
   type SparseDataset,
 } from '../datasets/index.js';
+export { TextVectorizer, type TextVectorizerOptions, type TextVectorizerMeta } from './text/vectorizer.js';
+export { tokenize } from './text/tokenize.js';
+export { LabelNames, labelledDataset, type LabelledText } from './text/labels.js';
+export { readTextDatasets, type ReadTextDatasetsOptions, type TextDatasets } from './text/load.js';
 export { native as loadNative } from './native.js';
 export { serve, PredictionServer, type ServeOptions, type ModelInfo } from './serve/server.js';
 export { RequestError } from './serve/request.js';

@@ -1,4 +1,4 @@
-// `sublinear data inspect | split | synth`: look at, split and generate datasets.
+// `sublinear data inspect | split | synth | featurize`: look at, split, generate and featurize datasets.
 import { mkdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import {
@@ -6,6 +6,8 @@ import {
   type DatasetStats, type SparseDataset,
 } from '../../datasets/index.js';
 import { Progress, formatAmount } from '../util/progress.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { readTextDatasets } from '../text/load.js';
 import { defineCommand, defineGroup } from './args.js';
 
 const FORMATS = ['xc', 'libsvm'] as const;
@@ -162,6 +164,66 @@ const synth = defineCommand({
   },
 });
 
+const featurize = defineCommand({
+  name: 'featurize',
+  summary: 'Turn raw-text files into XC numeric files: tf-idf features, label ids, and the names of both.',
+  description:
+    'Input: one point per line, label names separated by commas, a TAB, then the text (or fastText\'s\n' +
+    '__label__name prefixes). The vocabulary and idf come from --train (words in at least --min-df points;\n' +
+    'above --max-vocabulary words they are hashed into 2^--hash-bits features), exactly as train --input-format\n' +
+    'text does. Writes train.txt (and test.txt) in XC format, labels.txt (id<TAB>name per line) and, for a\n' +
+    'vocabulary, vocabulary.txt (id<TAB>word per line).',
+  flags: {
+    train: { type: 'string', required: true, valueName: 'file', description: 'raw-text training data (the vocabulary and label ids come from it)' },
+    test: { type: 'string', valueName: 'file', description: 'raw-text test data, featurized with the same vocabulary and labels' },
+    out: { type: 'string', required: true, valueName: 'dir', description: 'output folder (created if missing)' },
+    minDf: { type: 'integer', min: 1, default: 2, valueName: 'n', description: 'keep words found in at least n training points' },
+    bigrams: { type: 'boolean', description: 'also use pairs of neighbouring words as features' },
+    maxVocabulary: { type: 'integer', min: 1, max: 0xffffffff, default: 200000, valueName: 'n', description: 'above n kept words, hash them into 2^hash-bits features' },
+    hashBits: { type: 'integer', min: 1, max: 26, default: 18, valueName: 'b', description: 'hashed feature space of 2^b features' },
+    json: jsonFlag,
+    quiet: quietFlag,
+  },
+  examples: ['data featurize --train raw-train.txt --test raw-test.txt --out numeric', 'data featurize --train docs.txt --bigrams --min-df 3 --out docs-xc'],
+  async run(o, io) {
+    const bar = o.json || o.quiet ? null : new Progress({ label: 'reading text', unit: 'MB' });
+    let r;
+    try {
+      r = await readTextDatasets(o.train, o.test, {
+        vectorizerOptions: { minDf: o.minDf, bigrams: o.bigrams, maxVocabulary: o.maxVocabulary, hashBits: o.hashBits },
+        onProgress: bar ? (_f, done, total) => bar.update(done / 1e6, total / 1e6) : undefined,
+      });
+    } finally {
+      bar?.done();
+    }
+    await mkdir(o.out, { recursive: true });
+    const files: string[] = [];
+    const out = (name: string) => {
+      const f = join(o.out, name);
+      files.push(f);
+      return f;
+    };
+    await writeXC(out('train.txt'), r.train);
+    if (r.test) await writeXC(out('test.txt'), r.test);
+    const lines = (items: readonly string[]) => [new TextEncoder().encode(items.map((x, i) => `${i}\t${x}\n`).join(''))];
+    await writeFileAtomic(out('labels.txt'), lines(r.labelNames));
+    if (r.vectorizer.mode === 'vocabulary') await writeFileAtomic(out('vocabulary.txt'), lines(r.vectorizer.vocabulary));
+    const v = r.vectorizer;
+    if (o.json) {
+      io.out(JSON.stringify({
+        files, trainPoints: r.train.points, testPoints: r.test?.points ?? 0, features: v.features, mode: v.mode, labels: r.labelNames.length,
+        unknownTestLabels: r.unknownTestLabels, bytes: r.bytes, seconds: r.seconds, mbPerSec: r.bytes / 1e6 / r.seconds,
+      }) + '\n');
+    } else {
+      io.out(`wrote ${files.join(', ')}: ${formatAmount(r.train.points)} training points, ${formatAmount(v.features)} features ` +
+        `(${v.mode === 'vocabulary' ? 'vocabulary' : `hashed into 2^${v.options.hashBits}`}), ${formatAmount(r.labelNames.length)} labels; ` +
+        `featurised ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(2)} s\n`);
+      if (r.unknownTestLabels) io.err(`warning: ${o.test}: ${r.unknownTestLabels} label occurrence(s) name labels not in the training data (dropped)\n`);
+    }
+    return 0;
+  },
+});
+
 /** `sublinear data ...` */
-export const dataCommands = defineGroup('data', 'Inspect, split and generate datasets.', [inspect, split, synth]);
+export const dataCommands = defineGroup('data', 'Inspect, split, generate and featurize datasets.', [inspect, split, synth, featurize]);
 

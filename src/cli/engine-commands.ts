@@ -33,7 +33,10 @@ const propensityA = { type: 'number', valueName: 'A', description: 'propensity m
 const propensityB = { type: 'number', valueName: 'B', description: 'propensity model B for PSP@k (default 1.5; 2.6 for Amazon)' } as const;
 
 // train's own variants without flag defaults (--resume must tell a flag given again from a default).
-const trainFormat = { type: 'choice', choices: ['xc', 'libsvm'] as const, description: 'input format of the data files (default: xc)' } as const;
+const trainFormat = {
+  type: 'choice', choices: ['xc', 'libsvm', 'text'] as const,
+  description: 'input format of the data files: xc, libsvm, or text (one point per line: label,label<TAB>text, or fastText __label__ prefixes) (default: xc)',
+} as const;
 const trainMode = {
   type: 'choice', choices: ['exact', 'sampled'] as const,
   description: 'inference: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index (faster) (default: exact)',
@@ -57,6 +60,15 @@ export const trainCmd = defineCommand({
     test: { type: 'string', valueName: 'file', description: 'test data, evaluated after training (and every --eval-every epochs)' },
     config: { type: 'string', valueName: 'json', description: 'JSON file: the network (NetworkConfig; inputDim defaults to the data) and training options (epochs, batchSize, lr, ...; flags override them)' },
     format: trainFormat,
+    inputFormat: { ...trainFormat, description: 'the same as --format' },
+    minDf: { type: 'integer', min: 1, valueName: 'n', description: 'text: keep words found in at least n training points (default: 2)' },
+    bigrams: { type: 'boolean', description: 'text: also use pairs of neighbouring words as features' },
+    maxVocabulary: { type: 'integer', min: 1, max: 0xffffffff, valueName: 'n', description: 'text: above n kept words, hash them into 2^hash-bits features (default: 200000)' },
+    hashBits: { type: 'integer', min: 1, max: 26, valueName: 'b', description: 'text: hashed feature space of 2^b features, above --max-vocabulary (default: 18)' },
+    init: {
+      type: 'string', valueName: 'model',
+      description: 'warm start: continue training this saved model on --train; labels it has never seen (names, or ids past its last) get new outputs, old ones keep their weights',
+    },
     // No flag defaults for what --resume restores: a default would be indistinguishable from a flag given again.
     epochs: {
       type: 'integer', min: 0, valueName: 'n',
@@ -93,6 +105,8 @@ export const trainCmd = defineCommand({
     'train --train train.txt --test test.txt --eval-every 1 --log history.jsonl --save model.sl',
     'train --train train.txt --test test.txt --epochs 10 --lr 0.001 --workers 2 --save model.sl --json',
     'train --train train.txt --save model.sl --checkpoint ckpt --checkpoint-every 10m',
+    'train --train docs.txt --test docs-test.txt --input-format text --save model.sl',
+    'train --init model.sl --train more-docs.txt --input-format text --epochs 3 --save model2.sl',
     'train --resume ckpt',
     'train --resume ckpt --epochs 20',
     'train --train train.txt --test test.txt --epochs 5 --workers 1 --distributed --json   (under mpirun -np 4)',
@@ -106,7 +120,7 @@ export const evalCmd = defineCommand({
   flags: {
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
     test: { type: 'string', required: true, valueName: 'file', description: 'test data' },
-    format,
+    format: { type: 'choice', choices: ['xc', 'libsvm', 'text'] as const, description: 'input format of the test data (default: text for a model trained on text, else xc)' },
     k: { type: 'string', valueName: 'list', description: 'cut-offs of P@k, nDCG@k and PSP@k, comma-separated (default: 1,3,5)' },
     workers,
     mode,
@@ -132,13 +146,15 @@ export const predictCmd = defineCommand({
     'Output formats: xc (default) is the Extreme Classification Repository\'s score-matrix format: a header ' +
     '"points labels", then one line per point, "label:score" pairs in descending score order (point i of the ' +
     'input is line i + 2). jsonl prints one object per point: {"id": i, "labels": [...], "scores": [...]}, ' +
-    'with i the 0-based position of the point in the input. Scores are softmax probabilities.',
+    'with i the 0-based position of the point in the input; its labels are names for a model trained on text ' +
+    '(which reads raw text: one point per line, labels and a TAB before the text are ignored). Scores are softmax probabilities.',
   flags: {
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
     input: { type: 'string', required: true, valueName: 'file', description: 'points to label, or - for standard input (labels in the file are ignored)' },
-    inputFormat: { type: 'choice', choices: ['xc', 'libsvm'] as const, default: 'xc', description: 'format of the input' },
+    inputFormat: { type: 'choice', choices: ['xc', 'libsvm', 'text'] as const, description: 'format of the input (default: text for a model trained on text, else xc)' },
     format: {
-      type: 'choice', choices: ['xc', 'jsonl'] as const, default: 'xc', description: 'format of the output (see above)',
+      type: 'choice', choices: ['xc', 'jsonl'] as const,
+      description: 'format of the output (see above; default: jsonl with label names for a model trained on text, else xc)',
       hint: 'the format of the input is --input-format',
     },
     k: { type: 'integer', min: 1, default: 5, valueName: 'k', description: 'labels per point (at most the model\'s labels)' },
@@ -152,6 +168,7 @@ export const predictCmd = defineCommand({
     'predict --model model.sl --input test.txt --k 5 > scores.txt',
     'predict --model model.sl --input test.txt --format jsonl | head -3',
     'predict --model model.sl --input - --input-format libsvm < points.svm',
+    'predict --model text-model.sl --input new-docs.txt --k 3',
   ],
   run: (o, io) => predictCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

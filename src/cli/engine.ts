@@ -21,6 +21,9 @@ import { modelFileBytes } from '../network/model-file.js';
 import { GracefulStop } from './signals.js';
 import { writePredictions } from './predict-output.js';
 import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
+import { readTextDatasets, type TextDatasets } from '../text/load.js';
+import { LabelNames, labelledDataset } from '../text/labels.js';
+import { readText } from '../../datasets/text-reader.js';
 import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
 
 export interface TrainCliOptions {
@@ -30,7 +33,19 @@ export interface TrainCliOptions {
   config?: string;
   /** A configuration object instead of a --config file (the demo's). */
   networkConfig?: NetworkConfig;
-  format?: 'xc' | 'libsvm';
+  format?: InputFormat;
+  /** Same as `format` (the name predict uses); giving both with different values is an error. */
+  inputFormat?: InputFormat;
+  /** Text input: the vectorizer's settings (TextVectorizerOptions; defaults there). */
+  minDf?: number;
+  bigrams?: boolean;
+  maxVocabulary?: number;
+  hashBits?: number;
+  /**
+   * Warm start: a model file to continue from on the new data (`Network.grow`: labels it has never seen
+   * get new outputs; a text model keeps its vectorizer and label names). Not with --resume or --config.
+   */
+  init?: string;
   epochs?: number;
   batch?: number;
   lr?: number;
@@ -70,7 +85,13 @@ export interface TrainCliOptions {
 interface SavedCli {
   train: string;
   test?: string;
-  format?: 'xc' | 'libsvm';
+  format?: InputFormat;
+  inputFormat?: InputFormat;
+  minDf?: number;
+  bigrams?: boolean;
+  maxVocabulary?: number;
+  hashBits?: number;
+  init?: string;
   save?: string;
   evalEvery?: number;
   workers?: number;
@@ -82,12 +103,12 @@ interface SavedCli {
   log?: string;
 }
 
-const SAVED_CLI_KEYS = ['train', 'test', 'format', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
+const SAVED_CLI_KEYS = ['train', 'test', 'format', 'inputFormat', 'minDf', 'bigrams', 'maxVocabulary', 'hashBits', 'init', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
 
 function savedCli(o: TrainCliOptions & { train: string }): SavedCli {
   const s: Record<string, unknown> = {};
   for (const k of SAVED_CLI_KEYS) if (o[k] !== undefined) s[k] = o[k];
-  for (const k of ['train', 'test', 'save', 'log'] as const) if (o[k] !== undefined) s[k] = resolve(o[k]);
+  for (const k of ['train', 'test', 'save', 'log', 'init'] as const) if (o[k] !== undefined) s[k] = resolve(o[k]);
   return s as unknown as SavedCli;
 }
 
@@ -102,6 +123,8 @@ function readSavedCli(extra: unknown): Partial<SavedCli> | null {
   }
   return out as Partial<SavedCli>;
 }
+
+type InputFormat = 'xc' | 'libsvm' | 'text';
 
 type Out = { out: (s: string) => void; err: (s: string) => void; drain?: () => Promise<void> };
 
@@ -122,6 +145,40 @@ export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined
   } finally {
     bar?.done();
   }
+}
+
+/** --format / --input-format (the same flag under two names): default xc. */
+function inputFormatOf(o: { format?: InputFormat; inputFormat?: InputFormat }): InputFormat {
+  if (o.format && o.inputFormat && o.format !== o.inputFormat) throw new UsageError(`--format ${o.format} and --input-format ${o.inputFormat} disagree (they are the same option)`);
+  return o.inputFormat ?? o.format ?? 'xc';
+}
+
+/**
+ * Raw-text training (and test) files as tf-idf datasets: a vectorizer fitted on the training file with the
+ * --min-df, --bigrams, --max-vocabulary and --hash-bits settings, or the warm start model's vectorizer and
+ * label names.
+ */
+async function loadTextData(trainPath: string, testPath: string | undefined, o: TrainCliOptions, init: Network | undefined, quiet: boolean, io: Out, limit: number): Promise<TextDatasets> {
+  const bar = quiet ? null : new Progress({ label: 'reading text', unit: 'MB' });
+  let r: TextDatasets;
+  try {
+    r = await readTextDatasets(trainPath, testPath, {
+      vectorizer: init?.textVectorizer,
+      labelNames: init?.labelNames,
+      read: { maxMemoryBytes: limit },
+      vectorizerOptions: { minDf: o.minDf, bigrams: o.bigrams || undefined, maxVocabulary: o.maxVocabulary, hashBits: o.hashBits },
+      onProgress: bar ? (_f, done, total) => bar.update(done / 1e6, total / 1e6) : undefined,
+    });
+  } finally {
+    bar?.done();
+  }
+  if (!quiet) {
+    const v = r.vectorizer;
+    io.err(`text: ${r.train.points} training points, ${v.features} features (${v.mode === 'vocabulary' ? 'vocabulary' : `hashed into 2^${v.options.hashBits}`}), ` +
+      `${r.labelNames.length} labels; featurised ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(1)} s\n`);
+    if (r.unknownTestLabels) io.err(`sublinear: warning: ${testPath}: ${r.unknownTestLabels} label occurrence(s) name labels not in the training data (dropped: no output can predict them)\n`);
+  }
+  return r;
 }
 
 /** Bytes of a dataset's arrays. */
@@ -194,6 +251,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   } else if (!given.train) {
     throw new UsageError('missing required option --train (or --resume <dir>)');
   }
+  if (given.init && (given.resume || given.config || given.networkConfig)) throw new UsageError(`--init cannot be combined with --${given.resume ? 'resume' : 'config'}: the network comes from the --init model`);
   if (given.checkpointEvery !== undefined && !given.checkpoint && !given.resume) throw new UsageError('--checkpoint-every needs --checkpoint <dir>');
   if (given.checkpointEvery !== undefined) {
     try {
@@ -236,14 +294,42 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
 
   const trainPath = o.train!;
   const limit = memoryLimitBytes(o.maxMemory);
-  const own = await loadData(ownFile(trainPath), o.format, 'training data', quiet, limit);
-  // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
-  const train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
+  const format = inputFormatOf(o);
+  if (given.init) await checkInputFile(given.init, '--init');
+  const textFlag = (['minDf', 'bigrams', 'maxVocabulary', 'hashBits'] as const).find((k) => given[k] !== undefined && given[k] !== false);
+  const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  if (textFlag && format !== 'text') throw new UsageError(`${flagName(textFlag)} applies to --input-format text only`);
+  if (textFlag && o.init) throw new UsageError(`${flagName(textFlag)} cannot be combined with --init: the vocabulary comes from the --init model`);
+  // The warm start's model (a resumed warm start reloads it for its vectorizer and label names only).
+  const initNet = o.init ? await Network.load(o.init, { maxMemory: o.maxMemory, workers: o.workers }) : undefined;
+  if (initNet && (format === 'text') !== !!initNet.textVectorizer) {
+    throw new Error(format === 'text'
+      ? `${o.init} was trained on numeric features: --input-format text needs a model trained on text`
+      : `${o.init} was trained on text: give the new data as text (--input-format text)`);
+  }
+  let train: SparseDataset, test: SparseDataset | undefined, text: TextDatasets | undefined;
+  if (format === 'text') {
+    if (dist && trainPath.includes(RANK_PLACEHOLDER)) throw new UsageError('--input-format text cannot read per-rank shards (%r): give every rank the whole file');
+    text = await loadTextData(trainPath, o.test, o, initNet, quiet, io, limit);
+    train = text.train;
+    test = text.test;
+  } else {
+    const own = await loadData(ownFile(trainPath), format, 'training data', quiet, limit);
+    // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
+    train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
+    test = o.test ? await loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train))) : undefined;
+  }
   if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
-  const test = o.test ? await loadData(o.test, o.format, 'test data', quiet, Math.max(0, limit - dataBytes(train))) : undefined;
   if (test) checkEvaluable(test, o.test!);
+  // A warm start grows the model's output layer to the labels of the new data (old labels keep their rows).
+  const grown = initNet && !resumed ? initNet.grow(Math.max(initNet.config.layers.at(-1)!.size, train.labels), text?.labelNames) : undefined;
+  if (grown && !quiet) {
+    const before = initNet!.config.layers.at(-1)!.size, after = grown.config.layers.at(-1)!.size;
+    io.err(`warm start from ${o.init}: ${before} labels${after > before ? `, grown to ${after} (${after - before} new)` : ''}\n`);
+  }
   let config: NetworkConfig;
   if (resumed) config = resumed.config;
+  else if (grown) config = grown.config;
   else if (o.networkConfig) config = o.networkConfig;
   else if (file) config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
   else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
@@ -261,7 +347,11 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
   checkMemory(planNetworkMemory(resolved, workers, train, bestWeights), o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
-  const net = resumed ?? new Network(config);
+  const net = resumed ?? grown ?? new Network(config);
+  if (text) {
+    net.textVectorizer = text.vectorizer;
+    net.labelNames = text.labelNames;
+  }
   // Room for the model file before training (the Checkpointer checks the room its files need itself).
   if (o.save && writer) await checkOutputFile(o.save, '--save', modelFileBytes(net));
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
@@ -438,7 +528,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
 export interface EvalCliOptions {
   model: string;
   test: string;
-  format?: 'xc' | 'libsvm';
+  /** Default: text for a model trained on text, else xc. */
+  format?: InputFormat;
   json?: boolean;
   quiet?: boolean;
   workers?: number;
@@ -477,7 +568,10 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
   const ks = parseKs(o.k ?? '1,3,5', outputs);
-  const test = await loadData(o.test, o.format, 'test data', quiet, memoryLimitBytes(o.maxMemory));
+  const format = o.format ?? (net.textVectorizer ? 'text' : 'xc');
+  const test = format === 'text'
+    ? await loadTextInput(net, o.test, o.test, true, io, quiet, o.maxMemory)
+    : await loadData(o.test, format, 'test data', quiet, memoryLimitBytes(o.maxMemory));
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
   const mode = o.mode ?? 'exact';
@@ -510,9 +604,12 @@ export interface PredictCliOptions {
   model: string;
   /** A data file, or '-' for standard input. */
   input: string;
-  /** Format of the input. Default 'xc'. */
-  inputFormat?: 'xc' | 'libsvm';
-  /** What is printed: 'xc' (a sparse score matrix with a header) or 'jsonl'. Default 'xc'. */
+  /** Format of the input. Default: text for a model trained on text, else xc. */
+  inputFormat?: InputFormat;
+  /**
+   * What is printed: 'xc' (a sparse score matrix of label ids, with a header) or 'jsonl'. Default: jsonl
+   * (with label names) for a model with label names, else xc.
+   */
   format?: 'xc' | 'jsonl';
   k?: number;
   workers?: number;
@@ -537,7 +634,10 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   try {
     // Standard input is spooled to a temporary file: the readers stream files (and say which line is wrong).
     if (fromStdin) spool = await spoolStdin();
-    data = await loadData(spool ?? o.input, o.inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimitBytes(o.maxMemory))
+    const inputFormat = o.inputFormat ?? (net.textVectorizer ? 'text' : 'xc');
+    data = await (inputFormat === 'text'
+      ? loadTextInput(net, spool ?? o.input, fromStdin ? '<stdin>' : o.input, false, io, quiet, o.maxMemory)
+      : loadData(spool ?? o.input, inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimitBytes(o.maxMemory)))
       .catch((e: unknown) => {
         throw spool && e instanceof Error ? new Error(e.message.replaceAll(spool, '<stdin>')) : e;
       });
@@ -553,8 +653,22 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   } finally {
     bar?.done();
   }
-  await writePredictions(p, o.format ?? 'xc', outputs, io);
+  await writePredictions(p, o.format ?? (net.labelNames ? 'jsonl' : 'xc'), outputs, io, net.labelNames);
   return 0;
+}
+
+/**
+ * A raw-text file as the input of a text model: its vectorizer's rows, and (`withLabels`, for eval) the label
+ * names mapped to the model's ids (names the model does not know are dropped, with a warning).
+ */
+async function loadTextInput(net: Network, path: string, name: string, withLabels: boolean, io: Out, quiet: boolean, maxMemory: number | undefined): Promise<SparseDataset> {
+  if (!net.textVectorizer) throw new Error(`the model was trained on numeric features: it cannot read raw text (give --${withLabels ? 'format' : 'input-format'} xc or libsvm)`);
+  const data = await readText(path, { displayName: name, maxMemoryBytes: memoryLimitBytes(maxMemory) });
+  if (!withLabels) return net.textVectorizer.transform(data.texts);
+  if (!net.labelNames) throw new Error('the model has no label names: it cannot evaluate text whose labels are names');
+  const r = labelledDataset(data, net.textVectorizer, new LabelNames(net.labelNames), false);
+  if (r.unknownLabels && !quiet) io.err(`sublinear: warning: ${name}: ${r.unknownLabels} label occurrence(s) name labels the model does not know (dropped: no output can predict them)\n`);
+  return { ...r.dataset, labels: Math.min(r.dataset.labels, net.config.layers.at(-1)!.size) };
 }
 
 /** Copies standard input into a fresh temporary directory; returns the file's path. */

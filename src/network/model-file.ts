@@ -1,12 +1,17 @@
 // Model files: config + weights + training label frequencies in the checksummed container of
 // src/util/binfile.ts, written atomically. Hash tables are not stored: their functions derive from the
 // config's seed and the tables are rebuilt from the weights, so a loaded model predicts exactly as saved.
-import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
+// A model trained on raw text also holds its text vectorizer (meta.text; sections text.vocabulary, u8:
+// the UTF-8 tokens each followed by '\n', and text.idf, f32) and label names (meta.labelNames: their count;
+// section labelNames, u8: each name followed by '\n'). Files without them (numeric models, and every file
+// written before text models existed) load as before.
+import { readBinFile, writeBinFile, type SectionArray, type SectionDtype, type SectionInfo } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, type LoadLimits } from './file-layout.js';
 import type { Network } from './network.js';
+import { TextVectorizer, type TextVectorizerMeta } from '../text/vectorizer.js';
 
 interface ModelMeta {
   format: 'sublinear-model';
@@ -14,6 +19,29 @@ interface ModelMeta {
   batchesDone: number;
   rebuildRound: number;
   trainPoints: number;
+  /** The text vectorizer's settings (models trained on raw text only). */
+  text?: TextVectorizerMeta;
+  /** Number of label names (models with label names only). */
+  labelNames?: number;
+}
+
+/** Sections of the text vectorizer and label names, outside the layout the network configuration implies. */
+const TEXT_SECTIONS = ['text.vocabulary', 'text.idf', 'labelNames'] as const;
+
+function textSections(net: Network): { meta: Pick<ModelMeta, 'text' | 'labelNames'>; sections: Record<string, SectionArray> } {
+  const sections: Record<string, SectionArray> = {};
+  const meta: Pick<ModelMeta, 'text' | 'labelNames'> = {};
+  if (net.textVectorizer) {
+    const p = net.textVectorizer.toParts();
+    meta.text = p.meta;
+    sections['text.vocabulary'] = p.vocabulary;
+    sections['text.idf'] = p.idf;
+  }
+  if (net.labelNames) {
+    meta.labelNames = net.labelNames.length;
+    sections['labelNames'] = new TextEncoder().encode(net.labelNames.map((n) => `${n}\n`).join(''));
+  }
+  return { meta, sections };
 }
 
 function sections(net: Network): Record<string, SectionArray> {
@@ -30,6 +58,7 @@ function sections(net: Network): Record<string, SectionArray> {
 export function modelFileBytes(net: Network): number {
   let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
   for (const l of net.spec.layers) bytes += l.weights.byteLength + l.bias.byteLength + 16;
+  for (const a of Object.values(textSections(net).sections)) bytes += a.byteLength + 16;
   return bytes + 4 * net.config.layers.at(-1)!.size + 8; // labelFreq
 }
 
@@ -41,7 +70,8 @@ export async function saveModel(path: string, net: Network): Promise<void> {
     rebuildRound: net.rebuildRound,
     trainPoints: net.trainPoints,
   };
-  await writeBinFile(path, { kind: 'model', meta, sections: sections(net) });
+  const text = textSections(net);
+  await writeBinFile(path, { kind: 'model', meta: { ...meta, ...text.meta }, sections: { ...sections(net), ...text.sections } });
 }
 
 /** Checks the model meta's shape; returns the first problem or null. */
@@ -83,7 +113,9 @@ export async function loadModel(
   const config = resolveStoredConfig(meta.config);
   if (typeof config === 'string') throw new Error(`${path}: ${config}`);
   const present: boolean[] = [];
-  const layout = layoutProblem(fileLayout(config, 'model'), head.table, present);
+  const textTable = head.table.filter((t) => (TEXT_SECTIONS as readonly string[]).includes(t.name));
+  const layout = layoutProblem(fileLayout(config, 'model'), head.table.filter((t) => !textTable.includes(t)), present)
+    ?? textLayoutProblem(meta, textTable, config);
   if (layout) throw new Error(`${path}: ${layout}`);
   checkLoadMemory(path, config, limits);
   let net: Network;
@@ -95,13 +127,61 @@ export async function loadModel(
   const into = sections(net);
   const hasFreq = present[0]!;
   if (hasFreq) into['labelFreq'] = new Uint32Array(config.layers.at(-1)!.size);
-  await readBinFile(path, { kind: 'model', into });
+  const read = await readBinFile(path, { kind: 'model', into });
   const values = valuesProblem(config, into);
   if (values) throw new Error(`${path}: ${values}`);
   if (hasFreq) net.labelFreq = into['labelFreq'] as Uint32Array;
+  const text = read.sections;
+  try {
+    if (meta.text) net.textVectorizer = TextVectorizer.fromParts(meta.text, text['text.vocabulary'] as Uint8Array, text['text.idf'] as Float32Array);
+    if (meta.labelNames !== undefined) net.labelNames = decodeNames(text['labelNames'] as Uint8Array, meta.labelNames);
+  } catch (e) {
+    throw new Error(`${path}: ${(e as Error).message}`);
+  }
   net.batchesDone = meta.batchesDone;
   net.rebuildRound = meta.rebuildRound - 1; // the next rebuild replays the last round's seed
   net.trainPoints = meta.trainPoints;
   net.invalidateTables();
   return net;
+}
+
+/** The text sections must be exactly those the meta announces, with the dtypes and lengths it implies. */
+function textLayoutProblem(meta: ModelMeta, table: readonly SectionInfo[], config: ResolvedNetworkConfig): string | null {
+  const want = new Map<string, SectionDtype>();
+  if (meta.text !== undefined) {
+    if (meta.text === null || typeof meta.text !== 'object') return 'invalid text settings in the model meta';
+    want.set('text.vocabulary', 'u8').set('text.idf', 'f32');
+    if (meta.text.features !== undefined && !(Number.isSafeInteger(meta.text.features) && meta.text.features <= config.inputDim)) {
+      return `the text vectorizer has ${boundJson(meta.text.features)} features but the network's inputDim is ${config.inputDim}`;
+    }
+  }
+  if (meta.labelNames !== undefined) {
+    const n = meta.labelNames;
+    const outputs = config.layers.at(-1)!.size;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0 || n > outputs) return `invalid labelNames ${boundJson(n)} in the model meta (the network has ${outputs} labels)`;
+    want.set('labelNames', 'u8');
+  }
+  for (const t of table) {
+    const d = want.get(t.name);
+    if (d === undefined) return `unexpected section "${t.name}" for this model's meta`;
+    if (t.dtype !== d) return `section "${t.name}" is ${t.dtype} but must be ${d}`;
+    want.delete(t.name);
+  }
+  const missing = [...want.keys()][0];
+  return missing ? `missing section "${missing}"` : null;
+}
+
+/** Label names stored as UTF-8, each followed by a line break. */
+function decodeNames(bytes: Uint8Array, count: number): string[] {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new Error('the label names are not UTF-8');
+  }
+  const names = text === '' ? [] : text.slice(0, -1).split('\n');
+  if ((text !== '' && !text.endsWith('\n')) || names.length !== count) throw new Error(`section "labelNames" does not hold ${count} names`);
+  if (names.some((n) => n === '' || n.includes(',') || n.includes('\t') || n.includes('\r'))) throw new Error('section "labelNames" holds an empty name or one with a comma, tab or line break');
+  if (new Set(names).size !== names.length) throw new Error('section "labelNames" holds a name twice');
+  return names;
 }

@@ -4,7 +4,8 @@
 import { sharedFloat32, sharedUint32, toShared, type SparseDataset } from '../../datasets/csr.js';
 import { checkDataset } from './check-data.js';
 import { native } from '../native.js';
-import { defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
+import { defaultTraining, resolveConfig, storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
+import type { TextVectorizer } from '../text/vectorizer.js';
 import type { NetSpec } from './native-types.js';
 import { allocateNetwork, networkBytes } from './allocate.js';
 import { createExecutor, defaultWorkers, type Executor } from '../train/executor.js';
@@ -152,6 +153,13 @@ export class Network {
   trainPoints = 0;
   /** Set by `Network.resume`: the checkpoint this network was restored from (null otherwise). */
   resumeInfo: ResumeInfo | null = null;
+  /**
+   * The vectorizer of a network trained on raw text (it turns new text into this network's input); saved
+   * and loaded with the model. Default undefined (numeric input).
+   */
+  textVectorizer: TextVectorizer | undefined = undefined;
+  /** Label names, index = label id (a network trained on text); saved and loaded with the model. Default undefined. */
+  labelNames: readonly string[] | undefined = undefined;
   private tablesFresh = false;
   /** The output layer's cluster index (sampled inference) matches the current weights. */
   private indexFresh = false;
@@ -491,6 +499,63 @@ export class Network {
     const invP = inversePropensity(freq, Math.max(this.trainPoints, 1), opts.propensityA ?? 0.55, opts.propensityB ?? 1.5);
     const m = computeMetrics({ topIdx: pred.labels, kMax, labelOffsets: data.labelOffsets, labelIndices: data.labelIndices, invPropensity: invP, ks });
     return Object.assign(m, { outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds });
+  }
+
+  /**
+   * A copy of this network with `labels` output neurons (at least the current number), for training on
+   * data with labels it has never seen (warm start). Every layer's weights, biases, Adam moments and step
+   * counters are copied, so old labels keep their rows bit for bit; the new rows are initialised as a new
+   * network's are (seeded, zero bias, zero moments, zero steps). Hash tables, the logQ correction and the
+   * cluster index are rebuilt for the new label count by the next fit() or sampled predict(). The text
+   * vectorizer is kept; `labelNames` (default: the current names) must name every label when given.
+   * This network is left unchanged.
+   *
+   * @example
+   * ```ts
+   * const net = await Network.load('m.sl');
+   * const grown = net.grow(net.config.layers.at(-1)!.size + 50);
+   * await grown.fit(moreData, { epochs: 3 });
+   * ```
+   */
+  grow(labels: number, labelNames?: readonly string[]): Network {
+    const last = this.config.layers.length - 1;
+    const outputs = this.config.layers[last]!.size;
+    if (!Number.isInteger(labels) || labels < outputs || labels > 0xffffffff) {
+      throw new Error(`Expected integer >= ${outputs} (the current labels) for labels but received ${JSON.stringify(labels)}`);
+    }
+    if (labelNames !== undefined && labelNames.length > labels) {
+      throw new Error(`Expected at most ${labels} label names but received ${labelNames.length}`);
+    }
+    const stored = storedConfig(this.config);
+    const net = new Network({ ...stored, layers: stored.layers.map((l, k) => (k === last ? { ...l, size: labels } : l)) });
+    this.spec.layers.forEach((from, k) => {
+      const to = net.spec.layers[k]!;
+      if (k < last || labels === outputs) {
+        for (const key of ['weights', 'bias', 'mWeights', 'vWeights', 'mBias', 'vBias', 'rowSteps', 'biasSteps'] as const) to[key].set(from[key]);
+        return;
+      }
+      if (from.inputMajor) {
+        // (inDim, outDim): each input row keeps its first `outputs` entries.
+        for (const key of ['weights', 'mWeights', 'vWeights'] as const) {
+          for (let i = 0; i < from.inDim; i++) to[key].set(from[key].subarray(i * outputs, (i + 1) * outputs), i * labels);
+        }
+        to.rowSteps.set(from.rowSteps);
+      } else {
+        // (outDim, inDim): the old rows are a prefix.
+        for (const key of ['weights', 'mWeights', 'vWeights', 'rowSteps'] as const) to[key].set(from[key]);
+      }
+      for (const key of ['bias', 'mBias', 'vBias', 'biasSteps'] as const) to[key].set(from[key]);
+    });
+    net.batchesDone = this.batchesDone;
+    net.rebuildRound = this.rebuildRound;
+    net.trainPoints = this.trainPoints;
+    if (this.labelFreq) {
+      net.labelFreq = new Uint32Array(labels);
+      net.labelFreq.set(this.labelFreq.subarray(0, Math.min(outputs, this.labelFreq.length)));
+    }
+    net.textVectorizer = this.textVectorizer;
+    net.labelNames = labelNames ?? this.labelNames;
+    return net;
   }
 
   /** Writes the model (config, weights, training label frequencies) atomically with a checksum. */

@@ -160,7 +160,7 @@ describe('usage errors exit 2, help exits 0', () => {
     expect(synth).toContain('--shape <tiny|small|amazon-670k|delicious-200k|wiki-325k>');
     expect(synth).toContain('--seed <s>');
     expect(synth).toContain('random seed (default: 1)');
-    expect(run('--help').stdout).toMatch(/^ {2}data +Inspect, split and generate datasets\.$/m);
+    expect(run('--help').stdout).toMatch(/^ {2}data +Inspect, split, generate and featurize datasets\.$/m);
   });
 
   it('--version prints the package version', async () => {
