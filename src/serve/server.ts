@@ -63,14 +63,9 @@ export interface ModelInfo {
   workers: number;
 }
 
-// The text side of a model (set by training on text, stored in the model file), read through one narrow
-// accessor so that this module depends only on the shape it uses.
+// The text side of a model (set by training on text, stored in the model file).
 function textOf(net: Network): { vectorizer: TextFeaturizer | undefined; names: readonly string[] | undefined } {
-  const n = net as unknown as { textVectorizer?: unknown; labelNames?: unknown };
-  const v = n.textVectorizer as TextFeaturizer | undefined;
-  const vectorizer = v && typeof v.transform === 'function' && Number.isInteger(v.features) ? v : undefined;
-  const names = Array.isArray(n.labelNames) ? (n.labelNames as readonly string[]) : undefined;
-  return { vectorizer, names };
+  return { vectorizer: net.textVectorizer, names: net.labelNames };
 }
 
 const positiveInt = (name: string, v: number | undefined, dflt: number, min = 1): number => {

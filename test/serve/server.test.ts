@@ -215,3 +215,33 @@ describe('serve: robustness', () => {
     await expect(fetch(`${s.url}/health`)).rejects.toThrow();
   });
 });
+
+describe('serve: a model trained on text', () => {
+  it('answers {"text": ...} like Network.predict on the vectorised text, with label names', async () => {
+    const { TextVectorizer } = await import('../../src/text/vectorizer.js');
+    const docs = Array.from({ length: 60 }, (_, i) => `topic${i % 6} word${i % 6}a filler${i % 4} Übergröße ${i % 6 === 0 ? 'naïve café' : 'plain'}`);
+    const v = TextVectorizer.fit(docs, { minDf: 1 });
+    const tnet = new Network({ inputDim: v.features, seed: 4, layers: [{ size: 8 }, { size: 6 }] });
+    tnet.textVectorizer = v;
+    tnet.labelNames = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta'];
+    const s = await serve(tnet, { port: 0, workers: 1 });
+    try {
+      const info = (await (await fetch(`${s.url}/model`)).json()) as { text: boolean; labelNames: boolean; inputDim: number };
+      expect(info).toMatchObject({ text: true, labelNames: true, inputDim: v.features });
+      const texts = ['TOPIC3 word3a café', 'nothing known here', 'übergröße filler2'];
+      const want = await tnet.predict(v.transform(texts), { k: 3, workers: 0 });
+      const r = await fetch(`${s.url}/predict`, { method: 'POST', body: JSON.stringify({ instances: [{ text: texts[0] }, { text: texts[1] }, { features: { '0': 1 } }, { text: texts[2] }], k: 3 }) });
+      expect(r.status).toBe(200);
+      const body = (await r.json()) as { predictions: { labels: number[]; scores: number[]; names: string[] }[] };
+      for (const [j, i] of [[0, 0], [1, 1], [3, 2]] as const) {
+        const ids = Array.from(want.labels.subarray(i * 3, i * 3 + 3));
+        expect(body.predictions[j]!.labels).toEqual(ids);
+        expect(body.predictions[j]!.names).toEqual(ids.map((id) => tnet.labelNames![id]));
+      }
+      const bad = await fetch(`${s.url}/predict`, { method: 'POST', body: JSON.stringify({ text: 42 }) });
+      expect([bad.status, ((await bad.json()) as { error: string }).error]).toEqual([400, 'expected a string for "text" but received number 42']);
+    } finally {
+      await s.close();
+    }
+  });
+});
