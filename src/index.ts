@@ -30,3 +30,4 @@ export { readTextDatasets, type ReadTextDatasetsOptions, type TextDatasets } fro
 export { native as loadNative } from './native.js';
 export { serve, PredictionServer, type ServeOptions, type ModelInfo } from './serve/server.js';
 export { RequestError } from './serve/request.js';
+export { createExecutor, type Executor } from './train/executor.js';
