@@ -12,7 +12,8 @@
 // (SUBLINEAR_BLOCK_ISA=scalar selects the scalar ones, for tests). The build is stamped like the x64 one
 // (build/arm64/sublinear.build.json: a hash of the sources, headers, compiler and flags) and reused when
 // nothing changed. --if-possible exits 0 with a message when the cross compiler is missing (prepack uses
-// it, so that packing works without it); otherwise a missing compiler is an error. Compiler: $CXX_ARM64,
+// it, so that packing works without it; the package then ships whatever prebuilds/linux-arm64 holds);
+// otherwise a missing compiler is an error. A failed compilation is always an error. Compiler: $CXX_ARM64,
 // else aarch64-linux-gnu-g++ on the PATH; parallel jobs: $JOBS (default: the cores).
 'use strict';
 const { spawn, spawnSync } = require('node:child_process');
@@ -40,15 +41,31 @@ const args = process.argv.slice(2);
 const ifPossible = args.includes('--if-possible');
 const force = args.includes('--force');
 
-function fail(message) {
+/** Exits with the message: 1, or 0 with --if-possible when `missingTool` (nothing to build with here). */
+function fail(message, missingTool = false) {
   console.error(`sublinear prebuild:arm64: ${message}`);
-  process.exit(ifPossible ? 0 : 1);
+  process.exit(ifPossible && missingTool ? 0 : 1);
 }
+
+function readStamp() {
+  try {
+    return JSON.parse(fs.readFileSync(STAMP, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+const sources = sourceFingerprint({ arch: 'arm64' });
 
 const cxx = process.env.CXX_ARM64 || 'aarch64-linux-gnu-g++';
 const version = spawnSync(cxx, ['--version'], { encoding: 'utf8' });
 if (version.error || version.status !== 0) {
-  fail(`the cross compiler ${cxx} was not found${ifPossible ? '; prebuilds/linux-arm64 is not rebuilt' : ''} (Debian/Ubuntu: apt-get install g++-aarch64-linux-gnu; or set CXX_ARM64)`);
+  // Without the compiler, an existing binary is kept only if it was built from the current sources:
+  // a stale one is removed, so that `npm pack` never ships it.
+  if (fs.existsSync(OUT) && readStamp()?.sources !== sources) {
+    fs.rmSync(OUT, { force: true });
+    console.error(`sublinear prebuild:arm64: removed ${path.relative(ROOT, OUT)}: it was not built from the current sources`);
+  }
+  fail(`the cross compiler ${cxx} was not found${ifPossible ? `; ${fs.existsSync(OUT) ? 'keeping the up-to-date' : 'no'} linux-arm64 binary` : ''} (Debian/Ubuntu: apt-get install g++-aarch64-linux-gnu; or set CXX_ARM64)`, true);
 }
 const nodeDir = findNodeDir();
 if (!nodeDir) fail('the Node-API headers (include/node/node_api.h of the running Node) were not found');
@@ -61,7 +78,7 @@ try {
 const includes = [`-I${addonApi}`, `-I${path.join(nodeDir, 'include', 'node')}`, `-I${path.join(ROOT, 'native')}`];
 
 const h = crypto.createHash('sha256');
-h.update(sourceFingerprint({ arch: 'arm64' }));
+h.update(sources);
 h.update(version.stdout.split('\n')[0]);
 h.update(JSON.stringify([CXXFLAGS, LDFLAGS]));
 for (const f of ['node_api.h', 'js_native_api.h', 'js_native_api_types.h', 'node_api_types.h']) {
@@ -70,13 +87,9 @@ for (const f of ['node_api.h', 'js_native_api.h', 'js_native_api_types.h', 'node
 }
 const fingerprint = h.digest('hex');
 
-let stamp;
-try {
-  stamp = JSON.parse(fs.readFileSync(STAMP, 'utf8'));
-} catch {
-  stamp = undefined;
-}
+const stamp = readStamp();
 if (!force && stamp?.fingerprint === fingerprint && fs.existsSync(OUT) && stamp.sha256 === sha256(OUT)) {
+  if (stamp.sources !== sources) fs.writeFileSync(STAMP, JSON.stringify({ ...stamp, sources }, null, 2) + '\n');
   console.error(`sublinear prebuild:arm64: ${path.relative(ROOT, OUT)} is up to date`);
   process.exit(0);
 }
@@ -122,7 +135,7 @@ async function main() {
     fail('the linked file is not an AArch64 ELF shared object');
   }
   fs.renameSync(tmp, OUT);
-  fs.writeFileSync(STAMP, JSON.stringify({ fingerprint, sha256: sha256(OUT), compiler: version.stdout.split('\n')[0], builtAt: new Date().toISOString() }, null, 2) + '\n');
+  fs.writeFileSync(STAMP, JSON.stringify({ fingerprint, sources, sha256: sha256(OUT), compiler: version.stdout.split('\n')[0], builtAt: new Date().toISOString() }, null, 2) + '\n');
   console.error(`sublinear prebuild:arm64: wrote ${path.relative(ROOT, OUT)} (${(fs.statSync(OUT).size / 1024).toFixed(0)} KiB)`);
 }
 
