@@ -196,11 +196,12 @@ describe('serve: robustness', () => {
     const pending = Array.from({ length: 40 }, (_, i) =>
       fetch(`${s.url}/predict`, { method: 'POST', body: JSON.stringify({ instances: [{ features: features(test, i) }], k: 1 }) }).then(async (r) => ({ status: r.status, body: (await r.json()) as { predictions: { labels: number[] }[] } })),
     );
+    const settled = Promise.allSettled(pending); // refused connections reject: handled from the start
     // Stop while requests are queued or running.
     while (s.stats().queued + s.stats().inFlight === 0) await new Promise((r) => setTimeout(r, 1));
     const inFlight = s.stats().queued;
     await s.close();
-    const replies = await Promise.allSettled(pending);
+    const replies = await settled;
     // Every request already queued was answered, correctly; the others got 503 or a refused connection.
     let answered = 0;
     replies.forEach((r, i) => {
