@@ -275,7 +275,7 @@ int cpu_simd_level() {
 int simd_level() { return std::min(cpu_simd_level(), gSimdCap.load(std::memory_order_relaxed)); }
 #else
 std::atomic<int> gSimdCap{0};
-int cpu_simd_level() { return 0; }
+[[maybe_unused]] int cpu_simd_level() { return 0; }
 int simd_level() { return 0; }
 #endif
 

@@ -29,6 +29,11 @@ struct FtzScope {
   unsigned saved;
   FtzScope() : saved(_mm_getcsr()) { _mm_setcsr(saved | 0x8040u); }
   ~FtzScope() { _mm_setcsr(saved); }
+#elif defined(__aarch64__) && defined(__GNUC__)
+  // FPCR.FZ (bit 24): flush denormal inputs and results to zero, as FTZ + DAZ do on x86.
+  unsigned saved;
+  FtzScope() : saved(__builtin_aarch64_get_fpcr()) { __builtin_aarch64_set_fpcr(saved | (1u << 24)); }
+  ~FtzScope() { __builtin_aarch64_set_fpcr(saved); }
 #endif
 };
 

@@ -14,6 +14,11 @@
 #include <limits>
 #include <string>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 namespace sl {
 namespace nk {
 
@@ -212,11 +217,14 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
+typedef float v1f __attribute__((vector_size(4)));   // one lane: the scalar kernels
+typedef int32_t v1i __attribute__((vector_size(4)));
 
 template <class V> struct VecInt;
 template <> struct VecInt<v16f> { typedef v16i type; };
 template <> struct VecInt<v8f> { typedef v8i type; };
 template <> struct VecInt<v4f> { typedef v4i type; };
+template <> struct VecInt<v1f> { typedef v1i type; };
 
 template <class V> SL_INLINE V vld(const float* p) {
   V v;
@@ -420,20 +428,42 @@ struct BlockOps {
 SL_DEFINE_ISA(avx512, __attribute__((target("avx512f,avx2,fma"))), v16f)
 SL_DEFINE_ISA(avx2, __attribute__((target("avx2,fma"))), v8f)
 #endif
+// 4 lanes: SSE on x86-64, Advanced SIMD (NEON) on AArch64, whatever 128-bit vectors the target has elsewhere.
 SL_DEFINE_ISA(generic, , v4f)
+#if defined(__aarch64__)
+// One lane, vectorisers off: the baseline the NEON kernels are tested against (SUBLINEAR_BLOCK_ISA=scalar).
+#define SL_SCALAR_ATTR __attribute__((optimize("no-tree-vectorize", "no-tree-slp-vectorize")))
+SL_DEFINE_ISA(scalar, SL_SCALAR_ATTR, v1f)
 
-// The best ISA the CPU supports; SUBLINEAR_BLOCK_ISA=avx2|sse selects a lower one (tests compare them).
+// Whether the CPU has Advanced SIMD (Linux: HWCAP_ASIMD in the auxiliary vector).
+static bool cpu_has_neon() {
+#if defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#else
+  return true;
+#endif
+}
+#endif
+
+// The best ISA the CPU supports; SUBLINEAR_BLOCK_ISA selects a lower one (tests compare them): avx2|sse on
+// x86-64, scalar on AArch64.
 static BlockOps select_ops() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  __builtin_cpu_init();
   const char* env = std::getenv("SUBLINEAR_BLOCK_ISA");
   const std::string want = env ? env : "";
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && (want.empty() || want == "avx512"))
     return {forward_avx512, grad_avx512, dx_avx512, lse_avx512, softmax_avx512, exps_avx512, "avx512"};
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && want != "sse")
     return {forward_avx2, grad_avx2, dx_avx2, lse_avx2, softmax_avx2, exps_avx2, "avx2"};
   return {forward_generic, grad_generic, dx_generic, lse_generic, softmax_generic, exps_generic, "sse"};
+#elif defined(__aarch64__)
+  // Advanced SIMD is part of ARMv8-A; without it (or when asked), the scalar kernels.
+  if (cpu_has_neon() && want != "scalar")
+    return {forward_generic, grad_generic, dx_generic, lse_generic, softmax_generic, exps_generic, "neon"};
+  return {forward_scalar, grad_scalar, dx_scalar, lse_scalar, softmax_scalar, exps_scalar, "scalar"};
 #else
+  (void)want;
   return {forward_generic, grad_generic, dx_generic, lse_generic, softmax_generic, exps_generic, "generic"};
 #endif
 }

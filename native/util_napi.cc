@@ -3,6 +3,19 @@
 #include "napi_util.h"
 #include "topk.h"
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
+#if defined(__x86_64__)
+#define SL_ARCH "x64"
+#elif defined(__aarch64__)
+#define SL_ARCH "arm64"
+#else
+#define SL_ARCH "other"
+#endif
+
 namespace sl {
 
 // topK(scores: Float32Array (rows, cols), rows, cols, k, outIdx: Uint32Array (rows, k), outVal: Float32Array (rows, k))
@@ -28,6 +41,12 @@ static Napi::Value CpuFeatures(const Napi::CallbackInfo& info) {
   o.Set("fma", Napi::Boolean::New(info.Env(), false));
   o.Set("avx512f", Napi::Boolean::New(info.Env(), false));
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+  o.Set("neon", Napi::Boolean::New(info.Env(), (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0));
+#else
+  o.Set("neon", Napi::Boolean::New(info.Env(), false));
+#endif
+  o.Set("arch", Napi::String::New(info.Env(), SL_ARCH));
   return o;
 }
 

@@ -31,3 +31,6 @@ export { tokenize } from './text/tokenize.js';
 export { LabelNames, labelledDataset, type LabelledText } from './text/labels.js';
 export { readTextDatasets, type ReadTextDatasetsOptions, type TextDatasets } from './text/load.js';
 export { native as loadNative } from './native.js';
+export { serve, PredictionServer, type ServeOptions, type ModelInfo } from './serve/server.js';
+export { RequestError } from './serve/request.js';
+export { createExecutor, type Executor } from './train/executor.js';

@@ -12,7 +12,8 @@ export interface NativeAddon extends NativeLsh, NativeNetwork {
   abiVersion: number;
   /** topK(scores (rows, cols), rows, cols, k, outIdx (rows, k), outVal (rows, k)): rows in descending score order. */
   topK(scores: Float32Array, rows: number, cols: number, k: number, outIdx: Uint32Array, outVal: Float32Array): void;
-  cpuFeatures(): { avx2: boolean; fma: boolean; avx512f: boolean };
+  /** What the running CPU offers (x86-64: AVX2, FMA, AVX-512F; arm64: Advanced SIMD) and the addon's architecture. */
+  cpuFeatures(): { avx2: boolean; fma: boolean; avx512f: boolean; neon: boolean; arch: 'x64' | 'arm64' | 'other' };
 }
 
 const EXPECTED_ABI = 1;
@@ -28,8 +29,8 @@ export const ADDON_ENV = 'SUBLINEAR_ADDON';
 
 /**
  * Environment variable read by the addon itself (native/net_kernels.cc) when it first runs a blocked
- * kernel: `avx2` or `sse` selects a lower instruction set than the CPU's best for the dense block kernels
- * (forward, gradients, softmax), for tests that compare them. Results differ from the default only in
+ * kernel: `avx2` or `sse` (x86-64), `scalar` (arm64) selects a lower instruction set than the CPU's best for
+ * the dense block kernels (forward, gradients, softmax), for tests that compare them. Results differ from the default only in
  * floating-point rounding (the order of the sums); an unknown value is ignored. Inherited by worker
  * threads. Default: unset (the best the CPU supports). These two, and SUBLINEAR_MPI_ADDON of
  * `train --distributed` (src/train/mpi.ts), are the only environment variables sublinear reads at run
@@ -103,7 +104,7 @@ export function addonFile(): string {
 
 /**
  * How to get a working addon. npm 11 skips dependencies' install scripts unless they are allowed, so a
- * platform without a prebuilt binary (anything but linux-x64 with glibc) gets no compiled addon from
+ * platform without a prebuilt binary (anything but linux-x64 and linux-arm64 with glibc) gets no compiled addon from
  * `npm install`; `npm rebuild <name>` runs the named package's install script even when not allowed
  * (checked with npm 11.19), and `--allow-scripts` is refused in project installs (EALLOWSCRIPTS).
  */

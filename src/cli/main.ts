@@ -16,6 +16,7 @@ import { dataCommands } from './data.js';
 import { demoCmd, evalCmd, predictCmd, trainCmd } from './engine-commands.js';
 import { benchCmd } from './bench.js';
 import { infoCmd } from './info.js';
+import { serveCmd } from './serve.js';
 import { native } from '../native.js';
 
 /** Top-level commands and groups, in --help order. Registering a command is one line here. */
@@ -24,6 +25,7 @@ export const COMMANDS: CommandNode[] = [
   evalCmd,
   predictCmd,
   infoCmd,
+  serveCmd,
   demoCmd,
   benchCmd,
   dataCommands,
@@ -33,7 +35,7 @@ export const COMMANDS: CommandNode[] = [
  * Commands that run the native addon: it is loaded before they start, so a missing or broken build is
  * reported at once instead of after generating or reading data (--help still works without it).
  */
-const NEEDS_ADDON: ReadonlySet<CommandNode> = new Set([trainCmd, evalCmd, predictCmd, demoCmd]);
+const NEEDS_ADDON: ReadonlySet<CommandNode> = new Set([trainCmd, evalCmd, predictCmd, serveCmd, demoCmd]);
 
 const ROOT: CommandGroup = defineGroup(
   'sublinear',

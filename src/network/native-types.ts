@@ -193,9 +193,10 @@ export const TRAIN_STAT = { loss: 0, samples: 1, active: 2, missed: 3 } as const
 export interface NativeNetwork {
   /**
    * Instruction set of the dense block kernels selected for this CPU at load time: 'avx512', 'avx2', 'sse'
-   * (x86 baseline) or 'generic'. The environment variable SUBLINEAR_BLOCK_ISA=avx2|sse forces a lower one.
+   * (x86-64 baseline); 'neon' or 'scalar' on arm64; 'generic' elsewhere. The environment variable
+   * SUBLINEAR_BLOCK_ISA=avx2|sse (x86-64) or scalar (arm64) forces a lower one.
    */
-  readonly netKernelIsa: 'avx512' | 'avx2' | 'sse' | 'generic';
+  readonly netKernelIsa: 'avx512' | 'avx2' | 'sse' | 'neon' | 'scalar' | 'generic';
   /**
    * Trains on rows `pointIds` of `data` (mode 0), accumulates their gradients (mode 1) or computes their loss
    * (mode 2). Per sample: forward through every layer (sampled layers: the LSH candidates of the sample's

@@ -58,6 +58,12 @@ export interface PredictOptions {
   candidates?: number;
   /** Called as chunks finish with (points predicted so far, points). Default: none. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Runs the chunks on this executor, which the call leaves open, instead of a pool of `workers` threads
+   * started and closed by the call (`workers` is then ignored). For callers that predict often, e.g. the
+   * prediction server (src/serve/). Default: none.
+   */
+  executor?: Executor;
 }
 
 /**
@@ -650,6 +656,7 @@ export class Network {
     const outputs = this.config.layers.at(-1)!.size;
     const candidates = opts.candidates ?? Math.min(outputs, Math.max(64, Math.ceil(0.01 * outputs)));
     if (!Number.isInteger(candidates) || candidates <= 0) throw new Error(`Expected positive integer for candidates but received ${JSON.stringify(opts.candidates)}`);
+    if (opts.executor) return this.predictWith(opts.executor, data, k, mode, chunk, candidates, opts.onProgress);
     const exec = createExecutor(opts.workers ?? defaultWorkers());
     try {
       return await this.predictWith(exec, data, k, mode, chunk, candidates, opts.onProgress);

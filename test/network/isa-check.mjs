@@ -1,9 +1,10 @@
-// Child process of isa.test.ts: trains and predicts with a tiny network using the raw addon, under the
+// Child process of isa.test.ts (and arm64.test.ts): trains and predicts with a tiny network using the raw addon, under the
 // block-kernel ISA selected by SUBLINEAR_BLOCK_ISA, and prints the results as JSON.
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const addon = require('../../build/Release/sublinear.node');
+// SUBLINEAR_ADDON: another build of the addon (test/package/arm64.test.ts runs this under qemu-aarch64).
+const addon = require(process.env.SUBLINEAR_ADDON || '../../build/Release/sublinear.node');
 
 // Deterministic tiny problem (LCG), shapes that exercise row-block tails (R = 1..3) and padded samples.
 let state = 12345;

@@ -18,6 +18,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '../..');
 const PREBUILD = 'prebuilds/linux-x64/sublinear.napi.glibc.node';
+const ARM64_PREBUILD = 'prebuilds/linux-arm64/sublinear.napi.glibc.node';
+/** prepack cross-compiles the linux-arm64 addon where this compiler is found (scripts/prebuild-arm64.cjs). */
+const crossCompiler = spawnSync('aarch64-linux-gnu-g++', ['--version']).status === 0;
 const supported = process.platform === 'linux' && process.arch === 'x64' && !existsSync('/etc/alpine-release');
 const NETWORK_ERRORS = /ENOTCACHED|ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|network/;
 
@@ -44,6 +47,10 @@ function copySources(dest: string): void {
     const from = join(ROOT, 'build', 'Release', f);
     if (existsSync(from)) cpSync(from, join(dest, 'build', 'Release', f));
   }
+  // The cross-compiled linux-arm64 binary and its stamp (prepack reuses it when up to date).
+  for (const f of [ARM64_PREBUILD, 'build/arm64/sublinear.build.json']) {
+    if (existsSync(join(ROOT, f))) cpSync(join(ROOT, f), join(dest, f));
+  }
   symlinkSync(join(ROOT, 'node_modules'), join(dest, 'node_modules'), 'dir');
 }
 
@@ -56,6 +63,7 @@ describe.skipIf(!supported)('npm package (linux-x64, glibc)', () => {
     const packed = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
     const files = packed[0]!.files.map((f) => f.path);
     expect(files).toContain(PREBUILD);
+    if (crossCompiler) expect(files).toContain(ARM64_PREBUILD);
     expect(files).toContain('LICENSE');
     expect(files.some((f) => f.startsWith('build/'))).toBe(false);
     const tarball = join(work, packed[0]!.filename);

@@ -1,0 +1,202 @@
+// Validation of `POST /predict` bodies (src/serve/server.ts). Pure functions: a body string in, either the
+// points to predict (CSR rows, feature ids ascending) or a RequestError with the HTTP status and a message
+// that says what is wrong and where. Nothing here throws anything else, whatever the input.
+import type { SparseDataset } from '../../datasets/csr.js';
+import { suggest } from '../util/suggest.js';
+
+/** A client error: answered with `status` and `{"error": message}`. */
+export class RequestError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+    this.name = 'RequestError';
+  }
+}
+
+/** What a model offers to text requests (the text vectorizer stored with a model trained on text). */
+export interface TextFeaturizer {
+  /** Feature dimension of the vectors it makes. */
+  readonly features: number;
+  /** One CSR row per text (labels empty). */
+  transform(texts: readonly string[]): SparseDataset;
+}
+
+/** What the parser needs to know about the model and the server's limits. */
+export interface RequestLimits {
+  /** The model's input dimension: feature ids are < features. */
+  features: number;
+  /** The model's label count: k is capped by it. */
+  labels: number;
+  /** Largest k a request may ask for. */
+  maxK: number;
+  /** Most instances in one batch request. */
+  maxInstances: number;
+  /** k when the request has none. */
+  defaultK: number;
+  /** mode when the request has none. */
+  defaultMode: 'exact' | 'sampled';
+  /** The model's text vectorizer, if it was trained on text. */
+  text: TextFeaturizer | undefined;
+}
+
+/** A parsed request: its points as CSR rows, and how to answer. */
+export interface ParsedRequest {
+  /** true for `{"instances": [...]}` (answered with `{"predictions": [...]}`), false for one point. */
+  batch: boolean;
+  k: number;
+  mode: 'exact' | 'sampled';
+  /** (points + 1) row starts into indices/values. */
+  offsets: Uint32Array;
+  /** Feature ids, ascending within a row. */
+  indices: Uint32Array;
+  values: Float32Array;
+  points: number;
+}
+
+const TOP_FIELDS = ['text', 'features', 'instances', 'k', 'mode'];
+const INSTANCE_FIELDS = ['text', 'features'];
+const ID = /^(0|[1-9][0-9]{0,9})$/;
+
+const describe = (v: unknown): string => {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'string') return `a string`;
+  return typeof v === 'object' ? 'an object' : `${typeof v} ${String(v).slice(0, 40)}`;
+};
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Parses and validates a request body. Throws RequestError (only). */
+export function parsePredictRequest(body: string, limits: RequestLimits): ParsedRequest {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch (e) {
+    throw new RequestError(400, `invalid JSON: ${(e as Error).message}`);
+  }
+  if (!isObject(json)) throw new RequestError(400, `expected a JSON object with "text", "features" or "instances" but received ${describe(json)}`);
+  for (const key of Object.keys(json)) {
+    if (!TOP_FIELDS.includes(key)) throw new RequestError(400, `unknown field ${JSON.stringify(key.slice(0, 40))}${suggest(key.slice(0, 40), TOP_FIELDS, '')} (expected one of ${TOP_FIELDS.join(', ')})`);
+  }
+  const k = parseK(json.k, limits);
+  const mode = parseMode(json.mode, limits.defaultMode);
+  const given = ['text', 'features', 'instances'].filter((f) => json[f] !== undefined);
+  if (given.length !== 1) {
+    throw new RequestError(400, given.length === 0
+      ? 'expected one of "text", "features" or "instances" in the request'
+      : `expected only one of "text", "features" or "instances" but received ${given.map((g) => `"${g}"`).join(' and ')}`);
+  }
+  let instances: Record<string, unknown>[];
+  const batch = given[0] === 'instances';
+  if (batch) {
+    const list = json.instances;
+    if (!Array.isArray(list)) throw new RequestError(400, `expected an array for "instances" but received ${describe(list)}`);
+    if (list.length === 0) throw new RequestError(400, 'expected at least one instance in "instances" but received an empty array');
+    if (list.length > limits.maxInstances) {
+      throw new RequestError(413, `too many instances: ${list.length} (this server accepts at most ${limits.maxInstances} per request)`);
+    }
+    instances = list.map((inst, i) => {
+      if (!isObject(inst)) throw new RequestError(400, `instances[${i}]: expected an object with "text" or "features" but received ${describe(inst)}`);
+      return inst;
+    });
+  } else {
+    instances = [json];
+  }
+  return { batch, k, mode, ...toRows(instances, batch, limits) };
+}
+
+function parseK(k: unknown, limits: RequestLimits): number {
+  if (k === undefined) return Math.min(limits.defaultK, limits.labels);
+  const max = Math.min(limits.maxK, limits.labels);
+  if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > max) {
+    throw new RequestError(400, `expected an integer from 1 to ${max} for "k" but received ${JSON.stringify(k)?.slice(0, 40) ?? String(k)}`);
+  }
+  return k;
+}
+
+function parseMode(mode: unknown, dflt: 'exact' | 'sampled'): 'exact' | 'sampled' {
+  if (mode === undefined) return dflt;
+  if (mode !== 'exact' && mode !== 'sampled') {
+    throw new RequestError(400, `expected "exact" or "sampled" for "mode" but received ${JSON.stringify(mode)?.slice(0, 40) ?? String(mode)}`);
+  }
+  return mode;
+}
+
+/** The instances' CSR rows; text instances go through the model's vectorizer, all at once. */
+function toRows(instances: Record<string, unknown>[], batch: boolean, limits: RequestLimits): Omit<ParsedRequest, 'batch' | 'k' | 'mode'> {
+  const where = (i: number) => (batch ? `instances[${i}]: ` : '');
+  const rows: { ids: number[]; vals: number[] }[] = new Array(instances.length);
+  const texts: string[] = [];
+  const textRows: number[] = [];
+  instances.forEach((inst, i) => {
+    for (const key of Object.keys(inst)) {
+      if (batch && !INSTANCE_FIELDS.includes(key)) {
+        throw new RequestError(400, `${where(i)}unknown field ${JSON.stringify(key.slice(0, 40))}${suggest(key.slice(0, 40), INSTANCE_FIELDS, '')} (expected "text" or "features")`);
+      }
+    }
+    if (inst.text !== undefined && inst.features !== undefined) {
+      throw new RequestError(400, `${where(i)}expected "text" or "features" but received both`);
+    }
+    if (inst.text !== undefined) {
+      if (typeof inst.text !== 'string') throw new RequestError(400, `${where(i)}expected a string for "text" but received ${describe(inst.text)}`);
+      if (!limits.text) {
+        throw new RequestError(400, `${where(i)}this model was not trained on text (it has no text vectorizer): send "features" ({"feature id": value, ...}) instead`);
+      }
+      texts.push(inst.text);
+      textRows.push(i);
+    } else if (inst.features !== undefined) {
+      rows[i] = parseFeatures(inst.features, where(i), limits.features);
+    } else {
+      throw new RequestError(400, `${where(i)}expected "text" or "features"`);
+    }
+  });
+  if (texts.length > 0) {
+    let t: SparseDataset;
+    try {
+      t = limits.text!.transform(texts);
+    } catch (e) {
+      throw new RequestError(400, `text could not be featurised: ${(e as Error).message}`);
+    }
+    textRows.forEach((row, j) => {
+      const ids: number[] = [], vals: number[] = [];
+      for (let p = t.offsets[j]!; p < t.offsets[j + 1]!; p++) {
+        ids.push(t.indices[p]!);
+        vals.push(t.values[p]!);
+      }
+      rows[row] = { ids, vals };
+    });
+  }
+  let nnz = 0;
+  for (const r of rows) nnz += r.ids.length;
+  const offsets = new Uint32Array(rows.length + 1);
+  const indices = new Uint32Array(nnz);
+  const values = new Float32Array(nnz);
+  let p = 0;
+  rows.forEach((r, i) => {
+    indices.set(r.ids, p);
+    values.set(r.vals, p);
+    p += r.ids.length;
+    offsets[i + 1] = p;
+  });
+  return { offsets, indices, values, points: rows.length };
+}
+
+/** `{"id": value, ...}`: ids are decimal integers below `features`, values finite numbers; zeros dropped. */
+function parseFeatures(f: unknown, where: string, features: number): { ids: number[]; vals: number[] } {
+  if (!isObject(f)) throw new RequestError(400, `${where}expected an object {"feature id": value, ...} for "features" but received ${describe(f)}`);
+  const pairs: [number, number][] = [];
+  for (const [key, v] of Object.entries(f)) {
+    const id = ID.test(key) ? Number(key) : NaN;
+    if (!(id < features)) {
+      throw new RequestError(400, `${where}unknown feature ${JSON.stringify(key.slice(0, 40))}: feature ids are integers from 0 to ${features - 1}`);
+    }
+    if (typeof v !== 'number' || !Number.isFinite(v)) {
+      throw new RequestError(400, `${where}expected a finite number for feature ${key} but received ${describe(v)}`);
+    }
+    if (Math.fround(v) === 0) continue;
+    if (!Number.isFinite(Math.fround(v))) throw new RequestError(400, `${where}feature ${key}: ${v} is out of the float32 range`);
+    pairs.push([id, v]);
+  }
+  // Integer-like keys come out of Object.entries in ascending order already; sort anyway (cheap when sorted).
+  pairs.sort((a, b) => a[0] - b[0]);
+  return { ids: pairs.map((p) => p[0]), vals: pairs.map((p) => p[1]) };
+}

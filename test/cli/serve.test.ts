@@ -1,0 +1,69 @@
+// `sublinear serve` as a user runs it: the compiled CLI on an ephemeral port, a real request, then SIGTERM
+// while requests are in flight: they are answered, the process exits 0. Flag errors exit 2.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertBuilt, CLI, ROOT } from './built.js';
+import { Network } from '../../src/network/network.js';
+import { synthesize } from '../../datasets/index.js';
+
+let dir: string;
+let model: string;
+const data = synthesize({ shape: 'tiny', points: 600, seed: 3 });
+beforeAll(async () => {
+  assertBuilt(['src/cli', 'src/serve']);
+  dir = await mkdtemp(join(tmpdir(), 'sublinear-serve-'));
+  model = join(dir, 'm.sl');
+  const net = new Network({ inputDim: data.features, seed: 1, layers: [{ size: 16 }, { size: data.labels }] });
+  await net.fit(data, { epochs: 1, workers: 0 });
+  await net.save(model);
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('sublinear serve', () => {
+  it('listens, answers like Network.predict, and on SIGTERM answers the requests in flight and exits 0', async () => {
+    const child = spawn(process.execPath, [CLI, 'serve', '--model', model, '--port', '0', '--workers', '1', '--max-batch', '4'], { cwd: ROOT });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        const m = /^listening on (http:\S+)\n/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+      void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+    });
+    const f: Record<string, number> = {};
+    for (let p = data.offsets[0]!; p < data.offsets[1]!; p++) f[String(data.indices[p])] = data.values[p]!;
+    const body = JSON.stringify({ features: f, k: 2 });
+    const first = (await (await fetch(`${url}/predict`, { method: 'POST', body })).json()) as { labels: number[] };
+    const want = await (await Network.load(model)).predict(data, { k: 2, workers: 0 });
+    expect(first.labels).toEqual(Array.from(want.labels.subarray(0, 2)));
+
+    const inFlight = Array.from({ length: 30 }, () => fetch(`${url}/predict`, { method: 'POST', body }).then((r) => r.status, () => 'refused'));
+    // Signal once the first of them is answered, while the others are queued or on their way.
+    await Promise.race(inFlight);
+    child.kill('SIGTERM');
+    const statuses = await Promise.all(inFlight);
+    expect(await exited).toBe(0);
+    expect(statuses.every((s) => s === 200 || s === 503 || s === 'refused')).toBe(true);
+    expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
+    expect(stderr).toContain('SIGTERM: answering the requests received, then stopping');
+    expect(stderr).toContain('sublinear serve: stopped');
+  }, 60_000);
+
+  it('flag errors exit 2 with the reason', () => {
+    const r = spawnSync(process.execPath, [CLI, 'serve', '--model', model, '--max-body', 'lots'], { encoding: 'utf8', cwd: ROOT });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('Expected a size like 2.5GB, 512M, 4GiB or 1e9 for --max-body but received "lots"');
+    const r2 = spawnSync(process.execPath, [CLI, 'serve', '--model', join(dir, 'missing.sl')], { encoding: 'utf8', cwd: ROOT });
+    expect(r2.status).toBe(1);
+    expect(r2.stderr).toContain('missing.sl');
+  });
+});
