@@ -1,7 +1,7 @@
 // The defaults rule (defaultConfig, defaultTraining in src/network/config.ts; README "Defaults"): every
 // default comes from the data's shape, never from a dataset's name.
 import { describe, expect, it } from 'vitest';
-import { defaultConfig, defaultTraining, resolveConfig, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
+import { defaultConfig, defaultTraining, resolveConfig, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
 
 const shape = (features: number, labels: number, points = 10_000) => ({ features, labels, points });
 
@@ -17,6 +17,13 @@ describe('defaultConfig', () => {
     const edge = HIDDEN_PARAMETER_BUDGET / 1024;
     expect(h(edge - 100, 100).size).toBe(1024);
     expect(h(edge - 99, 100).size).toBe(512);
+  });
+
+  it('gives a sampled output layer a wide part, and a dense one none', () => {
+    const out = (l: number) => defaultConfig(shape(10_000, l)).layers.at(-1)!;
+    expect(out(SAMPLED_OUTPUT_MIN_LABELS - 1).wide).toBeUndefined();
+    expect(out(SAMPLED_OUTPUT_MIN_LABELS).wide).toEqual(DEFAULT_WIDE);
+    expect(resolveConfig(defaultConfig(shape(135_909, 670_091))).layers.at(-1)!.wide).toEqual(DEFAULT_WIDE);
   });
 
   it('samples the output layer from 16,384 labels, with the logQ correction and about 2.5 neurons per DWTA bucket', () => {

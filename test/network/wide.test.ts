@@ -138,11 +138,12 @@ describe('wide part: prediction', () => {
 });
 
 describe('wide part: pairs chosen from the training data', () => {
-  it('keeps each label\'s maxPerLabel features of largest summed value, feature-major, labels ascending', () => {
+  it.each([0, 0.3])('keeps each label\'s maxPerLabel features of largest summed value holding minShare %s of its norm, feature-major, labels ascending', (minShare) => {
     const data = randomData(40, 30, 12, 221, { maxNnz: 8, labelCounts: [1, 2, 3] });
     const M = 4;
-    const w = buildWide(data as never, null, 30, 12, M, 2);
+    const w = buildWide(data as never, null, 30, 12, M, 2, minShare);
     expect(wideProblem(w, 12)).toBeNull();
+    if (minShare > 0) expect(w.labels.length).toBeLessThan(buildWide(data as never, null, 30, 12, M, 2, 0).labels.length); // the cut bites
     // Brute force: per label the summed values, top M by (sum desc, feature asc).
     const want = new Map<string, number>();
     for (let j = 0; j < 12; j++) {
@@ -152,7 +153,9 @@ describe('wide part: pairs chosen from the training data', () => {
         if (!labs.includes(j)) continue;
         for (let q = data.offsets[i]!; q < data.offsets[i + 1]!; q++) sums.set(data.indices[q]!, (sums.get(data.indices[q]!) ?? 0) + Math.abs(data.values[q]!));
       }
-      const top = [...sums.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, M);
+      const all = Math.sqrt([...sums.values()].reduce((t, v) => t + v * v, 0));
+      const sorted = [...sums.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+      const top = sorted.slice(0, M).filter(([, v], r) => r === 0 || v >= minShare * all);
       const norm = Math.sqrt(top.reduce((t, [, v]) => t + v * v, 0));
       for (const [f, v] of top) want.set(`${f},${j}`, (2 * v) / norm);
     }
