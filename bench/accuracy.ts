@@ -15,8 +15,8 @@
 // - delicious, delicious-300, delicious-1000: the repository's Delicious, and its training file subsampled so;
 // - debian-deps, debian-tags: real text sets (package descriptions to dependencies / debtags), in the data
 //   folder's debian-deps/ and debian-tags/ (train.txt, test.txt);
-// - debian-deps-tail: debian-deps without its 50 most frequent training labels (removed from train and
-//   test, the others renumbered, points left without labels dropped);
+// - debian-deps-tail: debian-deps without its 50 most frequent labels (counted over train and test; removed
+//   from both, the others renumbered, points left without labels dropped: 38,659 / 9,727 points, 22,818 labels);
 // - model2-200k: the second data model (`data synth --model taxonomy --shape 200k`), 100,000 / 5,000
 //   points, 100,000 features, 200,000 labels, seed 1;
 // - amazon-670k: synthetic at the Amazon-670K shape, 30,000 train / 2,000 test points, seed 7;

@@ -15,17 +15,20 @@ const labelsOf = (d: SparseDataset) => Array.from({ length: d.points }, (_, i) =
 const featuresOf = (d: SparseDataset) => Array.from({ length: d.points }, (_, i) => Array.from(d.indices.subarray(d.offsets[i]!, d.offsets[i + 1]!)));
 
 describe('tailSplit', () => {
-  // Training frequencies: label 3 x4, label 1 x3, labels 0 and 4 x2 (tie: 0 first), label 2 x1, label 5 x0.
+  // Frequencies in train: label 3 x4, 1 x3, 0 and 4 x2, 2 x1, 5 x0; in train and test together: 3 x6, 1 x4,
+  // 0 and 4 x3 (tie: 0 first), 2 x2, 5 x1.
   const train = rows(6, [
     [[1, 3], [0]], [[3], [1, 2]], [[0, 1, 3], [3]], [[3, 4], [4]], [[1, 2], [5]], [[0, 4], [6, 7]],
   ]);
   const test = rows(6, [[[3], [1]], [[2, 3, 5], [2]], [[0, 1], [3]], [[4], [9]]]);
 
-  it('orders labels by training frequency, ties by id', () => {
-    expect(mostFrequentLabels(train, 6)).toEqual([3, 1, 0, 4, 2]); // label 5 never occurs in train
+  it('orders labels by frequency over the given sets, ties by id', () => {
+    expect(mostFrequentLabels([train], 6)).toEqual([3, 1, 0, 4, 2]); // label 5 never occurs in train
+    expect(mostFrequentLabels([train, test], 6)).toEqual([3, 1, 0, 4, 2, 5]);
+    expect(mostFrequentLabels([test], 2)).toEqual([3, 0]);
   });
 
-  it('removes the n most frequent training labels from both sets, renumbers the rest, drops label-less points', () => {
+  it('removes the n most frequent labels from both sets, renumbers the rest, drops label-less points', () => {
     const t = tailSplit(train, test, 2); // removes 3 and 1; 0->0, 2->1, 4->2, 5->3
     expect(t.removed).toEqual([3, 1]);
     expect(t.train.labels).toBe(4);
