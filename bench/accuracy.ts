@@ -111,7 +111,7 @@ interface Options {
   json: boolean;
 }
 
-interface SystemResult {
+export interface SystemResult {
   name: string;
   p1: number | null;
   p3: number | null;
@@ -127,9 +127,12 @@ interface SystemResult {
   error?: string;
   samplesPerSec?: number;
   wallSeconds?: number;
+  /** When and where this system was measured (set by the run; kept when results are merged). */
+  measuredAt?: string;
+  machine?: string;
 }
 
-interface DatasetResult {
+export interface DatasetResult {
   name: string;
   points: number | null;
   testPoints: number | null;
@@ -629,7 +632,9 @@ async function runDataset(name: DatasetName, systemsWanted: readonly SystemName[
     }
   }
   if (!o.keep) rmSync(dsWork, { recursive: true, force: true });
-  return { name, points: h.points, testPoints: ht.points, features: h.features, labels: h.labels, systems, measuredAt: new Date().toISOString() };
+  const at = new Date().toISOString(), machine = `${cpuModel()}, ${availableParallelism()} cores`;
+  for (const s of systems) if (!s.skipped) Object.assign(s, { measuredAt: at, machine });
+  return { name, points: h.points, testPoints: ht.points, features: h.features, labels: h.labels, systems, measuredAt: at };
 }
 
 function cpuModel(): string {
@@ -669,8 +674,36 @@ function plot(d: DatasetResult, machine: { cpu: string; cores: number }): string
   });
 }
 
-/** Replaces the datasets of this run in bench/results/accuracy.json, keeping the others. */
-function writeResults(dir: string, datasets: DatasetResult[], machine: { cpu: string; cores: number }): void {
+/**
+ * Merges this run's datasets into earlier results: a dataset not run keeps its entry; in a dataset run
+ * again, each system run now replaces its earlier result unless it was skipped now (a tool missing now
+ * keeps its earlier measurement), and systems not run now are kept. Each system carries its measuredAt
+ * and machine. Sorted by the bench's dataset order.
+ */
+export function mergeResults(kept: DatasetResult[], now: DatasetResult[]): DatasetResult[] {
+  const merged = kept.map((d) => ({ ...d, systems: [...d.systems] }));
+  for (const d of now) {
+    const i = merged.findIndex((k) => k.name === d.name);
+    if (i < 0) {
+      merged.push(d);
+      continue;
+    }
+    if (d.skipped) continue; // a dataset missing now keeps its earlier measurement
+    const old = merged[i]!;
+    const systems = [...old.systems];
+    for (const s of d.systems) {
+      const j = systems.findIndex((o) => o.name === s.name);
+      if (j < 0) systems.push(s);
+      else if (!s.skipped || systems[j]!.skipped) systems[j] = s;
+    }
+    merged[i] = { ...d, systems };
+  }
+  merged.sort((a, b) => DATASETS.indexOf(a.name as DatasetName) - DATASETS.indexOf(b.name as DatasetName));
+  return merged;
+}
+
+/** Merges the datasets of this run into bench/results/accuracy.json (see mergeResults); returns the merged entries. */
+function writeResults(dir: string, datasets: DatasetResult[], machine: { cpu: string; cores: number }): DatasetResult[] {
   const file = join(dir, 'accuracy.json');
   let kept: DatasetResult[] = [];
   if (existsSync(file)) {
@@ -680,14 +713,9 @@ function writeResults(dir: string, datasets: DatasetResult[], machine: { cpu: st
       kept = [];
     }
   }
-  const merged = [...kept];
-  for (const d of datasets) {
-    const i = merged.findIndex((k) => k.name === d.name);
-    if (i < 0) merged.push(d);
-    else if (!d.skipped) merged[i] = d; // a dataset missing now keeps its earlier measurement
-  }
-  merged.sort((a, b) => DATASETS.indexOf(a.name as DatasetName) - DATASETS.indexOf(b.name as DatasetName));
+  const merged = mergeResults(kept, datasets);
   writeFileSync(file, JSON.stringify({ datasets: merged, machine }, null, 2) + '\n');
+  return merged;
 }
 
 /** The --systems list ('all' for every system); default: sublinear and the anchors. */
@@ -734,8 +762,9 @@ async function run(o: Options, io: CliIO): Promise<number> {
   }
   const resultsDir = join(root, 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
-  for (const d of datasets) if (!d.skipped) writeFileSync(join(resultsDir, `accuracy-${d.name}.svg`), plot(d, machine));
-  writeResults(resultsDir, datasets, machine);
+  const merged = writeResults(resultsDir, datasets, machine);
+  // The plot shows every system measured on the dataset so far (this run's and kept earlier ones).
+  for (const d of datasets) if (!d.skipped) writeFileSync(join(resultsDir, `accuracy-${d.name}.svg`), plot(merged.find((m) => m.name === d.name) ?? d, machine));
   if (o.json) io.out(JSON.stringify({ datasets, machine }) + '\n');
   const failures = datasets.flatMap((d) => d.systems.filter((s) => s.error).map((s) => `${d.name}/${s.name}: ${s.error}`));
   if (failures.length) {
