@@ -230,19 +230,22 @@ def xc2npz(path, xout, yout):
         n, d, L = int(head[0]), int(head[1]), int(head[2])
         xi, xj, xv, yi, yj = [], [], [], [], []
         row = 0
-        for line in f:
+        for lineno, line in enumerate(f, start=2):
             line = line.rstrip('\\n')
             if not line.strip() and not line.startswith(' '):
                 continue
             parts = line.split(' ')
-            if parts[0]:
-                for l in parts[0].split(','):
-                    yi.append(row); yj.append(int(l))
-            for t in parts[1:]:
-                if not t:
-                    continue
-                a, b = t.split(':')
-                xi.append(row); xj.append(int(a)); xv.append(float(b))
+            try:
+                if parts[0]:
+                    for l in parts[0].split(','):
+                        yi.append(row); yj.append(int(l))
+                for t in parts[1:]:
+                    if not t:
+                        continue
+                    a, b = t.split(':')
+                    xi.append(row); xj.append(int(a)); xv.append(float(b))
+            except ValueError:
+                sys.exit('%s, line %d: expected "l1,l2 f:v f:v ..." but found %r' % (path, lineno, line[:60]))
             row += 1
     if row != n:
         sys.exit('%s: header says %d points but found %d' % (path, n, row))
