@@ -1,40 +1,49 @@
-// `npm run bench:accuracy`: P@1 against training seconds on extreme-classification datasets, for
-// sublinear (defaults, hash tables off, dense output) and fastText (one-vs-all and hierarchical softmax).
+// `npm run bench:accuracy`: P@1/P@3/P@5, training and prediction seconds and peak memory on extreme-
+// classification datasets, for sublinear (defaults; optionally its tables/dense variants), the CPU XC tools
+// practitioners compare with (omikuji, PECOS XR-Linear, napkinXC: bench/anchors.ts; each run when installed,
+// skipped with the reason otherwise) and fastText (optional).
 //
-//   npm run bench:accuracy -- [--datasets bibtex,delicious,amazon-670k,amazon-670k-200k | --quick] [--json]
-//                             [--data-dir dir] [--workers 2] [--epochs n] [--fasttext-epochs 30]
-//                             [--fasttext-lr-ova 0.25] [--fasttext-lr-hs 0.5]
+//   npm run bench:accuracy -- [--datasets list | --quick | --full] [--systems list] [--json]
+//                             [--data-dir dir] [--workers n] [--threads 2] [--python python3] [--curve]
+//                             [--epochs n] [--fasttext-epochs 30] [--fasttext-lr-ova 0.25] [--fasttext-lr-hs 0.5]
 //                             [--cache-dir dir] [--keep] [--verbose]
 //
 // Datasets (each skipped, with the reason printed, when its files are missing):
 // - bibtex: the Extreme Classification Repository's Bibtex, split 1 (`sublinear data split`);
-// - delicious: the repository's Delicious train/test files;
+// - bibtex-300, bibtex-1000: split 1's training points subsampled to 300 / 1,000 (seeded shuffle, seed 7:
+//   bench/accuracy-data.ts), the test set whole;
+// - delicious, delicious-300, delicious-1000: the repository's Delicious, and its training file subsampled so;
+// - debian-deps, debian-tags: real text sets (package descriptions to dependencies / debtags), in the data
+//   folder's debian-deps/ and debian-tags/ (train.txt, test.txt);
+// - debian-deps-tail: debian-deps without its 50 most frequent labels (counted over train and test; removed
+//   from both, the others renumbered, points left without labels dropped: 38,659 / 9,727 points, 22,818 labels);
+// - model2-200k: the second data model (`data synth --model taxonomy --shape 200k`), 100,000 / 5,000
+//   points, 100,000 features, 200,000 labels, seed 1;
 // - amazon-670k: synthetic at the Amazon-670K shape, 30,000 train / 2,000 test points, seed 7;
-// - amazon-670k-200k: the same shape, 200,000 / 5,000 points, seed 7.
+// - amazon-670k-200k: the same shape, 200,000 / 5,000 points, seed 7 (only with --full or --datasets).
 // The synthetic files are generated once with `sublinear data synth` and cached under --cache-dir
-// (default: <tmpdir>/sublinear-bench-cache), keyed by shape, sizes and seed.
+// (default: <tmpdir>/sublinear-bench-cache), keyed by model, shape, sizes and seed.
 //
-// Systems, each run in its own child process (so peak RSS and crashes are its own):
-// - sublinear: `sublinear train --json --eval-every 1` with the default network for the data shape;
-//   its P@1 curve is the per-epoch test P@1 of the result's `history` (the final point when absent);
-// - sublinear, tables off: the default network with the output layer's sampling budget set to 0 (no
-//   hash-table candidates: each sample's labels plus random negatives); skipped when the default output
-//   layer is dense;
-// - sublinear, dense output: the default network without the output layer's sampling (every label
-//   computed); skipped when that is the default network already, and at amazon-670k-200k (too slow);
-// - fastText ova / fastText hs: Debian's `fasttext supervised` (apt-get install fasttext) with
-//   `-loss ova|hs -dim 128`, on the same points converted to fastText's text format; P@1, P@3, P@5 are
-//   computed here from `fasttext predict` with the XC definition (test points without labels count
-//   as misses; fastText's own `test` command leaves them out). A single point on the curve.
+// Systems (--systems; default sublinear and the three anchors), each run in its own process(es), so that
+// peak RSS and crashes are its own:
+// - sublinear: the whole `sublinear train --train --test --save` command with defaults (reading, training,
+//   held-out and test evaluation, saving), then `sublinear eval` for the prediction time. With --curve it
+//   also evaluates the test set after every epoch (`--eval-every 1`, which lengthens the command) and
+//   plots that curve;
+// - sublinear-tables: the other side of the defaults rule's tables choice; sublinear-dense: the default
+//   network with a dense output layer (as before; both with per-epoch evaluation);
+// - omikuji, pecos, napkinxc: bench/anchors.ts, at their defaults with --threads threads;
+// - fasttext: Debian's `fasttext supervised` (apt-get install fasttext) with `-loss ova` and `-loss hs`,
+//   `-dim 128`, on the same points converted to fastText's text format. P@k computed here.
 //
-// Training seconds: sublinear's own trainSeconds (data loading and evaluation excluded); fastText's
-// training loop, timed from its progress output on stderr (from the dictionary summary to the last
-// progress line; data reading and model saving excluded, +-0.1 s), with the process's wall clock in the
-// JSON as wallSeconds.
+// Seconds: "train s" is the wall clock of each system's training command (for sublinear the whole `train`
+// command, test evaluation and saving included; its own training seconds are in the note); "predict s" the
+// wall clock of its prediction command on the test set (model loading and reading included); fastText
+// reports its training loop, as before. The plot is P@1 against training seconds.
 //
 // Output: a table per dataset on stdout; with --json, one JSON line last on stdout:
 //   { "datasets": [ { name, points, testPoints, features, labels, systems: [ { name, p1, p3, p5,
-//     trainSeconds, peakRssMB, curve: [[seconds, p1], ...], note?, skipped?, error? } ] } ], "machine" }
+//     trainSeconds, predictSeconds, peakRssMB, curve: [[seconds, p1], ...], note?, skipped?, error? } ] } ], "machine" }
 // Writes bench/results/accuracy.json (datasets of earlier runs that were not run again are kept, each
 // with its measuredAt) and bench/results/accuracy-<name>.svg (P@1 against training seconds).
 import { spawn, spawnSync } from 'node:child_process';
@@ -50,10 +59,26 @@ import { runBenchChild } from './child.js';
 import { plotCurves } from './plot.js';
 import { benchMain } from './cli.js';
 import { DATA_DIR_HELP, findDataset } from './data-dir.js';
+import { ANCHORS, anchorMissing, findPython, runAnchor, runMeasured as runCommand, vmHwmMB, type AnchorName } from './anchors.js';
+import { subsamplePoints, tailSplit } from './accuracy-data.js';
+import { writeXC } from '../datasets/index.js';
 
-const DATASETS = ['bibtex', 'delicious', 'amazon-670k', 'amazon-670k-200k'] as const;
+const DATASETS = [
+  'bibtex', 'bibtex-300', 'bibtex-1000', 'delicious', 'delicious-300', 'delicious-1000',
+  'debian-deps', 'debian-deps-tail', 'debian-tags', 'model2-200k', 'amazon-670k', 'amazon-670k-200k',
+] as const;
 type DatasetName = (typeof DATASETS)[number];
 const QUICK: readonly DatasetName[] = ['bibtex', 'delicious'];
+/** Run only with --full or when named in --datasets. */
+const FULL_ONLY: readonly DatasetName[] = ['amazon-670k-200k'];
+/** The seed of the small-data subsamples. */
+const SUBSAMPLE_SEED = 7;
+/** How many of debian-deps' most frequent labels its tail leaves out. */
+const TAIL_DROP = 50;
+
+const SYSTEMS = ['sublinear', 'sublinear-tables', 'sublinear-dense', 'omikuji', 'pecos', 'napkinxc', 'fasttext'] as const;
+type SystemName = (typeof SYSTEMS)[number];
+const DEFAULT_SYSTEMS: readonly SystemName[] = ['sublinear', 'omikuji', 'pecos', 'napkinxc'];
 
 /** The CLI, relative to dist/bench (runBenchChild runs scripts from there). */
 const CLI = '../src/cli.js';
@@ -69,6 +94,10 @@ const DENSE_ONE_EPOCH_LABELS = 100_000;
 interface Options {
   datasets?: string;
   quick: boolean;
+  full: boolean;
+  systems?: string;
+  python?: string;
+  curve: boolean;
   dataDir?: string;
   workers?: number;
   threads: number;
@@ -82,12 +111,14 @@ interface Options {
   json: boolean;
 }
 
-interface SystemResult {
+export interface SystemResult {
   name: string;
   p1: number | null;
   p3: number | null;
   p5: number | null;
   trainSeconds: number | null;
+  /** Wall seconds of the prediction command on the test set (null where not measured). */
+  predictSeconds?: number | null;
   peakRssMB: number | null;
   /** [training seconds, test P@1] points. */
   curve: [number, number][];
@@ -96,9 +127,12 @@ interface SystemResult {
   error?: string;
   samplesPerSec?: number;
   wallSeconds?: number;
+  /** When and where this system was measured (set by the run; kept when results are merged). */
+  measuredAt?: string;
+  machine?: string;
 }
 
-interface DatasetResult {
+export interface DatasetResult {
   name: string;
   points: number | null;
   testPoints: number | null;
@@ -145,30 +179,68 @@ function cli<T>(args: string[], o: Options): Promise<T> {
 
 async function prepare(name: DatasetName, o: Options, cacheDir: string, work: string): Promise<Prepared | { skip: string }> {
   switch (name) {
-    case 'bibtex': {
+    case 'bibtex':
+    case 'bibtex-300':
+    case 'bibtex-1000': {
       const found = findDataset('bibtex', o.dataDir);
       if ('message' in found) return { skip: found.message };
       const [data, tr, tst] = found.files as [string, string, string];
       const out = join(work, 'bibtex');
-      await cli(['data', 'split', data, '--train-split', tr, '--test-split', tst, '--column', '1', '--out', out], o);
-      return { train: join(out, 'train.txt'), test: join(out, 'test.txt') };
+      if (!existsSync(join(out, 'train.txt'))) {
+        await cli(['data', 'split', data, '--train-split', tr, '--test-split', tst, '--column', '1', '--out', out], o);
+      }
+      const whole = { train: join(out, 'train.txt'), test: join(out, 'test.txt') };
+      return name === 'bibtex' ? whole : subsampled(name, whole, name === 'bibtex-300' ? 300 : 1000, work);
     }
-    case 'delicious': {
+    case 'delicious':
+    case 'delicious-300':
+    case 'delicious-1000': {
       const found = findDataset('delicious', o.dataDir);
+      if ('message' in found) return { skip: found.message };
+      const [train, test] = found.files as [string, string];
+      return name === 'delicious' ? { train, test } : subsampled(name, { train, test }, name === 'delicious-300' ? 300 : 1000, work);
+    }
+    case 'debian-deps':
+    case 'debian-tags': {
+      const found = findDataset(name, o.dataDir);
       if ('message' in found) return { skip: found.message };
       const [train, test] = found.files as [string, string];
       return { train, test };
     }
+    case 'debian-deps-tail': {
+      const found = findDataset('debian-deps', o.dataDir);
+      if ('message' in found) return { skip: found.message };
+      const [train, test] = found.files as [string, string];
+      const t = tailSplit(await readXC(train), await readXC(test), TAIL_DROP);
+      const out = join(work, name);
+      mkdirSync(out, { recursive: true });
+      const files = { train: join(out, 'train.txt'), test: join(out, 'test.txt') };
+      await writeXC(files.train, t.train);
+      await writeXC(files.test, t.test);
+      log(o, `  ${name}: ${t.train.points} train / ${t.test.points} test points, ${t.train.labels} labels (the ${TAIL_DROP} most frequent removed)`);
+      return files;
+    }
+    case 'model2-200k':
+      return synth('taxonomy', '200k', 100000, 5000, 1, o, cacheDir);
     case 'amazon-670k':
-      return synth('amazon-670k', 30000, 2000, 7, o, cacheDir);
+      return synth('prototype', 'amazon-670k', 30000, 2000, 7, o, cacheDir);
     case 'amazon-670k-200k':
-      return synth('amazon-670k', 200000, 5000, 7, o, cacheDir);
+      return synth('prototype', 'amazon-670k', 200000, 5000, 7, o, cacheDir);
   }
 }
 
+/** The first `n` points of a seeded shuffle of `p.train` (kept in file order), with the whole test set. */
+async function subsampled(name: string, p: Prepared, n: number, work: string): Promise<Prepared> {
+  const out = join(work, name);
+  mkdirSync(out, { recursive: true });
+  const train = join(out, 'train.txt');
+  await writeXC(train, subsamplePoints(await readXC(p.train), n, SUBSAMPLE_SEED));
+  return { train, test: p.test };
+}
+
 /** Synthetic train/test files from `sublinear data synth`, cached by their arguments. */
-async function synth(shape: string, train: number, test: number, seed: number, o: Options, cacheDir: string): Promise<Prepared> {
-  const dir = join(cacheDir, `${shape}-train${train}-test${test}-seed${seed}`);
+async function synth(model: 'prototype' | 'taxonomy', shape: string, train: number, test: number, seed: number, o: Options, cacheDir: string): Promise<Prepared> {
+  const dir = join(cacheDir, `${model === 'taxonomy' ? 'taxonomy-' : ''}${shape}-train${train}-test${test}-seed${seed}`);
   const files = { train: join(dir, 'train.txt'), test: join(dir, 'test.txt') };
   if (existsSync(files.train) && existsSync(files.test)) {
     log(o, `  using cached ${dir}`);
@@ -178,8 +250,8 @@ async function synth(shape: string, train: number, test: number, seed: number, o
   mkdirSync(cacheDir, { recursive: true });
   const tmp = `${dir}.partial-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
-  log(o, `  generating ${shape} (${train} train / ${test} test points, seed ${seed}) into ${dir}`);
-  await cli(['data', 'synth', '--shape', shape, '--train', String(train), '--test', String(test), '--seed', String(seed), '--out', tmp], o);
+  log(o, `  generating ${model} ${shape} (${train} train / ${test} test points, seed ${seed}) into ${dir}`);
+  await cli(['data', 'synth', '--model', model, '--shape', shape, '--train', String(train), '--test', String(test), '--seed', String(seed), '--out', tmp], o);
   rmSync(dir, { recursive: true, force: true });
   renameSync(tmp, dir);
   return files;
@@ -228,29 +300,69 @@ function outputNote(c: NetworkConfig): string {
   return `output ${s.hash ?? 'dwta'} K=${s.K ?? 6} L=${s.L ?? 50}${s.budget !== undefined ? ` budget=${s.budget}` : ''}`;
 }
 
-async function runSublinear(name: string, p: Prepared, trainPoints: number, config: NetworkConfig | null, configFile: string | null, o: Options, extra: string[] = []): Promise<SystemResult> {
-  const args = ['train', '--train', p.train, '--test', p.test, '--json', '--eval-every', '1', ...extra];
+/** The CLI's file (node runs it directly, so the measured process is the command itself). */
+const cliFile = () => join(packageRoot(), 'dist', 'src', 'cli.js');
+
+/** The last stdout line of a command, parsed as JSON. */
+function lastJson<T>(stdout: string, what: string): T {
+  const last = stdout.trim().split('\n').at(-1) ?? '';
+  try {
+    return JSON.parse(last) as T;
+  } catch {
+    throw new Error(`${what}: last line is not JSON: ${last.slice(0, 200)}`);
+  }
+}
+
+/**
+ * One sublinear system: the whole `train` command, measured from outside (wall clock, peak RSS); with
+ * `withPredict`, the model is saved and `sublinear eval` on the test set gives the prediction time; with
+ * `curve`, the test set is also evaluated after every epoch (`--eval-every 1`).
+ */
+async function runSublinear(
+  name: string, p: Prepared, trainPoints: number, config: NetworkConfig | null, configFile: string | null, o: Options,
+  extra: string[] = [], opts: { curve: boolean; withPredict: boolean; work: string },
+): Promise<SystemResult> {
+  const model = join(opts.work, `${name.replace(/[^a-z0-9]+/gi, '-')}.model`);
+  const args = [cliFile(), 'train', '--train', p.train, '--test', p.test, '--json', ...(opts.curve ? ['--eval-every', '1'] : []), ...extra];
+  if (opts.withPredict) args.push('--save', model);
   if (o.workers !== undefined) args.push('--workers', String(o.workers));
   if (o.epochs !== undefined && !extra.includes('--epochs')) args.push('--epochs', String(o.epochs));
   if (configFile) args.push('--config', configFile);
   try {
-    const r = await runBenchChild<TrainSummary>(CLI, args, o.verbose);
+    const t = await runCommand(process.execPath, args, { keepStdout: true, verbose: o.verbose });
+    if (t.code !== 0) return failed(name, `sublinear train exit ${t.code ?? t.signal}: ${lastLine(t.stderrTail).slice(0, 300)}`);
+    const r = lastJson<TrainSummary>(t.stdout, 'sublinear train');
+    let predictSeconds: number | null = null, inferSeconds: number | null = null, predictRss = 0;
+    if (opts.withPredict) {
+      const e = await runCommand(process.execPath, [cliFile(), 'eval', '--model', model, '--test', p.test, '--json', ...(o.workers !== undefined ? ['--workers', String(o.workers)] : [])], { keepStdout: true, verbose: o.verbose });
+      if (e.code !== 0) return failed(name, `sublinear eval exit ${e.code ?? e.signal}: ${lastLine(e.stderrTail).slice(0, 300)}`);
+      predictSeconds = e.wallSeconds;
+      inferSeconds = orNull(lastJson<{ seconds?: number }>(e.stdout, 'sublinear eval').seconds);
+      predictRss = e.peakRssMB;
+      if (!o.keep) rmSync(model, { force: true });
+    }
     const history = Array.isArray(r.history) && r.history.length > 0;
     // Epochs actually trained (with early stopping, `epochs` may be the limit rather than the count).
     const epochs = history ? String(r.history!.length)
       : finite(r.samples) && trainPoints > 0 ? `~${Math.round((10 * r.samples) / trainPoints) / 10}` // samples / training points
         : r.epochs;
+    // The curve against the whole command's clock: per-epoch training seconds shifted by what the
+    // command spent outside training (reading, evaluation, saving), so its last point is the whole command.
+    const shift = finite(r.trainSeconds) ? Math.max(0, t.wallSeconds - r.trainSeconds) : 0;
+    const curve: [number, number][] = opts.curve ? sublinearCurve(r).map(([x, y]) => [x + shift, y]) : [];
+    if (finite(r.p1) && (!curve.length || curve.at(-1)![0] < t.wallSeconds)) curve.push([t.wallSeconds, r.p1]);
     return {
       name,
       p1: orNull(r.p1), p3: orNull(r.p3), p5: orNull(r.p5),
-      trainSeconds: orNull(r.trainSeconds), peakRssMB: orNull(r.peakRssMB),
-      curve: sublinearCurve(r),
+      trainSeconds: t.wallSeconds, predictSeconds, peakRssMB: Math.max(t.peakRssMB, orNull(r.peakRssMB) ?? 0, predictRss) || null,
+      curve,
       ...(finite(r.samplesPerSec) ? { samplesPerSec: r.samplesPerSec } : {}),
       note: [
-        `${epochs ?? '?'} epochs trained, ${finite(r.workers) ? r.workers : '?'} workers`,
+        `whole train command${opts.withPredict ? ' with --save' : ''}${opts.curve ? ' and --eval-every 1' : ''}; ${finite(r.trainSeconds) ? `${r.trainSeconds.toFixed(1)} s training` : '?'}`,
+        `${epochs ?? '?'} epochs, ${finite(r.workers) ? r.workers : '?'} workers`,
+        inferSeconds !== null ? `inference ${inferSeconds.toFixed(2)} s` : null,
         extra.length ? extra.join(' ') : null,
         config ? outputNote(config) : null,
-        history ? null : 'no per-epoch history: final point only',
       ].filter(Boolean).join('; '),
     };
   } catch (e) {
@@ -287,16 +399,6 @@ function writeFastText(d: SparseDataset, path: string): void {
     if (lines.length) writeSync(fd, lines.join('\n') + '\n');
   } finally {
     closeSync(fd);
-  }
-}
-
-/** Peak RSS (VmHWM) of a running process in MiB, or 0 once it is gone. */
-function vmHwmMB(pid: number): number {
-  try {
-    const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Math.round(Number(m[1]) / 1024) : 0;
-  } catch {
-    return 0;
   }
 }
 
@@ -418,7 +520,7 @@ async function runFastText(loss: 'ova' | 'hs', trainFt: string, testFt: string, 
 const skipped = (name: string, reason: string): SystemResult => ({ name, p1: null, p3: null, p5: null, trainSeconds: null, peakRssMB: null, curve: [], skipped: reason });
 const failed = (name: string, error: string): SystemResult => ({ name, p1: null, p3: null, p5: null, trainSeconds: null, peakRssMB: null, curve: [], error });
 
-async function runDataset(name: DatasetName, o: Options, cacheDir: string, work: string): Promise<DatasetResult> {
+async function runDataset(name: DatasetName, systemsWanted: readonly SystemName[], o: Options, cacheDir: string, work: string, python: string): Promise<DatasetResult> {
   log(o, `${name}: preparing data`);
   const p = await prepare(name, o, cacheDir, work);
   if ('skip' in p) {
@@ -428,25 +530,33 @@ async function runDataset(name: DatasetName, o: Options, cacheDir: string, work:
   const h = readHeader(p.train), ht = readHeader(p.test);
   const shape = { features: h.features, labels: h.labels, points: h.points };
   const systems: SystemResult[] = [];
+  const want = (s: SystemName) => systemsWanted.includes(s);
   const step = async (label: string, f: () => Promise<SystemResult>) => {
     log(o, `${name}: ${label} ...`);
     const r = await f();
     systems.push(r);
     if (r.skipped) log(o, `  skipped: ${r.skipped}`);
     else if (r.error) log(o, `  failed: ${r.error}`);
-    else log(o, `  P@1 ${r.p1?.toFixed(4)} in ${r.trainSeconds?.toFixed(2)} s, peak RSS ${r.peakRssMB ?? '-'} MB`);
+    else log(o, `  P@1 ${r.p1?.toFixed(4)}; train ${r.trainSeconds?.toFixed(2)} s, predict ${r.predictSeconds?.toFixed(2) ?? '-'} s, peak RSS ${r.peakRssMB ?? '-'} MB`);
   };
+  const dsWork = join(work, `${name}-run`);
+  mkdirSync(dsWork, { recursive: true });
 
   // The default network for this shape, as `sublinear train` builds it without --config (the same seed).
   const base = defaultConfig(shape, 1);
   const sampled = base.layers.at(-1)?.sampling;
-  await step('sublinear', () => runSublinear('sublinear', p, h.points, base, null, o));
+  if (want('sublinear')) {
+    await step('sublinear', () => runSublinear('sublinear', p, h.points, base, null, o, [], { curve: o.curve, withPredict: true, work: dsWork }));
+  }
 
   // The other side of the defaults rule's choice about the tables' candidates (on below one training
   // point per ten labels): 'tables off' where the default uses them, 'tables on' where it does not.
   const tablesOn = sampled?.budget === 0;
   const variant = tablesOn ? 'sublinear, tables on' : 'sublinear, tables off';
-  if (!sampled) {
+  const variantRun = { curve: true, withPredict: false, work: dsWork };
+  if (!want('sublinear-tables')) {
+    // not asked for
+  } else if (!sampled) {
     systems.push(skipped('sublinear, tables off', 'output layer is dense by default at this size'));
   } else {
     const { budget: _omit, ...rest } = sampled;
@@ -460,12 +570,14 @@ async function runDataset(name: DatasetName, o: Options, cacheDir: string, work:
       invalid = `this build rejects the configuration: ${e instanceof Error ? e.message : String(e)}`;
     }
     if (invalid) systems.push(failed(variant, invalid));
-    else await step(variant, () => runSublinear(variant, p, h.points, c, file, o));
+    else await step(variant, () => runSublinear(variant, p, h.points, c, file, o, [], variantRun));
   }
 
-  if (!sampled) {
+  if (!want('sublinear-dense')) {
+    // not asked for
+  } else if (!sampled) {
     systems.push(skipped('sublinear, dense output', 'the same network as "sublinear": the output layer is dense by default at this size'));
-  } else if (name === 'amazon-670k-200k') {
+  } else if (h.labels >= 150_000 && h.points >= 100_000) {
     systems.push(skipped('sublinear, dense output', `too slow: a dense ${h.labels}-label softmax over ${h.points} points per epoch`));
   } else {
     const c: NetworkConfig = { ...base, layers: base.layers.map((l, i) => (i === base.layers.length - 1 ? { size: l.size, activation: l.activation } : l)) };
@@ -474,10 +586,33 @@ async function runDataset(name: DatasetName, o: Options, cacheDir: string, work:
     // A dense softmax over 10^5+ labels trains at tens of points per second: one epoch, at the rate the
     // defaults give a sampled output (the dense default, 1e-3, barely moves it in one epoch).
     const big = h.labels >= DENSE_ONE_EPOCH_LABELS;
-    await step('sublinear, dense output', () => runSublinear('sublinear, dense output', p, h.points, c, file, o, big ? ['--epochs', '1', '--lr', '0.01'] : []));
+    await step('sublinear, dense output', () => runSublinear('sublinear, dense output', p, h.points, c, file, o, big ? ['--epochs', '1', '--lr', '0.01'] : [], variantRun));
   }
 
-  if (!fasttextInstalled()) {
+  const anchors = ANCHORS.filter((a) => want(a));
+  if (anchors.length) {
+    const testData = await readXC(p.test);
+    for (const a of anchors) {
+      const title = a === 'omikuji' ? 'omikuji Parabel' : a === 'pecos' ? 'PECOS XR-Linear' : 'napkinXC PLT';
+      const missing = anchorMissing(a as AnchorName, python);
+      if (missing) {
+        systems.push(skipped(title, missing));
+        log(o, `${name}: ${title} skipped: ${missing}`);
+        continue;
+      }
+      const aWork = join(dsWork, a);
+      mkdirSync(aWork, { recursive: true });
+      await step(title, async () => {
+        const r = await runAnchor(a, { train: p.train, test: p.test, testData, work: aWork, threads: o.threads, python, verbose: o.verbose });
+        if (!o.keep) rmSync(aWork, { recursive: true, force: true });
+        return { ...r, curve: r.p1 !== null && r.trainSeconds !== null ? [[r.trainSeconds, r.p1]] : [] };
+      });
+    }
+  }
+
+  if (!want('fasttext')) {
+    // not asked for
+  } else if (!fasttextInstalled()) {
     for (const loss of ['ova', 'hs']) systems.push(skipped(`fastText ${loss}`, 'fasttext not installed (apt-get install fasttext)'));
   } else {
     log(o, `${name}: converting to fastText's format`);
@@ -496,7 +631,10 @@ async function runDataset(name: DatasetName, o: Options, cacheDir: string, work:
       rmSync(testFt, { force: true });
     }
   }
-  return { name, points: h.points, testPoints: ht.points, features: h.features, labels: h.labels, systems, measuredAt: new Date().toISOString() };
+  if (!o.keep) rmSync(dsWork, { recursive: true, force: true });
+  const at = new Date().toISOString(), machine = `${cpuModel()}, ${availableParallelism()} cores`;
+  for (const s of systems) if (!s.skipped) Object.assign(s, { measuredAt: at, machine });
+  return { name, points: h.points, testPoints: ht.points, features: h.features, labels: h.labels, systems, measuredAt: at };
 }
 
 function cpuModel(): string {
@@ -516,12 +654,13 @@ function table(d: DatasetResult): string {
   const lines = [
     '',
     `${d.name}  (${n(d.points)} train / ${n(d.testPoints)} test points, ${n(d.features)} features, ${n(d.labels)} labels)`,
-    `${'system'.padEnd(24)} ${'P@1'.padStart(6)} ${'P@3'.padStart(6)} ${'P@5'.padStart(6)} ${'train s'.padStart(8)} ${'peak RSS MB'.padStart(11)}  note`,
+    `${'system'.padEnd(24)} ${'P@1'.padStart(6)} ${'P@3'.padStart(6)} ${'P@5'.padStart(6)} ${'train s'.padStart(8)} ${'predict s'.padStart(9)} ${'peak RSS MB'.padStart(11)}  note`,
   ];
   const f = (x: number | null) => (x === null ? '-' : x.toFixed(4)).padStart(6);
   for (const s of d.systems) {
     const note = s.skipped ? `skipped: ${s.skipped}` : s.error ? `failed: ${s.error}` : s.note ?? '';
-    lines.push(`${s.name.padEnd(24)} ${f(s.p1)} ${f(s.p3)} ${f(s.p5)} ${(s.trainSeconds === null ? '-' : s.trainSeconds.toFixed(2)).padStart(8)} ${String(s.peakRssMB ?? '-').padStart(11)}  ${note}`);
+    const sec = (x: number | null | undefined, w: number) => (x === null || x === undefined ? '-' : x.toFixed(2)).padStart(w);
+    lines.push(`${s.name.padEnd(24)} ${f(s.p1)} ${f(s.p3)} ${f(s.p5)} ${sec(s.trainSeconds, 8)} ${sec(s.predictSeconds, 9)} ${String(s.peakRssMB ?? '-').padStart(11)}  ${note}`);
   }
   return lines.join('\n') + '\n';
 }
@@ -529,14 +668,42 @@ function table(d: DatasetResult): string {
 function plot(d: DatasetResult, machine: { cpu: string; cores: number }): string {
   const series = d.systems.filter((s) => s.curve.length).map((s) => ({ name: s.name, points: s.curve }));
   return plotCurves({
-    title: `${d.name}: P@1 against training time`,
+    title: `${d.name}: P@1 against training seconds (each system's training command)`,
     subtitle: `${n(d.points)} train / ${n(d.testPoints)} test points, ${n(d.features)} features, ${n(d.labels)} labels; ${machine.cores} cores (${machine.cpu})`,
-    xLabel: 'training time (s)', yLabel: 'P@1 (test set)', series, logX: true,
+    xLabel: 'training command wall clock (s)', yLabel: 'P@1 (test set)', series, logX: true,
   });
 }
 
-/** Replaces the datasets of this run in bench/results/accuracy.json, keeping the others. */
-function writeResults(dir: string, datasets: DatasetResult[], machine: { cpu: string; cores: number }): void {
+/**
+ * Merges this run's datasets into earlier results: a dataset not run keeps its entry; in a dataset run
+ * again, each system run now replaces its earlier result unless it was skipped now (a tool missing now
+ * keeps its earlier measurement), and systems not run now are kept. Each system carries its measuredAt
+ * and machine. Sorted by the bench's dataset order.
+ */
+export function mergeResults(kept: DatasetResult[], now: DatasetResult[]): DatasetResult[] {
+  const merged = kept.map((d) => ({ ...d, systems: [...d.systems] }));
+  for (const d of now) {
+    const i = merged.findIndex((k) => k.name === d.name);
+    if (i < 0) {
+      merged.push(d);
+      continue;
+    }
+    if (d.skipped) continue; // a dataset missing now keeps its earlier measurement
+    const old = merged[i]!;
+    const systems = [...old.systems];
+    for (const s of d.systems) {
+      const j = systems.findIndex((o) => o.name === s.name);
+      if (j < 0) systems.push(s);
+      else if (!s.skipped || systems[j]!.skipped) systems[j] = s;
+    }
+    merged[i] = { ...d, systems };
+  }
+  merged.sort((a, b) => DATASETS.indexOf(a.name as DatasetName) - DATASETS.indexOf(b.name as DatasetName));
+  return merged;
+}
+
+/** Merges the datasets of this run into bench/results/accuracy.json (see mergeResults); returns the merged entries. */
+function writeResults(dir: string, datasets: DatasetResult[], machine: { cpu: string; cores: number }): DatasetResult[] {
   const file = join(dir, 'accuracy.json');
   let kept: DatasetResult[] = [];
   if (existsSync(file)) {
@@ -546,19 +713,28 @@ function writeResults(dir: string, datasets: DatasetResult[], machine: { cpu: st
       kept = [];
     }
   }
-  const merged = [...kept];
-  for (const d of datasets) {
-    const i = merged.findIndex((k) => k.name === d.name);
-    if (i < 0) merged.push(d);
-    else if (!d.skipped) merged[i] = d; // a dataset missing now keeps its earlier measurement
-  }
-  merged.sort((a, b) => DATASETS.indexOf(a.name as DatasetName) - DATASETS.indexOf(b.name as DatasetName));
+  const merged = mergeResults(kept, datasets);
   writeFileSync(file, JSON.stringify({ datasets: merged, machine }, null, 2) + '\n');
+  return merged;
+}
+
+/** The --systems list ('all' for every system); default: sublinear and the anchors. */
+export function parseSystems(list: string | undefined): SystemName[] {
+  if (list === undefined) return [...DEFAULT_SYSTEMS];
+  const out: SystemName[] = [];
+  for (const w of list.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (w === 'all') return [...SYSTEMS];
+    if (!(SYSTEMS as readonly string[]).includes(w)) throw new UsageError(`unknown system '${w}' (known: ${SYSTEMS.join(', ')}, all)`);
+    if (!out.includes(w as SystemName)) out.push(w as SystemName);
+  }
+  if (!out.length) throw new UsageError('--systems needs at least one system');
+  return out;
 }
 
 async function run(o: Options, io: CliIO): Promise<number> {
   if (o.quick && o.datasets) throw new UsageError('--quick and --datasets cannot be combined');
-  const names: DatasetName[] = o.quick ? [...QUICK] : o.datasets ? [] : [...DATASETS];
+  if (o.quick && o.full) throw new UsageError('--quick and --full cannot be combined');
+  const names: DatasetName[] = o.quick ? [...QUICK] : o.datasets ? [] : DATASETS.filter((d) => o.full || !FULL_ONLY.includes(d));
   if (o.datasets) {
     for (const w of o.datasets.split(',').map((s) => s.trim()).filter(Boolean)) {
       if (!(DATASETS as readonly string[]).includes(w)) throw new UsageError(`unknown dataset '${w}' (known: ${DATASETS.join(', ')})`);
@@ -566,6 +742,8 @@ async function run(o: Options, io: CliIO): Promise<number> {
     }
     if (!names.length) throw new UsageError('--datasets needs at least one dataset');
   }
+  const systemsWanted = parseSystems(o.systems);
+  const python = o.python ?? findPython(['python3', '/usr/bin/python3']);
   const root = packageRoot();
   if (!existsSync(join(root, 'dist', 'src', 'cli.js'))) throw new Error('dist/src/cli.js not found: build first (npm run build)');
   const cacheDir = o.cacheDir ? resolve(o.cacheDir) : join(tmpdir(), 'sublinear-bench-cache');
@@ -574,7 +752,7 @@ async function run(o: Options, io: CliIO): Promise<number> {
   const datasets: DatasetResult[] = [];
   try {
     for (const name of names) {
-      const d = await runDataset(name, o, cacheDir, work);
+      const d = await runDataset(name, systemsWanted, o, cacheDir, work, python);
       datasets.push(d);
       io.out(table(d));
     }
@@ -584,8 +762,9 @@ async function run(o: Options, io: CliIO): Promise<number> {
   }
   const resultsDir = join(root, 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
-  for (const d of datasets) if (!d.skipped) writeFileSync(join(resultsDir, `accuracy-${d.name}.svg`), plot(d, machine));
-  writeResults(resultsDir, datasets, machine);
+  const merged = writeResults(resultsDir, datasets, machine);
+  // The plot shows every system measured on the dataset so far (this run's and kept earlier ones).
+  for (const d of datasets) if (!d.skipped) writeFileSync(join(resultsDir, `accuracy-${d.name}.svg`), plot(merged.find((m) => m.name === d.name) ?? d, machine));
   if (o.json) io.out(JSON.stringify({ datasets, machine }) + '\n');
   const failures = datasets.flatMap((d) => d.systems.filter((s) => s.error).map((s) => `${d.name}/${s.name}: ${s.error}`));
   if (failures.length) {
@@ -597,18 +776,25 @@ async function run(o: Options, io: CliIO): Promise<number> {
 
 export const accuracyCmd = defineCommand({
   name: 'bench:accuracy',
-  summary: 'P@1 against training seconds: sublinear (defaults, tables off, dense output) and fastText (ova, hs).',
+  summary: 'P@k, training and prediction seconds, peak memory: sublinear against omikuji, PECOS XR-Linear and napkinXC (and fastText).',
   description:
-    'Datasets: bibtex (XC repository, split 1), delicious, amazon-670k (synthetic, 30,000 points) and\n' +
-    'amazon-670k-200k (synthetic, 200,000 points); one whose files are missing is skipped with the reason.\n' +
-    'Every system runs in its own process. Writes bench/results/accuracy.json and accuracy-<dataset>.svg.\n' +
-    'fastText rows need Debian\'s fasttext (apt-get install fasttext).',
+    'Datasets: bibtex (XC repository, split 1) and its 300- and 1,000-point subsamples, delicious likewise,\n' +
+    'debian-deps, debian-deps-tail (its 50 most frequent labels removed), debian-tags, model2-200k (the\n' +
+    'taxonomy data model at 200,000 labels), amazon-670k (synthetic, 30,000 points), and with --full\n' +
+    'amazon-670k-200k (200,000 points); one whose files are missing is skipped with the reason.\n' +
+    'Systems: sublinear (the whole train command, defaults), omikuji, pecos and napkinxc when installed\n' +
+    '(skipped with the reason otherwise); sublinear-tables, sublinear-dense and fasttext on request.\n' +
+    'Every system runs in its own process. Writes bench/results/accuracy.json and accuracy-<dataset>.svg.',
   flags: {
-    datasets: { type: 'string', valueName: 'list', description: `comma-separated, of ${DATASETS.join(', ')} (default: all)` },
+    datasets: { type: 'string', valueName: 'list', description: `comma-separated, of ${DATASETS.join(', ')} (default: all but ${FULL_ONLY.join(', ')})` },
     quick: { type: 'boolean', description: `only ${QUICK.join(' and ')}` },
+    full: { type: 'boolean', description: `also ${FULL_ONLY.join(', ')} (slow)` },
+    systems: { type: 'string', valueName: 'list', description: `comma-separated, of ${SYSTEMS.join(', ')}, or all (default: ${DEFAULT_SYSTEMS.join(',')})` },
+    python: { type: 'string', valueName: 'cmd', description: 'Python that imports pecos (default: the first of python3, /usr/bin/python3 that does)' },
+    curve: { type: 'boolean', description: "sublinear: evaluate the test set after every epoch and plot the curve (lengthens the train command)" },
     dataDir: { type: 'string', valueName: 'dir', description: DATA_DIR_HELP },
     workers: { type: 'integer', min: 0, max: 256, valueName: 'n', description: "sublinear workers (default: sublinear train's default)" },
-    threads: { type: 'integer', min: 1, max: 256, default: availableParallelism(), valueName: 'n', description: 'fastText threads (default: number of cores)' },
+    threads: { type: 'integer', min: 1, max: 256, default: availableParallelism(), valueName: 'n', description: 'threads of the anchors and fastText (default: number of cores)' },
     epochs: { type: 'integer', min: 1, valueName: 'n', description: "sublinear epochs (default: sublinear train's default)" },
     fasttextEpochs: { type: 'integer', min: 1, default: 30, valueName: 'n', description: 'fastText epochs' },
     fasttextLrOva: { type: 'number', min: 0, default: 0.25, valueName: 'x', description: 'fastText learning rate with -loss ova' },
@@ -618,7 +804,7 @@ export const accuracyCmd = defineCommand({
     verbose: { type: 'boolean', description: "show the children's progress output" },
     json: { type: 'boolean', description: 'end with the results as one JSON line on stdout' },
   },
-  examples: ['--datasets bibtex', '--quick --json', '--datasets amazon-670k --workers 2 --json'],
+  examples: ['--datasets bibtex', '--quick --json', '--datasets debian-deps,debian-deps-tail --systems sublinear,omikuji', '--datasets amazon-670k --workers 2 --json'],
   run: (o, io) => run(o, io),
 });
 

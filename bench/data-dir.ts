@@ -12,14 +12,17 @@ export const XC_REPOSITORY_URL = 'http://manikvarma.org/downloads/XC/XMLReposito
 
 /** The files of each dataset, inside `<data dir>/<name>/`, as the repository distributes them. */
 export const DATASET_FILES = {
-  bibtex: { title: 'Bibtex', files: ['Bibtex_data.txt', 'bibtex_trSplit.txt', 'bibtex_tstSplit.txt'] },
-  delicious: { title: 'Delicious', files: ['Delicious_train.txt', 'Delicious_test.txt'] },
+  bibtex: { title: 'Bibtex', files: ['Bibtex_data.txt', 'bibtex_trSplit.txt', 'bibtex_tstSplit.txt'], source: 'xc' },
+  delicious: { title: 'Delicious', files: ['Delicious_train.txt', 'Delicious_test.txt'], source: 'xc' },
+  /** Real text sets built from Debian's package archive (package descriptions to dependencies / debtags). */
+  'debian-deps': { title: 'debian-deps', files: ['train.txt', 'test.txt'], source: 'debian' },
+  'debian-tags': { title: 'debian-tags', files: ['train.txt', 'test.txt'], source: 'debian' },
 } as const;
 export type RealDataset = keyof typeof DATASET_FILES;
 
 /** --help text of the benchmarks' --data-dir flag. */
 export const DATA_DIR_HELP =
-  `folder holding bibtex/ and delicious/ from the Extreme Classification Repository (default: $${DATASETS_ENV}; ` +
+  `folder holding bibtex/ and delicious/ from the Extreme Classification Repository (and debian-deps/, debian-tags/ for bench:accuracy) (default: $${DATASETS_ENV}; ` +
   'in a clone of the repository also ../shared/datasets beside it)';
 
 /**
@@ -38,10 +41,11 @@ export function dataDir(flag?: string): { dir: string | undefined; from: string 
 
 /** The dataset's files when all are present; else the missing ones and a message saying how to get them. */
 export function findDataset(name: RealDataset, flag?: string): { files: string[] } | { missing: string[]; message: string } {
-  const { title, files } = DATASET_FILES[name];
+  const { title, files, source } = DATASET_FILES[name];
   const { dir, from } = dataDir(flag);
-  const how =
-    `Download ${title} from the Extreme Classification Repository (${XC_REPOSITORY_URL}), put ${files.join(', ')} ` +
+  const how = (source === 'xc'
+    ? `Download ${title} from the Extreme Classification Repository (${XC_REPOSITORY_URL}), put ${files.join(', ')} `
+    : `${title} is built from Debian's package archive (XC text format); put ${files.join(', ')} `) +
     `in <data dir>/${name}/, and pass --data-dir <data dir> or set ${DATASETS_ENV}=<data dir>.`;
   if (!dir) return { missing: files.slice(), message: `${title} not found: no data folder given (--data-dir or ${DATASETS_ENV}). ${how}` };
   const paths = files.map((f) => join(dir, name, f));

@@ -9,6 +9,10 @@ export {
   synthesize, syntheticSplit, generateSynthetic, resolveShape, SHAPES, SHAPE_NAMES, SynthModel,
   type ShapeName, type SynthShape, type SynthesizeOptions, type GenerateSyntheticOptions, type GenerateSyntheticResult,
 } from './synth.js';
+export {
+  synthesizeTaxonomy, generateTaxonomy, resolveTaxonomyShape, TAXONOMY_SHAPES, TAXONOMY_SHAPE_NAMES, TaxonomyModel,
+  type TaxonomyShape, type TaxonomyShapeName, type SynthesizeTaxonomyOptions, type GenerateTaxonomyOptions,
+} from './taxonomy.js';
 export { describe, type DatasetStats, type LabelFrequencySummary } from './stats.js';
 export type { StreamOptions } from './line-parser.js';
 export { readText, parseTextLine, MAX_TEXT_LINE_BYTES, type ReadTextOptions, type TextData } from './text-reader.js';

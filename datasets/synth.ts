@@ -109,18 +109,18 @@ export function resolveShape(shape: ShapeName | SynthShape): SynthShape {
   return shape;
 }
 
-function checkCount(name: string, v: number): void {
+export function checkCount(name: string, v: number): void {
   if (!(Number.isInteger(v) && v >= 0 && v <= 0xffffffff)) {
     throw new Error(`Expected non-negative integer for ${name} but received ${v}`);
   }
 }
 
-function checkSeed(seed: number): void {
+export function checkSeed(seed: number): void {
   if (!(Number.isSafeInteger(seed) && seed >= 0)) throw new Error(`Expected non-negative integer for seed but received ${seed}`);
 }
 
 /** Cumulative Zipf-Mandelbrot distribution over n ranks, normalised to end at 1. */
-function zipfCdf(n: number, s: number, q: number): Float64Array {
+export function zipfCdf(n: number, s: number, q: number): Float64Array {
   const cdf = new Float64Array(n);
   let acc = 0;
   for (let r = 0; r < n; r++) {
@@ -133,7 +133,7 @@ function zipfCdf(n: number, s: number, q: number): Float64Array {
 }
 
 /** First rank whose cumulative probability exceeds u. */
-function sampleCdf(cdf: Float64Array, u: number): number {
+export function sampleCdf(cdf: Float64Array, u: number): number {
   let lo = 0, hi = cdf.length - 1;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
@@ -144,7 +144,7 @@ function sampleCdf(cdf: Float64Array, u: number): number {
 }
 
 /** One point's rows, reused across points. */
-interface PointScratch {
+export interface PointScratch {
   labels: Uint32Array;
   nLabels: number;
   ids: Uint32Array;
@@ -291,14 +291,14 @@ export class SynthModel {
 }
 
 /** Rounds a positive value to 4 significant digits (exactly as parsing the 4-digit decimal would). */
-function round4(x: number): number {
+export function round4(x: number): number {
   const k = 3 - Math.floor(Math.log10(x));
   if (k < 0 || k > 22) return Number(x.toPrecision(4));
   const p = 10 ** k;
   return Math.round(x * p) / p;
 }
 
-function identity(n: number): Uint32Array {
+export function identity(n: number): Uint32Array {
   const a = new Uint32Array(n);
   for (let i = 0; i < n; i++) a[i] = i;
   return a;
@@ -364,16 +364,42 @@ export interface GenerateSyntheticResult {
  * time (plus the model's tables: prototypes are ~20 entries per label). Each file is written atomically.
  */
 export async function generateSynthetic(opts: GenerateSyntheticOptions): Promise<GenerateSyntheticResult> {
+  checkCount('train', opts.train);
+  checkCount('test', opts.test ?? 0);
+  const model = new SynthModel(opts.shape, opts.seed ?? 1);
+  const r = await writePointStream(model, model.shape, opts);
+  return { ...r, shape: model.shape };
+}
+
+/** A seeded stream of points (one generator's model): each call returns the next point's rows. */
+export interface PointStream {
+  next(): Readonly<PointScratch>;
+}
+
+/** Where and how `writePointStream` writes (the fields of `GenerateSyntheticOptions` it uses). */
+export interface WriteStreamOptions {
+  train: number;
+  test?: number;
+  outDir: string;
+  onProgress?: (points: number, totalPoints: number) => void;
+  fsync?: boolean;
+}
+
+/**
+ * Writes the first `train` points of `model` to `outDir/train.txt` and the next `test` points to
+ * `outDir/test.txt` (XC format, each file atomically), holding one point at a time. Shared by the data models.
+ */
+export async function writePointStream(
+  model: PointStream, dims: { features: number; labels: number }, opts: WriteStreamOptions,
+): Promise<{ train: string; test: string; bytes: number }> {
   const test = opts.test ?? 0;
   checkCount('train', opts.train);
   checkCount('test', test);
-  const model = new SynthModel(opts.shape, opts.seed ?? 1);
-  const sh = model.shape;
   const total = opts.train + test;
   let done = 0;
   async function* rows(count: number): AsyncGenerator<Uint8Array> {
     const enc = new XCEncoder();
-    enc.header(count, sh.features, sh.labels);
+    enc.header(count, dims.features, dims.labels);
     for (let i = 0; i < count; i++) {
       const p = model.next();
       enc.row(p.labels, 0, p.nLabels, p.ids, p.values, 0, p.nnz);
@@ -393,7 +419,7 @@ export async function generateSynthetic(opts: GenerateSyntheticOptions): Promise
   const fsync = opts.fsync ?? true;
   let bytes = await writeFileAtomic(trainPath, rows(opts.train), { fsync });
   bytes += await writeFileAtomic(testPath, rows(test), { fsync });
-  return { train: trainPath, test: testPath, bytes, shape: sh };
+  return { train: trainPath, test: testPath, bytes };
 }
 
 /**

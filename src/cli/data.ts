@@ -2,13 +2,13 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import {
-  describe, generateSynthetic, readLibsvm, readSplit, readXC, SHAPE_NAMES, subset, writeXC,
-  type DatasetStats, type SparseDataset,
+  describe, generateSynthetic, generateTaxonomy, readLibsvm, readSplit, readXC, SHAPE_NAMES, subset, TAXONOMY_SHAPE_NAMES,
+  writeXC, type DatasetStats, type SparseDataset, type ShapeName, type TaxonomyShapeName,
 } from '../../datasets/index.js';
 import { Progress, formatAmount } from '../util/progress.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { readTextDatasets } from '../text/load.js';
-import { defineCommand, defineGroup } from './args.js';
+import { defineCommand, defineGroup, UsageError } from './args.js';
 
 const FORMATS = ['xc', 'libsvm'] as const;
 type Format = (typeof FORMATS)[number];
@@ -123,16 +123,23 @@ function countOverlap(a: Uint32Array, b: Uint32Array, n: number): number {
   return k;
 }
 
+const DATA_MODELS = ['prototype', 'taxonomy'] as const;
+const ALL_SHAPES = [...new Set<string>([...SHAPE_NAMES, ...TAXONOMY_SHAPE_NAMES])];
+
 const synth = defineCommand({
   name: 'synth',
   summary: 'Generate a seeded synthetic dataset (train.txt, test.txt) at the shape of a real benchmark.',
   description:
-    'Labels have Zipf-like popularity and per-label feature prototypes, so the task is learnable; see\n' +
-    'datasets/README.md for the data model. The same seed always writes the same bytes.\n' +
-    'Shapes: tiny (2,000 features / 100 labels), small (20,000 / 2,000), amazon-670k (135,909 / 670,091),\n' +
-    'delicious-200k (782,585 / 205,443), wiki-325k (1,617,899 / 325,056).',
+    'Two data models (datasets/README.md describes both); the same seed always writes the same bytes.\n' +
+    '  prototype (default): independent Zipf-popular labels, each with its own feature prototype. Shapes:\n' +
+    '    tiny (2,000 features / 100 labels), small (20,000 / 2,000), amazon-670k (135,909 / 670,091),\n' +
+    '    delicious-200k (782,585 / 205,443), wiki-325k (1,617,899 / 325,056).\n' +
+    '  taxonomy: labels in a topic > group > label tree with correlated co-occurrence, documents mixing\n' +
+    '    background, topic, group and label words, measured tf-idf. Shapes: tiny (2,000 / 200),\n' +
+    '    small (20,000 / 5,000), 200k (100,000 / 200,000).',
   flags: {
-    shape: { type: 'choice', choices: SHAPE_NAMES, required: true, description: 'dataset shape' },
+    model: { type: 'choice', choices: DATA_MODELS, default: 'prototype', description: 'data model' },
+    shape: { type: 'choice', choices: ALL_SHAPES, required: true, description: 'dataset shape (of the chosen model)' },
     train: { type: 'integer', min: 0, max: 0xffffffff, required: true, valueName: 'n', description: 'training points' },
     test: { type: 'integer', min: 0, max: 0xffffffff, default: 0, valueName: 'n', description: 'test points' },
     seed: { type: 'integer', min: 0, default: 1, valueName: 's', description: 'random seed' },
@@ -140,22 +147,35 @@ const synth = defineCommand({
     json: jsonFlag,
     quiet: quietFlag,
   },
-  examples: ['data synth --shape amazon-670k --train 100000 --test 10000 --seed 1 --out amazon-synth'],
+  examples: [
+    'data synth --shape amazon-670k --train 100000 --test 10000 --seed 1 --out amazon-synth',
+    'data synth --model taxonomy --shape 200k --train 100000 --test 5000 --seed 1 --out taxonomy-200k',
+  ],
   async run(o, io) {
+    const known: readonly string[] = o.model === 'taxonomy' ? TAXONOMY_SHAPE_NAMES : SHAPE_NAMES;
+    if (!known.includes(o.shape)) {
+      throw new UsageError(`option --shape must be one of ${known.join(', ')} for --model ${o.model} but received '${o.shape}'`);
+    }
     const bar = o.json || o.quiet ? null : new Progress({ label: `generating ${o.shape}`, unit: 'points' });
     const t0 = performance.now();
     let r;
     try {
-      r = await generateSynthetic({
-        shape: o.shape, train: o.train, test: o.test, seed: o.seed, outDir: o.out,
-        onProgress: bar ? (done, total) => bar.update(done, total) : undefined,
-      });
+      const common = {
+        train: o.train, test: o.test, seed: o.seed, outDir: o.out,
+        onProgress: bar ? (done: number, total: number) => bar.update(done, total) : undefined,
+      };
+      r = o.model === 'taxonomy'
+        ? await generateTaxonomy({ ...common, shape: o.shape as TaxonomyShapeName })
+        : await generateSynthetic({ ...common, shape: o.shape as ShapeName });
     } finally {
       bar?.done();
     }
     const seconds = (performance.now() - t0) / 1000;
     if (o.json) {
-      io.out(JSON.stringify({ train: r.train, test: r.test, shape: o.shape, trainPoints: o.train, testPoints: o.test, seed: o.seed, bytes: r.bytes, seconds }) + '\n');
+      io.out(JSON.stringify({
+        train: r.train, test: r.test, model: o.model, shape: o.shape, trainPoints: o.train, testPoints: o.test, seed: o.seed,
+        bytes: r.bytes, seconds,
+      }) + '\n');
     } else {
       io.out(`wrote ${r.train} (${formatAmount(o.train)} points) and ${r.test} (${formatAmount(o.test)} points): ` +
         `${(r.bytes / 1e6).toFixed(1)} MB in ${seconds.toFixed(1)} s\n`);

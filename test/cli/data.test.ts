@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readXC } from '../../datasets/xc-reader.js';
 import { readSplit, subset } from '../../datasets/split-reader.js';
+import { synthesizeTaxonomy } from '../../datasets/taxonomy.js';
 
 const FIX = join(ROOT, 'datasets/fixtures');
 const SHARED = join(ROOT, '../shared/datasets');
@@ -122,6 +123,22 @@ describe('sublinear data synth', () => {
     expect(await readFile(join(a, 'test.txt'))).toEqual(await readFile(join(b, 'test.txt')));
     expect((await readXC(join(a, 'test.txt'))).points).toBe(10);
   });
+
+  it('--model taxonomy writes the second data model, equal to synthesizeTaxonomy; its shapes are checked per model', async () => {
+    const out = join(dir, 'synth-taxonomy');
+    const r = run('data', 'synth', '--model', 'taxonomy', '--shape', 'tiny', '--train', '40', '--test', '8', '--seed', '5', '--out', out, '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect(lastJson(r.stdout)).toMatchObject({ model: 'taxonomy', shape: 'tiny', trainPoints: 40, testPoints: 8, seed: 5 });
+    const all = synthesizeTaxonomy({ shape: 'tiny', points: 48, seed: 5 });
+    expect(await readXC(join(out, 'train.txt'))).toEqual(subset(all, Array.from({ length: 40 }, (_, i) => i)));
+    expect(await readXC(join(out, 'test.txt'))).toEqual(subset(all, Array.from({ length: 8 }, (_, i) => 40 + i)));
+    const bad = run('data', 'synth', '--model', 'taxonomy', '--shape', 'amazon-670k', '--train', '1', '--out', join(dir, 'no'));
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.split('\n')[0]).toBe("sublinear data synth: option --shape must be one of tiny, small, 200k for --model taxonomy but received 'amazon-670k'");
+    const bad2 = run('data', 'synth', '--shape', '200k', '--train', '1', '--out', join(dir, 'no'));
+    expect(bad2.stderr.split('\n')[0]).toBe("sublinear data synth: option --shape must be one of tiny, small, amazon-670k, delicious-200k, wiki-325k for --model prototype but received '200k'");
+    expect(existsSync(join(dir, 'no'))).toBe(false);
+  });
 });
 
 describe('usage errors exit 2, help exits 0', () => {
@@ -157,7 +174,8 @@ describe('usage errors exit 2, help exits 0', () => {
       expect(r.stdout).toMatch(/^Usage: sublinear/);
     }
     const synth = run('data', 'synth', '--help').stdout;
-    expect(synth).toContain('--shape <tiny|small|amazon-670k|delicious-200k|wiki-325k>');
+    expect(synth).toContain('--shape <tiny|small|amazon-670k|delicious-200k|wiki-325k|200k>');
+    expect(synth).toContain('--model <prototype|taxonomy>');
     expect(synth).toContain('--seed <s>');
     expect(synth).toContain('random seed (default: 1)');
     expect(run('--help').stdout).toMatch(/^ {2}data +Inspect, split, generate and featurize datasets\.$/m);

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { parseNapkinPredictions, parseOmikujiPredictions, scoreTop5 } from '../../bench/anchors.js';
+import { NO_PREDICTION } from '../../src/train/metrics.js';
+import { CsrBuilder } from '../../datasets/csr-builder.js';
+
+const N = NO_PREDICTION;
+
+describe('parseOmikujiPredictions', () => {
+  it('reads `label score` items separated by tabs, best first, padding short lines', () => {
+    const text = '3 0.912\t7 0.100\t1 0.050\n\n12 1.000\t4 -0.250\n';
+    expect(Array.from(parseOmikujiPredictions(text, 3, 2))).toEqual([3, 7, N, N, 12, 4]);
+  });
+
+  it('names the line of a malformed item and checks the line count', () => {
+    expect(() => parseOmikujiPredictions('3 0.9\t7:0.1\n', 1, 5)).toThrow("omikuji predictions, line 1: expected 'label score' but found '7:0.1'");
+    expect(() => parseOmikujiPredictions('3 0.9\n', 2, 5)).toThrow('omikuji predictions: 1 prediction lines for 2 test points');
+  });
+});
+
+describe('parseNapkinPredictions', () => {
+  it("reads `label:score ` items (napkinXC's trailing space included)", () => {
+    const text = '5:0.9 2:0.5 8:0.25 \n\n0:1e-3 \n';
+    expect(Array.from(parseNapkinPredictions(text, 3, 2))).toEqual([5, 2, N, N, 0, N]);
+  });
+
+  it('names the line of a malformed item', () => {
+    expect(() => parseNapkinPredictions('5:0.9\nx:1 \n', 2, 5)).toThrow("napkinXC predictions, line 2: expected 'label:score' but found 'x:1'");
+    expect(() => parseNapkinPredictions('5:\n', 1, 5, 'PECOS predictions')).toThrow("PECOS predictions, line 1: expected 'label:score' but found '5:'");
+  });
+});
+
+describe('scoreTop5', () => {
+  it('computes P@1/3/5 with label-less points counting as misses', () => {
+    const b = new CsrBuilder(3, 3, 4);
+    b.addRow([1, 2], 0, 2, [0], [1], 0, 1);
+    b.addRow([4], 0, 1, [1], [1], 0, 1);
+    b.addRow([], 0, 0, [2], [1], 0, 1);
+    const test = b.toDataset(3, 6);
+    const top = Uint32Array.from([1, 0, 2, N, N, /**/ 0, 4, 3, 5, N, /**/ 1, 2, 3, 4, 5]);
+    const m = scoreTop5(top, test);
+    expect(m.p1).toBeCloseTo(1 / 3, 10);
+    expect(m.p3).toBeCloseTo((2 / 3 + 1 / 3) / 3, 10);
+    expect(m.p5).toBeCloseTo((2 / 5 + 1 / 5) / 3, 10);
+  });
+});
