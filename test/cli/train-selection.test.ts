@@ -41,7 +41,7 @@ function run(...args: string[]): { code: number | null; stdout: string; stderr: 
 describe('train on a small raw-valued set', () => {
   it('--json reports the k-fold selection and the input scaling; eval of the saved model scales the same way', () => {
     const model = join(dir, 'm.sl');
-    const r = run('train', '--train', data, '--test', data, '--config', cfg, '--save', model, '--json');
+    const r = run('train', '--train', data, '--test', data, '--config', cfg, '--save', model, '--json', '--quiet');
     expect([r.code, r.stderr]).toEqual([0, '']);
     const s = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
     expect(s.selection).toMatchObject({ method: 'kfold', folds: 5, holdoutPoints: 10 });
@@ -49,7 +49,7 @@ describe('train on a small raw-valued set', () => {
     expect(s.selection.scores.length).toBeGreaterThanOrEqual(s.epochs);
     expect(s.inputScaling).toMatchObject({ scaled: true, method: 'maxabs' });
     expect(s.inputScaling.reason).toMatch(/^raw-valued inputs, values outside \[-1, 1\] \(largest \|value\| 9\d\.\d/);
-    const e = run('eval', '--model', model, '--test', data, '--k', '1,3', '--json');
+    const e = run('eval', '--model', model, '--test', data, '--k', '1,3', '--json', '--quiet');
     expect([e.code, e.stderr]).toEqual([0, '']);
     const m = JSON.parse(e.stdout.trim());
     expect(m.inputScaled).toBe(true);
