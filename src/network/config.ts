@@ -311,8 +311,6 @@ export function storedConfig(c: NetworkConfig): NetworkConfig {
 
 /** Output layers with at least this many labels are LSH-sampled by default (README "Defaults"). */
 export const SAMPLED_OUTPUT_MIN_LABELS = 16384;
-/** Table candidates (hard negatives) are on by default while there are more than this many labels per training point. */
-export const HARD_NEGATIVES_MIN_LABELS_PER_POINT = 10;
 /** The default hidden width is the widest of 1024, 512, 256 whose two weight matrices stay under this many parameters, else 128. */
 export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
 
@@ -331,14 +329,13 @@ export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
  *   the input features that carry its training points' mass, so a label seen a few times keeps their
  *   evidence instead of squeezing it through the hidden layer (+4.3 points of P@1 on the tail of a real
  *   22,868-label text set, +4 points after 4 epochs at the 670k shape);
- * - the tables' candidates only when there are fewer training points than labels / 10 (`points` known):
- *   at 670k labels they added 4.5-6.8 points of P@1 with 30,000 points, were even at 80,000 and cost 1.2
- *   points at 200,000, where the batch's own labels already cover the confusable ones (budget 0: labels
- *   and shared random negatives only, twice as fast).
+ * - no table candidates in training (budget 0: the labels and the shared random negatives only). Without
+ *   the wide part they added 4.5-6.8 points of P@1 at 670k labels with 30,000 points (and cost 1.2 points
+ *   at 200,000); with it they cost 0.7-1.2 points there and twice the training time (0.8465 or 0.842 on,
+ *   0.854 off): the wide part's per-label evidence does what their hard negatives did. `points` is not used.
  */
 export function defaultConfig(shape: { features: number; labels: number; points?: number }, seed = 1): NetworkConfig {
   const sampled = shape.labels >= SAMPLED_OUTPUT_MIN_LABELS;
-  const hardNegatives = shape.points === undefined || shape.points * HARD_NEGATIVES_MIN_LABELS_PER_POINT < shape.labels;
   const widths = [1024, 512, 256];
   const width = widths.find((w) => (shape.features + shape.labels) * w <= HIDDEN_PARAMETER_BUDGET) ?? 128;
   return {
@@ -348,7 +345,7 @@ export function defaultConfig(shape: { features: number; labels: number; points?
       { size: width, activation: 'relu', dropout: width >= 512 ? 0.7 : 0.5 },
       {
         size: shape.labels, activation: 'softmax',
-        ...(sampled ? { sampling: { hash: 'dwta', K: tableBits(shape.labels), L: 50, logQ: true, ...(hardNegatives ? {} : { budget: 0 }) } } : {}),
+        ...(sampled ? { sampling: { hash: 'dwta', K: tableBits(shape.labels), L: 50, logQ: true, budget: 0 } } : {}),
         ...(sampled ? { wide: { ...DEFAULT_WIDE } } : {}),
       },
     ],
