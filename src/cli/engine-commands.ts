@@ -1,8 +1,12 @@
-// Command-line specs of `sublinear train | eval | predict | demo` (implementations in engine.ts).
+// Command-line specs of `sublinear train | eval | predict | demo` (implementations in train.ts, eval.ts,
+// predict.ts and demo.ts).
 import { parseBytes } from '../train/memory-plan.js';
 import { defineCommand, UsageError } from './args.js';
 import { MAX_EPOCHS } from './config-file.js';
-import { demoCommand, evalCommand, predictCommand, trainCommand } from './engine.js';
+import { demoCommand } from './demo.js';
+import { evalCommand } from './eval.js';
+import { predictCommand } from './predict.js';
+import { trainCommand } from './train.js';
 
 /** A size flag (--max-memory) in bytes; a malformed one is a usage error. */
 function bytesFlag(text: string | undefined): number | undefined {

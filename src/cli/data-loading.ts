@@ -1,0 +1,87 @@
+// Reading the engine commands' data files: XC and LIBSVM files, raw text (a training file's own vectorizer,
+// or a text model's), with progress displays and the memory limit.
+import { stat } from 'node:fs/promises';
+import { readXC, readLibsvm, type SparseDataset } from '../../datasets/index.js';
+import type { Network } from '../network/network.js';
+import { memoryLimit } from '../train/memory-plan.js';
+import { Progress } from '../util/progress.js';
+import { UsageError } from './args.js';
+import { readTextDatasets, type TextDatasets } from '../text/load.js';
+import { LabelNames, labelledDataset } from '../text/labels.js';
+import { readText } from '../../datasets/text-reader.js';
+import type { InputFormat, Out } from './engine.js';
+import type { TrainCliOptions } from './train-options.js';
+
+/** The memory limit in bytes: --max-memory when given, else the default of checkMemory (90% of RAM). */
+export function memoryLimitBytes(maxMemory: number | undefined): number {
+  return memoryLimit(maxMemory !== undefined ? { maxBytes: maxMemory } : {}).limit;
+}
+
+/**
+ * Reads a data file with a progress display (a bar on a terminal, plain lines every few seconds
+ * elsewhere, nothing when quiet), refusing it if reading would pass `maxMemoryBytes`.
+ */
+export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean, maxMemoryBytes?: number, zeroBased = false): Promise<SparseDataset> {
+  const bar = quiet ? null : new Progress({ label: `reading ${label}`, unit: 'MB' });
+  // Opening a FIFO blocks until something writes to it: say so rather than hang silently.
+  if (bar && (await stat(path).catch(() => null))?.isFIFO()) bar.log(`reading ${label} from the pipe ${path} (waiting for its writer)`);
+  const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
+  try {
+    return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes, oneBased: !zeroBased }) : await readXC(path, { onProgress, maxMemoryBytes });
+  } finally {
+    bar?.done();
+  }
+}
+
+/** --format / --input-format (the same flag under two names): default xc. */
+export function inputFormatOf(o: { format?: InputFormat; inputFormat?: InputFormat }): InputFormat {
+  if (o.format && o.inputFormat && o.format !== o.inputFormat) throw new UsageError(`--format ${o.format} and --input-format ${o.inputFormat} disagree (they are the same option)`);
+  return o.inputFormat ?? o.format ?? 'xc';
+}
+
+/**
+ * Raw-text training (and test) files as tf-idf datasets: a vectorizer fitted on the training file with the
+ * --min-df, --bigrams, --max-vocabulary and --hash-bits settings, or the warm start model's vectorizer and
+ * label names.
+ */
+export async function loadTextData(trainPath: string, testPath: string | undefined, o: TrainCliOptions, init: Network | undefined, quiet: boolean, io: Out, limit: number): Promise<TextDatasets> {
+  const bar = quiet ? null : new Progress({ label: 'reading text', unit: 'MB' });
+  let r: TextDatasets;
+  try {
+    r = await readTextDatasets(trainPath, testPath, {
+      vectorizer: init?.textVectorizer,
+      labelNames: init?.labelNames,
+      read: { maxMemoryBytes: limit },
+      vectorizerOptions: { minDf: o.minDf, bigrams: o.bigrams || undefined, maxVocabulary: o.maxVocabulary, hashBits: o.hashBits },
+      onProgress: bar ? (_f, done, total) => bar.update(done / 1e6, total / 1e6) : undefined,
+    });
+  } finally {
+    bar?.done();
+  }
+  if (!quiet) {
+    const v = r.vectorizer;
+    io.err(`text: ${r.train.points} training points, ${v.features} features (${v.mode === 'vocabulary' ? 'vocabulary' : `hashed into 2^${v.options.hashBits}`}), ` +
+      `${r.labelNames.length} labels; featurised ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(1)} s\n`);
+    if (r.unknownTestLabels) io.err(`sublinear: warning: ${testPath}: ${r.unknownTestLabels} label occurrence(s) name labels not in the training data (dropped: no output can predict them)\n`);
+  }
+  return r;
+}
+
+/** Bytes of a dataset's arrays. */
+export function dataBytes(d: SparseDataset): number {
+  return d.offsets.byteLength + d.indices.byteLength + d.values.byteLength + d.labelOffsets.byteLength + d.labelIndices.byteLength;
+}
+
+/**
+ * A raw-text file as the input of a text model: its vectorizer's rows, and (`withLabels`, for eval) the label
+ * names mapped to the model's ids (names the model does not know are dropped, with a warning).
+ */
+export async function loadTextInput(net: Network, path: string, name: string, withLabels: boolean, io: Out, quiet: boolean, maxMemory: number | undefined): Promise<SparseDataset> {
+  if (!net.textVectorizer) throw new Error(`the model was trained on numeric features: it cannot read raw text (give --${withLabels ? 'format' : 'input-format'} xc or libsvm)`);
+  const data = await readText(path, { displayName: name, maxMemoryBytes: memoryLimitBytes(maxMemory) });
+  if (!withLabels) return net.textVectorizer.transform(data.texts);
+  if (!net.labelNames) throw new Error('the model has no label names: it cannot evaluate text whose labels are names');
+  const r = labelledDataset(data, net.textVectorizer, new LabelNames(net.labelNames), false);
+  if (r.unknownLabels && !quiet) io.err(`sublinear: warning: ${name}: ${r.unknownLabels} label occurrence(s) name labels the model does not know (dropped: no output can predict them)\n`);
+  return { ...r.dataset, labels: Math.min(r.dataset.labels, net.config.layers.at(-1)!.size) };
+}
