@@ -12,7 +12,24 @@ import { boundJson } from '../util/bounded-text.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, wideEntriesOf, type LoadLimits } from './file-layout.js';
 import { allocateWide, wideProblem } from './wide.js';
-import type { Network } from './network.js';
+import type { NetSpec } from './native-types.js';
+
+/**
+ * What a model file is written from and read into: the fields of a Network it touches (Network satisfies
+ * it; a structural type, so that this module does not import network.ts, which imports it).
+ */
+export interface ModelTarget {
+  readonly config: ResolvedNetworkConfig;
+  readonly spec: NetSpec;
+  batchesDone: number;
+  rebuildRound: number;
+  trainPoints: number;
+  labelFreq: Uint32Array | null;
+  inputScale: Float32Array | null;
+  textVectorizer: TextVectorizer | undefined;
+  labelNames: readonly string[] | undefined;
+  invalidateTables(): void;
+}
 import { TextVectorizer, type TextVectorizerMeta } from '../text/vectorizer.js';
 
 /**
@@ -53,7 +70,7 @@ export interface ModelMeta {
 /** Sections of the text vectorizer and label names, outside the layout the network configuration implies. */
 const TEXT_SECTIONS = ['text.vocabulary', 'text.idf', 'labelNames'] as const;
 
-function textSections(net: Network): { meta: Pick<ModelMeta, 'text' | 'labelNames'>; sections: Record<string, SectionArray> } {
+function textSections(net: ModelTarget): { meta: Pick<ModelMeta, 'text' | 'labelNames'>; sections: Record<string, SectionArray> } {
   const sections: Record<string, SectionArray> = {};
   const meta: Pick<ModelMeta, 'text' | 'labelNames'> = {};
   if (net.textVectorizer) {
@@ -69,7 +86,7 @@ function textSections(net: Network): { meta: Pick<ModelMeta, 'text' | 'labelName
   return { meta, sections };
 }
 
-function sections(net: Network): Record<string, SectionArray> {
+function sections(net: ModelTarget): Record<string, SectionArray> {
   const s: Record<string, SectionArray> = {};
   net.spec.layers.forEach((l, i) => {
     s[`layer${i}.weights`] = l.weights;
@@ -86,7 +103,7 @@ function sections(net: Network): Record<string, SectionArray> {
 }
 
 /** Bytes of the model file of `net` (sections plus a bound on the header), for the space pre-flight. */
-export function modelFileBytes(net: Network): number {
+export function modelFileBytes(net: ModelTarget): number {
   let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
   for (const l of net.spec.layers) {
     bytes += l.weights.byteLength + l.bias.byteLength + 16;
@@ -96,7 +113,7 @@ export function modelFileBytes(net: Network): number {
   return bytes + 4 * net.config.layers.at(-1)!.size + 8 + (net.inputScale ? 4 * net.config.inputDim + 8 : 0); // labelFreq, inputScale
 }
 
-export async function saveModel(path: string, net: Network, training?: TrainingSummary): Promise<void> {
+export async function saveModel(path: string, net: ModelTarget, training?: TrainingSummary): Promise<void> {
   const meta: ModelMeta = {
     format: 'sublinear-model',
     config: net.config,
@@ -130,12 +147,12 @@ function modelMetaProblem(m: unknown): string | null {
  * configuration implies (names, dtypes, lengths), and the memory plan of the network against
  * `limits.maxMemory`; after the read, weights and biases must be finite.
  */
-export async function loadModel(
+export async function loadModel<N extends ModelTarget>(
   path: string,
-  make: (c: NetworkConfig) => Network,
-  fromCheckpoint?: (path: string) => Promise<Network>,
+  make: (c: NetworkConfig) => N,
+  fromCheckpoint?: (path: string) => Promise<N>,
   limits: LoadLimits = {},
-): Promise<Network> {
+): Promise<N> {
   const head = await readBinFile<ModelMeta>(path, fromCheckpoint ? { headerOnly: true } : { kind: 'model', headerOnly: true });
   if (head.kind === 'checkpoint' && fromCheckpoint) return fromCheckpoint(path);
   // The header sizes the network (and its hash tables, which are not in the file) before the sections
@@ -154,7 +171,7 @@ export async function loadModel(
     ?? textLayoutProblem(meta, textTable, config);
   if (layout) throw new Error(`${path}: ${layout}`);
   checkLoadMemory(path, config, limits, false, wideEntries);
-  let net: Network;
+  let net: N;
   try {
     net = make(storedConfig(meta.config));
   } catch (e) {

@@ -37,7 +37,6 @@ import { lockDirectory, type DirectoryLock } from './lock.js';
 import { isProcessAlive } from '../util/process-alive.js';
 import { checkOutputDirs } from '../util/output-check.js';
 import { formatBytes } from './memory-plan.js';
-import type { CheckpointFailure } from './fit.js';
 import { resolveValidation, selectionProblem, WeightSnapshot, type EarlyStopState, type ResolvedValidation, type SelectionReport } from './early-stop.js';
 import { durationSeconds, parseInteger } from '../util/parse-values.js';
 
@@ -406,6 +405,13 @@ export async function readCheckpoint<N extends CheckpointTarget>(
 /** An error thrown by loadLatestCheckpoint's beforeAllocate, carried out of the search unchanged. */
 class Refusal {
   constructor(readonly error: unknown) {}
+}
+
+/** A checkpoint that could not be written (FitStats.checkpointFailures): training went on without it. */
+export interface CheckpointFailure {
+  file: string;
+  reason: CheckpointReason;
+  error: string;
 }
 
 /** A file skipped while looking for a usable checkpoint. */

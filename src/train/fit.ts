@@ -9,7 +9,7 @@
 import type { SparseDataset } from '../../datasets/csr.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../network/native-types.js';
-import type { CheckpointInfo, CheckpointOptions, CheckpointReason, TrainingPosition } from './checkpoint.js';
+import type { CheckpointFailure, CheckpointInfo, CheckpointOptions, CheckpointReason, TrainingPosition } from './checkpoint.js';
 import { InlineExecutor, type Executor } from './executor.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import type { InjectedFault, TrainResult, TrainTask } from './tasks.js';
@@ -121,11 +121,7 @@ export interface FitOptions {
 }
 
 /** A checkpoint that could not be written (FitStats.checkpointFailures). */
-export interface CheckpointFailure {
-  file: string;
-  reason: CheckpointReason;
-  error: string;
-}
+export type { CheckpointFailure } from './checkpoint.js';
 
 export interface FitProgress {
   /** 0-based epoch in progress. */
