@@ -224,8 +224,8 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
     }
     size_t most = 0;
     for (uint32_t i = 0; i < n; ++i) most = std::max<size_t>(most, off[i + 1] - off[i]);
-    // The wide part proposes up to a quarter of the budget more candidates per sample.
-    const size_t wideExtra = last.hasWide ? std::max<size_t>(k, ix.budget / 4) : 0;
+    // The wide part proposes up to a sixteenth of the budget more candidates per sample.
+    const size_t wideExtra = last.hasWide ? std::max<size_t>(k, ix.budget / 16) : 0;
     most += wideExtra;
     float* zs = grow(buf.dz, H + most);
     uint32_t* idsOf = grow(s.tmpIdx, std::max<size_t>(k, H + most));
