@@ -43,8 +43,9 @@ export function checkLoadMemory(path: string, c: ResolvedNetworkConfig, limits: 
   const plan = planNetworkMemory(c, limits.workers ?? 0, undefined, bestWeights);
   // The hash functions' parameters, which the training plan leaves out as small, are counted here: a
   // stored configuration may make them large (SimHash projections grow with K * L * dim).
-  const parts = [...plan.parts];
-  if (wideEntries > 0) parts.push({ name: 'output layer wide part', bytes: wideBytes(c.inputDim, wideEntries) + (bestWeights ? 4 * wideEntries : 0) });
+  // The plan's bound on the wide part is replaced by the file's own count of pairs.
+  const parts = plan.parts.filter((p) => p.name !== 'output layer wide part');
+  if (c.layers.at(-1)!.wide) parts.push({ name: 'output layer wide part', bytes: wideBytes(c.inputDim, wideEntries) + (bestWeights ? 4 * wideEntries : 0) });
   c.layers.forEach((l, i) => {
     if (l.sampling) parts.push({ name: `${i === c.layers.length - 1 ? 'output layer' : `layer ${i}`} hash functions`, bytes: hashSpecBytesFor(hashOptionsOf(c, i)) });
   });

@@ -168,7 +168,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
  * `workers`, and the training data when given (not counted otherwise).
  */
 export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number, data?: SparseDataset, bestWeights = false): MemoryPlan {
-  return planMemory({
+  const plan = planMemory({
     inputDim: config.inputDim,
     layers: config.layers.map((l) => ({
       size: l.size,
@@ -178,6 +178,25 @@ export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number
     workers,
     bestWeights,
   });
+  // The output layer's wide part: its pairs come from the data (at most maxPerLabel per label, and at most
+  // one per (feature, label) occurrence in the data); 12 bytes a pair (label, weight, Adagrad sum), 4 more
+  // with the best-epoch copy, plus the offsets. Without data: maxPerLabel per label.
+  const wide = config.layers.at(-1)!.wide;
+  if (wide) {
+    let occurrences = Infinity;
+    if (data) {
+      occurrences = 0;
+      for (let i = 0; i < data.points; i++) {
+        occurrences += (data.offsets[i + 1]! - data.offsets[i]!) * (data.labelOffsets[i + 1]! - data.labelOffsets[i]!);
+      }
+    }
+    const pairs = Math.min(wide.maxPerLabel * config.layers.at(-1)!.size, occurrences);
+    const bytes = 4 * (config.inputDim + 1) + (bestWeights ? 16 : 12) * pairs;
+    plan.parts.push({ name: 'output layer wide part', bytes });
+    plan.parts.sort((a, b) => b.bytes - a.bytes || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    plan.totalBytes += bytes;
+  }
+  return plan;
 }
 
 /** Thrown by `checkMemory` (and the loaders' memory check) when a plan exceeds the limit. */

@@ -48,6 +48,19 @@ describe('planMemory', () => {
     expect(planNetworkMemory(config, 0)).toEqual(planMemory({ inputDim: data.features, layers, workers: 0 }));
   });
 
+  it('planNetworkMemory counts a wide part: at most maxPerLabel pairs per label and one per (feature, label) occurrence', () => {
+    const data = synthesize({ shape: 'tiny', points: 100, seed: 1 });
+    const config = resolveConfig({ inputDim: data.features, layers: [{ size: 16 }, { size: data.labels, wide: { maxPerLabel: 3 } }] });
+    const plain = planNetworkMemory(resolveConfig({ inputDim: data.features, layers: [{ size: 16 }, { size: data.labels }] }), 0, data);
+    let occurrences = 0;
+    for (let i = 0; i < data.points; i++) occurrences += (data.offsets[i + 1]! - data.offsets[i]!) * (data.labelOffsets[i + 1]! - data.labelOffsets[i]!);
+    const pairs = Math.min(3 * data.labels, occurrences);
+    const withWide = planNetworkMemory(config, 0, data);
+    expect(withWide.parts.find((p) => p.name === 'output layer wide part')!.bytes).toBe(4 * (data.features + 1) + 12 * pairs);
+    expect(withWide.totalBytes).toBe(plain.totalBytes + 4 * (data.features + 1) + 12 * pairs);
+    expect(planNetworkMemory(config, 0, data, true).parts.find((p) => p.name === 'output layer wide part')!.bytes).toBe(4 * (data.features + 1) + 16 * pairs);
+  });
+
   it('Amazon-670K (135,909 -> 128 -> 670,091, DWTA L=50, rangeBits 18, bucketSize 128, slack 1) needs 1,951,989,316 bytes with one worker', () => {
     const plan = planMemory(AMAZON_670K);
     expect(plan.parts).toEqual([
