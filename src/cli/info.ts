@@ -5,7 +5,7 @@ import { stat } from 'node:fs/promises';
 import { readBinFile } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundText } from '../util/bounded-text.js';
-import { resolveStoredConfig } from '../network/file-layout.js';
+import { resolveStoredConfig, wideEntriesOf } from '../network/file-layout.js';
 import type { ResolvedNetworkConfig } from '../network/config.js';
 import type { TrainingSummary } from '../network/model-file.js';
 import { formatBytes } from '../train/memory-plan.js';
@@ -24,6 +24,8 @@ export interface FileInfo {
   parameters: number;
   /** Outputs of the last layer. */
   labels: number;
+  /** Pairs (feature, label) of the output layer's wide part (absent without one). */
+  widePairs?: number;
   /** Batches trained over the network's life. */
   batchesDone: number;
   /** Training points the label frequencies were counted on. */
@@ -53,6 +55,7 @@ export async function fileInfo(path: string): Promise<FileInfo> {
     labels: config.layers.at(-1)!.size,
     batchesDone: num(meta.batchesDone) ?? num((meta.position as { batchesDone?: unknown } | undefined)?.batchesDone) ?? 0,
   };
+  if (config.layers.at(-1)!.wide) info.widePairs = wideEntriesOf(config, head.table);
   const trainPoints = num(meta.trainPoints);
   if (trainPoints !== undefined) info.trainPoints = trainPoints;
   if (head.kind === 'model' && meta.training && typeof meta.training === 'object') info.training = meta.training as TrainingSummary;
@@ -79,7 +82,7 @@ export function infoText(i: FileInfo): string {
   const lines = [
     `${i.file}: sublinear ${i.kind} (format ${i.formatVersion}), ${formatBytes(i.bytes)}, checksum ok`,
     `network: ${i.config.inputDim} -> ${layers.join(' -> ')}; seed ${i.config.seed}`,
-    `parameters: ${n(i.parameters)}; labels: ${n(i.labels)}`,
+    `parameters: ${n(i.parameters)}; labels: ${n(i.labels)}${i.widePairs !== undefined ? `; wide part: ${n(i.widePairs)} (feature, label) weights` : ''}`,
     `trained: ${n(i.batchesDone)} batches${i.trainPoints !== undefined ? ` on ${n(i.trainPoints)} points` : ''}`,
   ];
   const t = i.training;

@@ -9,6 +9,7 @@ import { native } from '../../src/native.js';
 import type { LayerGrads, NetSpec, WideState } from '../../src/network/native-types.js';
 import { buildWide, wideProblem } from '../../src/network/wide.js';
 import { Network } from '../../src/network/network.js';
+import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../datasets/synth.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import { fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
@@ -198,6 +199,7 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
     expect(w.accum.some((a) => a > 0)).toBe(true); // Adagrad moved them
     const before = await net.predict(syn, { k: 3, workers: 0 });
     await net.save(join(dir, 'm.sl'));
+    expect((await fileInfo(join(dir, 'm.sl'))).widePairs).toBe(w.labels.length); // `sublinear info` reports it
     const again = await Network.load(join(dir, 'm.sl'));
     expect(Array.from(again.spec.layers[1]!.wide!.weights)).toEqual(Array.from(w.weights));
     const after = await again.predict(syn, { k: 3, workers: 0 });
