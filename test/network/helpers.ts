@@ -1,5 +1,6 @@
 // Shared fixtures of the network tests: tiny datasets, networks, and hand-made LSH sampling whose
 // candidate set is known in advance.
+import { expect } from 'vitest';
 import { allocateTables } from '../../src/lsh/index.js';
 import type { HashSpec, QuerySpec } from '../../src/lsh/native-types.js';
 import type { LayerSampling, LayerState, NetSpec } from '../../src/network/native-types.js';
@@ -131,4 +132,29 @@ export function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 
 export function ids(n: number, start = 0): Uint32Array {
   return Uint32Array.from({ length: n }, (_, i) => start + i);
+}
+
+/**
+ * Compares `analytic` with central differences (step 1e-3) of `loss` over every element of `params`
+ * (vitest expect: |fd - g| <= 1e-2 |g| + 2e-4). Returns how many gradients are clearly non-zero
+ * (|g| > 1e-3), so that the caller can require a meaningful check.
+ */
+export function checkFiniteDifferences(params: Float32Array, analytic: Float32Array, loss: () => number, what: string): number {
+  const eps = 1e-3;
+  let nonzero = 0;
+  for (let i = 0; i < params.length; i++) {
+    const w = params[i]!;
+    params[i] = w + eps;
+    const hi = params[i]!;
+    const lp = loss();
+    params[i] = w - eps;
+    const lo = params[i]!;
+    const lm = loss();
+    params[i] = w;
+    const fd = (lp - lm) / (hi - lo);
+    const g = analytic[i]!;
+    expect(Math.abs(fd - g), `${what}[${i}]: fd ${fd} vs analytic ${g}`).toBeLessThanOrEqual(1e-2 * Math.abs(g) + 2e-4);
+    if (Math.abs(g) > 1e-3) nonzero++;
+  }
+  return nonzero;
 }

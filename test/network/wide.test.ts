@@ -12,7 +12,7 @@ import { Network } from '../../src/network/network.js';
 import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../datasets/synth.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
-import { fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
+import { checkFiniteDifferences, fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
 import { refFromState, refPredict, type RefData } from './reference.js';
 
 const H = { lr: 0, beta1: 0.9, beta2: 0.999, eps: 1e-8, seed: 3 };
@@ -47,28 +47,11 @@ function checkGradients(net: NetSpec, data: RefData, pts: Uint32Array): void {
   const wide = net.layers.at(-1)!.wide!;
   const gradWide = new Float32Array(wide.weights.length);
   native().netTrainSlice(net, data, pts, { ...H, mode: 1, gradScale, grads, gradWide }, new Float64Array(4));
-  const eps = 1e-3;
-  let nonzero = 0;
-  const check = (arr: Float32Array, analytic: Float32Array, what: string) => {
-    for (let i = 0; i < arr.length; i++) {
-      const w = arr[i]!;
-      arr[i] = w + eps;
-      const hi = arr[i]!;
-      const lp = lossOf(net, data, pts, gradScale);
-      arr[i] = w - eps;
-      const lo = arr[i]!;
-      const lm = lossOf(net, data, pts, gradScale);
-      arr[i] = w;
-      const fd = (lp - lm) / (hi - lo);
-      const g = analytic[i]!;
-      expect(Math.abs(fd - g), `${what}[${i}]: fd ${fd} vs analytic ${g}`).toBeLessThanOrEqual(1e-2 * Math.abs(g) + 2e-4);
-      if (what === 'wide' && Math.abs(g) > 1e-3) nonzero++;
-    }
-  };
-  check(wide.weights, gradWide, 'wide');
+  const lossNow = () => lossOf(net, data, pts, gradScale);
+  const nonzero = checkFiniteDifferences(wide.weights, gradWide, lossNow, 'wide');
   net.layers.forEach((l, k) => {
-    check(l.weights, grads[k]!.weights, `layer ${k} weights`);
-    check(l.bias, grads[k]!.bias, `layer ${k} bias`);
+    checkFiniteDifferences(l.weights, grads[k]!.weights, lossNow, `layer ${k} weights`);
+    checkFiniteDifferences(l.bias, grads[k]!.bias, lossNow, `layer ${k} bias`);
   });
   // Meaningful only if many wide gradients are clearly non-zero.
   expect(nonzero).toBeGreaterThan(wide.weights.length / 8);
