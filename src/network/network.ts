@@ -404,6 +404,7 @@ export class Network {
         last.wide = buildWide(data, control.rows ?? null, this.config.inputDim, last.outDim, wideCfg.maxPerLabel, wideCfg.init, wideCfg.minShare);
       }
       const stats = await fitLoop(this, data, exec, fitOpts, start, checkpointer, control);
+      this.indexFresh = false; // an index built by the held-out scoring is of some epoch's weights, not the kept ones
       const early = this.earlyStop as Network['earlyStop']; // set by withValidation
       if (validation && early) {
         const e = early.state;
@@ -571,7 +572,18 @@ export class Network {
     const userEnd = opts.onEpochEnd;
     const onEpochEnd = async (epoch: number, st: FitStats) => {
       const epochLr = lr * control.lrScale;
-      const pred = await this.predictWith(exec, holdout, 5, 'exact');
+      // A sampled output layer with a wide part is scored in sampled mode (a fresh cluster index of this
+      // epoch's weights, 1% of the outputs, plus the wide part's proposals): as accurate as exact there
+      // (equal test P@1 at 670k and 200k labels) at a fraction of the cost, which an exact pass over every
+      // output each epoch dominated. Otherwise exact.
+      const out = this.spec.layers.at(-1)!;
+      let pred: Predictions;
+      if (out.sampling && out.wide) {
+        this.indexFresh = false; // the weights moved since the last index
+        pred = await this.predictWith(exec, holdout, 5, 'sampled', 256, Math.min(out.outDim, Math.max(64, Math.ceil(0.01 * out.outDim))));
+      } else {
+        pred = await this.predictWith(exec, holdout, 5, 'exact');
+      }
       const m = computeMetrics({ topIdx: pred.labels, kMax: 5, labelOffsets: holdout.labelOffsets, labelIndices: holdout.labelIndices });
       const p1 = m.p1!, p3 = m.p3!, p5 = m.p5!;
       const score = validation.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3;

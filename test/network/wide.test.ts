@@ -191,6 +191,20 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
     const m = await net.evaluate(syn, { workers: 0 });
     expect(m.p1).toBeGreaterThan(0.3);
   });
+  it('held-out scoring of a sampled output layer with a wide part uses sampled inference (a cluster index each epoch)', async () => {
+    const sampledCfg = {
+      inputDim: syn.features, seed: 3,
+      layers: [{ size: 32, activation: 'relu' as const }, { size: syn.labels, activation: 'softmax' as const, sampling: { K: 2, L: 4, minActive: 20 }, wide: { maxPerLabel: 16 } }],
+    };
+    const net = new Network(sampledCfg);
+    const st = await net.fit(syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5 } });
+    expect(st.validation!.length).toBe(3);
+    expect(net.clusterIndexSeconds).toBeGreaterThan(0); // built for the held-out scoring
+    const plain = new Network({ ...sampledCfg, layers: [sampledCfg.layers[0]!, { ...sampledCfg.layers[1]!, wide: undefined }] });
+    await plain.fit(syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5 } });
+    expect(plain.clusterIndexSeconds).toBe(0); // exact held-out scoring without a wide part
+  });
+
   it('a checkpointed run resumes to the same weights as an uninterrupted one', async () => {
     dir ||= await mkdtemp(join(tmpdir(), 'sublinear-wide-'));
     const full = new Network(config(true));
