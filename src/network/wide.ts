@@ -85,7 +85,7 @@ export function buildWide(
     }
     let norm = 0;
     for (const f of keep) norm += acc[f]! * acc[f]!;
-    const scale = init / Math.sqrt(norm);
+    const scale = norm > 0 ? init / Math.sqrt(norm) : 0; // a label whose features are all 0-valued starts at 0
     for (const f of keep) push(f, j, acc[f]! * scale);
     for (let e = 0; e < t; e++) acc[touched[e]!] = 0;
   }

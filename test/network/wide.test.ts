@@ -148,6 +148,18 @@ describe('wide part: pairs chosen from the training data', () => {
     expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
     for (const [key, v] of want) expect(got.get(key)).toBeCloseTo(v, 5);
   });
+  it('starts a label whose features are all 0-valued at weight 0 (never at a non-finite one)', () => {
+    const zero: RefData = {
+      points: 2, offsets: Uint32Array.of(0, 2, 3), indices: Uint32Array.of(1, 4, 2), values: Float32Array.of(0, 0, 0.5),
+      labelOffsets: Uint32Array.of(0, 1, 2), labelIndices: Uint32Array.of(0, 1),
+    };
+    const w = buildWide(zero as never, null, 6, 2, 8, 8, 0);
+    expect(wideProblem(w, 2)).toBeNull();
+    expect(w.labels.length).toBe(3);
+    for (const x of w.weights) expect(Number.isFinite(x)).toBe(true);
+    expect(Array.from(w.weights)).toEqual([0, 8, 0]); // features 1 (label 0), 2 (label 1, its unit centroid x 8), 4 (label 0)
+  });
+
   it('refuses a damaged wide part', () => {
     const w = randomWide(5, 4, 222);
     expect(wideProblem(w, 4)).toBeNull();
