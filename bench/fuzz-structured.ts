@@ -26,7 +26,7 @@ import { DivergedError } from '../src/train/fit.js';
 import { CheckpointFormatError, listCheckpoints, readCheckpoint } from '../src/train/checkpoint.js';
 import { BinFileError, readBinFile } from '../src/util/binfile.js';
 import { MemoryLimitError } from '../src/train/memory-plan.js';
-import type { CaseRng } from './fuzz.js';
+import type { CaseRng } from './case-rng.js';
 
 /** One section of a crafted file: its table entry (any values) and the bytes placed at its offset. */
 export interface CraftedSection {
