@@ -46,7 +46,7 @@
 //     trainSeconds, predictSeconds, peakRssMB, curve: [[seconds, p1], ...], note?, skipped?, error? } ] } ], "machine" }
 // Writes bench/results/accuracy.json (datasets of earlier runs that were not run again are kept, each
 // with its measuredAt) and bench/results/accuracy-<name>.svg (P@1 against training seconds).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -59,7 +59,7 @@ import { runBenchChild } from './child.js';
 import { plotCurves } from './plot.js';
 import { benchMain } from './cli.js';
 import { DATA_DIR_HELP, findDataset } from './data-dir.js';
-import { ANCHORS, anchorMissing, findPython, runAnchor, runMeasured as runCommand, vmHwmMB, type AnchorName } from './anchors.js';
+import { ANCHORS, anchorMissing, findPython, runAnchor, runMeasured as runCommand, type AnchorName, type Measured } from './anchors.js';
 import { subsamplePoints, tailSplit } from './accuracy-data.js';
 import { writeXC } from '../datasets/index.js';
 
@@ -402,48 +402,25 @@ function writeFastText(d: SparseDataset, path: string): void {
   }
 }
 
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderrTail: string;
-  wallSeconds: number;
-  /** Highest VmHWM seen (sampled every 50 ms while it runs). */
-  peakRssMB: number;
+interface Run extends Measured {
   /** Seconds since the start when stderr first showed `Number of labels` (fastText's dictionary summary). */
   labelsAt: number | null;
   /** Seconds since the start when stderr last showed `Progress:` (fastText's training progress). */
   lastProgressAt: number | null;
 }
 
-/** Runs a program, sampling its peak RSS from /proc while it runs. */
-function runMeasured(cmd: string, args: string[], o: Options, keepStdout: boolean): Promise<Run> {
-  return new Promise((resolvePromise, reject) => {
-    const t0 = performance.now();
-    const child = spawn(cmd, args, { stdio: ['ignore', keepStdout ? 'pipe' : 'ignore', 'pipe'] });
-    let stdout = '', tail = '', peak = 0;
-    let labelsAt: number | null = null, lastProgressAt: number | null = null;
-    const poll = setInterval(() => {
-      if (child.pid) peak = Math.max(peak, vmHwmMB(child.pid));
-    }, 50);
-    child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => {
-      const s = d.toString(), now = (performance.now() - t0) / 1000;
-      const seen = tail.slice(-32) + s; // a marker may straddle two chunks
+/** Runs fastText (anchors' runMeasured: peak RSS sampled from /proc), noting when its stderr shows its phases. */
+async function runMeasured(cmd: string, args: string[], o: Options, keepStdout: boolean): Promise<Run> {
+  let labelsAt: number | null = null, lastProgressAt: number | null = null;
+  const r = await runCommand(cmd, args, {
+    keepStdout, verbose: o.verbose, echo: false,
+    onStderr: (s, now, before) => {
+      const seen = before.slice(-32) + s; // a marker may straddle two chunks
       if (labelsAt === null && seen.includes('Number of labels')) labelsAt = now;
       if (seen.includes('Progress:')) lastProgressAt = now;
-      tail = (tail + s).slice(-4000);
-      if (o.verbose) process.stderr.write(s);
-    });
-    child.on('error', (e) => {
-      clearInterval(poll);
-      reject(e);
-    });
-    child.on('close', (code, signal) => {
-      clearInterval(poll);
-      resolvePromise({ code, signal, stdout, stderrTail: tail, wallSeconds: (performance.now() - t0) / 1000, peakRssMB: peak, labelsAt, lastProgressAt });
-    });
+    },
   });
+  return { ...r, labelsAt, lastProgressAt };
 }
 
 /** fastText's training loop seconds: from its dictionary summary to its last progress line; null if not seen. */

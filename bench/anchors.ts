@@ -133,10 +133,19 @@ export interface Measured {
 }
 
 /** Runs a program, sampling its peak RSS from /proc while it runs; `nice` > 0 runs it under nice. */
-export function runMeasured(cmd: string, args: string[], opts: { keepStdout?: boolean; verbose?: boolean; env?: NodeJS.ProcessEnv } = {}): Promise<Measured> {
+export function runMeasured(
+  cmd: string, args: string[],
+  opts: {
+    keepStdout?: boolean; verbose?: boolean; env?: NodeJS.ProcessEnv;
+    /** With `verbose`, print the command line first. Default true. */
+    echo?: boolean;
+    /** Called with each stderr chunk, the seconds since the start and the stderr tail before the chunk. */
+    onStderr?: (chunk: string, seconds: number, tailBefore: string) => void;
+  } = {},
+): Promise<Measured> {
   return new Promise((resolvePromise, reject) => {
     const t0 = performance.now();
-    if (opts.verbose) process.stderr.write(`  $ ${cmd} ${args.join(' ')}\n`);
+    if (opts.verbose && opts.echo !== false) process.stderr.write(`  $ ${cmd} ${args.join(' ')}\n`);
     const child = spawn(cmd, args, { stdio: ['ignore', opts.keepStdout ? 'pipe' : 'ignore', 'pipe'], env: opts.env ?? process.env });
     let stdout = '', tail = '', peak = 0;
     const poll = setInterval(() => {
@@ -144,8 +153,10 @@ export function runMeasured(cmd: string, args: string[], opts: { keepStdout?: bo
     }, 50);
     child.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr!.on('data', (d: Buffer) => {
+      const text = d.toString();
+      opts.onStderr?.(text, (performance.now() - t0) / 1000, tail);
+      tail = (tail + text).slice(-4000);
       if (opts.verbose) process.stderr.write(d);
-      tail = (tail + d.toString()).slice(-4000);
     });
     child.on('error', (e) => {
       clearInterval(poll);
