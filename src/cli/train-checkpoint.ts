@@ -12,29 +12,10 @@ import type { TrainCliOptions } from './train-options.js';
  * What `train --checkpoint` stores in each checkpoint (CheckpointOptions.extra), so that `--resume`
  * can continue with the same data and settings: paths are absolute (resume may run elsewhere).
  */
-interface SavedCli {
-  train: string;
-  test?: string;
-  format?: InputFormat;
-  inputFormat?: InputFormat;
-  minDf?: number;
-  bigrams?: boolean;
-  maxVocabulary?: number;
-  hashBits?: number;
-  init?: string;
-  zeroBased?: boolean;
-  save?: string;
-  evalEvery?: number;
-  workers?: number;
-  maxMemory?: number;
-  mode?: 'exact' | 'sampled';
-  propensityA?: number;
-  propensityB?: number;
-  checkpointEvery?: string;
-  log?: string;
-}
-
 const SAVED_CLI_KEYS = ['train', 'test', 'format', 'inputFormat', 'minDf', 'bigrams', 'maxVocabulary', 'hashBits', 'init', 'zeroBased', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
+
+/** The settings of SAVED_CLI_KEYS as the train command took them (train always given). */
+type SavedCli = Pick<TrainCliOptions, (typeof SAVED_CLI_KEYS)[number]> & { train: string };
 
 export function savedCli(o: TrainCliOptions & { train: string }): SavedCli {
   const s: Record<string, unknown> = {};
