@@ -324,12 +324,22 @@ export function synthesize(opts: SynthesizeOptions): SparseDataset {
   checkCount('points', opts.points);
   const model = new SynthModel(opts.shape, opts.seed ?? 1);
   const sh = model.shape;
-  const b = new CsrBuilder(opts.points, opts.points * sh.avgFeatures, opts.points * sh.avgLabels);
-  for (let i = 0; i < opts.points; i++) {
+  return collectPoints(model, opts.points, sh, sh.avgFeatures, sh.avgLabels);
+}
+
+/**
+ * The next `points` points of `model` as an in-memory dataset (the rows `writePointStream` would write);
+ * `perPoint*` size the builder (estimates). Shared by the data models.
+ */
+export function collectPoints(
+  model: PointStream, points: number, dims: { features: number; labels: number }, perPointNnz: number, perPointLabels: number,
+): SparseDataset {
+  const b = new CsrBuilder(points, points * perPointNnz, points * perPointLabels);
+  for (let i = 0; i < points; i++) {
     const p = model.next();
     b.addRow(p.labels, 0, p.nLabels, p.ids, p.values, 0, p.nnz);
   }
-  return b.toDataset(sh.features, sh.labels);
+  return b.toDataset(dims.features, dims.labels);
 }
 
 /** Options of `generateSynthetic`. */

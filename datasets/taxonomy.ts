@@ -28,10 +28,9 @@
 //   100,000 training points have 1-5 of them, and many test labels never occur in training.
 // Points come from one stream (train, then test) exactly as in `synth.ts`.
 import { SplitMix64, Xoshiro128, shuffleInPlace } from '../src/util/rng.js';
-import { CsrBuilder } from './csr-builder.js';
 import type { SparseDataset } from './csr.js';
 import {
-  checkCount, checkSeed, identity, round4, sampleCdf, writePointStream, zipfCdf, type PointScratch,
+  checkCount, checkSeed, collectPoints, identity, round4, sampleCdf, writePointStream, zipfCdf, type PointScratch,
 } from './synth.js';
 
 /** Parameters of the taxonomy model's distribution. */
@@ -400,12 +399,7 @@ export function synthesizeTaxonomy(opts: SynthesizeTaxonomyOptions): SparseDatas
   checkCount('points', opts.points);
   const model = new TaxonomyModel(opts.shape, opts.seed ?? 1);
   const sh = model.shape;
-  const b = new CsrBuilder(opts.points, opts.points * sh.avgTokens * 0.8, opts.points * 3);
-  for (let i = 0; i < opts.points; i++) {
-    const p = model.next();
-    b.addRow(p.labels, 0, p.nLabels, p.ids, p.values, 0, p.nnz);
-  }
-  return b.toDataset(sh.features, sh.labels);
+  return collectPoints(model, opts.points, sh, sh.avgTokens * 0.8, 3);
 }
 
 /** Options of `generateTaxonomy`. */
