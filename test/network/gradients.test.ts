@@ -3,23 +3,17 @@
 import { describe, expect, it } from 'vitest';
 import { native } from '../../src/native.js';
 import type { LayerGrads, NetSpec } from '../../src/network/native-types.js';
-import { checkFiniteDifferences, fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
+import { checkFiniteDifferences, FD_HYPER, sliceLoss, fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
 import type { RefData } from './reference.js';
 
-const H = { lr: 0, beta1: 0.9, beta2: 0.999, eps: 1e-8, seed: 3 };
-
-function loss(net: NetSpec, data: RefData, pts: Uint32Array, gradScale: number): number {
-  const s = new Float64Array(4);
-  native().netTrainSlice(net, data, pts, { ...H, mode: 2, gradScale }, s);
-  return s[0]! * gradScale;
-}
+const H = FD_HYPER;
 
 function checkGradients(net: NetSpec, data: RefData, pts: Uint32Array): void {
   const gradScale = 0.5;
   const grads: LayerGrads[] = net.layers.map((l) => ({ weights: new Float32Array(l.weights.length), bias: new Float32Array(l.outDim) }));
   native().netTrainSlice(net, data, pts, { ...H, mode: 1, gradScale, grads }, new Float64Array(4));
   let checked = 0, nonzero = 0;
-  const lossNow = () => loss(net, data, pts, gradScale);
+  const lossNow = () => sliceLoss(net, data, pts, gradScale);
   net.layers.forEach((l, k) => {
     nonzero += checkFiniteDifferences(l.weights, grads[k]!.weights, lossNow, `layer ${k} weights`);
     nonzero += checkFiniteDifferences(l.bias, grads[k]!.bias, lossNow, `layer ${k} bias`);

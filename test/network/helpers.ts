@@ -1,6 +1,7 @@
 // Shared fixtures of the network tests: tiny datasets, networks, and hand-made LSH sampling whose
 // candidate set is known in advance.
 import { expect } from 'vitest';
+import { native } from '../../src/native.js';
 import { allocateTables } from '../../src/lsh/index.js';
 import type { HashSpec, QuerySpec } from '../../src/lsh/native-types.js';
 import type { LayerSampling, LayerState, NetSpec } from '../../src/network/native-types.js';
@@ -157,4 +158,14 @@ export function checkFiniteDifferences(params: Float32Array, analytic: Float32Ar
     if (Math.abs(g) > 1e-3) nonzero++;
   }
   return nonzero;
+}
+
+/** Hyper-parameters of the finite-difference tests' loss and gradient calls (seed fixes dropout masks and fills). */
+export const FD_HYPER = { lr: 0, beta1: 0.9, beta2: 0.999, eps: 1e-8, seed: 3 };
+
+/** gradScale x the summed loss of rows `pts` (netTrainSlice mode 2): what mode 1's gradients differentiate. */
+export function sliceLoss(net: NetSpec, data: RefData, pts: Uint32Array, gradScale: number): number {
+  const s = new Float64Array(4);
+  native().netTrainSlice(net, data, pts, { ...FD_HYPER, mode: 2, gradScale }, s);
+  return s[0]! * gradScale;
 }

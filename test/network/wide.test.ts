@@ -12,10 +12,10 @@ import { Network } from '../../src/network/network.js';
 import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../datasets/synth.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
-import { checkFiniteDifferences, fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
+import { checkFiniteDifferences, FD_HYPER, sliceLoss, fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
 import { refFromState, refPredict, type RefData } from './reference.js';
 
-const H = { lr: 0, beta1: 0.9, beta2: 0.999, eps: 1e-8, seed: 3 };
+const H = FD_HYPER;
 
 /** A wide part over `dim` features and `labels` labels: each feature names a random subset of labels, random weights. */
 function randomWide(dim: number, labels: number, seed: number, density = 0.5): WideState {
@@ -34,12 +34,6 @@ function randomWide(dim: number, labels: number, seed: number, density = 0.5): W
   return { inputDim: dim, offsets, labels: Uint32Array.from(lab), weights: Float32Array.from(w), accum: new Float32Array(lab.length) };
 }
 
-function lossOf(net: NetSpec, data: RefData, pts: Uint32Array, gradScale: number): number {
-  const s = new Float64Array(4);
-  native().netTrainSlice(net, data, pts, { ...H, mode: 2, gradScale }, s);
-  return s[0]! * gradScale;
-}
-
 /** Mode-1 gradients of every weight (network and wide part) against central differences of the mode-2 loss. */
 function checkGradients(net: NetSpec, data: RefData, pts: Uint32Array): void {
   const gradScale = 0.5;
@@ -47,7 +41,7 @@ function checkGradients(net: NetSpec, data: RefData, pts: Uint32Array): void {
   const wide = net.layers.at(-1)!.wide!;
   const gradWide = new Float32Array(wide.weights.length);
   native().netTrainSlice(net, data, pts, { ...H, mode: 1, gradScale, grads, gradWide }, new Float64Array(4));
-  const lossNow = () => lossOf(net, data, pts, gradScale);
+  const lossNow = () => sliceLoss(net, data, pts, gradScale);
   const nonzero = checkFiniteDifferences(wide.weights, gradWide, lossNow, 'wide');
   net.layers.forEach((l, k) => {
     checkFiniteDifferences(l.weights, grads[k]!.weights, lossNow, `layer ${k} weights`);
