@@ -73,6 +73,9 @@ struct NetLayer {
   // Adam rows, and they are drawn in proportion to label frequency: the frequent labels that a uniform fill
   // rarely reaches and that dominate wrong top-1 predictions.
   bool batchNegatives = false;
+  // Training with a wide part (shared-set path): per sample, this many hard negatives, the labels its wide
+  // part scores highest outside the shared set and its own labels (net_train.cc append_wide_negatives).
+  uint32_t wideNegatives = 0;
   // Training only: fraction of this hidden layer's outputs zeroed per sample (inverted dropout: kept
   // outputs are scaled by 1 / (1 - dropout), so prediction uses the layer as it is). Dense hidden layers.
   float dropout = 0;

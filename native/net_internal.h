@@ -103,6 +103,7 @@ struct Scratch {
   std::vector<WideTerm> wide;
   std::vector<uint32_t> wideTarget;
   std::vector<int32_t> extraPos;
+  std::vector<uint32_t> negIds, negOff;  // append_wide_negatives: the extras before the hard negatives
   std::vector<float> wideSum;
   std::vector<uint8_t> wideSeen;
   std::vector<uint32_t> wideTouched;

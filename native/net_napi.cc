@@ -99,6 +99,7 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
     }
     Napi::Value bn = so.Get("batchNegatives");
     L.batchNegatives = bn.IsUndefined() ? false : bn.ToBoolean().Value();
+    L.wideNegatives = Present(so.Get("wideNegatives")) ? GetU32Prop(so, "wideNegatives") : 0;
   }
   Napi::Value wv = o.Get("wide");
   L.hasWide = Present(wv);

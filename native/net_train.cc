@@ -250,6 +250,61 @@ void wide_shared_forward(const NetLayer& L, const Slice& sl, float* zS, float* z
   }
 }
 
+// Hard negatives from the wide part (training, shared-set path): appends to each sample's extras (its labels
+// outside S, and table candidates if any) the L.wideNegatives labels that its wide part scores highest
+// among those outside S and outside its extras. A uniform shared set almost never holds the few labels that
+// compete with a sample's own, so without them the network's logits are trained apart from easy labels only
+// and add noise where the ranking is decided. They join with inclusion probability 1 (no logQ term), as the
+// sampled softmax's correction asks for ids that are always included.
+void append_wide_negatives(net::LayerBuf& buf, const NetLayer& L, const Slice& sl, net::Scratch& s) {
+  const uint32_t n = sl.n, N = L.outDim, want = L.wideNegatives;
+  const CsrView& data = *sl.data;
+  s.negOff.assign(buf.actOff.begin(), buf.actOff.begin() + n + 1);
+  s.negIds.assign(buf.actIds.begin(), buf.actIds.begin() + s.negOff[n]);
+  if (s.wideSeen.size() < N) s.wideSeen.assign(N, 0);
+  float* sum = grow(s.wideSum, N);
+  uint8_t* seen = s.wideSeen.data();
+  std::vector<uint32_t>& touched = s.wideTouched;
+  uint32_t* off = buf.actOff.data();
+  uint32_t P = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t e0 = s.negOff[i], e1 = s.negOff[i + 1];
+    for (uint32_t e = e0; e < e1; ++e) seen[s.negIds[e]] = 2;  // already active: not a candidate
+    touched.clear();
+    const uint32_t r = sl.rows[i];
+    for (uint32_t q = data.offsets[r], q1 = data.offsets[r + 1]; q < q1; ++q) {
+      const uint32_t f = data.indices[q];
+      const float x = data.values[q];
+      for (uint32_t e = L.wideOff[f], ee = L.wideOff[f + 1]; e < ee; ++e) {
+        const uint32_t j = L.wideLab[e];
+        if (j >= N || seen[j] == 2 || s.labelMark[j] == s.labelEpoch) continue;
+        if (!seen[j]) {
+          seen[j] = 1;
+          sum[j] = 0;
+          touched.push_back(j);
+        }
+        sum[j] += x * L.wideW[e];
+      }
+    }
+    const size_t take = std::min<size_t>(want, touched.size());
+    if (take < touched.size())
+      std::nth_element(touched.begin(), touched.begin() + take, touched.end(),
+                       [&](uint32_t a, uint32_t b) { return sum[a] != sum[b] ? sum[a] > sum[b] : a < b; });
+    uint32_t* out = grow(buf.actIds, size_t(P) + (e1 - e0) + take) + P;
+    off = buf.actOff.data();
+    std::copy(s.negIds.begin() + e0, s.negIds.begin() + e1, out);
+    std::copy(touched.begin(), touched.begin() + take, out + (e1 - e0));
+    off[i] = P;
+    P += (e1 - e0) + static_cast<uint32_t>(take);
+    for (uint32_t j : touched) seen[j] = 0;
+    for (uint32_t e = e0; e < e1; ++e) seen[s.negIds[e]] = 0;
+  }
+  off[n] = P;
+  uint32_t* sampleOf = grow(buf.sampleOf, P);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) sampleOf[p] = i;
+}
+
 // Sampled softmax output in training with a batch-shared set (sharedFill): sample i's active set is
 // S + (its labels and LSH candidates outside S), S from shared_set. S's logits for every sample form a dense
 // (|S|, n) block, computed and backpropagated with the register-blocked kernels on kRowBlock gathered rows at
@@ -265,6 +320,7 @@ double output_shared(const NetLayer& L, uint32_t k, const Slice& sl, const net::
   net::LayerBuf& buf = s.layer[k];
   const uint32_t nS = net::shared_set(L, k, *sl.data, c, s);
   net::sampled_active_sets(buf, L, k, X, ldx, c, sl.data, missed, s, true);
+  if (L.hasWide && L.wideNegatives) append_wide_negatives(buf, L, sl, s);
   const uint32_t* off = buf.actOff.data();
   const uint32_t* ownExtra = s.ownExtra.data();
   const uint32_t* S = s.shared.data();

@@ -385,6 +385,11 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
           `a held-out slice would hold only ${sel.holdoutPoints} points), then trained on all ${train.points} points\n`);
       }
       if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
+      const b = stats.blend;
+      if (b) {
+        const at = (x: number) => b.tried?.find((t) => t.scale === x)?.p1.toFixed(4) ?? '-';
+        io.err(`network logits weighted x${b.scale} against the wide part (held-out P@1 at epoch ${b.epoch}: ${at(b.scale)}; ${at(1)} at x1)\n`);
+      }
     }
     // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
     // not cost the trained weights). Exit status: 0 when the trained state is saved somewhere (--save, or
@@ -432,6 +437,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       epochs: stats.epochs,
       ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
       ...(stats.selection ? { selection: stats.selection } : {}),
+      ...(stats.blend ? { blend: stats.blend } : {}),
       ...(stats.inputScaling ? { inputScaling: stats.inputScaling } : {}),
       samples: stats.samples,
       loss: stats.lastLoss,

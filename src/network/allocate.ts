@@ -41,7 +41,8 @@ export function allocateNetwork(c: ResolvedNetworkConfig): NetSpec {
     const hash = generateHashSpec(hashOptionsOf(c, i));
     const tables = allocateTables({ L: s.L, N: l.size, rangeBits: hash.rangeBits, bucketSize: s.bucketSize, slack: s.slack, policy: s.policy });
     const query = { mode: MODE_CODE[s.mode], budget: s.budget, minFreq: s.minFreq, minActive: s.minActive };
-    layers[i]!.sampling = { hash, tables, query, sharedFill: s.sharedFill, batchNegatives: s.batchNegatives };
+    const wideNegatives = c.layers[i]!.wide?.negatives ?? 0;
+    layers[i]!.sampling = { hash, tables, query, sharedFill: s.sharedFill, batchNegatives: s.batchNegatives, ...(wideNegatives ? { wideNegatives } : {}) };
   });
   // The wide part's pairs come from the training data (Network.fit): none until then.
   if (c.layers.at(-1)!.wide) layers.at(-1)!.wide = emptyWide(c.inputDim);

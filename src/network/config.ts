@@ -99,6 +99,14 @@ export interface WideConfig {
    * would pay for them. Default 0.1.
    */
   minShare?: number;
+  /**
+   * Sampled output layers, in training: per sample, this many hard negatives join its active set, the labels
+   * its wide part scores highest besides its own (and outside the batch's shared random set). They are the
+   * labels that compete with the sample's own at prediction time; trained only against random labels, the
+   * network's logits add noise exactly where the ranking is decided. 0 turns them off. Default 0 (the
+   * default configuration sets DEFAULT_WIDE.negatives).
+   */
+  negatives?: number;
 }
 
 /** One fully connected layer. */
@@ -161,7 +169,7 @@ export const SAMPLING_KEYS = [
   'hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode',
   'budget', 'minFreq', 'minActive', 'sharedFill', 'batchNegatives', 'logQ',
 ] as const satisfies readonly (keyof SamplingConfig)[];
-export const WIDE_KEYS = ['maxPerLabel', 'lr', 'init', 'minShare'] as const satisfies readonly (keyof WideConfig)[];
+export const WIDE_KEYS = ['maxPerLabel', 'lr', 'init', 'minShare', 'negatives'] as const satisfies readonly (keyof WideConfig)[];
 
 const HASHES: readonly HashName[] = ['dwta', 'simhash', 'wta', 'minhash'];
 const MODES: readonly SelectionMode[] = ['union', 'topk', 'threshold'];
@@ -249,7 +257,9 @@ export function resolveWide(w: WideConfig, where: string): Required<WideConfig> 
   if (!(typeof init === 'number' && Number.isFinite(init) && init >= 0)) throw new ConfigError(`Expected finite number >= 0 for ${where}.init but received ${boundJson(w.init)}`);
   const minShare = w.minShare ?? 0.1;
   if (!(typeof minShare === 'number' && minShare >= 0 && minShare <= 1)) throw new ConfigError(`Expected number in [0, 1] for ${where}.minShare but received ${boundJson(w.minShare)}`);
-  return { maxPerLabel, lr, init, minShare };
+  const negatives = nonNegativeInt(w.negatives ?? 0, `${where}.negatives`);
+  if (negatives > 65536) throw new ConfigError(`${where}.negatives must be at most 65536 but received ${negatives}`);
+  return { maxPerLabel, lr, init, minShare, negatives };
 }
 
 /** Validates a network configuration and fills in every default. */
@@ -358,7 +368,7 @@ export function defaultConfig(shape: { features: number; labels: number; points?
  * centroid, Adagrad at 0.2. Dense outputs (fewer than 16,384 labels) have none: on Bibtex it cost 0.7 points
  * of P@1 and doubled the training time.
  */
-export const DEFAULT_WIDE: Required<WideConfig> = { maxPerLabel: 64, lr: 0.2, init: 8, minShare: 0.1 };
+export const DEFAULT_WIDE: Required<WideConfig> = { maxPerLabel: 64, lr: 0.2, init: 8, minShare: 0.1, negatives: 32 };
 
 /** DWTA sub-hashes per key (3 bits each) for a sampled layer of `neurons`: about 2.5 neurons per bucket. */
 function tableBits(neurons: number): number {

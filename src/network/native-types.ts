@@ -23,6 +23,8 @@ export interface LayerSampling {
   sharedFill?: boolean;
   /** In-batch negatives (see SamplingConfig.batchNegatives). Absent: false. */
   batchNegatives?: boolean;
+  /** Training with a wide part: hard negatives per sample from the wide part's scores (WideConfig.negatives). Absent: 0. */
+  wideNegatives?: number;
   /** (outDim) on a SharedArrayBuffer: -log q_j added to shared-set logits in training (SamplingConfig.logQ). Absent: none. */
   logQ?: Float32Array;
   /** Sampled inference of an output layer: the cluster index (native/net_cluster.cc). Absent: the hash tables. */

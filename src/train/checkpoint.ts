@@ -323,7 +323,8 @@ function metaProblem(m: unknown): string | null {
   if (es !== undefined && es !== null) {
     if (typeof es !== 'object' || !isNum(es.bestScore) || !isInt(es.bestEpoch) || !isInt(es.bad) || !isNum(es.lrScale) || !(es.lrScale > 0) || !Array.isArray(es.history)) return 'invalid early-stopping state';
     // The history is reported again by the resumed fit (stats.validation): every entry must be a point.
-    const bad = es.history.findIndex((h) => !h || typeof h !== 'object' || !isInt(h.epoch, 1) || ![h.p1, h.p3, h.p5, h.score, h.lr].every(isNum));
+    const bad = es.history.findIndex((h) => !h || typeof h !== 'object' || !isInt(h.epoch, 1) || ![h.p1, h.p3, h.p5, h.score, h.lr].every(isNum) ||
+      (h.scale !== undefined && !(isNum(h.scale) && h.scale > 0 && h.scale <= 1)));
     if (bad >= 0) return `invalid early-stopping history entry ${bad}`;
   }
   return null;

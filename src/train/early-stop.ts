@@ -52,11 +52,19 @@ export interface ValidationOptions {
   minHoldout?: number;
   /** Folds of the k-fold selection used below `minHoldout` (at most one per training point). Default 5. */
   folds?: number;
+  /**
+   * An output layer with a wide part: after training (held-out slice only), weigh the network's logit
+   * w_j . h + b_j against the wide part's by the scale in BLEND_SCALES with the best held-out score, and
+   * keep it (the output layer's weights and biases are multiplied by it). Trained jointly, the network's
+   * share is fitted to the training points and, at 10^5-10^6 labels, adds noise to the wide part's ranking
+   * on new points. false keeps the network as trained. Default true.
+   */
+  blend?: boolean;
 }
 
 export type ResolvedValidation = Required<ValidationOptions>;
 
-export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'metric', 'minHoldout', 'folds'] as const satisfies readonly (keyof ValidationOptions)[];
+export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'metric', 'minHoldout', 'folds', 'blend'] as const satisfies readonly (keyof ValidationOptions)[];
 
 export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (v === null || typeof v !== 'object') throw new Error('Expected an object or false for validation');
@@ -78,7 +86,39 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (metric !== 'p1' && metric !== 'p135') throw new Error(`Expected 'p1' or 'p135' for validation.metric but received ${boundJson(v.metric)}`);
   const minHoldout = int(v.minHoldout ?? DEFAULT_MIN_HOLDOUT, 'minHoldout', 1);
   const folds = int(v.folds ?? 5, 'folds', 2);
-  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, metric, minHoldout, folds };
+  const blend = v.blend ?? true;
+  if (typeof blend !== 'boolean') throw new Error(`Expected boolean for validation.blend but received ${boundJson(v.blend)}`);
+  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, metric, minHoldout, folds, blend };
+}
+
+/**
+ * Weights of the network's logit against the wide part tried by ValidationOptions.blend, largest first (a tie
+ * keeps the larger). Powers of two: the weights are scaled in place and back exactly. Never 0: the
+ * network's share still orders the labels the wide part scores alike, and sampled inference's cluster
+ * index is built from the (scaled) output rows.
+ */
+export const BLEND_SCALES = [1, 0.5, 0.25, 0.125, 0.0625] as const;
+
+/** The held-out score of one weight of the network's logit (ValidationOptions.blend). */
+export interface BlendTry {
+  scale: number;
+  p1: number;
+  p3: number;
+  p5: number;
+  /** ValidationOptions.metric of this try. */
+  score: number;
+}
+
+/** What ValidationOptions.blend chose: the weight now on the network's logit, at the kept epoch. */
+export interface BlendReport {
+  /** The weight now on the network's logit (1: as trained). */
+  scale: number;
+  /** Held-out points scored. */
+  points: number;
+  /** The kept epoch (1-based), whose held-out scores chose it. */
+  epoch: number;
+  /** That epoch's score at every scale of BLEND_SCALES (absent when the epoch was scored before a resume). */
+  tried?: BlendTry[];
 }
 
 /** Default `ValidationOptions.minHoldout`. */
@@ -183,6 +223,11 @@ export interface ValidationPoint {
   score: number;
   /** The learning rate the epoch trained with. */
   lr: number;
+  /**
+   * ValidationOptions.blend: the weight of the network's logit that scored best this epoch (the scores above
+   * are at it). Absent without a wide part or with blend off.
+   */
+  scale?: number;
 }
 
 /** Early-stopping state carried across epochs (and stored in checkpoints). */

@@ -14,7 +14,7 @@ import { InlineExecutor, type Executor } from './executor.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
 import type { InjectedFault, TrainResult, TrainTask } from './tasks.js';
 import { BatchRunner, maxLostBatches } from './batch-runner.js';
-import type { SelectionReport, ValidationOptions, ValidationPoint } from './early-stop.js';
+import type { BlendReport, SelectionReport, ValidationOptions, ValidationPoint } from './early-stop.js';
 import type { InputScaleReport, InputScaling } from '../network/input-scale.js';
 
 /**
@@ -191,6 +191,8 @@ export interface FitStats {
    * training sets, k-fold cross-validation followed by training on all of the data ('kfold').
    */
   selection?: SelectionReport;
+  /** With validation and a wide output part (ValidationOptions.blend): the weight chosen for the network's logit. */
+  blend?: BlendReport;
   /**
    * What the first fit() found in the training data and decided about input scaling (see
    * FitOptions.inputScaling), or that the network's stored scaling was applied. Absent for a network

@@ -9,11 +9,13 @@ import { native } from '../../src/native.js';
 import type { LayerGrads, NetSpec, WideState } from '../../src/network/native-types.js';
 import { buildWide, wideProblem } from '../../src/network/wide.js';
 import { Network } from '../../src/network/network.js';
+import { BLEND_SCALES } from '../../src/train/early-stop.js';
+import { DEFAULT_WIDE, defaultConfig, resolveWide } from '../../src/network/config.js';
 import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../datasets/synth.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import { checkFiniteDifferences, FD_HYPER, sliceLoss, fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
-import { refFromState, refPredict, type RefData } from './reference.js';
+import { refForward, refFromState, refPredict, type RefData } from './reference.js';
 
 const H = FD_HYPER;
 
@@ -66,6 +68,55 @@ describe('wide part: gradients match finite differences of the loss', () => {
     net.layers[1]!.sampling = fixedSampling(6, 9, [1, 4, 7], { minActive: 5 });
     net.layers[1]!.wide = randomWide(10, 9, 208, 0.6);
     checkGradients(net, d9, ids(8));
+  });
+});
+
+/** Sample `row`'s hard negatives as the kernel picks them: the `m` labels outside its own with the largest wide scores. */
+function refWideNegatives(w: WideState, data: RefData, row: number, m: number): number[] {
+  const own = new Set(Array.from(data.labelIndices.subarray(data.labelOffsets[row]!, data.labelOffsets[row + 1]!)));
+  const score = new Map<number, number>();
+  for (let q = data.offsets[row]!; q < data.offsets[row + 1]!; q++) {
+    for (let e = w.offsets[data.indices[q]!]!; e < w.offsets[data.indices[q]! + 1]!; e++) {
+      const j = w.labels[e]!;
+      if (!own.has(j)) score.set(j, (score.get(j) ?? 0) + data.values[q]! * w.weights[e]!);
+    }
+  }
+  return [...score.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, m).map(([j]) => j);
+}
+
+describe('wide part: hard negatives in training (sampling.wideNegatives)', () => {
+  const data = randomData(8, 10, 12, 231, { labelCounts: [1, 2, 1] });
+  function net(m: number): NetSpec {
+    const n = makeNet(10, [6, 12], 232);
+    randomizeBiases(n, 233);
+    // No shared random set and no table candidates: each sample's active set is its labels + its hard negatives.
+    n.layers[1]!.sampling = { ...fixedSampling(6, 12, [1, 4, 7], { minActive: 0, budget: 0 }), wideNegatives: m };
+    n.layers[1]!.wide = randomWide(10, 12, 234, 0.4);
+    return n;
+  }
+  it('the loss is the softmax over each sample\'s labels and its m best-scored other labels (TypeScript reference)', () => {
+    for (const m of [0, 1, 3, 50]) {
+      const n = net(m);
+      const ref = refFromState(n.layers);
+      let want = 0;
+      for (let r = 0; r < data.points; r++) {
+        const own = Array.from(data.labelIndices.subarray(data.labelOffsets[r]!, data.labelOffsets[r + 1]!));
+        const set = [...own, ...refWideNegatives(n.layers[1]!.wide!, data, r, m)];
+        want += refForward(ref, data, r, r, () => set).loss;
+      }
+      expect(sliceLoss(n, data, ids(8), 1), `m = ${m}`).toBeCloseTo(want, 4);
+    }
+  });
+  it('gradients match finite differences with hard negatives on', () => {
+    checkGradients(net(3), data, ids(8));
+  });
+  it('the option is validated and reaches the sampled layer', () => {
+    expect(resolveWide({}, 'w').negatives).toBe(0);
+    expect(() => resolveWide({ negatives: -1 }, 'layers[1].wide')).toThrow('layers[1].wide.negatives');
+    expect(() => resolveWide({ negatives: 1.5 }, 'layers[1].wide')).toThrow('layers[1].wide.negatives');
+    const n = new Network({ inputDim: 10, layers: [{ size: 16 }, { size: 40, sampling: { K: 2, L: 2 }, wide: { negatives: 7 } }] });
+    expect(n.spec.layers[1]!.sampling!.wideNegatives).toBe(7);
+    expect(defaultConfig({ features: 100, labels: 20000 }).layers[1]!.wide!.negatives).toBe(DEFAULT_WIDE.negatives);
   });
 });
 
@@ -209,6 +260,44 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
     const plain = new Network({ ...sampledCfg, layers: [sampledCfg.layers[0]!, { ...sampledCfg.layers[1]!, wide: undefined }] });
     await plain.fit(syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5 } });
     expect(plain.clusterIndexSeconds).toBe(0); // exact held-out scoring without a wide part
+  });
+
+  it('blend: the network\'s logit is weighted by the best held-out scale, the output layer scaled exactly', async () => {
+    const cfg = {
+      inputDim: syn.features, seed: 3,
+      layers: [{ size: 32, activation: 'relu' as const }, { size: syn.labels, activation: 'softmax' as const, sampling: { K: 2, L: 4, minActive: 20 }, wide: { maxPerLabel: 16, negatives: 4 } }],
+    };
+    // A constant rate and no stop: both runs train the same weights whatever their held-out scores say.
+    const v = { minHoldout: 10, fraction: 0.2, patience: 5, lrDecay: 1 };
+    const plain = new Network(cfg);
+    const byEpoch: { w: Float32Array; b: Float32Array; wide: Float32Array }[] = [];
+    const sp = await plain.fit(syn, {
+      epochs: 3, workers: 0, validation: { ...v, blend: false },
+      onEpochEnd: () => {
+        const o = plain.spec.layers[1]!;
+        byEpoch.push({ w: o.weights.slice(), b: o.bias.slice(), wide: o.wide!.weights.slice() });
+      },
+    });
+    expect(sp.blend).toBeUndefined();
+    expect(sp.validation!.every((p) => p.scale === undefined)).toBe(true);
+    const net = new Network(cfg);
+    const st = await net.fit(syn, { epochs: 3, workers: 0, validation: v });
+    const b = st.blend!;
+    expect(b.points).toBe(st.validationPoints);
+    expect(b.epoch).toBe(st.bestEpoch);
+    const tried = b.tried!;
+    expect(tried.map((t) => t.scale)).toEqual([...BLEND_SCALES]);
+    expect(new Set(tried.map((t) => t.score)).size).toBeGreaterThan(1); // the scale changes the ranking
+    const best = tried.reduce((x, t) => (t.score > x.score ? t : x)); // the first (largest scale) of ties
+    expect(b.scale).toBe(best.scale);
+    // Every epoch was scored at its best scale: the history holds it, and the kept epoch's score is its best.
+    expect(st.validation!.every((p) => p.scale !== undefined)).toBe(true);
+    expect(st.validation![b.epoch - 1]!.score).toBe(best.score);
+    // The kept epoch's output layer times the scale, bit for bit (the wide part as trained).
+    const o = net.spec.layers[1]!, kept = byEpoch[b.epoch - 1]!;
+    expect(Array.from(o.weights)).toEqual(Array.from(kept.w, (w) => Math.fround(w * b.scale)));
+    expect(Array.from(o.bias)).toEqual(Array.from(kept.b, (w) => Math.fround(w * b.scale)));
+    expect(Array.from(o.wide!.weights)).toEqual(Array.from(kept.wide));
   });
 
   it('a checkpointed run resumes to the same weights as an uninterrupted one', async () => {

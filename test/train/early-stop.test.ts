@@ -14,7 +14,7 @@ const point = (epoch: number, score: number, lr = 1e-3): ValidationPoint => ({ e
 
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
-    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, metric: 'p135', minHoldout: 100, folds: 5 });
+    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, metric: 'p135', minHoldout: 100, folds: 5, blend: true });
   });
   it.each([
     [{ fraction: 0 }, 'Expected number in (0, 1) for validation.fraction but received 0'],
@@ -27,6 +27,7 @@ describe('resolveValidation', () => {
     [{ patiense: 2 }, 'Unknown option validation.patiense'],
     [{ minHoldout: 0 }, 'Expected integer >= 1 for validation.minHoldout but received 0'],
     [{ folds: 1 }, 'Expected integer >= 2 for validation.folds but received 1'],
+    [{ blend: 'yes' }, 'Expected boolean for validation.blend but received "yes"'],
   ])('rejects %j', (v, msg) => {
     expect(() => resolveValidation(v as never)).toThrow(msg);
   });
