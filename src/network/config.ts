@@ -332,13 +332,15 @@ export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
  *   dropout they generalise better than narrow ones on small data (Bibtex, Delicious);
  * - dropout on it: 0.7 at width >= 512, else 0.5;
  * - a dense softmax below 16,384 labels, else a sampled one with the logQ correction: DWTA tables (L = 50,
- *   128-slot buckets, as SLIDE) that supply hard negatives in training, with K = round(log2(labels / 2.5) / 3)
+ *   128-slot buckets, as SLIDE), with K = round(log2(labels / 2.5) / 3)
  *   sub-hashes of 3 bits, so that a bucket holds 2-3 neurons on average (K = 6 at 670k labels; K = 5 there
  *   was as accurate and half as fast); sampled inference probes the cluster index instead;
  * - with a sampled output, a sparse per-label wide part next to the network (DEFAULT_WIDE): each label keeps
  *   the input features that carry its training points' mass, so a label seen a few times keeps their
  *   evidence instead of squeezing it through the hidden layer (+4.3 points of P@1 on the tail of a real
- *   22,868-label text set, +4 points after 4 epochs at the 670k shape);
+ *   22,868-label text set, +4 points after 4 epochs at the 670k shape); in training each sample also meets
+ *   the 32 labels its wide part scores highest (hard negatives), and held-out validation weighs the
+ *   network's logit against the wide part (ValidationOptions.blend);
  * - no table candidates in training (budget 0: the labels and the shared random negatives only). Without
  *   the wide part they added 4.5-6.8 points of P@1 at 670k labels with 30,000 points (and cost 1.2 points
  *   at 200,000); with it they cost 0.7-1.2 points there and twice the training time (0.8465 or 0.842 on,
@@ -365,7 +367,7 @@ export function defaultConfig(shape: { features: number; labels: number; points?
 /**
  * The wide part of the default sampled output layers (README "How the defaults were chosen"): 64 pairs per
  * label at most, each holding at least 10% of its label's centroid norm, starting from 8 x the label's unit
- * centroid, Adagrad at 0.2. Dense outputs (fewer than 16,384 labels) have none: on Bibtex it cost 0.7 points
+ * centroid, Adagrad at 0.2, 32 hard negatives per training sample from its scores. Dense outputs (fewer than 16,384 labels) have none: on Bibtex it cost 0.7 points
  * of P@1 and doubled the training time.
  */
 export const DEFAULT_WIDE: Required<WideConfig> = { maxPerLabel: 64, lr: 0.2, init: 8, minShare: 0.1, negatives: 32 };
