@@ -117,6 +117,11 @@ export const trainCmd = defineCommand({
       description: 'train data-parallel as one rank of an MPI job: mpirun -np 4 sublinear train ... --distributed ' +
         '(--batch is the global batch, split across the ranks; rank 0 prints, saves and writes checkpoints; needs Open MPI, see README)',
     },
+    shardLabels: {
+      type: 'boolean',
+      description: 'with --distributed: each rank owns a slice of the output labels (balanced by label frequency) and holds only its rows; ' +
+        'the layers below train data-parallel; needs --epochs; checkpoints resume under any number of ranks',
+    },
   },
   examples: [
     'train --train train.txt --test test.txt',
@@ -129,6 +134,7 @@ export const trainCmd = defineCommand({
     'train --resume ckpt --use-recorded-outputs',
     'train --resume ckpt --epochs 20 --save model.sl',
     'train --train train.txt --test test.txt --epochs 5 --workers 1 --distributed --json   (under mpirun -np 4)',
+    'train --train train.txt --test test.txt --epochs 5 --distributed --shard-labels --save model.sl   (under mpirun -np 4)',
   ],
   run: (o, io) => trainCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

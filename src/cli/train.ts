@@ -23,6 +23,7 @@ import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js'
 import { modelFileBytes } from '../network/model-file.js';
 import { GracefulStop } from './signals.js';
 import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
+import { trainShardedOn } from './train-sharded.js';
 import type { TextDatasets } from '../text/load.js';
 import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
 import { checkEvaluable, checkFits, metricLine, warnDenseSampled, type Out } from './engine.js';
@@ -48,7 +49,8 @@ async function checkTrainPaths(o: TrainCliOptions, outputs = true): Promise<void
 const SHOWN_CHECKPOINT_WARNINGS = 3;
 
 export async function trainCommand(given: TrainCliOptions, io: Out): Promise<number> {
-  if (given.distributed) return runAsRank(io, (dist, rankIo) => trainOn(given, rankIo, dist));
+  if (given.shardLabels && !given.distributed) throw new UsageError('--shard-labels needs --distributed (under mpirun)');
+  if (given.distributed) return runAsRank(io, (dist, rankIo) => (given.shardLabels ? trainShardedOn(given, rankIo, dist) : trainOn(given, rankIo, dist)));
   return trainOn(given, io, null);
 }
 
