@@ -1,6 +1,7 @@
 // `sublinear train --distributed --shard-labels` (under mpirun): label-sharded training (src/train/sharded.ts).
 // Every rank reads the training data (or its %r shard, exchanged), owns a slice of the output labels and
 // trains with the others step by step; rank 0 prints, writes the shared part of checkpoints and the model.
+import { dirname, resolve } from 'node:path';
 import { resolveConfig, defaultConfig, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
 import type { DistributedRun } from '../train/distributed.js';
@@ -29,6 +30,11 @@ const UNSUPPORTED: [keyof TrainCliOptions, string][] = [
   ['mode', 'sharded evaluation scores every label of each slice exactly'],
   ['useRecordedOutputs', 'give --save again'],
 ];
+
+/** The directory holding the checkpoint `ckpt` (`--resume` may name either). */
+function picked(ckpt: string, resume: string): string {
+  return resolve(ckpt) === resolve(resume) ? dirname(resolve(ckpt)) : resume;
+}
 
 /** The global batch counter's checkpoint period: a number of batches, or a duration (s, m, h). */
 function checkpointPeriod(every: string | undefined): { batches?: number; ms?: number } {
@@ -65,6 +71,8 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const saved = (manifest?.settings ?? {}) as TrainCliOptions;
   const o: TrainCliOptions = { ...saved, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) };
   if (manifest && given.save === undefined) delete o.save;
+  // A resumed run's checkpoints continue in the directory it resumed from (not the recorded path).
+  if (manifest && given.checkpoint === undefined) o.checkpoint = picked(ckptPath!, given.resume!);
   if (!o.train) throw new UsageError('missing required option --train (or --resume <dir>)');
   if (o.epochs === undefined) throw new UsageError('--shard-labels needs --epochs (held-out early stopping is not sharded)');
   const ownFile = (p: string) => shardPath(p, dist.rank);
