@@ -7,7 +7,7 @@ import { Network } from '../network/network.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { batchSeed, epochOrder } from '../train/fit.js';
 import { mpi } from '../train/mpi.js';
-import { shardLabels, sliceConfig, ShardedModel, type LabelSharding } from '../train/sharded.js';
+import { initSliceRows, shardLabels, sliceConfig, ShardedModel, type LabelSharding } from '../train/sharded.js';
 import {
   newestShardCheckpoint, readShardManifest, readSharedPart, readSliceRows, writeShardCheckpoint, type ShardCheckpointMeta,
 } from '../train/shard-checkpoint.js';
@@ -124,8 +124,10 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
     await readSharedPart(ckptPath!, net.spec);
     await readSliceRows(ckptPath!, manifest.ranks, mine, L, net.spec.layers.at(-1)!);
   } else {
-    // Identical lower layers on every rank: rank 0's initial state.
+    // Identical lower layers on every rank (rank 0's initial state), and the slice's rows initialised as the
+    // whole network's rows of its labels: the initial model does not depend on the number of ranks.
     for (const l of net.spec.layers.slice(0, -1)) for (const a of [l.weights, l.bias]) comm.bcast(a, 0);
+    initSliceRows(config, mine, net.spec.layers.at(-1)!);
   }
   const model = new ShardedModel(comm, config, net, sharding, labelFreq);
   const batchSize = o.batch ?? 128;

@@ -24,6 +24,9 @@ import type { NetworkConfig } from '../network/config.js';
 import type { RowGradients, RowUpdate } from '../network/native-types.js';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './metrics.js';
 import { sharedSetLogQ } from './logq.js';
+import { initSeed } from '../network/state.js';
+import { Xoshiro128 } from '../util/rng.js';
+import type { LayerState } from '../network/native-types.js';
 import type { Comm } from './distributed.js';
 
 /** The labels of each rank: balanced by training frequency. */
@@ -80,6 +83,27 @@ export function sliceConfig(global: NetworkConfig, rows: number): NetworkConfig 
   const last = layers.at(-1)!;
   layers[layers.length - 1] = { size: rows, activation: last.activation };
   return { ...global, layers };
+}
+
+/**
+ * Initialises a slice's output rows exactly as the whole network's rows of the same labels (Glorot uniform of
+ * the global layer, from its seeded stream: the stream is run through, rows not in the slice skipped), so
+ * that the initial model does not depend on the number of ranks.
+ */
+export function initSliceRows(global: NetworkConfig, labels: Uint32Array, out: LayerState): void {
+  const k = global.layers.length - 1;
+  const L = global.layers[k]!.size, d = out.inDim;
+  const limit = Math.sqrt(6 / (d + L));
+  const rng = new Xoshiro128(initSeed(global.seed ?? 1, k));
+  let e = 0;
+  for (let j = 0; j < L && e < labels.length; j++) {
+    if (labels[e] !== j) {
+      for (let i = 0; i < d; i++) rng.nextFloat();
+      continue;
+    }
+    for (let i = 0; i < d; i++) out.weights[e * d + i] = (2 * rng.nextFloat() - 1) * limit;
+    e++;
+  }
 }
 
 /** minActive of a slice: the global layer's (its default when not given) divided among the ranks. 0: dense. */
