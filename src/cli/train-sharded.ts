@@ -4,6 +4,7 @@
 import { dirname, resolve } from 'node:path';
 import { resolveConfig, defaultConfig, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
+import { applyInputScale, detectInputScale } from '../network/input-scale.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { batchSeed, epochOrder } from '../train/fit.js';
 import { mpi } from '../train/mpi.js';
@@ -85,8 +86,8 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const file = o.config && !manifest ? await readConfigFile(o.config) : undefined;
   const format = inputFormatOf(o) as 'xc' | 'libsvm' | undefined;
   const own = await loadData(ownFile(o.train), format, 'training data', quiet, undefined, o.zeroBased);
-  const train = o.train.includes(RANK_PLACEHOLDER) ? gatherShards(own, comm) : own;
-  const test = o.test ? await loadData(o.test, format, 'test data', quiet, undefined, o.zeroBased) : undefined;
+  let train = o.train.includes(RANK_PLACEHOLDER) ? gatherShards(own, comm) : own;
+  let test = o.test ? await loadData(o.test, format, 'test data', quiet, undefined, o.zeroBased) : undefined;
   if (test) checkEvaluable(test, o.test!);
 
   // The whole network's configuration; the wide part is not sharded (yet): a default one is left out.
@@ -108,6 +109,14 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   if (train.features > resolved.inputDim) throw new Error(`${o.train} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   if (train.labels > L) throw new Error(`${o.train} has labels up to ${train.labels - 1} but the network's output layer has ${L}`);
   if (test) checkFits(test, o.test!, resolved.inputDim, L);
+  // Raw-valued inputs are scaled as a single process's fit() scales them (decided from the training data
+  // alone, so a resumed run decides alike); the saved model stores the divisors.
+  const scaling = detectInputScale(train, resolved.inputDim, 'auto');
+  if (scaling.scale) {
+    train = applyInputScale(train, scaling.scale);
+    if (test) test = applyInputScale(test, scaling.scale);
+    say(`input scaling: ${scaling.report.reason}\n`);
+  }
   if (L < dist.size) throw new UsageError(`cannot shard ${L} labels over ${dist.size} ranks`);
 
   // The sharding: by training label counts (the checkpoint's when resuming, so a resume re-shards alike).
@@ -159,6 +168,7 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const startEpoch = manifest?.epoch ?? 0;
   let startBatch = manifest?.batch ?? 0;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   let samples = 0;
   const history: { epoch: number; loss: number; samplesPerSecond: number }[] = [];
   const adam = { beta1: 0.9, beta2: 0.999, eps: 1e-8 };
@@ -185,6 +195,10 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
     if (o.checkpoint && epoch + 1 < epochs) await checkpoint(epoch + 1, 0, batchesDone);
   }
   const trainSeconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const trainCpu = new Float64Array(dist.size);
+  trainCpu[dist.rank] = (cpu.user + cpu.system) / 1e6;
+  comm.allreduceSum(trainCpu);
   if (o.checkpoint) await checkpoint(epochs, 0, batchesDone);
 
   let metrics = null;
@@ -198,6 +212,7 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   if (o.save) {
     const file = await gatherModel(model, dist.rank, dist.size, gatherv, train.points, batchesDone);
     if (file) {
+      file.inputScale = scaling.scale;
       await file.save(o.save);
       say(`saved ${o.save}\n`);
     }
@@ -209,7 +224,7 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   if (o.json && dist.isRoot) {
     io.out(JSON.stringify({
       shardLabels: true, ranks: dist.size, mpi: dist.library, labels: L, labelsPerRank: sharding.labelsOf.map((a) => a.length), loadPerRank: loads,
-      epochs, batchSize, lr, minActivePerSlice: model.minActive, trainSeconds, samplesPerSecond: samples / Math.max(trainSeconds, 1e-9),
+      epochs, batchSize, lr, minActivePerSlice: model.minActive, trainSeconds, trainCpuSecondsPerRank: Array.from(trainCpu), samplesPerSecond: samples / Math.max(trainSeconds, 1e-9),
       history, metrics, predictSeconds, peakRssMBPerRank: Array.from(rss), sliceStateBytes: sliceBytes,
       exchange: { steps: x.steps, bytesSentPerStep: x.bytesSentPerStep, split: x.split, activeRowsPerStep: x.activePerStep,
         lowerSeconds: x.lowerSeconds, outputSeconds: x.outputSeconds, exchangeSeconds: x.exchangeSeconds, applySeconds: x.applySeconds },
