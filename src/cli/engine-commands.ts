@@ -156,11 +156,17 @@ export const evalCmd = defineCommand({
     maxMemory,
     json,
     quiet,
+    distributed: {
+      type: 'boolean',
+      description: 'evaluate label-sharded as one rank of an MPI job: --model is the --checkpoint directory of train --shard-labels ' +
+        '(each rank loads only its slice; any number of ranks)',
+    },
   },
   examples: [
     'eval --model model.sl --test test.txt --json',
     'eval --model model.sl --test test.txt --k 1,5,10',
     'eval --model model.sl --test test.txt --mode sampled --json',
+    'eval --model ckpt --test test.txt --distributed --json   (under mpirun -np 4; ckpt from train --shard-labels --checkpoint)',
   ],
   run: (o, io) => evalCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

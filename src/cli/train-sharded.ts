@@ -10,7 +10,7 @@ import { batchSeed, epochOrder } from '../train/fit.js';
 import { mpi } from '../train/mpi.js';
 import { initSliceRows, shardLabels, sliceConfig, ShardedModel, type LabelSharding } from '../train/sharded.js';
 import {
-  newestShardCheckpoint, readShardManifest, readSharedPart, readSliceRows, writeShardCheckpoint, type ShardCheckpointMeta,
+  loadShardedPart, newestShardCheckpoint, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta,
 } from '../train/shard-checkpoint.js';
 import { labelFrequencies } from '../train/metrics.js';
 import { formatBytes } from '../train/memory-plan.js';
@@ -121,18 +121,17 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
 
   // The sharding: by training label counts (the checkpoint's when resuming, so a resume re-shards alike).
   let labelFreq = labelFrequencies(train.labelIndices, L);
+  let net: Network;
   if (manifest) {
-    // Lower layers come from the checkpoint; labelFreq too (the sharding's input).
-    const probe = new Network(sliceConfig(config, 1));
-    labelFreq = await readSharedPart(ckptPath!, probe.spec);
+    const part = await loadShardedPart(ckptPath!, manifest, dist.rank, dist.size, (rows) => new Network(sliceConfig(config, rows)), shardLabels);
+    net = part.net;
+    labelFreq = part.labelFreq;
+  } else {
+    net = new Network(sliceConfig(config, shardLabels(labelFreq, dist.size).labelsOf[dist.rank]!.length));
   }
   const sharding: LabelSharding = shardLabels(labelFreq, dist.size);
   const mine = sharding.labelsOf[dist.rank]!;
-  const net = new Network(sliceConfig(config, mine.length));
-  if (manifest) {
-    await readSharedPart(ckptPath!, net.spec);
-    await readSliceRows(ckptPath!, manifest.ranks, mine, L, net.spec.layers.at(-1)!);
-  } else {
+  if (!manifest) {
     // Identical lower layers on every rank (rank 0's initial state), and the slice's rows initialised as the
     // whole network's rows of its labels: the initial model does not depend on the number of ranks.
     for (const l of net.spec.layers.slice(0, -1)) for (const a of [l.weights, l.bias]) comm.bcast(a, 0);
@@ -157,7 +156,7 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const checkpoint = async (epoch: number, batch: number, batchesDone: number) => {
     if (!o.checkpoint) return;
     const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config, ranks: dist.size, epoch, batch, batchesDone, trainPoints: train.points, settings };
-    const at = await writeShardCheckpoint(o.checkpoint, dist.rank, net.spec, mine, labelFreq, meta, () => comm.barrier());
+    const at = await writeShardCheckpoint(o.checkpoint, dist.rank, net.spec, mine, labelFreq, meta, () => comm.barrier(), scaling.scale);
     checkpoints++;
     lastCkptAt = performance.now();
     lastCkptBatch = batchesDone;

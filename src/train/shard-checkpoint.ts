@@ -57,6 +57,7 @@ export function shardCheckpointDir(dir: string, batchesDone: number): string {
  */
 export async function writeShardCheckpoint(
   dir: string, rank: number, spec: NetSpec, labels: Uint32Array, labelFreq: Uint32Array, meta: ShardCheckpointMeta, barrier: () => void,
+  inputScale: Float32Array | null = null,
 ): Promise<string> {
   const target = shardCheckpointDir(dir, meta.batchesDone);
   const { mkdir } = await import('node:fs/promises');
@@ -64,7 +65,7 @@ export async function writeShardCheckpoint(
   const last = spec.layers.at(-1)!;
   await writeBinFile(join(target, `slice-${rank}.bin`), { kind: 'checkpoint', meta: { format: 'sublinear-shard-slice', rank }, sections: { ...layerSections('out', last), labels } });
   if (rank === 0) {
-    const sections: Record<string, SectionArray> = { labelFreq };
+    const sections: Record<string, SectionArray> = { labelFreq, ...(inputScale ? { inputScale } : {}) };
     spec.layers.slice(0, -1).forEach((l, k) => Object.assign(sections, layerSections(`layer${k}`, l)));
     await writeBinFile(join(target, 'shared.bin'), { kind: 'checkpoint', meta, sections });
   }
@@ -101,7 +102,7 @@ export async function listShardCheckpoints(dir: string): Promise<{ path: string;
 /** The newest complete checkpoint in `dir` (the directory itself when it is one), or null. */
 export async function newestShardCheckpoint(dir: string): Promise<string | null> {
   const own = await readdir(dir).catch(() => null);
-  if (!own) throw new Error(`${dir}: no such checkpoint directory`);
+  if (!own) throw new Error(`${dir}: not a directory of sharded checkpoints (the --checkpoint directory of train --shard-labels)`);
   if (own.includes(MANIFEST)) return dir;
   const c = (await listShardCheckpoints(dir)).filter((x) => x.complete);
   return c.length ? c.at(-1)!.path : null;
@@ -122,14 +123,19 @@ export async function readShardManifest(ckpt: string): Promise<ShardCheckpointMe
   return m;
 }
 
-/** Reads the shared part into `spec`'s lower layers (same shapes); returns the training label counts. */
-export async function readSharedPart(ckpt: string, spec: NetSpec): Promise<Uint32Array> {
+/**
+ * Reads the shared part into `spec`'s lower layers (same shapes); returns the training label counts and the
+ * input divisors (null when the training data was used as it is).
+ */
+export async function readSharedPart(ckpt: string, spec: NetSpec): Promise<{ labelFreq: Uint32Array; inputScale: Float32Array | null }> {
   const into: Record<string, SectionArray> = {};
   spec.layers.slice(0, -1).forEach((l, k) => Object.assign(into, layerSections(`layer${k}`, l)));
   const f = await readBinFile(join(ckpt, 'shared.bin'), { kind: 'checkpoint', into });
   const freq = f.sections.labelFreq;
   if (!(freq instanceof Uint32Array)) throw new Error(`${join(ckpt, 'shared.bin')}: no labelFreq section`);
-  return freq;
+  const scale = f.sections.inputScale;
+  if (scale !== undefined && !(scale instanceof Float32Array && scale.length === spec.layers[0]!.inDim)) throw new Error(`${join(ckpt, 'shared.bin')}: its inputScale section does not match the network's inputs`);
+  return { labelFreq: freq, inputScale: (scale as Float32Array | undefined) ?? null };
 }
 
 /**
@@ -163,4 +169,24 @@ export async function readSliceRows(ckpt: string, ranks: number, labels: Uint32A
     }
   }
   if (found !== labels.length) throw new Error(`${ckpt}: its slices hold ${found} of this rank's ${labels.length} labels`);
+}
+
+/**
+ * One rank's part of a sharded checkpoint under `size` ranks (any number): the slice network of `makeNet`
+ * (called with the global config and this rank's row count), its lower layers and rows read, re-sharded by
+ * the saved label counts.
+ */
+export async function loadShardedPart<N extends { spec: NetSpec }>(
+  ckpt: string, manifest: ShardCheckpointMeta, rank: number, size: number,
+  makeNet: (rows: number) => N, shard: (freq: Uint32Array, ranks: number) => { labelsOf: Uint32Array[] },
+): Promise<{ net: N; labelFreq: Uint32Array; inputScale: Float32Array | null; labels: Uint32Array }> {
+  const probe = makeNet(1);
+  const { labelFreq } = await readSharedPart(ckpt, probe.spec);
+  const labels = shard(labelFreq, size).labelsOf[rank]!;
+  const net = makeNet(labels.length);
+  const { inputScale } = await readSharedPart(ckpt, net.spec);
+  const L = manifest.config.layers.at(-1)!.size;
+  if (labelFreq.length !== L) throw new Error(`${join(ckpt, 'shared.bin')}: ${labelFreq.length} label counts for a network of ${L} labels`);
+  await readSliceRows(ckpt, manifest.ranks, labels, L, net.spec.layers.at(-1)!);
+  return { net, labelFreq, inputScale, labels };
 }

@@ -123,7 +123,8 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     expect(one.code, one.stderr).toBe(0);
     const p1 = lastJson(one.stdout).p1 as number;
     for (const np of [2, 4]) {
-      const r = mpirun(np, CLI, 'train', ...common, '--epochs', '4', '--distributed', '--shard-labels', '--json', '--save', join(dir, `s${np}.sl`));
+      const ck = join(dir, `ck-run-${np}`);
+      const r = mpirun(np, CLI, 'train', ...common, '--epochs', '4', '--distributed', '--shard-labels', '--json', '--save', join(dir, `s${np}.sl`), '--checkpoint', ck);
       expect(r.code, r.stderr).toBe(0);
       const lines = r.stdout.trim().split('\n').filter((l) => l.startsWith('{'));
       expect(lines).toHaveLength(1); // rank 0 alone reports
@@ -136,7 +137,17 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
       const e = single(CLI, 'eval', '--model', join(dir, `s${np}.sl`), '--test', join(dir, 'test.txt'), '--json');
       expect(e.code, e.stderr).toBe(0);
       expect(lastJson(e.stdout).p1).toBeCloseTo(j.metrics.p1, 6);
+      // eval --distributed reads the checkpoint directory under another number of ranks, each rank its slice.
+      const d = mpirun(3, CLI, 'eval', '--model', ck, '--test', join(dir, 'test.txt'), '--distributed', '--json');
+      expect(d.code, d.stderr).toBe(0);
+      const dj = lastJson(d.stdout);
+      expect(dj.ranks).toBe(3);
+      expect(dj.p1).toBeCloseTo(j.metrics.p1, 6);
+      expect(dj.p5).toBeCloseTo(j.metrics.p5, 6);
     }
+    const bad = mpirun(2, CLI, 'eval', '--model', join(dir, 's2.sl'), '--test', join(dir, 'test.txt'), '--distributed');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('not a directory of sharded checkpoints');
   }, 240_000);
 
   it('a checkpoint of 2 ranks resumes under 1 and under 4 ranks to the uninterrupted run; unfinished checkpoints are ignored', () => {
