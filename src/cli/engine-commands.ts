@@ -200,6 +200,11 @@ export const predictCmd = defineCommand({
     candidates,
     maxMemory,
     quiet,
+    distributed: {
+      type: 'boolean',
+      description: 'predict label-sharded as one rank of an MPI job: --model is the --checkpoint directory of train --shard-labels ' +
+        '(each rank loads only its slice; rank 0 writes)',
+    },
   },
   examples: [
     'predict --model model.sl --input test.txt --k 5 > scores.txt',
@@ -207,6 +212,7 @@ export const predictCmd = defineCommand({
     'predict --model model.sl --input - --input-format libsvm < points.svm',
     'predict --model text-model.sl --input new-docs.txt --k 3',
     'predict --model model.sl --input test.txt --threshold 0.2 --format jsonl',
+    'predict --model ckpt --input test.txt --distributed > scores.txt   (under mpirun -np 4)',
   ],
   run: (o, io) => predictCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

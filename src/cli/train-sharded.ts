@@ -182,9 +182,14 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
       batchesDone++;
       lossSum += r.lossSum;
       n += r.samples;
-      const due = period.batches ? batchesDone - lastCkptBatch >= period.batches : performance.now() - lastCkptAt >= period.ms!;
-      // Every rank must decide alike: rank 0's clock decides time-based checkpoints.
-      if (o.checkpoint && (period.batches ? due : dist.agree(due ? '1' : '0') === '1') && b + 1 < nb) await checkpoint(epoch, b + 1, batchesDone);
+      // Every rank must decide alike: rank 0's clock decides time-based checkpoints, asked every 32 batches
+      // (a collective per step would add a round trip to every step).
+      if (o.checkpoint && b + 1 < nb) {
+        const due = period.batches
+          ? batchesDone - lastCkptBatch >= period.batches
+          : batchesDone % 32 === 0 && dist.agree(performance.now() - lastCkptAt >= period.ms! ? '1' : '0') === '1';
+        if (due) await checkpoint(epoch, b + 1, batchesDone);
+      }
     }
     startBatch = 0;
     samples += n;

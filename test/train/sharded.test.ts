@@ -144,6 +144,18 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
       expect(dj.ranks).toBe(3);
       expect(dj.p1).toBeCloseTo(j.metrics.p1, 6);
       expect(dj.p5).toBeCloseTo(j.metrics.p5, 6);
+      // predict --distributed: the labels of one process's predict of the saved model, the scores up to rounding.
+      if (np === 2) {
+        const pd = mpirun(3, CLI, 'predict', '--model', ck, '--input', join(dir, 'test.txt'), '--k', '3', '--distributed');
+        const p1 = single(CLI, 'predict', '--model', join(dir, 's2.sl'), '--input', join(dir, 'test.txt'), '--k', '3');
+        expect(pd.code, pd.stderr).toBe(0);
+        expect(p1.code, p1.stderr).toBe(0);
+        const rows = (t: string) => t.trim().split('\n').slice(1).map((l) => l.split(' ').map((x) => x.split(':').map(Number)));
+        const a = rows(p1.stdout), b = rows(pd.stdout);
+        expect(b).toHaveLength(400);
+        expect(b.map((r) => r.map((x) => x[0]))).toEqual(a.map((r) => r.map((x) => x[0])));
+        for (let i = 0; i < a.length; i++) for (let e = 0; e < 3; e++) expect(Math.abs(a[i]![e]![1]! - b[i]![e]![1]!)).toBeLessThan(1e-5);
+      }
     }
     const bad = mpirun(2, CLI, 'eval', '--model', join(dir, 's2.sl'), '--test', join(dir, 'test.txt'), '--distributed');
     expect(bad.code).not.toBe(0);
