@@ -24,6 +24,7 @@ import { modelFileBytes } from '../network/model-file.js';
 import { GracefulStop } from './signals.js';
 import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
 import { trainShardedOn } from './train-sharded.js';
+import { holdsShardCheckpoints } from '../train/shard-checkpoint.js';
 import type { TextDatasets } from '../text/load.js';
 import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
 import { checkEvaluable, checkFits, metricLine, warnDenseSampled, type Out } from './engine.js';
@@ -59,6 +60,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // --json changes only what stdout prints: a long run (an MPI job above all) still shows its progress.
   const quiet = !!given.quiet || (dist !== null && !dist.isRoot);
   if (given.resume) {
+    if (await holdsShardCheckpoints(given.resume)) {
+      throw new UsageError(`${given.resume} holds label-sharded checkpoints: resume them with --distributed --shard-labels ` +
+        '(in one process too, without mpirun; under mpirun -np R with any number of ranks)');
+    }
     if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
     if (given.seed !== undefined) throw new UsageError('--seed cannot be combined with --resume: the seed comes from the checkpoint');
   } else if (!given.train) {

@@ -99,6 +99,12 @@ export async function listShardCheckpoints(dir: string): Promise<{ path: string;
   return out;
 }
 
+/** Whether `dir` is, or holds, a checkpoint of label-sharded training (complete or not). */
+export async function holdsShardCheckpoints(dir: string): Promise<boolean> {
+  const own = await readdir(dir).catch(() => null);
+  return !!own && (own.includes(MANIFEST) || own.some((n) => /^sharded-\d+$/.test(n)));
+}
+
 /** The newest complete checkpoint in `dir` (the directory itself when it is one), or null. */
 export async function newestShardCheckpoint(dir: string): Promise<string | null> {
   const own = await readdir(dir).catch(() => null);

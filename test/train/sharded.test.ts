@@ -188,6 +188,10 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
       const names = readdirSync(c);
       expect(names).not.toContain('sharded-9999999999');
     }
+    // A plain --resume of a sharded checkpoint says how to resume it.
+    const plain = single(CLI, 'train', '--resume', ck, '--epochs', '3');
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toContain('holds label-sharded checkpoints: resume them with --distributed --shard-labels');
   }, 240_000);
 
   it('a rank that dies ends the job: non-zero exit, the rank named', () => {
