@@ -22,7 +22,7 @@ import { native } from '../native.js';
 import { Network } from '../network/network.js';
 import type { NetworkConfig } from '../network/config.js';
 import type { RowGradients, RowUpdate } from '../network/native-types.js';
-import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './metrics.js';
+import { computeMetrics, inversePropensity, type Metrics } from './metrics.js';
 import { sharedSetLogQ } from './logq.js';
 import { initSeed } from '../network/state.js';
 import { Xoshiro128 } from '../util/rng.js';
@@ -391,7 +391,7 @@ export function packRows(grads: RowGradients[], inputMajor: boolean[]): Uint8Arr
 }
 
 /** The RowUpdates of one rank's packRows message (`layers` lower layers of the given widths); names the rank when it is malformed. */
-export function unpackRows(msg: Uint8Array, layers: number, width: number[], inputMajor: boolean[], rank: number, outDim?: number[]): RowUpdate[] {
+export function unpackRows(msg: Uint8Array, layers: number, width: number[], inputMajor: boolean[], rank: number): RowUpdate[] {
   const fail = () => new Error(`rank ${rank}'s gradient-row message is malformed (${msg.byteLength} bytes)`);
   if (msg.byteLength % 4) throw fail();
   const copy = msg.byteOffset % 4 ? msg.slice() : msg;
@@ -409,17 +409,11 @@ export function unpackRows(msg: Uint8Array, layers: number, width: number[], inp
     let rowBias: Float32Array | null = null, biasVector: Float32Array | null = null;
     if (!inputMajor[k]) { rowBias = f.subarray(p, p + n); p += n; }
     else if (hasBv) {
-      const bl = outDim ? outDim[k]! : w;
-      if (p + bl > u.length) throw fail();
-      biasVector = f.subarray(p, p + bl); p += bl;
+      if (p + w > u.length) throw fail(); // an input-major layer's bias vector has its row width (outDim)
+      biasVector = f.subarray(p, p + w); p += w;
     }
     if (n > 0 || biasVector) out.push({ layer: k, ids, rows, rowBias, biasVector });
   }
   if (p !== u.length) throw fail();
   return out;
-}
-
-/** Labels' training counts of `data` (the sharding's input). */
-export function trainingFrequencies(data: SparseDataset, labels: number): Uint32Array {
-  return labelFrequencies(data.labelIndices, labels);
 }

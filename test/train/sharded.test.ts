@@ -65,6 +65,20 @@ describe('packRows / unpackRows', () => {
   });
 });
 
+describe('train --shard-labels usage', () => {
+  it('needs --distributed, one worker per rank and --epochs', () => {
+    assertBuilt(['src/cli', 'src/train']);
+    const run = (...a: string[]) => spawnSync(process.execPath, [CLI, 'train', ...a], { cwd: ROOT, encoding: 'utf8' });
+    const a = run('--train', 'x.txt', '--shard-labels');
+    expect(a.status).toBe(2);
+    expect(a.stderr).toContain('--shard-labels needs --distributed');
+    if (skipReason() !== null) return; // the rest starts MPI (a singleton: no mpirun needed)
+    const b = run('--train', 'x.txt', '--shard-labels', '--distributed', '--workers', '2', '--epochs', '1');
+    expect(b.status).toBe(2);
+    expect(b.stderr).toContain('--shard-labels runs one thread per rank');
+  }, 60_000);
+});
+
 function skipReason(): string | null {
   if (spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status !== 0) return 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)';
   if (!mpiAddonPath()) return 'the MPI addon is not built (npm run build:mpi)';
