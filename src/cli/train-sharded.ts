@@ -156,7 +156,6 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const checkpoint = async (epoch: number, batch: number, batchesDone: number) => {
     if (!o.checkpoint) return;
     const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config, ranks: dist.size, epoch, batch, batchesDone, trainPoints: train.points, settings };
-    model.syncLowerState(gatherv); // the owners' Adam state of the lower layers onto rank 0
     const at = await writeShardCheckpoint(o.checkpoint, dist.rank, net.spec, mine, labelFreq, meta, () => comm.barrier(), scaling.scale);
     checkpoints++;
     lastCkptAt = performance.now();

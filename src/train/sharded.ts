@@ -13,11 +13,8 @@
 //   3. each rank computes dz on its S_r, takes the Adam step of those rows (no exchange of output rows) and
 //      its part of dL/dH (B, d) (netShardOutBackward); the parts are summed (MPI_Allreduce);
 //   4. rank r backpropagates its points' rows of dL/dH through the lower layers (netShardBackward, sparse
-//      gradient rows) and every rank's rows are gathered;
-//   5. each lower-layer row (input feature, hidden neuron) is owned by rank id % R: its owner sums the
-//      contributions in rank order and takes the Adam step (netApplyRows), then the owners' new rows are
-//      gathered by every rank, so the lower layers stay identical on every rank while the update work is
-//      divided. The owners' moments and step counts are gathered onto rank 0 before a checkpoint.
+//      gradient rows) and every rank's rows are gathered and applied in rank order by every rank
+//      (netApplyRows), so the lower layers stay identical on every rank.
 // Per step a rank sends O(batch x hidden) values whatever the number of labels: its part of H, 3 doubles per
 // sample, the dH all-reduce and its lower layers' gradient rows.
 import type { SparseDataset } from '../../datasets/csr.js';
@@ -269,27 +266,7 @@ export class ShardedModel {
       updates.push(...unpackRows(g.data.subarray(base, base + c), lower, spec.layers.map((l) => (l.inputMajor ? l.outDim : l.inDim)), spec.layers.map((l) => l.inputMajor === 1), r));
       base += c;
     }
-    // 5. Each lower-layer row takes its Adam step on its owner (row id % R), which sends the new row to the
-    //    others: the update work is divided among the ranks, and the rows stay identical everywhere (the
-    //    owners' moments and step counts are gathered at checkpoints: syncLowerState).
-    let rowsExchange = 0;
-    if (size === 1) {
-      nat.netApplyRows(spec, { lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps }, updates);
-    } else {
-      const own = ownedUpdates(updates, rank, size, spec.layers.map((l) => (l.inputMajor ? l.outDim : l.inDim)));
-      nat.netApplyRows(spec, { lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps }, own);
-      const rowsMsg = this.packOwnedRows(own, lower);
-      const x0 = performance.now();
-      const g2 = this.comm.allgatherv(rowsMsg);
-      rowsExchange = performance.now() - x0;
-      this.sent.lowerRows += rowsMsg.byteLength;
-      let b2 = 0;
-      for (let r = 0; r < size; r++) {
-        const c = g2.counts[r]!;
-        if (r !== rank) this.writeOwnedRows(g2.data.subarray(b2, b2 + c), lower, r);
-        b2 += c;
-      }
-    }
+    nat.netApplyRows(spec, { lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps }, updates);
     const t9 = performance.now();
 
     const s = this.stats;
@@ -297,8 +274,8 @@ export class ShardedModel {
     this.activeSum += active;
     s.lowerSeconds += (t1 - t0 + t7 - t6) / 1000;
     s.outputSeconds += (t3 - t2 + t5 - t4) / 1000;
-    s.exchangeSeconds += (t2 - t1 + t4 - t3 + t6 - t5 + t8 - t7 + rowsExchange) / 1000;
-    s.applySeconds += (t9 - t8 - rowsExchange) / 1000;
+    s.exchangeSeconds += (t2 - t1 + t4 - t3 + t6 - t5 + t8 - t7) / 1000;
+    s.applySeconds += (t9 - t8) / 1000;
     if (size > 1) {
       this.sent.hidden += hBytes.byteLength;
       this.sent.stats += st.byteLength;
@@ -306,111 +283,6 @@ export class ShardedModel {
       this.sent.lowerRows += msg.byteLength;
     }
     return { lossSum, samples: n };
-  }
-
-  /** Per lower layer: a row -> stamp map (distinct owned ids of a step). */
-  private readonly stamp: Uint32Array[] = [];
-  private stampGen = 0;
-
-  /**
-   * This step's owned rows as one message: per lower layer [u32 n][n ids][n x width new weights][n new
-   * biases (neuron-major)], 4-byte words.
-   */
-  private packOwnedRows(own: RowUpdate[], lower: number): Uint8Array {
-    const layers = this.net.spec.layers;
-    this.stampGen = (this.stampGen + 1) >>> 0 || 1;
-    const ids: number[][] = Array.from({ length: lower }, () => []);
-    for (const u of own) {
-      const l = layers[u.layer]!;
-      const st = (this.stamp[u.layer] ??= new Uint32Array(l.inputMajor ? l.inDim : l.outDim));
-      for (const id of u.ids) if (st[id] !== this.stampGen) { st[id] = this.stampGen; ids[u.layer]!.push(id); }
-    }
-    let words = 0;
-    for (let k = 0; k < lower; k++) {
-      const l = layers[k]!, w = l.inputMajor ? l.outDim : l.inDim;
-      words += 1 + ids[k]!.length * (1 + w + (l.inputMajor ? 0 : 1));
-    }
-    const out = new Uint8Array(4 * words);
-    const u32 = new Uint32Array(out.buffer), f = new Float32Array(out.buffer);
-    let p = 0;
-    for (let k = 0; k < lower; k++) {
-      const l = layers[k]!, w = l.inputMajor ? l.outDim : l.inDim, list = ids[k]!;
-      u32[p++] = list.length;
-      for (const id of list) u32[p++] = id;
-      for (const id of list) { f.set(l.weights.subarray(id * w, (id + 1) * w), p); p += w; }
-      if (!l.inputMajor) for (const id of list) f[p++] = l.bias[id]!;
-    }
-    return out;
-  }
-
-  /** Writes rank r's owned rows (packOwnedRows) into this rank's lower layers; names the rank when malformed. */
-  private writeOwnedRows(msg: Uint8Array, lower: number, r: number): void {
-    const fail = (why: string) => new Error(`rank ${r}'s updated-row message is malformed (${msg.byteLength} bytes): ${why}`);
-    if (msg.byteLength % 4) throw fail('not whole words');
-    const copy = msg.byteOffset % 4 ? msg.slice() : msg;
-    const u32 = new Uint32Array(copy.buffer, copy.byteOffset, copy.byteLength / 4), f = new Float32Array(copy.buffer, copy.byteOffset, copy.byteLength / 4);
-    const layers = this.net.spec.layers, size = this.comm.size;
-    let p = 0;
-    for (let k = 0; k < lower; k++) {
-      const l = layers[k]!, w = l.inputMajor ? l.outDim : l.inDim, rows = l.inputMajor ? l.inDim : l.outDim;
-      if (p >= u32.length) throw fail(`layer ${k} missing`);
-      const n = u32[p++]!;
-      if (p + n * (1 + w + (l.inputMajor ? 0 : 1)) > u32.length) throw fail(`layer ${k} is shorter than its ${n} rows`);
-      const ids = u32.subarray(p, p + n); p += n;
-      for (const id of ids) if (id >= rows || id % size !== r) throw fail(`row ${id} of layer ${k} is not one of its rows`);
-      for (const id of ids) { l.weights.set(f.subarray(p, p + w), id * w); p += w; }
-      if (!l.inputMajor) for (const id of ids) l.bias[id] = f[p++]!;
-    }
-    if (p !== u32.length) throw fail('trailing words');
-  }
-
-  /**
-   * Gathers the lower layers' Adam moments and step counts of every row from its owner onto rank 0 (a
-   * collective), so that rank 0 holds the whole training state of the lower layers (what a checkpoint's
-   * shared part stores). In rounds of about 64 MiB per rank.
-   */
-  syncLowerState(gatherv: (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] }): void {
-    const { rank, size } = this.comm;
-    if (size === 1) return;
-    const layers = this.net.spec.layers.slice(0, -1);
-    for (const l of layers) {
-      const w = l.inputMajor ? l.outDim : l.inDim, rows = l.inputMajor ? l.inDim : l.outDim;
-      const per = 2 * w + 1 + (l.inputMajor ? 0 : 2); // mW row, vW row, step, (mBias, vBias)
-      const span = Math.max(size, Math.floor((64 << 20) / (4 * per)) * size);
-      for (let r0 = 0; r0 < rows; r0 += span) {
-        const r1 = Math.min(rows, r0 + span);
-        const mine: number[] = [];
-        for (let id = r0 + ((rank - (r0 % size) + size) % size); id < r1; id += size) mine.push(id);
-        const msg = new Float32Array(mine.length * per);
-        const steps = new Uint32Array(msg.buffer);
-        let p = 0;
-        for (const id of mine) {
-          msg.set(l.mWeights.subarray(id * w, (id + 1) * w), p); p += w;
-          msg.set(l.vWeights.subarray(id * w, (id + 1) * w), p); p += w;
-          steps[p++] = l.rowSteps[id]!;
-          if (!l.inputMajor) { msg[p++] = l.mBias[id]!; msg[p++] = l.vBias[id]!; }
-        }
-        const g = gatherv(new Uint8Array(msg.buffer), 0);
-        if (rank !== 0) continue;
-        let base = 0;
-        for (let r = 0; r < size; r++) {
-          const bytes = g.counts[r]!;
-          if (r !== 0) {
-            const got = new Float32Array(g.data.buffer.slice(g.data.byteOffset + base, g.data.byteOffset + base + bytes));
-            const gs = new Uint32Array(got.buffer);
-            let q = 0;
-            for (let id = r0 + ((r - (r0 % size) + size) % size); id < r1; id += size) {
-              if (q + per > got.length) throw new Error(`rank ${r}'s moments message is shorter than its rows`);
-              l.mWeights.set(got.subarray(q, q + w), id * w); q += w;
-              l.vWeights.set(got.subarray(q, q + w), id * w); q += w;
-              l.rowSteps[id] = gs[q++]!;
-              if (!l.inputMajor) { l.mBias[id] = got[q++]!; l.vBias[id] = got[q++]!; }
-            }
-          }
-          base += bytes;
-        }
-      }
-    }
   }
 
   /** Mean exchange volume and time so far. */
@@ -485,29 +357,6 @@ export class ShardedModel {
     const invP = inversePropensity(this.labelFreq, Math.max(trainPoints, 1), propensity.A ?? 0.55, propensity.B ?? 1.5);
     return computeMetrics({ topIdx: labels, kMax, labelOffsets: test.labelOffsets, labelIndices: test.labelIndices, invPropensity: invP, ks });
   }
-}
-
-/** The part of `updates` this rank applies: rows whose id % size is `rank` (copied), and every bias vector. */
-export function ownedUpdates(updates: RowUpdate[], rank: number, size: number, width: number[]): RowUpdate[] {
-  const out: RowUpdate[] = [];
-  for (const u of updates) {
-    const w = width[u.layer]!;
-    let n = 0;
-    for (const id of u.ids) if (id % size === rank) n++;
-    if (n === 0 && !u.biasVector) continue;
-    const ids = new Uint32Array(n), rows = new Float32Array(n * w), rowBias = u.rowBias ? new Float32Array(n) : null;
-    let e2 = 0;
-    for (let e = 0; e < u.ids.length; e++) {
-      const id = u.ids[e]!;
-      if (id % size !== rank) continue;
-      ids[e2] = id;
-      rows.set(u.rows.subarray(e * w, (e + 1) * w), e2 * w);
-      if (rowBias) rowBias[e2] = u.rowBias![e]!;
-      e2++;
-    }
-    out.push({ layer: u.layer, ids, rows, rowBias, biasVector: u.biasVector ?? null });
-  }
-  return out;
 }
 
 function f32(b: Uint8Array): Float32Array {
