@@ -108,6 +108,40 @@ Napi::Value Allgatherv(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// gatherv(bytes: Uint8Array, root) -> on root { data: every rank's bytes in rank order, counts }, elsewhere
+// { data: empty, counts }: what only one rank needs (a sharded model gathered for saving).
+Napi::Value Gatherv(const Napi::CallbackInfo& info) {
+  RequireInit();
+  auto in = sl::GetArray<uint8_t>(info[0], "bytes");
+  if (in.size > size_t(INT_MAX)) throw ArgError("gatherv: a rank's buffer must be under 2 GiB");
+  int size = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const int root = static_cast<int>(sl::GetU32(info[1], "root"));
+  if (root >= size) throw ArgError("gatherv: root must be < size");
+  int mine = static_cast<int>(in.size);
+  std::vector<int> counts(size), displs(size);
+  Check(MPI_Allgather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  size_t total = 0;
+  for (int r = 0; r < size; ++r) {
+    if (total > size_t(INT_MAX)) throw ArgError("gatherv: the gathered buffers exceed 2 GiB");
+    displs[r] = static_cast<int>(total);
+    total += size_t(counts[r]);
+  }
+  if (total > size_t(INT_MAX)) throw ArgError("gatherv: the gathered buffers exceed 2 GiB");
+  Napi::Env env = info.Env();
+  auto out = Napi::Uint8Array::New(env, rank == root ? total : 0);
+  Check(MPI_Gatherv(in.data, mine, MPI_BYTE, rank == root ? out.Data() : nullptr, counts.data(), displs.data(), MPI_BYTE,
+                    root, MPI_COMM_WORLD),
+        "MPI_Gatherv");
+  Napi::Array c = Napi::Array::New(env, size);
+  for (int r = 0; r < size; ++r) c.Set(uint32_t(r), counts[r]);
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("data", out);
+  o.Set("counts", c);
+  return o;
+}
+
 // allreduceSum(values: Float32Array | Float64Array): sums every rank's array element-wise, in place.
 Napi::Value AllreduceSum(const Napi::CallbackInfo& info) {
   RequireInit();
@@ -180,11 +214,12 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   sl::Export<Init>(env, exports, "init");
   sl::Export<Allgatherv>(env, exports, "allgatherv");
   sl::Export<AllreduceSum>(env, exports, "allreduceSum");
+  sl::Export<Gatherv>(env, exports, "gatherv");
   sl::Export<Bcast>(env, exports, "bcast");
   sl::Export<Barrier>(env, exports, "barrier");
   sl::Export<Abort>(env, exports, "abort");
   sl::Export<Finalize>(env, exports, "finalize");
-  exports.Set("abiVersion", Napi::Number::New(env, 1));
+  exports.Set("abiVersion", Napi::Number::New(env, 2));
   return exports;
 }
 

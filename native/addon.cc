@@ -6,6 +6,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   sl::RegisterUtil(env, exports);
   sl::RegisterLsh(env, exports);
   sl::RegisterNetwork(env, exports);
+  sl::RegisterShard(env, exports);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

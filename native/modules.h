@@ -6,4 +6,5 @@ namespace sl {
 void RegisterUtil(Napi::Env env, Napi::Object exports);     // util_napi.cc: topK, cpuFeatures
 void RegisterLsh(Napi::Env env, Napi::Object exports);      // lsh_napi.cc: hashing, tables
 void RegisterNetwork(Napi::Env env, Napi::Object exports);  // net_napi.cc: train/predict slices
+void RegisterShard(Napi::Env env, Napi::Object exports);    // net_shard.cc: label-sharded training phases
 }  // namespace sl

@@ -357,6 +357,11 @@ Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+// For the bindings of other files (net_shard.cc): the parsers above, unchanged.
+const std::vector<NetLayer>& net_parse_layers(const Napi::Value& v, bool training) { return ParseNet(v, training); }
+CsrView net_parse_data(const Napi::Value& v, bool labels) { return ParseData(v, labels); }
+void net_parse_adam(const Napi::Object& o, TrainHyper& h) { ParseAdam(o, h); }
+
 void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetTrainSlice>(env, exports, "netTrainSlice");
   Export<NetApplyRows>(env, exports, "netApplyRows");

@@ -631,4 +631,49 @@ void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, co
   stats[kStatMissed] = missed;
 }
 
+// Sharded training (net_shard.cc): the backward pass and update (mode 0) or gradient rows (mode 3, into
+// h.sink) of layers kLast-1 .. 0 of the slice whose forward net_shard_forward left in the calling thread's
+// scratch (s.rowsOfSlice[0..n), s.layer), from dH (n, d) = dL/dA_{kLast-1}, row-major with row stride d =
+// layers[kLast].inDim. The same code as the tail of net_train_slice, entered with a given dH.
+void net_backward_lower(const NetLayer* layers, uint32_t nLayers, const CsrView& data, uint32_t n, const float* dH,
+                        const TrainHyper& h) {
+  if (nLayers < 2) throw ArgError("net_backward_lower: the network needs a hidden layer below its output");
+  const uint32_t kLast = nLayers - 1;
+  net::FtzScope ftz;
+  net::Scratch& s = net::scratch();
+  if (h.mode == 3)
+    for (uint32_t k = 0; k < nLayers; ++k) h.sink[k].clear();
+  if (n == 0) return;
+  if (s.layer.size() < nLayers || s.rowsOfSlice.size() < n) throw ArgError("net_backward_lower: no forward pass of this slice on this thread");
+  const uint32_t ldn = nk::pad_to(n, nk::kSamplePad);
+  const Slice sl{n, ldn, s.rowsOfSlice.data(), &data};
+  const uint32_t dPrev = layers[kLast].inDim;
+  float* dAt = grow(s.dAt, size_t(dPrev) * ldn);
+  std::memset(dAt, 0, sizeof(float) * size_t(dPrev) * ldn);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t j = 0; j < dPrev; ++j) dAt[size_t(j) * ldn + i] = dH[size_t(i) * dPrev + j];
+  for (uint32_t k = kLast - 1; k >= 1; --k) {
+    float* dAtPrev = grow(s.dAtPrev, size_t(layers[k].inDim) * ldn);
+    backward_hidden(layers[k], k, sl, s.dAt.data(), dAtPrev, h, s);
+    std::swap(s.dAt, s.dAtPrev);
+  }
+  const NetLayer& L0 = layers[0];
+  const uint32_t lda0 = s.layer[0].lda;
+  const float* A0 = s.layer[0].A.data();
+  float* dz0 = grow(s.dX, size_t(n) * lda0);
+  nk::transpose(dz0, lda0, s.dAt.data(), ldn, L0.outDim, n);
+  const bool relu = L0.act == Activation::ReLU;
+  const float* keep = L0.dropout > 0.0f ? s.layer[0].keep.data() : nullptr;
+  for (uint32_t i = 0; i < n; ++i) {
+    float* row = dz0 + size_t(i) * lda0;
+    const float* a = A0 + size_t(i) * lda0;
+    for (uint32_t j = 0; j < L0.outDim; ++j)
+      if (relu && !(a[j] > 0.0f)) row[j] = 0.0f;
+    if (keep)
+      for (uint32_t j = 0; j < L0.outDim; ++j) row[j] *= keep[size_t(i) * lda0 + j];
+    std::memset(row + L0.outDim, 0, sizeof(float) * (lda0 - L0.outDim));
+  }
+  backward_layer0(L0, sl, dz0, lda0, h, s);
+}
+
 }  // namespace sl

@@ -117,6 +117,11 @@ export const trainCmd = defineCommand({
       description: 'train data-parallel as one rank of an MPI job: mpirun -np 4 sublinear train ... --distributed ' +
         '(--batch is the global batch, split across the ranks; rank 0 prints, saves and writes checkpoints; needs Open MPI, see README)',
     },
+    shardLabels: {
+      type: 'boolean',
+      description: 'with --distributed: each rank owns a slice of the output labels (balanced by label frequency) and holds only its rows; ' +
+        'the layers below train data-parallel; needs --epochs; checkpoints resume under any number of ranks',
+    },
   },
   examples: [
     'train --train train.txt --test test.txt',
@@ -129,6 +134,7 @@ export const trainCmd = defineCommand({
     'train --resume ckpt --use-recorded-outputs',
     'train --resume ckpt --epochs 20 --save model.sl',
     'train --train train.txt --test test.txt --epochs 5 --workers 1 --distributed --json   (under mpirun -np 4)',
+    'train --train train.txt --test test.txt --epochs 5 --distributed --shard-labels --save model.sl   (under mpirun -np 4)',
   ],
   run: (o, io) => trainCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });
@@ -150,11 +156,17 @@ export const evalCmd = defineCommand({
     maxMemory,
     json,
     quiet,
+    distributed: {
+      type: 'boolean',
+      description: 'evaluate label-sharded as one rank of an MPI job: --model is the --checkpoint directory of train --shard-labels ' +
+        '(each rank loads only its slice; any number of ranks)',
+    },
   },
   examples: [
     'eval --model model.sl --test test.txt --json',
     'eval --model model.sl --test test.txt --k 1,5,10',
     'eval --model model.sl --test test.txt --mode sampled --json',
+    'eval --model ckpt --test test.txt --distributed --json   (under mpirun -np 4; ckpt from train --shard-labels --checkpoint)',
   ],
   run: (o, io) => evalCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });
@@ -188,6 +200,11 @@ export const predictCmd = defineCommand({
     candidates,
     maxMemory,
     quiet,
+    distributed: {
+      type: 'boolean',
+      description: 'predict label-sharded as one rank of an MPI job: --model is the --checkpoint directory of train --shard-labels ' +
+        '(each rank loads only its slice; rank 0 writes)',
+    },
   },
   examples: [
     'predict --model model.sl --input test.txt --k 5 > scores.txt',
@@ -195,6 +212,7 @@ export const predictCmd = defineCommand({
     'predict --model model.sl --input - --input-format libsvm < points.svm',
     'predict --model text-model.sl --input new-docs.txt --k 3',
     'predict --model model.sl --input test.txt --threshold 0.2 --format jsonl',
+    'predict --model ckpt --input test.txt --distributed > scores.txt   (under mpirun -np 4)',
   ],
   run: (o, io) => predictCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

@@ -24,6 +24,11 @@ export interface EvalCliOptions {
   k?: string;
   /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */
   maxMemory?: number;
+  /**
+   * Evaluate label-sharded as one rank of an MPI job: `model` is the --checkpoint directory of
+   * `train --shard-labels` (src/cli/eval-sharded.ts). Default false.
+   */
+  distributed?: boolean;
 }
 
 /** Parses `--k 1,3,5`: distinct positive integers, at most `max`, in increasing order. */
@@ -39,6 +44,12 @@ export function parseKs(text: string, max: number): number[] {
 }
 
 export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
+  if (o.distributed) {
+    await checkInputFile(o.test, '--test');
+    const { runAsRank } = await import('../train/distributed.js');
+    const { evalShardedOn } = await import('./eval-sharded.js');
+    return runAsRank(io, (dist, rankIo) => evalShardedOn(o, rankIo, dist));
+  }
   const quiet = !!o.quiet;
   await checkInputFile(o.model, '--model');
   await checkInputFile(o.test, '--test');

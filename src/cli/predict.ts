@@ -38,9 +38,20 @@ export interface PredictCliOptions {
   quiet?: boolean;
   /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */
   maxMemory?: number;
+  /**
+   * Predict label-sharded as one rank of an MPI job: `model` is the --checkpoint directory of
+   * `train --shard-labels`; rank 0 writes (src/cli/predict-sharded.ts). Default false.
+   */
+  distributed?: boolean;
 }
 
 export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
+  if (o.distributed) {
+    if (o.input !== '-') await checkInputFile(o.input, '--input');
+    const { runAsRank } = await import('../train/distributed.js');
+    const { predictShardedOn } = await import('./predict-sharded.js');
+    return runAsRank(io, (dist, rankIo) => predictShardedOn(o, rankIo, dist));
+  }
   const quiet = !!o.quiet;
   if (o.zeroBased && o.inputFormat !== 'libsvm') throw new UsageError('--zero-based applies to --input-format libsvm only');
   const fromStdin = o.input === '-';

@@ -63,4 +63,10 @@ export interface TrainCliOptions {
    * writes checkpoints and saves. Needs the MPI addon (scripts/build-mpi.cjs). Default false.
    */
   distributed?: boolean;
+  /**
+   * With `distributed`: label-sharded training (src/train/sharded.ts): each rank owns a slice of the output
+   * labels (balanced by training frequency) and only its rows; the lower layers train data-parallel.
+   * Needs `epochs`. Default false.
+   */
+  shardLabels?: boolean;
 }

@@ -23,6 +23,8 @@ import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js'
 import { modelFileBytes } from '../network/model-file.js';
 import { GracefulStop } from './signals.js';
 import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
+import { trainShardedOn } from './train-sharded.js';
+import { holdsShardCheckpoints } from '../train/shard-checkpoint.js';
 import type { TextDatasets } from '../text/load.js';
 import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
 import { checkEvaluable, checkFits, metricLine, warnDenseSampled, type Out } from './engine.js';
@@ -48,7 +50,8 @@ async function checkTrainPaths(o: TrainCliOptions, outputs = true): Promise<void
 const SHOWN_CHECKPOINT_WARNINGS = 3;
 
 export async function trainCommand(given: TrainCliOptions, io: Out): Promise<number> {
-  if (given.distributed) return runAsRank(io, (dist, rankIo) => trainOn(given, rankIo, dist));
+  if (given.shardLabels && !given.distributed) throw new UsageError('--shard-labels needs --distributed (under mpirun)');
+  if (given.distributed) return runAsRank(io, (dist, rankIo) => (given.shardLabels ? trainShardedOn(given, rankIo, dist) : trainOn(given, rankIo, dist)));
   return trainOn(given, io, null);
 }
 
@@ -57,6 +60,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // --json changes only what stdout prints: a long run (an MPI job above all) still shows its progress.
   const quiet = !!given.quiet || (dist !== null && !dist.isRoot);
   if (given.resume) {
+    if (await holdsShardCheckpoints(given.resume)) {
+      throw new UsageError(`${given.resume} holds label-sharded checkpoints: resume them with --distributed --shard-labels ` +
+        '(in one process too, without mpirun; under mpirun -np R with any number of ranks)');
+    }
     if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
     if (given.seed !== undefined) throw new UsageError('--seed cannot be combined with --resume: the seed comes from the checkpoint');
   } else if (!given.train) {

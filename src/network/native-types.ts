@@ -2,6 +2,7 @@
 // docs/design.md "Network state"). Public classes validate user input before calling these; the C++ side
 // re-checks every length and range and throws `sublinear native: ...` errors instead of crashing.
 import type { HashSpec, QuerySpec, TablesSpec } from '../lsh/native-types.js';
+import type { SparseDataset } from '../../datasets/csr.js';
 
 /** Activation codes of LayerState.activation. */
 export const ACTIVATION_CODE = { relu: 0, softmax: 1, linear: 2 } as const;
@@ -264,4 +265,44 @@ export interface NativeNetwork {
     weights: Float32Array, bias: Float32Array, d: number, rows: Uint32Array, C: number, iters: number, sample: number, seed: number,
     outCentroids: Float32Array, outOffsets: Uint32Array, outMembers: Uint32Array,
   ): void;
+}
+
+/**
+ * Label-sharded training and prediction (native/net_shard.h, src/train/sharded.ts): the training step split
+ * into phases so that MPI ranks can exchange O(batch x hidden) values between them. `net`'s output layer is
+ * this rank's slice of the labels (dense: no sampling, no wide part); d = its inDim. Phases 1 and 4 keep
+ * their state in the calling thread's scratch, 2 and 3 in another: call them in order on one thread.
+ */
+export interface NativeShard {
+  /**
+   * Phase 1: forward of the layers below the output. training = 1: the points of `pointIds` that have labels
+   * (in order; seeds as netTrainSlice's `seed`), into outH (n, d); returns n. training = 0: every point,
+   * exact. outH must hold pointIds.length * d floats.
+   */
+  netShardForward(net: NetSpec, data: SparseDataset, pointIds: Uint32Array, training: 0 | 1, seed: number, numLabels: number, outH: Float32Array): number;
+  /**
+   * Phase 2 over the global batch: `rows` (B) its labelled points, H (B, d) their hidden activations,
+   * localOf (numLabels) global label -> row of this slice or -1. outStats (B, 3) = [max logit, sum of
+   * exp(z - max), sum of the logits of the sample's labels in this slice] over the active set S (every row
+   * when minActive is 0, else the batch's labels here plus uniform rows up to minActive; logQ added to S's
+   * logits). Returns |S|.
+   */
+  netShardOutForward(net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array, localOf: Int32Array, seed: number, minActive: number, logQ: Float32Array | null, outStats: Float64Array): number;
+  /**
+   * Phase 3: from the global log-sum-exp of every sample (B), dz = (softmax - y) * gradScale on S; mode 0
+   * takes the Adam step of S's rows, mode 2 changes nothing. outDH (B, d) = this slice's part of dL/dH.
+   */
+  netShardOutBackward(net: NetSpec, lse: Float64Array, hyper: { mode: 0 | 2; lr: number; beta1: number; beta2: number; eps: number; gradScale: number }, outDH: Float32Array): void;
+  /**
+   * Phase 4: dH (n, d) (summed over the ranks) through the layers below the output for the n points of the
+   * last netShardForward on this thread. Mode 3 returns the gradient rows per layer (the output layer's
+   * entry empty), mode 0 applies them (Adam).
+   */
+  netShardBackward(net: NetSpec, data: SparseDataset, n: number, dH: Float32Array, hyper: { mode: 0 | 3; lr: number; beta1: number; beta2: number; eps: number }): RowGradients[] | undefined;
+  /**
+   * Exact scores of this slice for q queries H (q, d): outIdx/outVal (q, k) the k best (local row, logit),
+   * descending, ties by the smaller row (UINT32_MAX / -inf when the slice is smaller than k); outStats (q, 2)
+   * = [max logit, sum of exp(z - max)] over the slice.
+   */
+  netShardScore(net: NetSpec, H: Float32Array, q: number, k: number, outIdx: Uint32Array, outVal: Float32Array, outStats: Float64Array): void;
 }

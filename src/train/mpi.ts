@@ -13,6 +13,8 @@ export interface MpiAddon {
   init(): { rank: number; size: number; threadLevel: number; library: string; host: string };
   /** Every rank's bytes, concatenated in rank order, and how many each rank gave. */
   allgatherv(bytes: Uint8Array): { data: Uint8Array; counts: number[] };
+  /** Every rank's bytes, concatenated in rank order, on `root` only (the others get an empty array). */
+  gatherv(bytes: Uint8Array, root: number): { data: Uint8Array; counts: number[] };
   /** Element-wise sum over the ranks, in place (same length on every rank). */
   allreduceSum(values: Float32Array | Float64Array): void;
   /** Root's contents into every rank's `view` (same byte length on every rank). */
@@ -52,7 +54,7 @@ export function mpi(): MpiAddon {
   if (!file) throw new Error(MPI_MISSING);
   try {
     const m = createRequire(import.meta.url)(file) as MpiAddon;
-    if (m.abiVersion !== 1) throw new Error(`ABI version ${m.abiVersion}, expected 1 (stale build)`);
+    if (m.abiVersion !== 2) throw new Error(`ABI version ${m.abiVersion}, expected 2 (stale build)`);
     loaded = m;
     return m;
   } catch (e) {

@@ -1,0 +1,419 @@
+// Label-sharded training and prediction: the phases of net_shard.h and their bindings.
+//   netShardForward(net, data, pointIds, training: 0|1, seed, numLabels, outH (n, d)) -> n
+//       training: the points with labels only (the others are skipped, as by netTrainSlice), in order;
+//       prediction: every point, exact (no sampled hidden layer is sampled).
+//   netShardOutForward(net, data, rows (B), H (B, d), localOf: Int32Array (numLabels), seed, minActive,
+//       logQ: Float32Array (outDim) | null, outStats (B, 3)) -> |S|: outStats[i] = [max, sum of exp(z - max),
+//       sum of the logits of i's labels this rank owns]. The active set S: every row when minActive is 0 or
+//       more than half the slice; else the batch's labels this rank owns, then uniform random rows of the
+//       slice (stream net_query_seed(seed << 32, layer)) until |S| >= minActive; logQ is added to S's logits.
+//   netShardOutBackward(net, lse: Float64Array (B), hyper { mode 0 | 2, lr, beta1, beta2, eps, gradScale },
+//       outDH (B, d)) -> undefined (mode 2: dH only, no row updated)
+//   netShardBackward(net, data, n, dH (n, d), hyper { mode 0 | 3, lr, beta1, beta2, eps }) -> mode 3: the
+//       gradient rows per layer as netTrainSlice's mode 3 (the output layer's entry empty)
+//   netShardScore(net, H (q, d), q, k, outIdx (q, k), outVal (q, k), outStats (q, 2))
+//       exact scores of this rank's output rows: the k best (logit, local id) per query, descending, ties
+//       by the smaller id, and [max, sum of exp(z - max)] of every query's logits over the slice.
+// Shapes are re-checked here; TypeScript (src/train/sharded.ts) owns every array.
+#include "net_shard.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "modules.h"
+#include "napi_util.h"
+#include "net_internal.h"
+#include "rng.h"
+
+namespace sl {
+namespace {
+
+using net::grow;
+constexpr uint32_t RB = nk::kRowBlock;
+
+// State of phases 2 and 3 (per thread).
+struct OutState {
+  uint32_t B = 0, d = 0, ldn = 0, ldx = 0, layer = 0;
+  bool ready = false;
+  std::vector<float> X, Xt;           // (B, ldx), (d, ldn)
+  std::vector<uint32_t> S;            // active local rows, ascending
+  std::vector<float> zS;              // (|S|, ldn)
+  std::vector<uint64_t> pairs;        // (position in S << 32 | sample) of every owned label, sorted
+  std::vector<float> invLabels;       // (B) 1 / (labels of sample i, all ranks)
+  std::vector<uint32_t> mark, pos;    // (outDim) epoch marks, position in S
+  uint32_t epoch = 0;
+  std::vector<float> wg, bg, mx, sum, lse, scale, dzt, g, gb, dHt;
+};
+thread_local OutState tlOut;
+thread_local std::vector<nk::GradRows> tlSink;
+
+// Rows S[r0 .. r0 + R) of L into wg (R, d) and their biases (+ logQ when given) into bg (R).
+void gather_rows(const NetLayer& L, const uint32_t* S, uint32_t r0, uint32_t R, float* wg, float* bg, const float* logQ) {
+  const uint32_t d = L.inDim;
+  for (uint32_t r = 0; r < R; ++r) {
+    std::memcpy(wg + size_t(r) * d, L.W + size_t(S[r0 + r]) * d, sizeof(float) * d);
+    bg[r] = L.b[S[r0 + r]] + (logQ ? logQ[S[r0 + r]] : 0.0f);
+  }
+}
+
+// X (B, ldx) and Xt (d, ldn) from H (B, d), padding zero.
+void load_inputs(OutState& o, const float* H, uint32_t B, uint32_t d) {
+  o.B = B, o.d = d;
+  o.ldn = nk::pad_to(B, nk::kSamplePad);
+  o.ldx = nk::pad_to(d, nk::kDimPad);
+  float* X = grow(o.X, size_t(B) * o.ldx);
+  float* Xt = grow(o.Xt, size_t(d) * o.ldn);
+  std::memset(X, 0, sizeof(float) * size_t(B) * o.ldx);
+  std::memset(Xt, 0, sizeof(float) * size_t(d) * o.ldn);
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t j = 0; j < d; ++j) {
+      X[size_t(i) * o.ldx + j] = H[size_t(i) * d + j];
+      Xt[size_t(j) * o.ldn + i] = H[size_t(i) * d + j];
+    }
+}
+
+const NetLayer& output_of(const std::vector<NetLayer>& layers) {
+  if (layers.size() < 2) throw ArgError("a sharded network needs a hidden layer below its output layer");
+  return layers.back();
+}
+
+// netShardForward(net, data, pointIds, training, seed, numLabels, outH) -> n
+Napi::Value NetShardForward(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = net_parse_layers(info[0], true);
+  const bool training = GetU32(info[3], "training") != 0;
+  const CsrView data = net_parse_data(info[1], training);
+  auto pointIds = GetArray<uint32_t>(info[2], "pointIds");
+  const uint32_t seed = GetU32(info[4], "seed");
+  const uint32_t numLabels = GetU32(info[5], "numLabels");
+  const NetLayer& last = output_of(layers);
+  const uint32_t nLayers = static_cast<uint32_t>(layers.size()), d = last.inDim;
+  if (pointIds.size > 0xFFFFFFFFu) throw ArgError("pointIds is too long");
+  const uint32_t nAll = static_cast<uint32_t>(pointIds.size);
+  auto outH = GetArray<float>(info[6], "outH", size_t(nAll) * d);
+  net::check_slice(data, pointIds.data, nAll, layers[0].inDim, training, numLabels);
+  net::FtzScope ftz;
+  net::Scratch& s = net::scratch();
+  uint32_t* rows = grow(s.rowsOfSlice, nAll);
+  uint32_t* pos = grow(s.posOfSlice, nAll);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < nAll; ++i) {
+    const uint32_t r = pointIds.data[i];
+    if (!training || data.labelOffsets[r + 1] > data.labelOffsets[r]) rows[n] = r, pos[n] = i, ++n;
+  }
+  if (n == 0) return Napi::Number::New(info.Env(), 0);
+  net::ForwardCtx c;
+  c.n = n;
+  c.ldn = nk::pad_to(n, nk::kSamplePad);
+  c.rows = rows;
+  c.useSampling = training;
+  c.training = training;
+  c.seed = seed;
+  c.fillSeed = seed;
+  c.positions = pos;
+  net::forward_hidden(layers.data(), nLayers, data, c, s);
+  const net::LayerBuf& top = s.layer[nLayers - 2];
+  for (uint32_t i = 0; i < n; ++i) std::memcpy(outH.data + size_t(i) * d, top.A.data() + size_t(i) * top.lda, sizeof(float) * d);
+  return Napi::Number::New(info.Env(), n);
+}
+
+// netShardOutForward(net, data, rows, H, localOf, seed, outStats) -> |S|
+Napi::Value NetShardOutForward(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = net_parse_layers(info[0], true);
+  const CsrView data = net_parse_data(info[1], true);
+  auto rowsA = GetArray<uint32_t>(info[2], "rows");
+  const NetLayer& L = output_of(layers);
+  const uint32_t d = L.inDim, N = L.outDim;
+  if (rowsA.size > 0xFFFFFFFFu) throw ArgError("rows is too long");
+  const uint32_t B = static_cast<uint32_t>(rowsA.size);
+  auto H = GetArray<float>(info[3], "H");
+  if (H.size != size_t(B) * d) throw ArgError("H has " + std::to_string(H.size) + " elements, expected rows.length * d = " + std::to_string(size_t(B) * d));
+  auto localOf = GetArray<int32_t>(info[4], "localOf");
+  const uint32_t seed = GetU32(info[5], "seed");
+  const uint32_t minActive = GetU32(info[6], "minActive");
+  const float* logQ = nullptr;
+  if (!info[7].IsNull() && !info[7].IsUndefined()) {
+    auto lq = GetArray<float>(info[7], "logQ");
+    if (lq.size != N) throw ArgError("logQ has " + std::to_string(lq.size) + " elements, expected the slice's " + std::to_string(N));
+    logQ = lq.data;
+  }
+  auto stats = GetArray<double>(info[8], "outStats", size_t(B) * 3);
+  if (localOf.size > 0xFFFFFFFFu) throw ArgError("localOf is too long");
+  net::check_slice(data, rowsA.data, B, layers[0].inDim, true, static_cast<uint32_t>(localOf.size));
+  for (size_t j = 0; j < localOf.size; ++j)
+    if (localOf.data[j] >= int32_t(N)) throw ArgError("localOf[" + std::to_string(j) + "] = " + std::to_string(localOf.data[j]) + " is >= the output slice's " + std::to_string(N) + " rows");
+  net::FtzScope ftz;
+  OutState& o = tlOut;
+  o.ready = false;
+  o.layer = static_cast<uint32_t>(layers.size() - 1);
+  load_inputs(o, H.data, B, d);
+  const uint32_t ldn = o.ldn;
+  // The active set S: every row of a dense output; else this rank's labels of the batch, then uniform random
+  // rows of the slice (one stream per batch seed) until |S| >= minActive (every row when that is over half).
+  o.S.clear();
+  uint32_t* mark = grow(o.mark, N);
+  uint32_t* posS = grow(o.pos, N);
+  if (++o.epoch == 0) {
+    std::fill(o.mark.begin(), o.mark.end(), 0u);
+    o.epoch = 1;
+  }
+  const uint32_t ep = o.epoch;
+  auto add = [&](uint32_t j) {
+    if (mark[j] != ep) mark[j] = ep, o.S.push_back(j);
+  };
+  const uint32_t* rows = rowsA.data;
+  float* invLabels = grow(o.invLabels, B);
+  for (uint32_t i = 0; i < B; ++i) {
+    const uint32_t q0 = data.labelOffsets[rows[i]], q1 = data.labelOffsets[rows[i] + 1];
+    invLabels[i] = q1 > q0 ? 1.0f / float(q1 - q0) : 0.0f;
+  }
+  if (minActive == 0 || uint64_t(minActive) * 2 > N) {
+    for (uint32_t j = 0; j < N; ++j) add(j);
+  } else {
+    for (uint32_t i = 0; i < B; ++i)
+      for (uint32_t q = data.labelOffsets[rows[i]]; q < data.labelOffsets[rows[i] + 1]; ++q)
+        if (localOf.data[data.labelIndices[q]] >= 0) add(uint32_t(localOf.data[data.labelIndices[q]]));
+    SplitMix64 rng(net_query_seed(uint64_t(seed) << 32, o.layer));
+    while (o.S.size() < minActive) add(rng.below(N));
+    std::sort(o.S.begin(), o.S.end());
+  }
+  const uint32_t nS = static_cast<uint32_t>(o.S.size());
+  for (uint32_t r = 0; r < nS; ++r) posS[o.S[r]] = r;
+  o.pairs.clear();
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t q = data.labelOffsets[rows[i]]; q < data.labelOffsets[rows[i] + 1]; ++q) {
+      const int32_t lo = localOf.data[data.labelIndices[q]];
+      if (lo >= 0) o.pairs.push_back(uint64_t(posS[lo]) << 32 | i);
+    }
+  std::sort(o.pairs.begin(), o.pairs.end());
+  float* zS = grow(o.zS, size_t(nS) * ldn);
+  float* wg = grow(o.wg, size_t(RB) * d);
+  float* bg = grow(o.bg, RB);
+  for (uint32_t r0 = 0; r0 < nS; r0 += RB) {
+    const uint32_t R = std::min(RB, nS - r0);
+    gather_rows(L, o.S.data(), r0, R, wg, bg, logQ);
+    nk::blk_forward(zS + size_t(r0) * ldn, wg, d, bg, o.Xt.data(), R, ldn);
+  }
+  float* mx = grow(o.mx, ldn);
+  float* sum = grow(o.sum, ldn);
+  std::fill(mx, mx + ldn, -std::numeric_limits<float>::infinity());
+  std::fill(sum, sum + ldn, 0.0f);
+  for (uint32_t r0 = 0; r0 < nS; r0 += RB) nk::lse_update(mx, sum, zS + size_t(r0) * ldn, std::min(RB, nS - r0), ldn);
+  for (uint32_t i = 0; i < B; ++i) {
+    stats.data[3 * i] = mx[i];
+    stats.data[3 * i + 1] = sum[i];
+    stats.data[3 * i + 2] = 0;
+  }
+  for (uint64_t p : o.pairs) stats.data[3 * uint32_t(p) + 2] += zS[size_t(p >> 32) * ldn + uint32_t(p)];
+  o.ready = true;
+  return Napi::Number::New(info.Env(), nS);
+}
+
+// netShardOutBackward(net, lse, hyper, outDH)
+Napi::Value NetShardOutBackward(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = net_parse_layers(info[0], true);
+  const NetLayer& L = output_of(layers);
+  OutState& o = tlOut;
+  if (!o.ready) throw ArgError("netShardOutBackward: no netShardOutForward on this thread since the last backward");
+  const uint32_t B = o.B, d = o.d, ldn = o.ldn, ldx = o.ldx, nS = static_cast<uint32_t>(o.S.size());
+  if (L.inDim != d || layers.size() - 1 != o.layer) throw ArgError("netShardOutBackward: the network differs from the forward's");
+  for (uint32_t j : o.S)
+    if (j >= L.outDim) throw ArgError("netShardOutBackward: the network differs from the forward's");
+  auto lseIn = GetArray<double>(info[1], "lse", B);
+  Napi::Object ho = GetObject(info[2], "hyper");
+  TrainHyper h;
+  h.mode = GetU32Prop(ho, "mode");
+  if (h.mode != 0 && h.mode != 2) throw ArgError("hyper.mode must be 0 (adam) or 2 (dH only)");
+  if (h.mode == 0) net_parse_adam(ho, h);
+  h.gradScale = static_cast<float>(GetF64Prop(ho, "gradScale"));
+  if (!std::isfinite(h.gradScale)) throw ArgError("hyper.gradScale must be finite");
+  auto dH = GetArray<float>(info[3], "outDH", size_t(B) * d);
+  o.ready = false;
+  net::FtzScope ftz;
+  float* lse = grow(o.lse, ldn);
+  float* scale = grow(o.scale, ldn);
+  for (uint32_t i = 0; i < ldn; ++i) {
+    lse[i] = i < B ? static_cast<float>(lseIn.data[i]) : 0.0f;
+    scale[i] = i < B && o.invLabels[i] > 0.0f ? h.gradScale : 0.0f;
+  }
+  float* dHt = grow(o.dHt, size_t(d) * ldn);
+  std::memset(dHt, 0, sizeof(float) * size_t(d) * ldn);
+  float* dzt = grow(o.dzt, size_t(RB) * ldn);
+  float* g = grow(o.g, size_t(RB) * ldx);
+  float* gb = grow(o.gb, RB);
+  float* wg = grow(o.wg, size_t(RB) * d);
+  float* bg = grow(o.bg, RB);
+  nk::AdamCorrection corr;
+  corr.init(h.beta1, h.beta2);
+  const uint64_t* pairs = o.pairs.data();
+  const size_t nPairs = o.pairs.size();
+  size_t pp = 0;
+  for (uint32_t r0 = 0; r0 < nS; r0 += RB) {
+    const uint32_t R = std::min(RB, nS - r0);
+    nk::softmax_scaled(dzt, o.zS.data() + size_t(r0) * ldn, lse, scale, R, ldn);
+    for (; pp < nPairs && (pairs[pp] >> 32) < r0 + R; ++pp) {
+      const uint32_t i = uint32_t(pairs[pp]);
+      dzt[size_t((pairs[pp] >> 32) - r0) * ldn + i] -= h.gradScale * o.invLabels[i];
+    }
+    nk::blk_grad(g, gb, dzt, o.X.data(), R, B, ldn, ldx);
+    gather_rows(L, o.S.data(), r0, R, wg, bg, nullptr);
+    nk::blk_dx(dHt, wg, d, dzt, R, ldn);
+    if (h.mode == 0)
+      for (uint32_t r = 0; r < R; ++r) {
+        const uint32_t j = o.S[r0 + r];
+        corr.at(nk::bump_step(L.rowSteps + j));
+        const nk::AdamStep a{h.lr, h.beta1, h.beta2, h.eps, corr.ibc1, corr.ibc2};
+        nk::adam_row(L.W + size_t(j) * d, L.mW + size_t(j) * d, L.vW + size_t(j) * d, g + size_t(r) * ldx, d, a);
+        nk::adam_row(L.b + j, L.mb + j, L.vb + j, gb + r, 1, a);
+      }
+  }
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t j = 0; j < d; ++j) dH.data[size_t(i) * d + j] = dHt[size_t(j) * ldn + i];
+  return info.Env().Undefined();
+}
+
+// netShardBackward(net, data, n, dH, hyper) -> mode 3: gradient rows per layer
+Napi::Value NetShardBackward(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = net_parse_layers(info[0], true);
+  const CsrView data = net_parse_data(info[1], false);
+  const uint32_t n = GetU32(info[2], "n");
+  const NetLayer& last = output_of(layers);
+  auto dH = GetArray<float>(info[3], "dH");
+  if (dH.size != size_t(n) * last.inDim) throw ArgError("dH has " + std::to_string(dH.size) + " elements, expected n * d = " + std::to_string(size_t(n) * last.inDim));
+  Napi::Object ho = GetObject(info[4], "hyper");
+  TrainHyper h;
+  h.mode = GetU32Prop(ho, "mode");
+  if (h.mode != 0 && h.mode != 3) throw ArgError("hyper.mode must be 0 (adam) or 3 (sparse gradient)");
+  if (h.mode == 0) net_parse_adam(ho, h);
+  if (tlSink.size() < layers.size()) tlSink.resize(layers.size());
+  h.sink = tlSink.data();
+  const net::Scratch& s = net::scratch();
+  if (s.rowsOfSlice.size() < n) throw ArgError("netShardBackward: no netShardForward of this slice on this thread");
+  for (uint32_t i = 0; i < n; ++i)
+    if (s.rowsOfSlice[i] >= data.points) throw ArgError("netShardBackward: the forward's rows are not in data");
+  net_backward_lower(layers.data(), static_cast<uint32_t>(layers.size()), data, n, dH.data, h);
+  if (h.mode != 3) return info.Env().Undefined();
+  Napi::Env env = info.Env();
+  Napi::Array out = Napi::Array::New(env, layers.size());
+  for (uint32_t k = 0; k < layers.size(); ++k) {
+    const nk::GradRows& gr = tlSink[k];
+    Napi::Object ob = Napi::Object::New(env);
+    auto ids = Napi::Uint32Array::New(env, gr.ids.size());
+    std::copy(gr.ids.begin(), gr.ids.end(), ids.Data());
+    auto rows = Napi::Float32Array::New(env, gr.rows.size());
+    std::copy(gr.rows.begin(), gr.rows.end(), rows.Data());
+    ob.Set("ids", ids);
+    ob.Set("rows", rows);
+    if (layers[k].inputMajor) {
+      ob.Set("rowBias", env.Null());
+      if (gr.hasBiasVector) {
+        auto bv = Napi::Float32Array::New(env, gr.biasVector.size());
+        std::copy(gr.biasVector.begin(), gr.biasVector.end(), bv.Data());
+        ob.Set("biasVector", bv);
+      } else {
+        ob.Set("biasVector", env.Null());
+      }
+    } else {
+      auto rb = Napi::Float32Array::New(env, gr.rowBias.size());
+      std::copy(gr.rowBias.begin(), gr.rowBias.end(), rb.Data());
+      ob.Set("rowBias", rb);
+      ob.Set("biasVector", env.Null());
+    }
+    out.Set(k, ob);
+  }
+  return out;
+}
+
+// netShardScore(net, H, q, k, outIdx, outVal, outStats)
+Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = net_parse_layers(info[0], false);
+  const NetLayer& L = output_of(layers);
+  const uint32_t d = L.inDim, N = L.outDim;
+  const uint32_t q = GetU32(info[2], "q");
+  const uint32_t k = GetU32(info[3], "k");
+  if (k == 0) throw ArgError("k must be positive");
+  auto H = GetArray<float>(info[1], "H", size_t(q) * d);
+  auto outIdx = GetArray<uint32_t>(info[4], "outIdx", size_t(q) * k);
+  auto outVal = GetArray<float>(info[5], "outVal", size_t(q) * k);
+  auto outStats = GetArray<double>(info[6], "outStats", size_t(q) * 2);
+  net::FtzScope ftz;
+  OutState& o = tlOut;
+  o.ready = false;
+  constexpr uint32_t kChunk = 256;  // queries per pass over the rows
+  std::vector<float> zt(size_t(RB) * nk::pad_to(kChunk, nk::kSamplePad));
+  std::vector<float> heapV;
+  std::vector<uint32_t> heapI;
+  for (uint32_t q0 = 0; q0 < q; q0 += kChunk) {
+    const uint32_t nq = std::min(kChunk, q - q0);
+    load_inputs(o, H.data + size_t(q0) * d, nq, d);
+    const uint32_t ldn = o.ldn;
+    float* mx = grow(o.mx, ldn);
+    float* sum = grow(o.sum, ldn);
+    std::fill(mx, mx + ldn, -std::numeric_limits<float>::infinity());
+    std::fill(sum, sum + ldn, 0.0f);
+    // Per query a min-heap of its k best (value, id): the root is the worst kept.
+    heapV.assign(size_t(nq) * k, -std::numeric_limits<float>::infinity());
+    heapI.assign(size_t(nq) * k, UINT32_MAX);
+    std::vector<uint32_t> fill(nq, 0);
+    auto worse = [](float va, uint32_t ia, float vb, uint32_t ib) { return va < vb || (va == vb && ia > ib); };
+    for (uint32_t r0 = 0; r0 < N; r0 += RB) {
+      const uint32_t R = std::min(RB, N - r0);
+      nk::blk_forward(zt.data(), L.W + size_t(r0) * d, d, L.b + r0, o.Xt.data(), R, ldn);
+      nk::lse_update(mx, sum, zt.data(), R, ldn);
+      for (uint32_t r = 0; r < R; ++r)
+        for (uint32_t i = 0; i < nq; ++i) {
+          const float v = zt[size_t(r) * ldn + i];
+          const uint32_t id = r0 + r;
+          float* hv = heapV.data() + size_t(i) * k;
+          uint32_t* hi = heapI.data() + size_t(i) * k;
+          uint32_t& f = fill[i];
+          if (f < k) {  // sift up
+            uint32_t c = f++;
+            while (c > 0) {
+              const uint32_t p = (c - 1) / 2;
+              if (!worse(v, id, hv[p], hi[p])) break;
+              hv[c] = hv[p], hi[c] = hi[p], c = p;
+            }
+            hv[c] = v, hi[c] = id;
+          } else if (worse(hv[0], hi[0], v, id)) {  // replace the root, sift down
+            uint32_t c = 0;
+            for (;;) {
+              uint32_t m = 2 * c + 1;
+              if (m >= k) break;
+              if (m + 1 < k && worse(hv[m + 1], hi[m + 1], hv[m], hi[m])) ++m;
+              if (!worse(hv[m], hi[m], v, id)) break;
+              hv[c] = hv[m], hi[c] = hi[m], c = m;
+            }
+            hv[c] = v, hi[c] = id;
+          }
+        }
+    }
+    for (uint32_t i = 0; i < nq; ++i) {
+      const size_t base = size_t(q0 + i) * k;
+      std::vector<std::pair<float, uint32_t>> v;
+      for (uint32_t e = 0; e < fill[i]; ++e) v.emplace_back(heapV[size_t(i) * k + e], heapI[size_t(i) * k + e]);
+      std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+      for (uint32_t e = 0; e < k; ++e) {
+        outIdx.data[base + e] = e < v.size() ? v[e].second : UINT32_MAX;
+        outVal.data[base + e] = e < v.size() ? v[e].first : -std::numeric_limits<float>::infinity();
+      }
+      outStats.data[2 * (q0 + i)] = mx[i];
+      outStats.data[2 * (q0 + i) + 1] = sum[i];
+    }
+  }
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void RegisterShard(Napi::Env env, Napi::Object exports) {
+  Export<NetShardForward>(env, exports, "netShardForward");
+  Export<NetShardOutForward>(env, exports, "netShardOutForward");
+  Export<NetShardOutBackward>(env, exports, "netShardOutBackward");
+  Export<NetShardBackward>(env, exports, "netShardBackward");
+  Export<NetShardScore>(env, exports, "netShardScore");
+}
+
+}  // namespace sl

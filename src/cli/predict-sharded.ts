@@ -1,0 +1,35 @@
+// `sublinear predict --model <sharded checkpoint> --input data.txt --distributed` (under mpirun): each rank
+// loads only its slice of a label-sharded checkpoint (re-sharded to this job's ranks) and scores every label
+// of its slice; the ranks' top-k are merged (ShardedModel.predictTopK) and rank 0 writes the predictions.
+import { applyInputScale } from '../network/input-scale.js';
+import { Network } from '../network/network.js';
+import type { DistributedRun } from '../train/distributed.js';
+import { loadShardedPart, newestShardCheckpoint, readShardManifest } from '../train/shard-checkpoint.js';
+import { shardLabels, sliceConfig, ShardedModel } from '../train/sharded.js';
+import { UsageError } from './args.js';
+import type { Out } from './engine.js';
+import { loadData } from './data-loading.js';
+import { writePredictions } from './predict-output.js';
+import type { PredictCliOptions } from './predict.js';
+
+export async function predictShardedOn(o: PredictCliOptions, io: Out, dist: DistributedRun): Promise<number> {
+  if (o.input === '-') throw new UsageError('--distributed reads --input from a file (every rank reads it), not standard input');
+  if (o.mode === 'sampled') throw new UsageError('--distributed scores every label of each slice exactly: leave out --mode sampled');
+  if (o.inputFormat === 'text') throw new UsageError('--distributed reads numeric input (XC or LIBSVM)');
+  const quiet = !!o.quiet || !dist.isRoot;
+  const picked = dist.agree(dist.isRoot ? (await newestShardCheckpoint(o.model)) ?? '' : '');
+  if (!picked) throw new Error(`${o.model}: no complete sharded checkpoint (predict --distributed reads the --checkpoint directory of train --shard-labels)`);
+  const manifest = await readShardManifest(picked);
+  const L = manifest.config.layers.at(-1)!.size;
+  if (o.threshold !== undefined && !(o.threshold > 0 && o.threshold <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] but received ${o.threshold}`);
+  const k = o.k ?? (o.threshold !== undefined ? Math.min(L, Math.floor(1 / o.threshold) + 1) : 5);
+  if (k > L) throw new UsageError(`option --k ${k} exceeds the model's ${L} labels`);
+  const part = await loadShardedPart(picked, manifest, dist.rank, dist.size, (rows) => new Network(sliceConfig(manifest.config, rows)), shardLabels);
+  let data = await loadData(o.input, o.inputFormat as 'xc' | 'libsvm' | undefined, 'input', quiet, undefined, o.zeroBased);
+  if (data.features > manifest.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${manifest.config.inputDim}`);
+  if (part.inputScale) data = applyInputScale(data, part.inputScale);
+  const model = new ShardedModel(dist.comm, manifest.config, part.net, shardLabels(part.labelFreq, dist.size), part.labelFreq);
+  const p = model.predictTopK(data, k);
+  if (dist.isRoot) await writePredictions({ points: data.points, k, labels: p.labels, scores: p.scores, outputsScoredPerPoint: L }, o.format ?? 'xc', L, io, undefined, o.threshold);
+  return 0;
+}

@@ -1,0 +1,285 @@
+// `sublinear train --distributed --shard-labels` (under mpirun): label-sharded training (src/train/sharded.ts).
+// Every rank reads the training data (or its %r shard, exchanged), owns a slice of the output labels and
+// trains with the others step by step; rank 0 prints, writes the shared part of checkpoints and the model.
+import { dirname, resolve } from 'node:path';
+import { resolveConfig, defaultConfig, type NetworkConfig } from '../network/config.js';
+import { Network } from '../network/network.js';
+import { applyInputScale, detectInputScale } from '../network/input-scale.js';
+import type { DistributedRun } from '../train/distributed.js';
+import { batchSeed, epochOrder } from '../train/fit.js';
+import { mpi } from '../train/mpi.js';
+import { initSliceRows, shardLabels, sliceConfig, ShardedModel, type LabelSharding } from '../train/sharded.js';
+import {
+  loadShardedPart, newestShardCheckpoint, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta,
+} from '../train/shard-checkpoint.js';
+import { labelFrequencies } from '../train/metrics.js';
+import { formatBytes } from '../train/memory-plan.js';
+import { peakRssMB } from '../util/peak-rss.js';
+import { UsageError } from './args.js';
+import { readConfigFile } from './config-file.js';
+import { checkEvaluable, checkFits, metricLine, type Out } from './engine.js';
+import { inputFormatOf, loadData } from './data-loading.js';
+import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js';
+import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
+import type { TrainCliOptions } from './train-options.js';
+
+/** Options `--shard-labels` does not take (yet), with what to do instead. */
+const UNSUPPORTED: [keyof TrainCliOptions, string][] = [
+  ['init', 'warm starts train in one process or data-parallel (without --shard-labels)'],
+  ['evalEvery', 'the test set is evaluated after the last epoch'],
+  ['log', 'use --json for the summary'],
+  ['mode', 'sharded evaluation scores every label of each slice exactly'],
+  ['useRecordedOutputs', 'give --save again'],
+];
+
+/** The directory holding the checkpoint `ckpt` (`--resume` may name either). */
+function picked(ckpt: string, resume: string): string {
+  return resolve(ckpt) === resolve(resume) ? dirname(resolve(ckpt)) : resume;
+}
+
+/** The global batch counter's checkpoint period: a number of batches, or a duration (s, m, h). */
+function checkpointPeriod(every: string | undefined): { batches?: number; ms?: number } {
+  if (!every) return { ms: 10 * 60_000 };
+  const m = /^(\d+(?:\.\d+)?)(s|m|h)$/.exec(every);
+  if (m) return { ms: Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 's' | 'm' | 'h'] };
+  if (/^\d+$/.test(every) && Number(every) > 0) return { batches: Number(every) };
+  throw new UsageError(`option --checkpoint-every expects a number of batches or a duration like 90s, 10m, 1h but received '${every}'`);
+}
+
+export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: DistributedRun): Promise<number> {
+  for (const [k, why] of UNSUPPORTED) {
+    if (given[k] !== undefined && given[k] !== false) throw new UsageError(`--${String(k).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} cannot be combined with --shard-labels: ${why}`);
+  }
+  if ((given.inputFormat ?? given.format) === 'text') throw new UsageError('--shard-labels reads numeric data (XC or LIBSVM): vectorise text in one process first');
+  if (given.workers !== undefined && given.workers !== 1) throw new UsageError('--shard-labels runs one thread per rank: give --workers 1 (or leave it out) and more ranks instead');
+  const comm = dist.comm;
+  const m = mpi();
+  const gatherv = (b: Uint8Array, root: number) => m.gatherv(b, root);
+  const quiet = !!given.quiet || !dist.isRoot;
+  const say = (s: string) => { if (!quiet) io.err(s); };
+
+  // Resume: the newest complete checkpoint (rank 0 picks it, every rank reads it).
+  let manifest: ShardCheckpointMeta | null = null;
+  let ckptPath: string | null = null;
+  if (given.resume) {
+    if (given.config) throw new UsageError('--config cannot be combined with --resume: the network configuration comes from the checkpoint');
+    const picked = dist.agree(dist.isRoot ? (await newestShardCheckpoint(given.resume)) ?? '' : '');
+    if (!picked) throw new Error(`${given.resume}: no complete sharded checkpoint (a directory sharded-<batches> with ${'manifest.json'})`);
+    ckptPath = picked;
+    manifest = await readShardManifest(picked);
+    say(`resuming from ${picked}: epoch ${manifest.epoch + 1}, batch ${manifest.batch} (${manifest.batchesDone} batches done; written by ${manifest.ranks} rank(s), now ${dist.size})\n`);
+  }
+  const saved = (manifest?.settings ?? {}) as TrainCliOptions;
+  const o: TrainCliOptions = { ...saved, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) };
+  if (manifest && given.save === undefined) delete o.save;
+  // A resumed run's checkpoints continue in the directory it resumed from (not the recorded path).
+  if (manifest && given.checkpoint === undefined) o.checkpoint = picked(ckptPath!, given.resume!);
+  if (!o.train) throw new UsageError('missing required option --train (or --resume <dir>)');
+  if (o.epochs === undefined) throw new UsageError('--shard-labels needs --epochs (held-out early stopping is not sharded)');
+  const ownFile = (p: string) => shardPath(p, dist.rank);
+  await checkInputFile(ownFile(o.train), '--train');
+  if (o.test) await checkInputFile(o.test, '--test');
+  if (dist.isRoot) {
+    if (o.save) await checkOutputFile(o.save, '--save');
+    if (o.checkpoint && !given.resume) await checkOutputDir(o.checkpoint, '--checkpoint');
+  }
+  const file = o.config && !manifest ? await readConfigFile(o.config) : undefined;
+  const format = inputFormatOf(o) as 'xc' | 'libsvm' | undefined;
+  const own = await loadData(ownFile(o.train), format, 'training data', quiet, undefined, o.zeroBased);
+  let train = o.train.includes(RANK_PLACEHOLDER) ? gatherShards(own, comm) : own;
+  let test = o.test ? await loadData(o.test, format, 'test data', quiet, undefined, o.zeroBased) : undefined;
+  if (test) checkEvaluable(test, o.test!);
+
+  // The whole network's configuration; the wide part is not sharded (yet): a default one is left out.
+  let config: NetworkConfig;
+  if (manifest) config = manifest.config;
+  else if (file) {
+    config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
+    if (config.layers.at(-1)?.wide) throw new UsageError(`${o.config}: --shard-labels does not shard a wide part (layers[-1].wide) yet: leave it out`);
+  } else {
+    config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
+    if (config.layers.at(-1)!.wide) {
+      delete config.layers.at(-1)!.wide;
+      say('note: --shard-labels trains the output layer without its default wide part (not sharded yet)\n');
+    }
+  }
+  const resolved = resolveConfig(config);
+  const L = resolved.layers.at(-1)!.size;
+  if (resolved.layers.length < 2) throw new UsageError('--shard-labels needs a hidden layer below the output layer');
+  if (train.features > resolved.inputDim) throw new Error(`${o.train} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
+  if (train.labels > L) throw new Error(`${o.train} has labels up to ${train.labels - 1} but the network's output layer has ${L}`);
+  if (test) checkFits(test, o.test!, resolved.inputDim, L);
+  // Raw-valued inputs are scaled as a single process's fit() scales them (decided from the training data
+  // alone, so a resumed run decides alike); the saved model stores the divisors.
+  const scaling = detectInputScale(train, resolved.inputDim, 'auto');
+  if (scaling.scale) {
+    train = applyInputScale(train, scaling.scale);
+    if (test) test = applyInputScale(test, scaling.scale);
+    say(`input scaling: ${scaling.report.reason}\n`);
+  }
+  if (L < dist.size) throw new UsageError(`cannot shard ${L} labels over ${dist.size} ranks`);
+
+  // The sharding: by training label counts (the checkpoint's when resuming, so a resume re-shards alike).
+  let labelFreq = labelFrequencies(train.labelIndices, L);
+  let net: Network;
+  if (manifest) {
+    const part = await loadShardedPart(ckptPath!, manifest, dist.rank, dist.size, (rows) => new Network(sliceConfig(config, rows)), shardLabels);
+    net = part.net;
+    labelFreq = part.labelFreq;
+  } else {
+    net = new Network(sliceConfig(config, shardLabels(labelFreq, dist.size).labelsOf[dist.rank]!.length));
+  }
+  const sharding: LabelSharding = shardLabels(labelFreq, dist.size);
+  const mine = sharding.labelsOf[dist.rank]!;
+  if (!manifest) {
+    // Identical lower layers on every rank (rank 0's initial state), and the slice's rows initialised as the
+    // whole network's rows of its labels: the initial model does not depend on the number of ranks.
+    for (const l of net.spec.layers.slice(0, -1)) for (const a of [l.weights, l.bias]) comm.bcast(a, 0);
+    initSliceRows(config, mine, net.spec.layers.at(-1)!);
+  }
+  const model = new ShardedModel(comm, config, net, sharding, labelFreq);
+  const batchSize = o.batch ?? 128;
+  const lr = o.lr ?? file?.training.lr ?? (resolved.layers.at(-1)!.sampling ? 1e-2 : 1e-3);
+  model.prepareLogQ(train.points, batchSize);
+  const epochs = o.epochs;
+  const seed = resolved.seed;
+  const sliceBytes = net.memoryBytes();
+  const loads = sharding.load;
+  say(`network: ${resolved.inputDim} -> ${resolved.layers.map((l) => l.size).join(' -> ')}; label-sharded over ${dist.size} rank(s): ` +
+    `${mine.length} labels here (${formatBytes(sliceBytes)} state per rank), label-count load ${Math.min(...loads)}..${Math.max(...loads)}; ` +
+    `minActive ${model.minActive} per slice\n`);
+
+  const period = checkpointPeriod(o.checkpointEvery);
+  let lastCkptAt = performance.now(), lastCkptBatch = manifest?.batchesDone ?? 0;
+  let checkpoints = 0;
+  const settings = { train: o.train, test: o.test, epochs, batch: batchSize, lr, format: o.format, inputFormat: o.inputFormat, zeroBased: o.zeroBased, checkpoint: o.checkpoint, checkpointEvery: o.checkpointEvery, seed };
+  const checkpoint = async (epoch: number, batch: number, batchesDone: number) => {
+    if (!o.checkpoint) return;
+    const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config, ranks: dist.size, epoch, batch, batchesDone, trainPoints: train.points, settings };
+    const at = await writeShardCheckpoint(o.checkpoint, dist.rank, net.spec, mine, labelFreq, meta, () => comm.barrier(), scaling.scale);
+    checkpoints++;
+    lastCkptAt = performance.now();
+    lastCkptBatch = batchesDone;
+    say(`checkpoint ${at}\n`);
+  };
+
+  let batchesDone = manifest?.batchesDone ?? 0;
+  const startEpoch = manifest?.epoch ?? 0;
+  let startBatch = manifest?.batch ?? 0;
+  const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  let samples = 0;
+  const history: { epoch: number; loss: number; samplesPerSecond: number }[] = [];
+  const adam = { beta1: 0.9, beta2: 0.999, eps: 1e-8 };
+  for (let epoch = startEpoch; epoch < epochs; epoch++) {
+    const order = epochOrder(train.points, seed, epoch, true);
+    const nb = Math.ceil(train.points / batchSize);
+    let lossSum = 0, n = 0;
+    const te = performance.now();
+    for (let b = startBatch; b < nb; b++) {
+      const ids = order.subarray(b * batchSize, Math.min(train.points, (b + 1) * batchSize));
+      const r = model.step(train, { pointIds: ids, seed: batchSeed(seed, batchesDone), lr, ...adam });
+      batchesDone++;
+      lossSum += r.lossSum;
+      n += r.samples;
+      // Every rank must decide alike: rank 0's clock decides time-based checkpoints, asked every 32 batches
+      // (a collective per step would add a round trip to every step).
+      if (o.checkpoint && b + 1 < nb) {
+        const due = period.batches
+          ? batchesDone - lastCkptBatch >= period.batches
+          : batchesDone % 32 === 0 && dist.agree(performance.now() - lastCkptAt >= period.ms! ? '1' : '0') === '1';
+        if (due) await checkpoint(epoch, b + 1, batchesDone);
+      }
+    }
+    startBatch = 0;
+    samples += n;
+    const secs = (performance.now() - te) / 1000;
+    history.push({ epoch: epoch + 1, loss: lossSum / Math.max(1, n), samplesPerSecond: n / Math.max(secs, 1e-9) });
+    say(`epoch ${epoch + 1}/${epochs}: loss ${(lossSum / Math.max(1, n)).toFixed(4)}, ${Math.round(n / Math.max(secs, 1e-9))} samples/s\n`);
+    if (o.checkpoint && epoch + 1 < epochs) await checkpoint(epoch + 1, 0, batchesDone);
+  }
+  const trainSeconds = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const trainCpu = new Float64Array(dist.size);
+  trainCpu[dist.rank] = (cpu.user + cpu.system) / 1e6;
+  comm.allreduceSum(trainCpu);
+  if (o.checkpoint) await checkpoint(epochs, 0, batchesDone);
+
+  let metrics = null;
+  let predictSeconds = 0;
+  if (test) {
+    const tp = performance.now();
+    metrics = model.evaluate(test, [1, 3, 5], train.points, { A: o.propensityA, B: o.propensityB });
+    predictSeconds = (performance.now() - tp) / 1000;
+    say(`test: ${metricLine(metrics)}\n`);
+  }
+  if (o.save) {
+    const file = await gatherModel(model, dist.rank, dist.size, gatherv, train.points, batchesDone);
+    if (file) {
+      file.inputScale = scaling.scale;
+      await file.save(o.save);
+      say(`saved ${o.save}\n`);
+    }
+  }
+  const rss = new Float64Array(dist.size);
+  rss[dist.rank] = peakRssMB();
+  comm.allreduceSum(rss);
+  const x = model.report();
+  if (o.json && dist.isRoot) {
+    io.out(JSON.stringify({
+      shardLabels: true, ranks: dist.size, mpi: dist.library, labels: L, labelsPerRank: sharding.labelsOf.map((a) => a.length), loadPerRank: loads,
+      epochs, batchSize, lr, minActivePerSlice: model.minActive, trainSeconds, trainCpuSecondsPerRank: Array.from(trainCpu), samplesPerSecond: samples / Math.max(trainSeconds, 1e-9),
+      history, metrics, predictSeconds, peakRssMBPerRank: Array.from(rss), sliceStateBytes: sliceBytes,
+      exchange: { steps: x.steps, bytesSentPerStep: x.bytesSentPerStep, split: x.split, activeRowsPerStep: x.activePerStep,
+        lowerSeconds: x.lowerSeconds, outputSeconds: x.outputSeconds, exchangeSeconds: x.exchangeSeconds, applySeconds: x.applySeconds },
+      checkpoints, save: o.save ?? null,
+    }) + '\n');
+  }
+  return 0;
+}
+
+/**
+ * The whole model on rank 0 (null elsewhere): the lower layers as they are, the output rows gathered slice by
+ * slice (MPI_Gatherv) into their global rows. An ordinary model file: a single process loads it.
+ */
+async function gatherModel(model: ShardedModel, rank: number, size: number, gatherv: (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] }, trainPoints: number, batchesDone: number): Promise<Network | null> {
+  const out = model.net.spec.layers.at(-1)!;
+  const d = out.inDim;
+  const full = rank === 0 ? new Network(model.global) : null;
+  const rowsPerRound = Math.max(1, Math.floor((64 << 20) / (4 * (d + 1))));
+  const maxRows = Math.max(...model.sharding.labelsOf.map((a) => a.length));
+  for (let r0 = 0; r0 < maxRows; r0 += rowsPerRound) {
+    const n = Math.max(0, Math.min(rowsPerRound, model.labels.length - r0));
+    const msg = new Float32Array(n * (d + 1));
+    if (n > 0) {
+      msg.set(out.weights.subarray(r0 * d, (r0 + n) * d), 0);
+      msg.set(out.bias.subarray(r0, r0 + n), n * d);
+    }
+    const g = gatherv(new Uint8Array(msg.buffer), 0);
+    if (!full) continue;
+    const fo = full.spec.layers.at(-1)!;
+    let base = g.data.byteOffset;
+    for (let r = 0; r < size; r++) {
+      const bytes = g.counts[r]!;
+      const cnt = bytes / (4 * (d + 1));
+      const f = new Float32Array(g.data.buffer.slice(base, base + bytes));
+      const labels = model.sharding.labelsOf[r]!;
+      for (let e = 0; e < cnt; e++) {
+        const j = labels[r0 + e]!;
+        fo.weights.set(f.subarray(e * d, (e + 1) * d), j * d);
+        fo.bias[j] = f[cnt * d + e]!;
+      }
+      base += bytes;
+    }
+  }
+  if (!full) return null;
+  model.net.spec.layers.slice(0, -1).forEach((l, k) => {
+    const t = full.spec.layers[k]!;
+    t.weights.set(l.weights);
+    t.bias.set(l.bias);
+  });
+  full.labelFreq = model.labelFreq;
+  full.trainPoints = trainPoints;
+  full.batchesDone = batchesDone;
+  return full;
+}

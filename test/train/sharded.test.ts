@@ -1,0 +1,216 @@
+// Label-sharded training (src/train/sharded.ts, `train --distributed --shard-labels`): the sharding, the
+// row messages, and under `mpirun` (spawning the compiled CLI and test/train/mpi-shard-step.mjs): one
+// sharded step against the unsharded step, 2- and 4-rank runs against one process, checkpoints of 2 ranks
+// resumed under 1 and 4, the saved model read by a single process, and a dying rank named. The MPI parts
+// are skipped, saying why, where mpirun or the MPI addon is missing.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { assertBuilt, CLI, ROOT } from '../cli/built.js';
+import { mpiAddonPath } from '../../src/train/mpi.js';
+import { packRows, shardLabels, sliceConfig, sliceMinActive, unpackRows } from '../../src/train/sharded.js';
+
+describe('shardLabels', () => {
+  it('balances the label counts greedily, gives every label one row of one rank, and is deterministic', () => {
+    const freq = Uint32Array.from([50, 1, 1, 30, 20, 0, 0, 0, 10, 9, 8, 1]);
+    const s = shardLabels(freq, 3);
+    expect(s.labelsOf.map((a) => a.length).reduce((a, b) => a + b)).toBe(freq.length);
+    for (let j = 0; j < freq.length; j++) expect(s.labelsOf[s.owner[j]!]![s.local[j]!]).toBe(j);
+    // 50 | 30 + 10 + ... | 20 + 9 + 8 + ...: loads within the largest count of each other.
+    expect(s.load.reduce((a, b) => a + b)).toBe(130);
+    expect(Math.max(...s.load) - Math.min(...s.load)).toBeLessThanOrEqual(10);
+    // Labels without training points are spread by count, not piled on one rank.
+    const zeros = shardLabels(new Uint32Array(10), 4);
+    expect(zeros.labelsOf.map((a) => a.length)).toEqual([3, 3, 2, 2]);
+    expect(shardLabels(freq, 3)).toEqual(s);
+    for (const a of s.labelsOf) expect([...a]).toEqual([...a].sort((x, y) => x - y));
+  });
+
+  it('refuses more ranks than labels', () => {
+    expect(() => shardLabels(new Uint32Array(2), 3)).toThrow('cannot shard 2 labels over 3 ranks');
+  });
+
+  it('slices the output layer: its rows only, dense, no wide part; minActive divided among the ranks', () => {
+    const global = { inputDim: 10, layers: [{ size: 8 }, { size: 1000, sampling: { hash: 'dwta' as const, minActive: 101 }, wide: {} }] };
+    expect(sliceConfig(global, 250).layers.at(-1)).toEqual({ size: 250, activation: undefined });
+    expect(sliceConfig(global, 250).layers[0]).toEqual({ size: 8 });
+    expect(sliceMinActive(global, 4)).toBe(26);
+    expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 100_000, sampling: {} }] }, 2)).toBe(250);
+    expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 10 }] }, 2)).toBe(0);
+  });
+});
+
+describe('packRows / unpackRows', () => {
+  it('round-trips the gradient rows of input-major and neuron-major layers', () => {
+    const grads = [
+      { ids: Uint32Array.from([3, 7]), rows: Float32Array.from([1, 2, 3, 4, 5, 6]), rowBias: null, biasVector: Float32Array.from([9, 8, 7]) },
+      { ids: Uint32Array.from([1]), rows: Float32Array.from([1, 1, 1]), rowBias: Float32Array.from([0.5]), biasVector: null },
+    ];
+    const msg = packRows(grads, [true, false]);
+    const u = unpackRows(msg, 2, [3, 3], [true, false], 0);
+    expect(u).toHaveLength(2);
+    expect([...u[0]!.ids]).toEqual([3, 7]);
+    expect([...u[0]!.rows]).toEqual([1, 2, 3, 4, 5, 6]);
+    expect([...u[0]!.biasVector!]).toEqual([9, 8, 7]);
+    expect([...u[1]!.rowBias!]).toEqual([0.5]);
+  });
+
+  it('names the rank whose message is malformed', () => {
+    const msg = packRows([{ ids: Uint32Array.from([3]), rows: Float32Array.from([1, 2]), rowBias: null, biasVector: null }], [true]);
+    expect(() => unpackRows(msg.subarray(0, msg.length - 4), 1, [2], [true], 3)).toThrow("rank 3's gradient-row message is malformed");
+    expect(() => unpackRows(msg, 1, [3], [true], 1)).toThrow("rank 1's gradient-row message is malformed");
+  });
+});
+
+describe('train --shard-labels usage', () => {
+  it('needs --distributed, one worker per rank and --epochs', () => {
+    assertBuilt(['src/cli', 'src/train']);
+    const run = (...a: string[]) => spawnSync(process.execPath, [CLI, 'train', ...a], { cwd: ROOT, encoding: 'utf8' });
+    const a = run('--train', 'x.txt', '--shard-labels');
+    expect(a.status).toBe(2);
+    expect(a.stderr).toContain('--shard-labels needs --distributed');
+    if (skipReason() !== null) return; // the rest starts MPI (a singleton: no mpirun needed)
+    const b = run('--train', 'x.txt', '--shard-labels', '--distributed', '--workers', '2', '--epochs', '1');
+    expect(b.status).toBe(2);
+    expect(b.stderr).toContain('--shard-labels runs one thread per rank');
+  }, 60_000);
+});
+
+function skipReason(): string | null {
+  if (spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status !== 0) return 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)';
+  if (!mpiAddonPath()) return 'the MPI addon is not built (npm run build:mpi)';
+  return null;
+}
+const reason = skipReason();
+
+// Open MPI refuses root without these; more ranks than cores need --oversubscribe.
+const ENV = { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', OMPI_MCA_rmaps_base_oversubscribe: '1' };
+type Run = { code: number | null; stdout: string; stderr: string };
+function mpirun(np: number, ...args: string[]): Run {
+  const r = spawnSync('mpirun', ['-np', String(np), process.execPath, ...args], { cwd: ROOT, env: ENV, encoding: 'utf8', timeout: 240_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+function single(...args: string[]): Run {
+  const r = spawnSync(process.execPath, args, { cwd: ROOT, env: ENV, encoding: 'utf8', timeout: 240_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+const lastJson = (s: string) => JSON.parse(s.trim().split('\n').at(-1)!);
+
+let dir: string;
+let common: string[];
+beforeAll(async () => {
+  if (reason) return;
+  assertBuilt(['src/cli', 'src/train', 'src/network']);
+  dir = await mkdtemp(join(tmpdir(), 'sublinear-shard-'));
+  expect(single(CLI, 'data', 'synth', '--shape', 'tiny', '--train', '1500', '--test', '400', '--seed', '5', '--out', dir).code).toBe(0);
+  // A dense output layer (every label scored: one process and the shards compute the same softmax).
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ inputDim: 2000, seed: 3, layers: [{ size: 32 }, { size: 100 }] }));
+  common = ['--train', join(dir, 'train.txt'), '--test', join(dir, 'test.txt'), '--config', join(dir, 'config.json'), '--batch', '64', '--lr', '0.003'];
+}, 60_000);
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpirun${reason ? ` (skipped: ${reason})` : ''}`, () => {
+  it('one sharded step equals the unsharded step (2 and 4 ranks); dL/dH summed over the shards matches a TypeScript reference', () => {
+    for (const np of [2, 4]) {
+      const r = mpirun(np, join(ROOT, 'test/train/mpi-shard-step.mjs'));
+      expect(r.code, r.stderr).toBe(0);
+      const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      expect(lines).toHaveLength(np);
+      expect(lines.map((l) => l.labels).reduce((a: number, b: number) => a + b)).toBe(11);
+      for (const l of lines) {
+        expect(l.dHDiff).toBeLessThan(1e-5);
+        expect(l.lowerDiff).toBeLessThan(1e-6);
+        expect(l.outDiff).toBeLessThan(1e-6);
+        expect(l.stepsDiff).toBe(0);
+        expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-4 * Math.abs(l.refLoss));
+      }
+    }
+  }, 120_000);
+
+  it('2 and 4 ranks reach the accuracy of one process; the saved model is an ordinary model file', () => {
+    const one = single(CLI, 'train', ...common, '--epochs', '4', '--workers', '1', '--json', '--save', join(dir, 'one.sl'));
+    expect(one.code, one.stderr).toBe(0);
+    const p1 = lastJson(one.stdout).p1 as number;
+    for (const np of [2, 4]) {
+      const ck = join(dir, `ck-run-${np}`);
+      const r = mpirun(np, CLI, 'train', ...common, '--epochs', '4', '--distributed', '--shard-labels', '--json', '--save', join(dir, `s${np}.sl`), '--checkpoint', ck);
+      expect(r.code, r.stderr).toBe(0);
+      const lines = r.stdout.trim().split('\n').filter((l) => l.startsWith('{'));
+      expect(lines).toHaveLength(1); // rank 0 alone reports
+      const j = JSON.parse(lines[0]!);
+      expect(j.ranks).toBe(np);
+      expect(j.labelsPerRank.reduce((a: number, b: number) => a + b)).toBe(100);
+      expect(Math.abs(j.metrics.p1 - p1)).toBeLessThanOrEqual(0.01);
+      expect(j.exchange.bytesSentPerStep).toBeGreaterThan(0);
+      // A single process reads the gathered model and scores exactly what the shards scored.
+      const e = single(CLI, 'eval', '--model', join(dir, `s${np}.sl`), '--test', join(dir, 'test.txt'), '--json');
+      expect(e.code, e.stderr).toBe(0);
+      expect(lastJson(e.stdout).p1).toBeCloseTo(j.metrics.p1, 6);
+      // eval --distributed reads the checkpoint directory under another number of ranks, each rank its slice.
+      const d = mpirun(3, CLI, 'eval', '--model', ck, '--test', join(dir, 'test.txt'), '--distributed', '--json');
+      expect(d.code, d.stderr).toBe(0);
+      const dj = lastJson(d.stdout);
+      expect(dj.ranks).toBe(3);
+      expect(dj.p1).toBeCloseTo(j.metrics.p1, 6);
+      expect(dj.p5).toBeCloseTo(j.metrics.p5, 6);
+      // predict --distributed: the labels of one process's predict of the saved model, the scores up to rounding.
+      if (np === 2) {
+        const pd = mpirun(3, CLI, 'predict', '--model', ck, '--input', join(dir, 'test.txt'), '--k', '3', '--distributed');
+        const p1 = single(CLI, 'predict', '--model', join(dir, 's2.sl'), '--input', join(dir, 'test.txt'), '--k', '3');
+        expect(pd.code, pd.stderr).toBe(0);
+        expect(p1.code, p1.stderr).toBe(0);
+        const rows = (t: string) => t.trim().split('\n').slice(1).map((l) => l.split(' ').map((x) => x.split(':').map(Number)));
+        const a = rows(p1.stdout), b = rows(pd.stdout);
+        expect(b).toHaveLength(400);
+        expect(b.map((r) => r.map((x) => x[0]))).toEqual(a.map((r) => r.map((x) => x[0])));
+        for (let i = 0; i < a.length; i++) for (let e = 0; e < 3; e++) expect(Math.abs(a[i]![e]![1]! - b[i]![e]![1]!)).toBeLessThan(1e-5);
+      }
+    }
+    const bad = mpirun(2, CLI, 'eval', '--model', join(dir, 's2.sl'), '--test', join(dir, 'test.txt'), '--distributed');
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('not a directory of sharded checkpoints');
+  }, 240_000);
+
+  it('a checkpoint of 2 ranks resumes under 1 and under 4 ranks to the uninterrupted run; unfinished checkpoints are ignored', () => {
+    const ck = join(dir, 'ck');
+    const a = mpirun(2, CLI, 'train', ...common, '--epochs', '2', '--distributed', '--shard-labels', '--checkpoint', ck, '--checkpoint-every', '9');
+    expect(a.code, a.stderr).toBe(0);
+    const full = mpirun(2, CLI, 'train', ...common, '--epochs', '3', '--distributed', '--shard-labels', '--json');
+    expect(full.code, full.stderr).toBe(0);
+    const want = lastJson(full.stdout).metrics.p1 as number;
+    const done = readdirSync(ck).filter((n) => n.startsWith('sharded-')).sort();
+    expect(done.length).toBeGreaterThanOrEqual(1);
+    expect(done.length).toBeLessThanOrEqual(2);
+    for (const np of [1, 4]) {
+      const c = join(dir, `ck-${np}`);
+      cpSync(ck, c, { recursive: true });
+      // A checkpoint whose manifest was never written (a job killed while writing) is skipped.
+      mkdirSync(join(c, 'sharded-9999999999'));
+      writeFileSync(join(c, 'sharded-9999999999', 'slice-0.bin'), 'torn');
+      const r = mpirun(np, CLI, 'train', '--resume', c, '--epochs', '3', '--distributed', '--shard-labels', '--json');
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`written by 2 rank(s), now ${np}`);
+      const j = lastJson(r.stdout);
+      expect(j.ranks).toBe(np);
+      expect(Math.abs(j.metrics.p1 - want)).toBeLessThanOrEqual(0.01);
+      // The resumed run checkpoints into the directory it resumed from; the torn one is removed.
+      const names = readdirSync(c);
+      expect(names).not.toContain('sharded-9999999999');
+    }
+    // A plain --resume of a sharded checkpoint says how to resume it.
+    const plain = single(CLI, 'train', '--resume', ck, '--epochs', '3');
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toContain('holds label-sharded checkpoints: resume them with --distributed --shard-labels');
+  }, 240_000);
+
+  it('a rank that dies ends the job: non-zero exit, the rank named', () => {
+    const r = mpirun(2, join(ROOT, 'test/train/mpi-shard-dies.mjs'));
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/rank 1 .*exited on signal 9/);
+  }, 60_000);
+});
