@@ -28,7 +28,7 @@ import { sharedSetLogQ } from '../train/logq.js';
 import { allocateWide, buildWide } from './wide.js';
 import {
   earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, WeightSnapshot,
-  BLEND_SCALES, type BlendTry, type EarlyStopState, type ResolvedValidation, type SelectionReport, type ValidationPoint,
+  BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStopState, type ResolvedValidation, type SelectionReport, type ValidationPoint,
 } from '../train/early-stop.js';
 
 /**
@@ -397,7 +397,7 @@ export class Network {
       // A resumed run continues its early stopping (state and best weights from the checkpoint).
       const restored = resumed ? this.earlyStop : null;
       this.earlyStop = null;
-      const { fitOpts, held } = validation ? this.withValidation(exec, data, validation, restored, opts, o.lr, control) : { fitOpts: opts, held: 0 };
+      const { fitOpts, held, holdout } = validation ? this.withValidation(exec, data, validation, restored, opts, o.lr, control) : { fitOpts: opts, held: 0, holdout: null };
       // The wide part's pairs come from the first training data (the rows trained on, not the held-out ones);
       // a trained or resumed network keeps its own.
       const last = this.spec.layers.at(-1)!;
@@ -420,11 +420,17 @@ export class Network {
           method: 'holdout', points: held, epochs: e.bestEpoch,
           reason: `${held} held-out points (${holdoutWhy}): the best epoch's weights are kept`,
         };
-        // The network's weight against the wide part at the kept epoch (ValidationOptions.blend).
+        // The network's weight against the wide part at the kept epoch (ValidationOptions.blend): its
+        // scores at EPOCH_BLEND_SCALES, completed with the other scales on the restored weights.
         const kept = e.history[e.bestEpoch - 1];
-        if (kept?.scale !== undefined) {
-          if (kept.scale !== 1) this.scaleOutputLogits(kept.scale);
-          stats.blend = { scale: kept.scale, points: held, epoch: e.bestEpoch, ...(this.blendTried.has(e.bestEpoch) ? { tried: this.blendTried.get(e.bestEpoch)! } : {}) };
+        if (kept?.scale !== undefined && holdout && !stats.aborted) {
+          const known = this.blendTried.get(e.bestEpoch) ?? [];
+          const rest = BLEND_SCALES.filter((x) => !known.some((t) => t.scale === x));
+          const tried = [...known, ...(await this.scoreBlends(exec, holdout, validation, rest))].sort((a, b) => b.scale - a.scale);
+          const best = tried.reduce((a, t) => (t.score > a.score ? t : a)); // ties: the larger scale
+          this.scaleOutputLogits(best.scale);
+          this.indexFresh = false;
+          stats.blend = { scale: best.scale, points: held, epoch: e.bestEpoch, tried };
         }
         this.blendTried.clear();
       }
@@ -569,7 +575,7 @@ export class Network {
   private withValidation(
     exec: Executor, data: SparseDataset, validation: ResolvedValidation, restored: Network['earlyStop'], opts: FitOptions,
     lr: number, control: FitControl,
-  ): { fitOpts: FitOptions; held: number } {
+  ): { fitOpts: FitOptions; held: number; holdout: SparseDataset } {
     const split = holdoutSplit(data.points, validation.fraction, validation.maxPoints, this.seed);
     const holdout = subset(data, split.holdout);
     control.rows = split.train;
@@ -588,7 +594,7 @@ export class Network {
       const out = this.spec.layers.at(-1)!;
       let point: ValidationPoint;
       if (validation.blend && out.wide && out.wide.labels.length > 0) {
-        const tried = await this.scoreBlends(exec, holdout, validation);
+        const tried = await this.scoreBlends(exec, holdout, validation, EPOCH_BLEND_SCALES);
         const best = tried.reduce((a, t) => (t.score > a.score ? t : a)); // ties: the larger scale (listed first)
         this.blendTried.set(epoch + 1, tried);
         point = { epoch: epoch + 1, p1: best.p1, p3: best.p3, p5: best.p5, score: best.score, lr: epochLr, scale: best.scale };
@@ -601,7 +607,7 @@ export class Network {
       else control.lrScale = state.lrScale;
       await userEnd?.(epoch, { ...st, validation: state.history, bestEpoch: state.bestEpoch, validationPoints: holdout.points });
     };
-    return { fitOpts: { ...opts, onEpochEnd }, held: holdout.points };
+    return { fitOpts: { ...opts, onEpochEnd }, held: holdout.points, holdout };
   }
 
   /**
@@ -628,29 +634,31 @@ export class Network {
 
   /**
    * ValidationOptions.blend: the held-out scores with the network's logit (the output layer's weights and
-   * biases) scaled by each of BLEND_SCALES against the wide part. Halving in place and multiplying back by a
-   * power of two are exact in float, so no copy of the layer is made and the weights end as they were, bit
-   * for bit. One cluster index serves every scale: scaling every row [w_j, b_j] alike leaves its clusters
-   * and their order for a query as they are.
+   * biases) scaled by each of `scales` (powers of two, largest first) against the wide part. Scaling in place
+   * and back by powers of two is exact in float, so no copy of the layer is made and the weights end as they
+   * were, bit for bit. One cluster index (of the weights as they are now) serves every scale: scaling every
+   * row [w_j, b_j] alike leaves its clusters and their order for a query as they are.
    */
-  private async scoreBlends(exec: Executor, holdout: SparseDataset, validation: ResolvedValidation): Promise<BlendTry[]> {
+  private async scoreBlends(exec: Executor, holdout: SparseDataset, validation: ResolvedValidation, scales: readonly number[]): Promise<BlendTry[]> {
     const tried: BlendTry[] = [];
+    let now = 1;
     try {
-      for (let t = 0; t < BLEND_SCALES.length; t++) {
-        if (t > 0) this.scaleOutputLogits(BLEND_SCALES[t]! / BLEND_SCALES[t - 1]!);
-        tried.push({ scale: BLEND_SCALES[t]!, ...(await this.scoreHoldout(exec, holdout, validation, t === 0)) });
+      for (const x of scales) {
+        this.scaleOutputLogits(x / now);
+        now = x;
+        tried.push({ scale: x, ...(await this.scoreHoldout(exec, holdout, validation, tried.length === 0)) });
       }
     } finally {
-      this.scaleOutputLogits(1 / BLEND_SCALES[tried.length > 0 ? tried.length - 1 : 0]!);
+      this.scaleOutputLogits(1 / now);
     }
     return tried;
   }
 
   /** Multiplies the output layer's weights and biases (the network's logit) by f. */
   private scaleOutputLogits(f: number): void {
+    if (f === 1) return;
     const out = this.spec.layers.at(-1)!;
     for (const a of [out.weights, out.bias]) for (let e = 0; e < a.length; e++) a[e] = a[e]! * f;
-    this.indexFresh = false;
   }
 
   /** See FitTarget.scheduledRebuild. */

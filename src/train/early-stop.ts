@@ -54,7 +54,8 @@ export interface ValidationOptions {
   folds?: number;
   /**
    * An output layer with a wide part: after training (held-out slice only), weigh the network's logit
-   * w_j . h + b_j against the wide part's by the scale in BLEND_SCALES with the best held-out score, and
+   * w_j . h + b_j against the wide part's by the scale in BLEND_SCALES with the best held-out score (each
+   * epoch is scored at its best of EPOCH_BLEND_SCALES, the kept one at all of them), and
    * keep it (the output layer's weights and biases are multiplied by it). Trained jointly, the network's
    * share is fitted to the training points and, at 10^5-10^6 labels, adds noise to the wide part's ranking
    * on new points. false keeps the network as trained. Default true.
@@ -98,6 +99,12 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
  * index is built from the (scaled) output rows.
  */
 export const BLEND_SCALES = [1, 0.5, 0.25, 0.125, 0.0625] as const;
+
+/**
+ * The scales every epoch is scored at (every other one of BLEND_SCALES: the score moves slowly with the
+ * scale, and each try is a pass over the held-out slice); the kept epoch is then scored at the others too.
+ */
+export const EPOCH_BLEND_SCALES = [1, 0.25, 0.0625] as const;
 
 /** The held-out score of one weight of the network's logit (ValidationOptions.blend). */
 export interface BlendTry {

@@ -9,7 +9,7 @@ import { native } from '../../src/native.js';
 import type { LayerGrads, NetSpec, WideState } from '../../src/network/native-types.js';
 import { buildWide, wideProblem } from '../../src/network/wide.js';
 import { Network } from '../../src/network/network.js';
-import { BLEND_SCALES } from '../../src/train/early-stop.js';
+import { BLEND_SCALES, EPOCH_BLEND_SCALES } from '../../src/train/early-stop.js';
 import { DEFAULT_WIDE, defaultConfig, resolveWide } from '../../src/network/config.js';
 import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../datasets/synth.js';
@@ -290,9 +290,11 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
     expect(new Set(tried.map((t) => t.score)).size).toBeGreaterThan(1); // the scale changes the ranking
     const best = tried.reduce((x, t) => (t.score > x.score ? t : x)); // the first (largest scale) of ties
     expect(b.scale).toBe(best.scale);
-    // Every epoch was scored at its best scale: the history holds it, and the kept epoch's score is its best.
-    expect(st.validation!.every((p) => p.scale !== undefined)).toBe(true);
-    expect(st.validation![b.epoch - 1]!.score).toBe(best.score);
+    // Every epoch was scored at its best of EPOCH_BLEND_SCALES: the history holds it; the kept one at all scales.
+    expect(st.validation!.every((p) => (EPOCH_BLEND_SCALES as readonly number[]).includes(p.scale!))).toBe(true);
+    const epochBest = tried.filter((t) => (EPOCH_BLEND_SCALES as readonly number[]).includes(t.scale)).reduce((x, t) => (t.score > x.score ? t : x));
+    expect(st.validation![b.epoch - 1]!.score).toBe(epochBest.score);
+    expect(st.validation![b.epoch - 1]!.scale).toBe(epochBest.scale);
     // The kept epoch's output layer times the scale, bit for bit (the wide part as trained).
     const o = net.spec.layers[1]!, kept = byEpoch[b.epoch - 1]!;
     expect(Array.from(o.weights)).toEqual(Array.from(kept.w, (w) => Math.fround(w * b.scale)));
