@@ -8,7 +8,7 @@ import { KFOLD_MEMORY, Network } from '../network/network.js';
 import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
-import { checkMemory, formatBytes, planNetworkMemory } from '../train/memory-plan.js';
+import { addPart, checkMemory, formatBytes, planNetworkMemory } from '../train/memory-plan.js';
 import { parseCheckpointEvery } from '../train/checkpoint.js';
 import { fsErrorReason } from '../util/fs-errors.js';
 import { outputTarget } from '../util/atomic-write.js';
@@ -154,16 +154,18 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       : `${o.init} was trained on text: give the new data as text (--input-format text)`);
   }
   let train: SparseDataset, test: SparseDataset | undefined, text: TextDatasets | undefined;
+  // The most the readers' buffers held: garbage once read, but freed only at a collection, so planned.
+  const readStats = { bufferBytes: 0 };
   if (format === 'text') {
     if (dist && trainPath.includes(RANK_PLACEHOLDER)) throw new UsageError('--input-format text cannot read per-rank shards (%r): give every rank the whole file');
-    text = await loadTextData(trainPath, o.test, o, initNet, quiet, io, limit);
+    text = await loadTextData(trainPath, o.test, o, initNet, quiet, io, limit, readStats);
     train = text.train;
     test = text.test;
   } else {
-    const own = await loadData(ownFile(trainPath), format, 'training data', quiet, limit, o.zeroBased);
+    const own = await loadData(ownFile(trainPath), format, 'training data', quiet, limit, o.zeroBased, readStats);
     // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
     train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
-    test = o.test ? await loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased) : undefined;
+    test = o.test ? await loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased, readStats) : undefined;
   }
   if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
   if (test) checkEvaluable(test, o.test!);
@@ -198,6 +200,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
   const plan = planNetworkMemory(resolved, workers, train, bestWeights);
+  addPart(plan, 'read buffers', readStats.bufferBytes);
   // Small training sets: k-fold selection trains copies of the network side by side (at most KFOLD_MEMORY).
   const savedValidation = resumed ? resumed.resumeInfo!.fitOptions.validation ?? null : undefined;
   const v = savedValidation !== undefined ? savedValidation : t.validation === false || epochs !== undefined ? null : resolveValidation(t.validation ?? {});

@@ -228,6 +228,14 @@ export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number
   return plan;
 }
 
+/** Adds a part to `plan` (kept sorted, largest first, and totalled); a part of 0 bytes is left out. */
+export function addPart(plan: MemoryPlan, name: string, bytes: number): void {
+  if (bytes <= 0) return;
+  plan.parts.push({ name, bytes });
+  plan.parts.sort((a, b) => b.bytes - a.bytes || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  plan.totalBytes += bytes;
+}
+
 /** Thrown by `checkMemory` (and the loaders' memory check) when a plan exceeds the limit. */
 export class MemoryLimitError extends Error {
   override name = 'MemoryLimitError';
