@@ -381,6 +381,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         `${stats.aborted ? ' (stopped early)' : ''}\n`);
       const failed = stats.checkpointFailures?.length ?? 0;
       if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}\n`);
+      if (o.log && writer && logFailures > 0) io.err(`--log ${o.log}: ${logFailures} record(s) not written\n`);
       if (stats.inputScaling?.scaled) io.err(`inputs scaled: ${stats.inputScaling.reason} (stored in the model; predict and eval apply it)\n`);
       const sel = stats.selection;
       if (sel?.method === 'kfold') {

@@ -122,6 +122,8 @@ describe('a --log that cannot be written (2)', () => {
     // 3 epoch records and the summary line.
     expect(lastJson(r.stdout)).toMatchObject({ epochs: 3, logFailures: 4 });
     expect(readFileSync(log, 'utf8')).toBe('');
+    // The text summary counts them too (the 3 epoch records; the summary record follows it).
+    expect(r.stderr).toContain(`--log ${log}: 3 record(s) not written\n`);
   });
 });
 
