@@ -73,7 +73,6 @@ export interface PredictOptions {
  */
 export type LoadOptions = LoadLimits;
 
-/** Options of `Network.resume` (with the limits of `Network.load`). */
 /** Options of `new Network`. */
 export interface NetworkOptions {
   /**
@@ -85,6 +84,7 @@ export interface NetworkOptions {
   inference?: boolean;
 }
 
+/** Options of `Network.resume` (with the limits of `Network.load`). */
 /** Options of `Network.save`. */
 export interface SaveOptions {
   /** How the model was trained, stored in the file and shown by `sublinear info`. Default none. */
