@@ -2,7 +2,7 @@
 // checkpoints, --log and progress, then saves and evaluates it.
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import type { SparseDataset } from '../../datasets/index.js';
+import { DataFormatError, type SparseDataset } from '../../datasets/index.js';
 import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import { KFOLD_MEMORY, Network } from '../network/network.js';
 import { resolveValidation, selectionMethod } from '../train/early-stop.js';
@@ -156,16 +156,24 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   let train: SparseDataset, test: SparseDataset | undefined, text: TextDatasets | undefined;
   // The most the readers' buffers held: garbage once read, but freed only at a collection, so planned.
   const readStats = { bufferBytes: 0 };
+  // A data file named by a checkpoint, not the command line, may be anyone's file: a format error in it
+  // names the file and line but does not quote its content (naming the file with --train/--test shows it).
+  const recordedPaths = new Set(recordedInputs.length ? [given.train === undefined ? ownFile(trainPath) : null, given.test === undefined ? o.test : null] : []);
+  const unquoted = <T>(p: Promise<T>): Promise<T> => p.catch((e: unknown) => {
+    if (!(e instanceof DataFormatError) || !recordedPaths.has(e.file)) throw e;
+    const flag = e.file === o.test ? '--test' : '--train';
+    throw new DataFormatError(escapeControl(e.file), e.line, `not readable as data; its content is not shown because the path comes from the checkpoint, not the command line (give ${flag} ${escapeControl(e.file)} to see the problem)`);
+  });
   if (format === 'text') {
     if (dist && trainPath.includes(RANK_PLACEHOLDER)) throw new UsageError('--input-format text cannot read per-rank shards (%r): give every rank the whole file');
-    text = await loadTextData(trainPath, o.test, o, initNet, quiet, io, limit, readStats);
+    text = await unquoted(loadTextData(trainPath, o.test, o, initNet, quiet, io, limit, readStats));
     train = text.train;
     test = text.test;
   } else {
-    const own = await loadData(ownFile(trainPath), format, 'training data', quiet, limit, o.zeroBased, readStats);
+    const own = await unquoted(loadData(ownFile(trainPath), format, 'training data', quiet, limit, o.zeroBased, readStats));
     // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
     train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
-    test = o.test ? await loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased, readStats) : undefined;
+    test = o.test ? await unquoted(loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased, readStats)) : undefined;
   }
   if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
   if (test) checkEvaluable(test, o.test!);
