@@ -1,7 +1,7 @@
 // Reading the engine commands' data files: XC and LIBSVM files, raw text (a training file's own vectorizer,
 // or a text model's), with progress displays and the memory limit.
 import { stat } from 'node:fs/promises';
-import { readXC, readLibsvm, type SparseDataset } from '../../datasets/index.js';
+import { DataFormatError, readXC, readLibsvm, type SparseDataset } from '../../datasets/index.js';
 import type { Network } from '../network/network.js';
 import { memoryLimit } from '../train/memory-plan.js';
 import { Progress } from '../util/progress.js';
@@ -29,6 +29,12 @@ export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined
   const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
   try {
     return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes, oneBased: !zeroBased, stats }) : await readXC(path, { onProgress, maxMemoryBytes, stats });
+  } catch (e) {
+    // The reader's advice on a 0-based file, in the command line's words.
+    if (e instanceof DataFormatError && e.problem.startsWith('feature id 0 ') && e.problem.endsWith('(read it as 0-based if its ids start at 0)')) {
+      throw new DataFormatError(e.file, e.line, e.problem.replace('(read it as 0-based if its ids start at 0)', '(give --zero-based if its ids start at 0)'));
+    }
+    throw e;
   } finally {
     bar?.done();
   }

@@ -93,7 +93,7 @@ describe('train refuses what would waste a run', () => {
   it('reads 0-based LIBSVM training data with --zero-based, as its error suggests', () => {
     writeFileSync(join(dir, 'z.svm'), '1 0:1 3:2\n0 1:1 2:1\n1 0:0.5\n0,1 4:1\n');
     const one = run('train', '--train', 'z.svm', '--format', 'libsvm', '--epochs', '1', '--save', 'z.sl', '--quiet');
-    expect(one.stderr).toBe('sublinear: z.svm:1: feature id 0 in a file read with 1-based feature ids (read it as 0-based if its ids start at 0)\n');
+    expect(one.stderr).toBe('sublinear: z.svm:1: feature id 0 in a file read with 1-based feature ids (give --zero-based if its ids start at 0)\n');
     expect(run('train', '--train', 'z.svm', '--format', 'libsvm', '--zero-based', '--epochs', '1', '--save', 'z.sl', '--quiet')).toMatchObject({ code: 0, stderr: '' });
     const e = run('eval', '--model', 'z.sl', '--test', 'z.svm', '--format', 'libsvm', '--zero-based', '--json');
     expect(e.code).toBe(0);
