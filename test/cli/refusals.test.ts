@@ -11,6 +11,7 @@ import { encodeCrafted, type CraftedFile } from '../../bench/fuzz-structured.js'
 import { Network } from '../../src/network/network.js';
 import { synthesize } from '../../datasets/synth.js';
 import { writeXC } from '../../datasets/xc-writer.js';
+import { readXC } from '../../datasets/xc-reader.js';
 import { assertBuilt, CLI, ROOT } from './built.js';
 
 let dir: string;
@@ -72,6 +73,32 @@ describe('eval and predict refuse crafted models (valid checksums)', () => {
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`sublinear: ${model}: ${message}`);
       expect(r.ms).toBeLessThan(5000);
+    }
+  });
+});
+
+describe('eval and predict read their input within what the model leaves of --max-memory', () => {
+  it('a limit the input alone fits in, but not with the model, refuses the input', async () => {
+    // A 2 MB model (2000 x 256 weights) and a test file whose reading needs several MB.
+    const model = join(dir, 'two-mb.sl');
+    await new Network({ inputDim: 2000, layers: [{ size: 256 }, { size: 100 }] }).save(model);
+    const test = join(dir, 'many.txt');
+    await writeXC(test, synthesize({ shape: 'tiny', points: 20000, seed: 6 }));
+    // The least limit under which the input alone reads (its data and read buffers).
+    let lo = 0, hi = 256e6;
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (await readXC(test, { maxMemoryBytes: mid }).then(() => true, () => false)) hi = mid;
+      else lo = mid;
+    }
+    const modelBytes = (await Network.load(model)).memoryBytes();
+    expect(modelBytes).toBeGreaterThan(2e6);
+    for (const cmd of [['eval', '--model', model, '--test', test], ['predict', '--model', model, '--input', test, '--k', '1']]) {
+      // Enough for the model's plan and for the input alone, not for both.
+      const r = run(...cmd, '--max-memory', String(hi + 1000));
+      expect(r.code, cmd[0]).toBe(1);
+      expect(r.stderr, cmd[0]).toMatch(new RegExp(`^sublinear: ${test.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: cannot be read within the memory limit: `));
+      expect(run(...cmd, '--max-memory', String(hi + modelBytes + 1000)).code, cmd[0]).toBe(0);
     }
   });
 });
