@@ -28,6 +28,8 @@ export class CsrBuilder {
   byteLimit = Infinity;
   /** How byteLimit is described in the error. Default: its size. */
   byteLimitLabel?: string;
+  /** Bytes held beside the arrays that count against byteLimit (a reader's read buffers), and their name. Default: none. */
+  otherBytes?: { bytes: () => number; name: string };
   /** Rows completed so far. offsets[0..points] and labelOffsets[0..points] are valid. */
   points = 0;
   /** Feature entries written (may include a row in progress). */
@@ -108,10 +110,12 @@ export class CsrBuilder {
 
   /** Throws MemoryLimitError if allocating `extra` more bytes would pass byteLimit. */
   private checkBudget(extra: number): void {
-    if (this.bytes() + extra > this.byteLimit) {
+    const other = this.otherBytes?.bytes() ?? 0;
+    if (this.bytes() + other + extra > this.byteLimit) {
       const mb = (b: number) => `${(b / 1e6).toPrecision(3)} MB`;
+      const beside = this.otherBytes ? ` besides ${mb(other)} of ${this.otherBytes.name}` : '';
       throw new MemoryLimitError(`the data needs more than ${this.byteLimitLabel ?? mb(this.byteLimit)} ` +
-        `(${this.points} points read so far hold ${mb(this.bytes())} and need ${mb(this.bytes() + extra)} to grow)`);
+        `(${this.points} points read so far hold ${mb(this.bytes())}${beside} and need ${mb(this.bytes() + extra)} to grow)`);
     }
   }
 

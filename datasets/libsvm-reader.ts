@@ -3,7 +3,7 @@
 // see datasets/line-parser.ts.
 import { stat } from 'node:fs/promises';
 import type { SparseDataset } from './csr.js';
-import { LineParser, readerBuilder, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
+import { LineParser, ReadMemory, readerBuilder, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
 
 /** Options of `readLibsvm`. */
 export interface ReadLibsvmOptions extends StreamOptions {
@@ -34,6 +34,7 @@ export async function readLibsvm(path: string, opts: ReadLibsvmOptions = {}): Pr
   }
   // Initial capacities from the file size: a nonzero takes at least 4 bytes (`1:1 `), a label 2 (`1,`).
   const total = (await stat(path)).size;
+  const memory = new ReadMemory(opts);
   const parser = new LineParser(
     {
       file: opts.displayName ?? path,
@@ -44,7 +45,7 @@ export async function readLibsvm(path: string, opts: ReadLibsvmOptions = {}): Pr
       lineOffset: 0,
       signedBinaryLabels: !opts.labelsOneBased,
     },
-    readerBuilder(Math.min(total + 1, 1 << 16), Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18), opts),
+    readerBuilder(Math.min(total + 1, 1 << 16), Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18), opts, memory),
   );
   let sampled = false;
   await streamLines(
@@ -57,6 +58,7 @@ export async function readLibsvm(path: string, opts: ReadLibsvmOptions = {}): Pr
       }
     },
     opts,
+    memory,
   ).catch((e: unknown) => rethrowReadError(e, opts.displayName ?? path, parser.line + 1));
   return parser.builder.toDataset(opts.features ?? parser.maxFeature + 1, opts.labels ?? parser.maxLabel + 1);
 }

@@ -457,18 +457,61 @@ export interface StreamOptions {
   maxLineBytes?: number;
   /**
    * Readers: refuse a file whose data would need more than this many bytes (the CSR arrays as they grow
-   * plus the read buffers), with an error naming the file, as soon as it is known. Default: no limit.
+   * plus the read buffers at their real size: two chunks, or a chunk and a line longer than a chunk while
+   * it is carried, up to about 2 x (maxLineBytes + chunkBytes)), with an error naming the file, as soon as
+   * it is known. Default: no limit.
    */
   maxMemoryBytes?: number;
+  /**
+   * Filled in by the read: `bufferBytes` is raised to the most bytes its read buffers held at once (for a
+   * memory plan that counts them: they are freed only at a garbage collection; an object shared by several
+   * reads ends with the largest). Default: none.
+   */
+  stats?: { bufferBytes: number };
 }
 
 /** Default of StreamOptions.maxLineBytes. */
 export const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
-/** Bytes streamLines holds at most for its buffers: two chunks, grown to the longest line allowed. */
+/** Bytes streamLines may hold for its buffers: two chunks, grown to the longest line allowed. */
 export function streamBufferBytes(opts: StreamOptions = {}): number {
   const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
   return 2 * (Math.max(chunk, opts.maxLineBytes ?? MAX_LINE_BYTES) + chunk);
+}
+
+const mb = (b: number) => `${(b / 1e6).toPrecision(3)} MB`;
+
+/**
+ * What one read holds against StreamOptions.maxMemoryBytes: streamLines' two read buffers at their real
+ * size and the reader's data so far (`data`, set by the reader: its CsrBuilder's arrays or its strings).
+ * Both are checked together whenever either grows.
+ */
+export class ReadMemory {
+  /** Bytes the read buffers hold now. */
+  buffers = 0;
+  /** Bytes of the data read so far. Default: 0 (set by the reader). */
+  data: () => number = () => 0;
+  readonly limit: number;
+  private readonly stats: { bufferBytes: number } | undefined;
+
+  constructor(opts: StreamOptions) {
+    this.limit = opts.maxMemoryBytes ?? Infinity;
+    this.stats = opts.stats;
+  }
+
+  /**
+   * The read buffers are about to hold `bytes` at once (`line`: the length of a line longer than a chunk
+   * that makes them grow, or 0); throws MemoryLimitError if that and the data pass the limit.
+   */
+  setBuffers(bytes: number, line = 0): void {
+    const data = this.data();
+    if (bytes + data > this.limit) {
+      throw new MemoryLimitError(`the read buffers need ${mb(bytes)}${line ? ` for a line of more than ${mb(line)}` : ''} ` +
+        `besides ${mb(data)} of data read so far, more than the memory limit of ${mb(this.limit)}`);
+    }
+    this.buffers = bytes;
+    if (this.stats && bytes > this.stats.bufferBytes) this.stats.bufferBytes = bytes;
+  }
 }
 
 /**
@@ -494,24 +537,22 @@ export function rethrowReadError(e: unknown, file: string, line: number): never 
 
 /**
  * A reader's CsrBuilder pre-sized for about `points`, `nnz` and `labels` entries, under
- * StreamOptions.maxMemoryBytes less the read buffers: the initial sizes are scaled down to half of that
- * (they are estimates), and growth past it throws MemoryLimitError.
+ * StreamOptions.maxMemoryBytes less the read buffers `memory` holds: the initial sizes are scaled down to
+ * half of that (they are estimates), and growth past it (the arrays and the buffers together) throws
+ * MemoryLimitError. `memory.data` becomes the builder's bytes.
  */
-export function readerBuilder(points: number, nnz: number, labels: number, opts: StreamOptions): CsrBuilder {
-  let limit = Infinity;
-  let label: string | undefined;
-  if (opts.maxMemoryBytes !== undefined) {
-    const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
-    const buffers = 2 * (chunk + 1);
-    limit = Math.max(0, opts.maxMemoryBytes - buffers);
-    const mb = (b: number) => `${(b / 1e6).toPrecision(3)} MB`;
-    label = `the memory limit of ${mb(opts.maxMemoryBytes)} less ${mb(buffers)} of read buffers`;
-  }
+export function readerBuilder(points: number, nnz: number, labels: number, opts: StreamOptions, memory: ReadMemory): CsrBuilder {
+  const limit = memory.limit;
   const want = 8 * (points + 1) + 8 * nnz + 4 * labels;
-  const f = want > limit / 2 ? limit / 2 / want : 1;
+  const room = Math.max(0, limit - memory.buffers);
+  const f = want > room / 2 ? room / 2 / want : 1;
   const b = new CsrBuilder(points * f, nnz * f, labels * f);
-  b.byteLimit = limit;
-  b.byteLimitLabel = label;
+  if (opts.maxMemoryBytes !== undefined) {
+    b.byteLimit = limit;
+    b.byteLimitLabel = `the memory limit of ${mb(limit)}`;
+    b.otherBytes = { bytes: () => memory.buffers, name: 'read buffers' };
+  }
+  memory.data = () => b.bytes();
   return b;
 }
 
@@ -525,8 +566,8 @@ export type ChunkSink = (buf: Uint8Array, start: number, end: number, consumed: 
  * Double-buffered: the next chunk is read (in libuv's thread pool) while the sink parses the current one,
  * so parsing never waits for the disk when the disk keeps up.
  */
-export async function streamLines(path: string, sink: ChunkSink, opts: StreamOptions = {}): Promise<void> {
-  const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
+export async function streamLines(path: string, sink: ChunkSink, opts: StreamOptions = {}, memory = new ReadMemory(opts)): Promise<void> {
+  let chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
   const maxLine = opts.maxLineBytes ?? MAX_LINE_BYTES;
   let fh: FileHandle;
   try {
@@ -542,7 +583,11 @@ export async function streamLines(path: string, sink: ChunkSink, opts: StreamOpt
     // Reading a directory fails with an EISDIR that names no path: say which one.
     if (st.isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, read '${path}'`), { code: 'EISDIR', path });
     const total = st.size;
+    // A regular file smaller than a chunk needs buffers of its size only (more reads follow if it grows).
+    const regular = st.isFile();
+    if (regular && total > 0) chunk = Math.min(chunk, Math.max(16, total));
     // One spare byte in each buffer for the '\n' appended to an unterminated last line.
+    memory.setBuffers(2 * (chunk + 1));
     let cur = Buffer.allocUnsafe(chunk + 1);
     let nxt = Buffer.allocUnsafe(chunk + 1);
     let filled = 0, readTotal = 0, consumed = 0, start = 0;
@@ -567,9 +612,13 @@ export async function streamLines(path: string, sink: ChunkSink, opts: StreamOpt
         if (filled === cur.length - 1) {
           // A single line longer than the buffer: grow it, up to the longest line allowed.
           if (filled - start > maxLine) throw new LineTooLongError(maxLine);
-          const bigger = Buffer.allocUnsafe(Math.min((cur.length - 1) * 2, start + maxLine + chunk) + 1);
+          const size = Math.min((cur.length - 1) * 2, start + maxLine + chunk) + 1;
+          // While it is copied the old buffer is alive too.
+          memory.setBuffers(cur.length + size + nxt.length, filled - start);
+          const bigger = Buffer.allocUnsafe(size);
           cur.copy(bigger, 0, 0, filled);
           cur = bigger;
+          memory.setBuffers(cur.length + nxt.length);
         }
         const { bytesRead } = await fh.read(cur, filled, cur.length - 1 - filled, null);
         if (bytesRead === 0) eof = true;
@@ -580,7 +629,12 @@ export async function streamLines(path: string, sink: ChunkSink, opts: StreamOpt
       let next: Promise<{ bytesRead: number }> | undefined;
       const leftover = filled - lineEnd;
       if (!eof) {
-        if (nxt.length - 1 - leftover < chunk) nxt = Buffer.allocUnsafe(leftover + chunk + 1);
+        // Room behind the carried-over line for a chunk (a regular file: for what is left of it, if less).
+        if (nxt.length - 1 - leftover < (regular ? Math.min(chunk, Math.max(16, total - readTotal)) : chunk)) {
+          memory.setBuffers(cur.length + nxt.length + leftover + chunk + 1, leftover);
+          nxt = Buffer.allocUnsafe(leftover + chunk + 1);
+          memory.setBuffers(cur.length + nxt.length);
+        }
         cur.copy(nxt, 0, lineEnd, filled);
         next = fh.read(nxt, leftover, nxt.length - 1 - leftover, null);
         inFlight = next;

@@ -11,7 +11,7 @@
 // label whose name holds a comma (names are written comma-separated by `data featurize` and in model
 // files), a line longer than `maxLineBytes`. Blank lines are allowed only at the end of the file.
 import { DataFormatError, quoteToken } from './errors.js';
-import { LineTooLongError, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
+import { LineTooLongError, ReadMemory, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
 
 /** Default of ReadTextOptions.maxLineBytes: 1 MiB. */
 export const MAX_TEXT_LINE_BYTES = 1024 * 1024;
@@ -100,6 +100,9 @@ export async function readText(path: string, opts: ReadTextOptions = {}): Promis
   // Estimated bytes of the strings held (UTF-16 text, label names, per-point overhead), against maxMemoryBytes.
   let held = 0;
   const limit = opts.maxMemoryBytes ?? Infinity;
+  // The read buffers count against the limit with the strings.
+  const memory = new ReadMemory(opts);
+  memory.data = () => held;
   try {
     await streamLines(path, (buf, start, end) => {
       let pos = start;
@@ -124,15 +127,16 @@ export async function readText(path: string, opts: ReadTextOptions = {}): Promis
         }
         const p = parseTextLine(s, file, line);
         held += 2 * p.text.length + 96 + p.labels.reduce((a, l) => a + 2 * l.length + 40, 0);
-        if (held > limit) {
-          throw new DataFormatError(file, 0, `cannot be read within the memory limit: its text needs more than ${(limit / 1e6).toPrecision(3)} MB by line ${line}`);
+        if (held + memory.buffers > limit) {
+          const mb = (b: number) => `${(b / 1e6).toPrecision(3)} MB`;
+          throw new DataFormatError(file, 0, `cannot be read within the memory limit: its text needs more than ${mb(limit - memory.buffers)} by line ${line} (besides ${mb(memory.buffers)} of read buffers; the limit is ${mb(limit)})`);
         }
         texts.push(p.text);
         labels.push(p.labels);
         lines.push(line);
         pos = nl + 1;
       }
-    }, { chunkBytes: opts.chunkBytes, onProgress: opts.onProgress, maxLineBytes: maxLine + 2 });
+    }, { chunkBytes: opts.chunkBytes, onProgress: opts.onProgress, maxLineBytes: maxLine + 2, maxMemoryBytes: opts.maxMemoryBytes }, memory);
   } catch (e) {
     if (e instanceof LineTooLongError) throw new DataFormatError(file, line + 1, `line longer than ${maxLine} bytes`);
     rethrowReadError(e, file, line + 1);

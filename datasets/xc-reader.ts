@@ -11,7 +11,7 @@
 import type { SparseDataset } from './csr.js';
 import { DataFormatError, quoteToken } from './errors.js';
 import { boundText } from '../src/util/bounded-text.js';
-import { LineParser, readerBuilder, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
+import { LineParser, ReadMemory, readerBuilder, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
 
 /** Options of `readXC`. */
 export interface ReadXCOptions extends StreamOptions {
@@ -40,6 +40,7 @@ export async function readXC(path: string, opts: ReadXCOptions = {}): Promise<Sp
   let header: XCHeader | undefined;
   let parser: LineParser | undefined;
   let sampled = false;
+  const memory = new ReadMemory(opts);
   await streamLines(
     path,
     (buf, start, end, consumed, total, eof) => {
@@ -52,7 +53,7 @@ export async function readXC(path: string, opts: ReadXCOptions = {}): Promise<Sp
         const pointCap = Math.min(header.points, Math.max(1024, Math.ceil(total / 64)));
         parser = new LineParser(
           { file, features: header.features, labels: header.labels, featureBase: 0, labelBase: 0, maxPoints: header.points, lineOffset: 1 },
-          readerBuilder(pointCap, Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18), opts),
+          readerBuilder(pointCap, Math.min(total / 4 + 1, 1 << 20), Math.min(total / 2 + 1, 1 << 18), opts, memory),
         );
         start = Math.min(end, lineEnd + 1);
       }
@@ -63,6 +64,7 @@ export async function readXC(path: string, opts: ReadXCOptions = {}): Promise<Sp
       }
     },
     opts,
+    memory,
   ).catch((e: unknown) => rethrowReadError(e, file, parser ? parser.line + 1 : 1));
   if (!header || !parser) {
     throw new DataFormatError(file, 1, 'empty file: expected a header "points features labels"');

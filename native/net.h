@@ -61,6 +61,7 @@ struct NetLayer {
   uint32_t* rowSteps = nullptr;   // inputMajor ? (inDim) : (outDim)
   uint32_t* biasSteps = nullptr;  // (1)
   bool sampled = false;           // sampling object present
+  bool hasTables = false;         // sampled and its tables parsed (prediction may leave them out: net_napi.cc)
   HashParams hash;                // hash.dim == inDim
   Tables tables;                  // tables.N == outDim
   QueryOptions query;

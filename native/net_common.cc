@@ -378,10 +378,10 @@ void net_check_layers(const NetLayer* layers, uint32_t nLayers) {
       if (L.hash.dim != L.inDim)
         throw ArgError(where + ".sampling.hash.dim = " + std::to_string(L.hash.dim) + " differs from inDim " +
                        std::to_string(L.inDim));
-      if (L.tables.N != L.outDim)
+      if (L.hasTables && L.tables.N != L.outDim)
         throw ArgError(where + ".sampling.tables.N = " + std::to_string(L.tables.N) + " differs from outDim " +
                        std::to_string(L.outDim));
-      if (L.hash.L != L.tables.L || L.hash.rangeBits != L.tables.rangeBits)
+      if (L.hasTables && (L.hash.L != L.tables.L || L.hash.rangeBits != L.tables.rangeBits))
         throw ArgError(where + ".sampling: hash and tables differ in L or rangeBits");
     }
     if (L.hasWide) {

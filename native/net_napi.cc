@@ -53,23 +53,30 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
   if (!(L.dropout >= 0.0f && L.dropout < 1.0f)) throw ArgError("dropout must be in [0, 1)");
   const size_t wlen = size_t(L.inDim) * L.outDim;
   L.W = ExactArray<float>(o, "weights", wlen, "inDim * outDim").data;
-  L.mW = ExactArray<float>(o, "mWeights", wlen, "inDim * outDim").data;
-  L.vW = ExactArray<float>(o, "vWeights", wlen, "inDim * outDim").data;
   L.b = ExactArray<float>(o, "bias", L.outDim, "outDim").data;
-  L.mb = ExactArray<float>(o, "mBias", L.outDim, "outDim").data;
-  L.vb = ExactArray<float>(o, "vBias", L.outDim, "outDim").data;
-  // Training updates random rows of W and its moments: huge pages spare TLB misses. Prediction does not
-  // ask: a synchronous collapse of a freshly loaded model's pages costs more than one pass saves.
-  if (training)
+  // Prediction reads only W and b (and the wide part's weights): the Adam moments and step counters are
+  // not parsed, so an inference-sized network (Network.load) may hold empty ones.
+  if (training) {
+    L.mW = ExactArray<float>(o, "mWeights", wlen, "inDim * outDim").data;
+    L.vW = ExactArray<float>(o, "vWeights", wlen, "inDim * outDim").data;
+    L.mb = ExactArray<float>(o, "mBias", L.outDim, "outDim").data;
+    L.vb = ExactArray<float>(o, "vBias", L.outDim, "outDim").data;
+    // Training updates random rows of W and its moments: huge pages spare TLB misses. Prediction does not
+    // ask: a synchronous collapse of a freshly loaded model's pages costs more than one pass saves.
     for (float* a : {L.W, L.mW, L.vW}) net::advise_huge_pages(a, wlen * sizeof(float));
-  L.rowSteps = ExactArray<uint32_t>(o, "rowSteps", L.rows(), L.inputMajor ? "inDim" : "outDim").data;
-  L.biasSteps = GetArrayProp<uint32_t>(o, "biasSteps", 1).data;
+    L.rowSteps = ExactArray<uint32_t>(o, "rowSteps", L.rows(), L.inputMajor ? "inDim" : "outDim").data;
+    L.biasSteps = GetArrayProp<uint32_t>(o, "biasSteps", 1).data;
+  }
   Napi::Value sv = o.Get("sampling");
   L.sampled = Present(sv);
   if (L.sampled) {
     Napi::Object so = GetObject(sv, "sampling");
     L.hash = ParseHashParams(GetObject(so.Get("hash"), "sampling.hash"));
-    L.tables = ParseTables(GetObject(so.Get("tables"), "sampling.tables"));
+    Napi::Object to = GetObject(so.Get("tables"), "sampling.tables");
+    // Prediction: a layer whose tables are not allocated (empty ids; an inference-sized network allocates
+    // them only when sampled prediction queries them) is refused by NetPredictSlice if it would be queried.
+    L.hasTables = training || GetArrayProp<uint32_t>(to, "ids").size > 0;
+    if (L.hasTables) L.tables = ParseTables(to);
     L.query = ParseQuery(GetObject(so.Get("query"), "sampling.query"));
     Napi::Value sf = so.Get("sharedFill");
     L.sharedFill = sf.IsUndefined() ? true : sf.ToBoolean().Value();
@@ -112,7 +119,7 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
     L.wideOff = off.data;
     L.wideLab = lab.data;
     L.wideW = ExactArray<float>(wo, "weights", nnz, "labels.length").data;
-    L.wideAcc = ExactArray<float>(wo, "accum", nnz, "labels.length").data;
+    if (training) L.wideAcc = ExactArray<float>(wo, "accum", nnz, "labels.length").data;  // Adagrad sums: training only
     // The ends are checked here; monotone offsets and labels < outDim when built or loaded (O(nnz) per
     // call would cost more than the slice), and the kernels skip a label >= outDim.
     if (off.data[0] != 0 || off.data[D] != nnz) throw ArgError("wide.offsets must run from 0 to labels.length");
@@ -326,6 +333,11 @@ Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
   auto outIdx = GetArray<uint32_t>(info[5], "outIdx", n * k);
   auto outVal = GetArray<float>(info[6], "outVal", n * k);
   if (n > 0xFFFFFFFFu) throw ArgError("pointIds is too long");
+  // Sampled prediction queries the tables of every sampled layer but an output layer with a cluster index.
+  if (sampled == 1)
+    for (size_t k = 0; k < layers.size(); ++k)
+      if (layers[k].sampled && !layers[k].hasTables && !(k + 1 == layers.size() && layers[k].hasIndex))
+        throw ArgError("net.layers[" + std::to_string(k) + "]: sampled prediction needs its hash tables, which are not allocated");
   const double scored = net_predict_slice(outIdx.data, outVal.data, layers.data(), static_cast<uint32_t>(layers.size()),
                                           data, pointIds.data, static_cast<uint32_t>(n), k, sampled == 1);
   return Napi::Number::New(info.Env(), scored);

@@ -1,7 +1,7 @@
 // Public entry point of the sublinear package.
 export {
   Network, type PredictOptions, type EvaluateOptions, type Predictions, type ResumeOptions, type ResumeInfo, type LoadOptions,
-  type SaveOptions,
+  type SaveOptions, type NetworkOptions,
 } from './network/network.js';
 export type { TrainingSummary } from './network/model-file.js';
 export {

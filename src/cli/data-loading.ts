@@ -1,7 +1,7 @@
 // Reading the engine commands' data files: XC and LIBSVM files, raw text (a training file's own vectorizer,
 // or a text model's), with progress displays and the memory limit.
 import { stat } from 'node:fs/promises';
-import { readXC, readLibsvm, type SparseDataset } from '../../datasets/index.js';
+import { DataFormatError, readXC, readLibsvm, type SparseDataset } from '../../datasets/index.js';
 import type { Network } from '../network/network.js';
 import { memoryLimit } from '../train/memory-plan.js';
 import { Progress } from '../util/progress.js';
@@ -19,15 +19,22 @@ export function memoryLimitBytes(maxMemory: number | undefined): number {
 
 /**
  * Reads a data file with a progress display (a bar on a terminal, plain lines every few seconds
- * elsewhere, nothing when quiet), refusing it if reading would pass `maxMemoryBytes`.
+ * elsewhere, nothing when quiet), refusing it if reading would pass `maxMemoryBytes` (its data and read
+ * buffers together); `stats.bufferBytes` is raised to the most bytes the read buffers held.
  */
-export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean, maxMemoryBytes?: number, zeroBased = false): Promise<SparseDataset> {
+export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean, maxMemoryBytes?: number, zeroBased = false, stats?: { bufferBytes: number }): Promise<SparseDataset> {
   const bar = quiet ? null : new Progress({ label: `reading ${label}`, unit: 'MB' });
   // Opening a FIFO blocks until something writes to it: say so rather than hang silently.
   if (bar && (await stat(path).catch(() => null))?.isFIFO()) bar.log(`reading ${label} from the pipe ${path} (waiting for its writer)`);
   const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
   try {
-    return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes, oneBased: !zeroBased }) : await readXC(path, { onProgress, maxMemoryBytes });
+    return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes, oneBased: !zeroBased, stats }) : await readXC(path, { onProgress, maxMemoryBytes, stats });
+  } catch (e) {
+    // The reader's advice on a 0-based file, in the command line's words.
+    if (e instanceof DataFormatError && e.problem.startsWith('feature id 0 ') && e.problem.endsWith('(read it as 0-based if its ids start at 0)')) {
+      throw new DataFormatError(e.file, e.line, e.problem.replace('(read it as 0-based if its ids start at 0)', '(give --zero-based if its ids start at 0)'));
+    }
+    throw e;
   } finally {
     bar?.done();
   }
@@ -44,14 +51,14 @@ export function inputFormatOf(o: { format?: InputFormat; inputFormat?: InputForm
  * --min-df, --bigrams, --max-vocabulary and --hash-bits settings, or the warm start model's vectorizer and
  * label names.
  */
-export async function loadTextData(trainPath: string, testPath: string | undefined, o: TrainCliOptions, init: Network | undefined, quiet: boolean, io: Out, limit: number): Promise<TextDatasets> {
+export async function loadTextData(trainPath: string, testPath: string | undefined, o: TrainCliOptions, init: Network | undefined, quiet: boolean, io: Out, limit: number, stats?: { bufferBytes: number }): Promise<TextDatasets> {
   const bar = quiet ? null : new Progress({ label: 'reading text', unit: 'MB' });
   let r: TextDatasets;
   try {
     r = await readTextDatasets(trainPath, testPath, {
       vectorizer: init?.textVectorizer,
       labelNames: init?.labelNames,
-      read: { maxMemoryBytes: limit },
+      read: { maxMemoryBytes: limit, stats },
       vectorizerOptions: { minDf: o.minDf, bigrams: o.bigrams || undefined, maxVocabulary: o.maxVocabulary, hashBits: o.hashBits },
       onProgress: bar ? (_f, done, total) => bar.update(done / 1e6, total / 1e6) : undefined,
     });
@@ -78,7 +85,8 @@ export function dataBytes(d: SparseDataset): number {
  */
 export async function loadTextInput(net: Network, path: string, name: string, withLabels: boolean, io: Out, quiet: boolean, maxMemory: number | undefined): Promise<SparseDataset> {
   if (!net.textVectorizer) throw new Error(`the model was trained on numeric features: it cannot read raw text (give --${withLabels ? 'format' : 'input-format'} xc or libsvm)`);
-  const data = await readText(path, { displayName: name, maxMemoryBytes: memoryLimitBytes(maxMemory) });
+  // The model is in memory already: the text gets what the limit leaves.
+  const data = await readText(path, { displayName: name, maxMemoryBytes: Math.max(0, memoryLimitBytes(maxMemory) - net.memoryBytes()) });
   if (!withLabels) return net.textVectorizer.transform(data.texts);
   if (!net.labelNames) throw new Error('the model has no label names: it cannot evaluate text whose labels are names');
   const r = labelledDataset(data, net.textVectorizer, new LabelNames(net.labelNames), false);

@@ -29,7 +29,7 @@ const candidates = {
   description: 'sampled inference: output neurons scored per point (default: 1% of the labels, at least 64)',
 } as const;
 const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line); progress still goes to stderr (--quiet silences it)' } as const;
-const quiet = { type: 'boolean', short: 'q', description: 'no progress or messages on stderr (errors are still printed)' } as const;
+const quiet = { type: 'boolean', short: 'q', description: 'no progress or messages on stderr (errors, and warnings that the result is lost or not what was asked, are still printed)' } as const;
 const maxMemory = { type: 'string', valueName: 'bytes', description: 'refuse work needing more memory than this, e.g. 4GB (default: 90% of the machine\'s memory)' } as const;
 const mode = {
   type: 'choice', choices: ['exact', 'sampled'] as const, default: 'exact',

@@ -61,7 +61,7 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   if (o.zeroBased && format !== 'libsvm') throw new UsageError('--zero-based applies to --format libsvm only');
   const test = format === 'text'
     ? await loadTextInput(net, o.test, o.test, true, io, quiet, o.maxMemory)
-    : await loadData(o.test, format, 'test data', quiet, memoryLimitBytes(o.maxMemory), o.zeroBased);
+    : await loadData(o.test, format, 'test data', quiet, Math.max(0, memoryLimitBytes(o.maxMemory) - net.memoryBytes()), o.zeroBased);
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
   if (net.inputScale && !quiet) io.err(`applying the model's input scaling (each feature divided by its largest |value| in the training data)\n`);

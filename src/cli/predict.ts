@@ -72,7 +72,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
     const inputFormat = o.inputFormat ?? (net.textVectorizer ? 'text' : 'xc');
     data = await (inputFormat === 'text'
       ? loadTextInput(net, spool ?? o.input, fromStdin ? '<stdin>' : o.input, false, io, quiet, o.maxMemory)
-      : loadData(spool ?? o.input, inputFormat, fromStdin ? 'standard input' : 'input', quiet, memoryLimitBytes(o.maxMemory), o.zeroBased))
+      : loadData(spool ?? o.input, inputFormat, fromStdin ? 'standard input' : 'input', quiet, Math.max(0, memoryLimitBytes(o.maxMemory) - net.memoryBytes()), o.zeroBased))
       .catch((e: unknown) => {
         throw spool && e instanceof Error ? new Error(e.message.replaceAll(spool, '<stdin>')) : e;
       });

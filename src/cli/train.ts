@@ -2,13 +2,13 @@
 // checkpoints, --log and progress, then saves and evaluates it.
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import type { SparseDataset } from '../../datasets/index.js';
+import { DataFormatError, type SparseDataset } from '../../datasets/index.js';
 import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import { KFOLD_MEMORY, Network } from '../network/network.js';
 import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
-import { checkMemory, formatBytes, planNetworkMemory } from '../train/memory-plan.js';
+import { addPart, checkMemory, formatBytes, planNetworkMemory } from '../train/memory-plan.js';
 import { parseCheckpointEvery } from '../train/checkpoint.js';
 import { fsErrorReason } from '../util/fs-errors.js';
 import { outputTarget } from '../util/atomic-write.js';
@@ -161,16 +161,26 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       : `${o.init} was trained on text: give the new data as text (--input-format text)`);
   }
   let train: SparseDataset, test: SparseDataset | undefined, text: TextDatasets | undefined;
+  // The most the readers' buffers held: garbage once read, but freed only at a collection, so planned.
+  const readStats = { bufferBytes: 0 };
+  // A data file named by a checkpoint, not the command line, may be anyone's file: a format error in it
+  // names the file and line but does not quote its content (naming the file with --train/--test shows it).
+  const recordedPaths = new Set(recordedInputs.length ? [given.train === undefined ? ownFile(trainPath) : null, given.test === undefined ? o.test : null] : []);
+  const unquoted = <T>(p: Promise<T>): Promise<T> => p.catch((e: unknown) => {
+    if (!(e instanceof DataFormatError) || !recordedPaths.has(e.file)) throw e;
+    const flag = e.file === o.test ? '--test' : '--train';
+    throw new DataFormatError(escapeControl(e.file), e.line, `not readable as data; its content is not shown because the path comes from the checkpoint, not the command line (give ${flag} ${escapeControl(e.file)} to see the problem)`);
+  });
   if (format === 'text') {
     if (dist && trainPath.includes(RANK_PLACEHOLDER)) throw new UsageError('--input-format text cannot read per-rank shards (%r): give every rank the whole file');
-    text = await loadTextData(trainPath, o.test, o, initNet, quiet, io, limit);
+    text = await unquoted(loadTextData(trainPath, o.test, o, initNet, quiet, io, limit, readStats));
     train = text.train;
     test = text.test;
   } else {
-    const own = await loadData(ownFile(trainPath), format, 'training data', quiet, limit, o.zeroBased);
+    const own = await unquoted(loadData(ownFile(trainPath), format, 'training data', quiet, limit, o.zeroBased, readStats));
     // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
     train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
-    test = o.test ? await loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased) : undefined;
+    test = o.test ? await unquoted(loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased, readStats)) : undefined;
   }
   if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
   if (test) checkEvaluable(test, o.test!);
@@ -205,6 +215,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
   const plan = planNetworkMemory(resolved, workers, train, bestWeights);
+  addPart(plan, 'read buffers', readStats.bufferBytes);
   // Small training sets: k-fold selection trains copies of the network side by side (at most KFOLD_MEMORY).
   const savedValidation = resumed ? resumed.resumeInfo!.fitOptions.validation ?? null : undefined;
   const v = savedValidation !== undefined ? savedValidation : t.validation === false || epochs !== undefined ? null : resolveValidation(t.validation ?? {});
@@ -385,6 +396,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         `${stats.aborted ? ' (stopped early)' : ''}\n`);
       const failed = stats.checkpointFailures?.length ?? 0;
       if (checkpoint) io.err(`${checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}\n`);
+      if (o.log && writer && logFailures > 0) io.err(`--log ${o.log}: ${logFailures} record(s) not written\n`);
       if (stats.inputScaling?.scaled) io.err(`inputs scaled: ${stats.inputScaling.reason} (stored in the model; predict and eval apply it)\n`);
       const sel = stats.selection;
       if (sel?.method === 'kfold') {

@@ -26,9 +26,11 @@ import { wideBytes } from './wide.js';
 /** Limits of `Network.load` and `Network.resume`, checked before a file's network is allocated. */
 export interface LoadLimits {
   /**
-   * Refuse a file whose network needs more bytes than this (weights, Adam moments, step counters, hash
-   * tables and one set of worker scratch: the memory plan of src/train/memory-plan.ts; the CLI's
-   * `--max-memory`). Default: 90% of the machine's memory (or of the container's limit, if lower).
+   * Refuse a file whose network needs more bytes than this (the memory plan of src/train/memory-plan.ts;
+   * the CLI's `--max-memory`): a model loaded by `Network.load` is planned for inference (weights, the
+   * hash tables of sampled hidden layers, the output layer's cluster index, prediction scratch), a
+   * checkpoint for training (also Adam moments, step counters and every layer's tables). Default: 90% of
+   * the machine's memory (or of the container's limit, if lower).
    */
   maxMemory?: number;
   /** Worker threads the network will run on, for the plan's scratch estimate. Default 0 (one set of scratch, the least). */
@@ -37,15 +39,16 @@ export interface LoadLimits {
 
 /**
  * Throws MemoryLimitError (`<path>: Not enough memory: ...`) when the network of `c` does not fit the
- * limit; `bestWeights`: the file also holds a best-epoch copy of the weights.
+ * limit; `bestWeights`: the file also holds a best-epoch copy of the weights; `inference`: the network is
+ * loaded to predict (a model file: no Adam moments, step counters or output tables; see planMemory).
  */
-export function checkLoadMemory(path: string, c: ResolvedNetworkConfig, limits: LoadLimits = {}, bestWeights = false, wideEntries = 0): void {
-  const plan = planNetworkMemory(c, limits.workers ?? 0, undefined, bestWeights);
+export function checkLoadMemory(path: string, c: ResolvedNetworkConfig, limits: LoadLimits = {}, bestWeights = false, wideEntries = 0, inference = false): void {
+  const plan = planNetworkMemory(c, limits.workers ?? 0, undefined, bestWeights, inference);
   // The hash functions' parameters, which the training plan leaves out as small, are counted here: a
   // stored configuration may make them large (SimHash projections grow with K * L * dim).
   // The plan's bound on the wide part is replaced by the file's own count of pairs.
   const parts = plan.parts.filter((p) => p.name !== 'output layer wide part');
-  if (c.layers.at(-1)!.wide) parts.push({ name: 'output layer wide part', bytes: wideBytes(c.inputDim, wideEntries) + (bestWeights ? 4 * wideEntries : 0) });
+  if (c.layers.at(-1)!.wide) parts.push({ name: 'output layer wide part', bytes: wideBytes(c.inputDim, wideEntries, inference) + (bestWeights ? 4 * wideEntries : 0) });
   c.layers.forEach((l, i) => {
     if (l.sampling) parts.push({ name: `${i === c.layers.length - 1 ? 'output layer' : `layer ${i}`} hash functions`, bytes: hashSpecBytesFor(hashOptionsOf(c, i)) });
   });

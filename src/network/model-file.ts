@@ -12,6 +12,7 @@ import { boundJson } from '../util/bounded-text.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, wideEntriesOf, type LoadLimits } from './file-layout.js';
 import { allocateWide, wideProblem } from './wide.js';
+import { hasTrainingArrays } from './state.js';
 import type { NetSpec } from './native-types.js';
 
 /**
@@ -139,8 +140,9 @@ function modelMetaProblem(m: unknown): string | null {
 }
 
 /**
- * Reads a model file into a network built by `make(config)`. A checkpoint file (kind 'checkpoint') is
- * handed to `fromCheckpoint` when given, and refused otherwise.
+ * Reads a model file into a network built by `make(config)`, which should be inference-sized (Network.load:
+ * a model file holds no optimizer state, and the memory plan checked is the inference plan). A checkpoint
+ * file (kind 'checkpoint') is handed to `fromCheckpoint` when given, and refused otherwise.
  *
  * Nothing is allocated before the file has been checked (src/network/file-layout.ts): header and checksum,
  * then the stored configuration by the rules of a user configuration, the section table against what the
@@ -170,7 +172,7 @@ export async function loadModel<N extends ModelTarget>(
   const layout = layoutProblem(fileLayout(config, 'model', wideEntries), head.table.filter((t) => !textTable.includes(t)), present)
     ?? textLayoutProblem(meta, textTable, config);
   if (layout) throw new Error(`${path}: ${layout}`);
-  checkLoadMemory(path, config, limits, false, wideEntries);
+  checkLoadMemory(path, config, limits, false, wideEntries, true);
   let net: N;
   try {
     net = make(storedConfig(meta.config));
@@ -178,7 +180,7 @@ export async function loadModel<N extends ModelTarget>(
     throw new Error(`${path}: invalid network configuration: ${(e as Error).message}`);
   }
   const last = net.spec.layers.at(-1)!;
-  if (last.wide) last.wide = allocateWide(config.inputDim, wideEntries);
+  if (last.wide) last.wide = allocateWide(config.inputDim, wideEntries, !hasTrainingArrays(last));
   const into = sections(net);
   const hasFreq = present[0]!, hasScale = present[1]!;
   if (hasFreq) into['labelFreq'] = new Uint32Array(config.layers.at(-1)!.size);

@@ -14,7 +14,11 @@ export const TRAIN_MODE = { adam: 0, gradient: 1, loss: 2, sparseGradient: 3 } a
 export interface LayerSampling {
   /** hash.dim === the layer's inDim. */
   hash: HashSpec;
-  /** tables.N === the layer's outDim. */
+  /**
+   * tables.N === the layer's outDim. In an inference-sized network (`Network.load`) its arrays are empty until
+   * training or a sampled prediction that queries them allocates them (an output layer with a cluster index
+   * never does).
+   */
   tables: TablesSpec;
   query: QuerySpec;
   /**
@@ -50,7 +54,11 @@ export interface LayerState {
   weights: Float32Array;
   /** (outDim). */
   bias: Float32Array;
-  /** Adam first moments, shaped like weights. */
+  /**
+   * Adam first moments, shaped like weights. This and the other training arrays (vWeights, mBias, vBias,
+   * rowSteps, biasSteps, the wide part's accum) are empty in an inference-sized network (`Network.load`)
+   * until it trains: prediction does not read them.
+   */
   mWeights: Float32Array;
   /** Adam second moments, shaped like weights. */
   vWeights: Float32Array;

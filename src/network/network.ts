@@ -7,7 +7,8 @@ import { native } from '../native.js';
 import { defaultTraining, resolveConfig, storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import type { TextVectorizer } from '../text/vectorizer.js';
 import type { NetSpec } from './native-types.js';
-import { allocateNetwork, networkBytes } from './allocate.js';
+import { allocateNetwork, allocateTablesOf, allocateTrainingState, hasTables, networkBytes } from './allocate.js';
+import { hasTrainingArrays } from './state.js';
 import { createExecutor, defaultWorkers, type Executor } from '../train/executor.js';
 import { fitLoop, resolveFitOptions, type FitControl, type FitOptions, type FitStart, type FitStats } from '../train/fit.js';
 import { RebuildSchedule } from '../train/schedule.js';
@@ -71,6 +72,17 @@ export interface PredictOptions {
  * checked against its own configuration: see src/network/file-layout.ts).
  */
 export type LoadOptions = LoadLimits;
+
+/** Options of `new Network`. */
+export interface NetworkOptions {
+  /**
+   * Allocate an inference-sized state: weights, biases and hash functions, without Adam moments, step
+   * counters, hash tables or the wide part's Adagrad sums (what prediction does not read). The first fit()
+   * (or grow()) allocates them, zero as a new network's; a sampled prediction allocates the tables it
+   * queries (those of sampled hidden layers). `Network.load` builds its networks this way. Default false.
+   */
+  inference?: boolean;
+}
 
 /** Options of `Network.resume` (with the limits of `Network.load`). */
 /** Options of `Network.save`. */
@@ -199,9 +211,9 @@ export class Network {
   /** The checkpoint this network last wrote or was restored from: fit() may keep writing to that directory. */
   private lastCheckpoint: { dir: string; batchesDone: number } | null = null;
 
-  constructor(config: NetworkConfig) {
+  constructor(config: NetworkConfig, opts: NetworkOptions = {}) {
     this.config = resolveConfig(config);
-    this.spec = allocateNetwork(this.config);
+    this.spec = allocateNetwork(this.config, opts.inference ?? false);
     this.schedule = this.config.layers.some((l) => l.sampling) ? new RebuildSchedule() : null;
   }
 
@@ -214,9 +226,14 @@ export class Network {
     return this.config.layers.at(-1)!.wide?.lr;
   }
 
-  /** Bytes of shared state (weights, Adam moments, step counters, hash tables). */
+  /** Bytes of shared state (weights, Adam moments, step counters, hash tables: those allocated so far). */
   memoryBytes(): number {
     return networkBytes(this.spec);
+  }
+
+  /** Whether the network holds its training state (false for an inference-sized one until it trains: NetworkOptions.inference). */
+  get hasTrainingState(): boolean {
+    return hasTrainingArrays(this.spec.layers[0]!);
   }
 
   /**
@@ -242,6 +259,9 @@ export class Network {
 
   private async fitWith(data: SparseDataset, opts: FitOptions, handedOver: { done: boolean }): Promise<FitStats> {
     checkDataset(data, this.config, 'training data');
+    // An inference-sized network (Network.load) gets its optimizer state and tables now, zero as a loaded
+    // model's always were; its tables are then empty and are built before the first batch.
+    if (allocateTrainingState(this.config, this.spec)) this.tablesFresh = false;
     this.indexFresh = false; // training moves the weights the cluster index was built from
     data = toShared(data);
     const resumed = this.pendingResume !== null && this.resumeInfo !== null;
@@ -700,13 +720,27 @@ export class Network {
     return total ? changed / total : 0;
   }
 
-  /** Rebuilds every sampled layer's hash tables from its current weights (tables split across workers). */
-  async rebuildTables(exec: Executor): Promise<number> {
+  /**
+   * Rebuilds every sampled layer's hash tables from its current weights (tables split across workers),
+   * allocating those of an inference-sized network first. `forPrediction`: an output layer whose tables are
+   * not allocated keeps none (sampled prediction probes its cluster index); the tables then count as
+   * stale for training.
+   */
+  async rebuildTables(exec: Executor, forPrediction = false): Promise<number> {
     const start = performance.now();
     this.rebuildRound++;
     const jobs: Promise<number>[] = [];
+    const last = this.spec.layers.length - 1;
+    let skipped = false;
     this.spec.layers.forEach((layer, li) => {
       if (!layer.sampling) return;
+      if (!hasTables(layer.sampling.tables)) {
+        if (forPrediction && li === last) {
+          skipped = true;
+          return;
+        }
+        layer.sampling.tables = allocateTablesOf(this.config, li);
+      }
       const L = layer.sampling.tables.L;
       const parts = Math.min(exec.parallelism, L);
       for (let p = 0; p < parts; p++) {
@@ -715,7 +749,7 @@ export class Network {
       }
     });
     await Promise.all(jobs);
-    this.tablesFresh = true;
+    this.tablesFresh = !skipped;
     return (performance.now() - start) / 1000;
   }
 
@@ -751,7 +785,7 @@ export class Network {
     if (mode === 'sampled' && this.schedule) {
       const last = this.spec.layers.length - 1;
       // Sampled hidden layers query their hash tables; the output layer probes its cluster index.
-      if (!this.tablesFresh && this.spec.layers.some((l, k) => l.sampling && k < last)) await this.rebuildTables(exec);
+      if (!this.tablesFresh && this.spec.layers.some((l, k) => l.sampling && k < last)) await this.rebuildTables(exec, true);
       const s = this.spec.layers[last]!.sampling;
       if (s) {
         if (!this.indexFresh) this.buildClusterIndex();
@@ -829,23 +863,29 @@ export class Network {
     }
     const stored = storedConfig(this.config);
     const net = new Network({ ...stored, layers: stored.layers.map((l, k) => (k === last ? { ...l, size: labels } : l)) });
+    // An inference-sized network (Network.load) has no optimizer state to copy: the new one's stays zero,
+    // as the loaded model's would have been.
+    const trained = this.hasTrainingState;
     this.spec.layers.forEach((from, k) => {
       const to = net.spec.layers[k]!;
       if (k < last || labels === outputs) {
-        for (const key of ['weights', 'bias', 'mWeights', 'vWeights', 'mBias', 'vBias', 'rowSteps', 'biasSteps'] as const) to[key].set(from[key]);
+        for (const key of ['weights', 'bias', 'mWeights', 'vWeights', 'mBias', 'vBias', 'rowSteps', 'biasSteps'] as const) {
+          if (trained || key === 'weights' || key === 'bias') to[key].set(from[key]);
+        }
         return;
       }
       if (from.inputMajor) {
         // (inDim, outDim): each input row keeps its first `outputs` entries.
         for (const key of ['weights', 'mWeights', 'vWeights'] as const) {
+          if (!trained && key !== 'weights') continue;
           for (let i = 0; i < from.inDim; i++) to[key].set(from[key].subarray(i * outputs, (i + 1) * outputs), i * labels);
         }
-        to.rowSteps.set(from.rowSteps);
+        if (trained) to.rowSteps.set(from.rowSteps);
       } else {
         // (outDim, inDim): the old rows are a prefix.
-        for (const key of ['weights', 'mWeights', 'vWeights', 'rowSteps'] as const) to[key].set(from[key]);
+        for (const key of ['weights', 'mWeights', 'vWeights', 'rowSteps'] as const) if (trained || key === 'weights') to[key].set(from[key]);
       }
-      for (const key of ['bias', 'mBias', 'vBias', 'biasSteps'] as const) to[key].set(from[key]);
+      for (const key of ['bias', 'mBias', 'vBias', 'biasSteps'] as const) if (trained || key === 'bias') to[key].set(from[key]);
     });
     // The wide part's pairs name old labels only (ids stay valid): copied as they are. New labels learn
     // through the network; they get no pairs of their own (pairs are chosen by a network's first fit).
@@ -855,7 +895,7 @@ export class Network {
       w.offsets.set(fromWide.offsets);
       w.labels.set(fromWide.labels);
       w.weights.set(fromWide.weights);
-      w.accum.set(fromWide.accum);
+      if (fromWide.accum.length === fromWide.labels.length) w.accum.set(fromWide.accum);
       net.spec.layers[last]!.wide = w;
     }
     net.batchesDone = this.batchesDone;
@@ -884,10 +924,15 @@ export class Network {
    * its configuration by the rules of `new Network`, its sections against that configuration, and the
    * network's memory against `opts.maxMemory` (default: 90% of the machine's memory); weights must be
    * finite. Errors name the file and what is wrong with it.
+   *
+   * A model file loads inference-sized (NetworkOptions.inference): weights, biases and hash functions, and
+   * the memory plan checked is that of prediction; fit() and grow() allocate the optimizer state (zero: a
+   * model file holds none) and tables when the network trains. A checkpoint file loads with its optimizer
+   * state and tables (the training plan).
    */
   static async load(path: string, opts: LoadOptions = {}): Promise<Network> {
     const limits: LoadLimits = { maxMemory: opts.maxMemory, workers: opts.workers };
-    return loadModel(path, (config) => new Network(config), async (file) => {
+    return loadModel(path, (config) => new Network(config, { inference: true }), async (file) => {
       const { network } = await readCheckpoint(file, (config) => new Network(config), undefined, limits);
       // The checkpoint's tables index the weights of its last scheduled rebuild; inference wants the
       // current ones. Replay the seed of that rebuild, as a loaded model does.

@@ -21,6 +21,11 @@ export interface StateConfig {
   layers: StateLayerConfig[];
   /** Seed of the weight initialisation (non-negative integer). */
   seed: number;
+  /**
+   * Inference only: the Adam moments and step counters are empty arrays (allocateTrainingState allocates
+   * them when the network trains). Default false.
+   */
+  inference?: boolean;
 }
 
 /**
@@ -111,14 +116,39 @@ export function allocateLayers(config: StateConfig): LayerState[] {
       dropout: l.dropout ?? 0,
       weights,
       bias: sharedF32(outDim, `${where}.bias`),
-      mWeights: sharedF32(n, `${where}.mWeights`),
-      vWeights: sharedF32(n, `${where}.vWeights`),
-      mBias: sharedF32(outDim, `${where}.mBias`),
-      vBias: sharedF32(outDim, `${where}.vBias`),
-      rowSteps: sharedU32(inputMajor ? inDim : outDim, `${where}.rowSteps`),
-      biasSteps: sharedU32(1, `${where}.biasSteps`),
+      ...trainingArrays(inDim, outDim, inputMajor, where, config.inference ?? false),
     });
     inDim = outDim;
   });
   return out;
+}
+
+type TrainingArrays = Pick<LayerState, 'mWeights' | 'vWeights' | 'mBias' | 'vBias' | 'rowSteps' | 'biasSteps'>;
+
+/** A layer's Adam moments and step counters, zero (or empty when `empty`: an inference-sized layer). */
+function trainingArrays(inDim: number, outDim: number, inputMajor: boolean, where: string, empty: boolean): TrainingArrays {
+  const n = empty ? 0 : inDim * outDim, b = empty ? 0 : outDim;
+  return {
+    mWeights: sharedF32(n, `${where}.mWeights`),
+    vWeights: sharedF32(n, `${where}.vWeights`),
+    mBias: sharedF32(b, `${where}.mBias`),
+    vBias: sharedF32(b, `${where}.vBias`),
+    rowSteps: sharedU32(empty ? 0 : inputMajor ? inDim : outDim, `${where}.rowSteps`),
+    biasSteps: sharedU32(empty ? 0 : 1, `${where}.biasSteps`),
+  };
+}
+
+/** Whether layer `l` holds its training arrays (an inference-sized layer holds empty ones). */
+export function hasTrainingArrays(l: LayerState): boolean {
+  return l.biasSteps.length === 1;
+}
+
+/**
+ * Gives an inference-sized layer (allocateLayers with `inference`) zero Adam moments and step counters, as
+ * a new or loaded network's are; a layer that has them is left as it is. Returns whether it allocated.
+ */
+export function allocateTrainingArrays(l: LayerState, k: number): boolean {
+  if (hasTrainingArrays(l)) return false;
+  Object.assign(l, trainingArrays(l.inDim, l.outDim, l.inputMajor === 1, `layers[${k}]`, false));
+  return true;
 }

@@ -9,9 +9,12 @@ export function emptyWide(inputDim: number): WideState {
   return { inputDim, offsets: sharedUint32(inputDim + 1), labels: sharedUint32(0), weights: sharedFloat32(0), accum: sharedFloat32(0) };
 }
 
-/** A wide part of `nnz` pairs (offsets and labels to be filled: a file being read). */
-export function allocateWide(inputDim: number, nnz: number): WideState {
-  return { inputDim, offsets: sharedUint32(inputDim + 1), labels: sharedUint32(nnz), weights: sharedFloat32(nnz), accum: sharedFloat32(nnz) };
+/**
+ * A wide part of `nnz` pairs (offsets and labels to be filled: a file being read); `inference`: without
+ * Adagrad sums (an empty accum, allocated when the network trains).
+ */
+export function allocateWide(inputDim: number, nnz: number, inference = false): WideState {
+  return { inputDim, offsets: sharedUint32(inputDim + 1), labels: sharedUint32(nnz), weights: sharedFloat32(nnz), accum: sharedFloat32(inference ? 0 : nnz) };
 }
 
 /**
@@ -103,9 +106,12 @@ export function buildWide(
   return w;
 }
 
-/** Bytes of a wide part of `nnz` pairs over `inputDim` features (offsets, labels, weights, Adagrad sums). */
-export function wideBytes(inputDim: number, nnz: number): number {
-  return 4 * (inputDim + 1) + 12 * nnz;
+/**
+ * Bytes of a wide part of `nnz` pairs over `inputDim` features (offsets, labels, weights, Adagrad sums;
+ * `inference`: no Adagrad sums).
+ */
+export function wideBytes(inputDim: number, nnz: number, inference = false): number {
+  return 4 * (inputDim + 1) + (inference ? 8 : 12) * nnz;
 }
 
 /** The structural problem of a stored wide part (offsets from 0 to nnz, never decreasing; labels < outDim, ascending per feature), or null. */
@@ -122,6 +128,6 @@ export function wideProblem(w: WideState, outDim: number): string | null {
       if (e > a && j <= w.labels[e - 1]!) return `wide.labels are not strictly ascending within feature ${f} (at ${e})`;
     }
   }
-  for (let e = 0; e < n; e++) if (!(w.accum[e]! >= 0)) return `wide.accum[${e}] = ${w.accum[e]} is negative or not a number`;
+  for (let e = 0; e < w.accum.length; e++) if (!(w.accum[e]! >= 0)) return `wide.accum[${e}] = ${w.accum[e]} is negative or not a number`;
   return null;
 }

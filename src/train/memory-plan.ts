@@ -57,6 +57,12 @@ export interface MemoryPlanInput {
    * the number of epochs is not given): 4 bytes per parameter and per neuron. Default false.
    */
   bestWeights?: boolean;
+  /**
+   * Inference only (a loaded model: Network.load, and so eval, predict and serve): weights and biases
+   * without Adam moments or step counters; hash tables only for sampled hidden layers (a sampled output
+   * layer is probed through its cluster index, counted instead); the scratch of prediction. Default false.
+   */
+  inference?: boolean;
 }
 
 /** One named part of a plan. */
@@ -94,6 +100,14 @@ export interface MemoryPlan {
  *   rows of size floats when the dataset is given (not counted otherwise). This is an upper bound for
  *   kernels that buffer a batch's gradients; kernels that apply them row by row need less.
  *
+ * With `inference` (a model loaded to predict): per layer `weights` (4 bytes per parameter and per neuron);
+ * no step counters; `hash tables` of sampled hidden layers only; for a sampled output layer its `cluster
+ * index` (sampled inference: at most round(sqrt(size)) centres of inDim + 2 floats, the members and head,
+ * 4 bytes a label, and 8 bytes a label while it is built); and `worker scratch` per worker for a slice of
+ * batchSize points (the prediction chunk, default 256 for inference): 12 * chunk * (Σ hidden sizes + 128)
+ * bytes of activations and candidate buffers plus 12 bytes per output (the wide part's sums, or a
+ * one-layer network's scores).
+ *
  * @example
  * ```ts
  * const plan = planMemory({ inputDim: 135909, workers: 8, layers: [
@@ -107,7 +121,8 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const inputDim = positiveInt(input.inputDim, 'inputDim');
   if (!Array.isArray(input.layers) || input.layers.length === 0) throw new Error('Expected at least one layer in layers');
   const workers = nonNegativeInt(input.workers, 'workers');
-  const batch = positiveInt(input.batchSize ?? 128, 'batchSize');
+  const inference = input.inference ?? false;
+  const batch = positiveInt(input.batchSize ?? (inference ? 256 : 128), 'batchSize');
   const ds = input.dataset;
   if (ds) {
     nonNegativeInt(ds.nnz, 'dataset.nnz');
@@ -119,17 +134,28 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   let activeSum = 0;
   let gradientFloats = 0;
   let snapshotBytes = 0;
+  let hiddenSum = 0;
   let inDim = inputDim;
   input.layers.forEach((layer, k) => {
     const where = `layers[${k}]`;
     const size = positiveInt(layer?.size, `${where}.size`);
-    const name = k === input.layers.length - 1 ? 'output layer' : `layer ${k}`;
+    const last = k === input.layers.length - 1;
+    const name = last ? 'output layer' : `layer ${k}`;
     const params = inDim * size;
-    parts.push({ name: `${name} weights+Adam`, bytes: 12 * params + 12 * size });
-    snapshotBytes += 4 * (params + size);
-    parts.push({ name: `${name} step counters`, bytes: 4 * ((k === 0 ? inDim : size) + 1) });
+    if (!last) hiddenSum += size;
+    if (inference) {
+      parts.push({ name: `${name} weights`, bytes: 4 * params + 4 * size });
+      if (layer.sampled && last) {
+        const C = Math.round(Math.sqrt(size));
+        parts.push({ name: `${name} cluster index`, bytes: 4 * C * (inDim + 2) + 4 * (C + 1) + 12 * size });
+      }
+    } else {
+      parts.push({ name: `${name} weights+Adam`, bytes: 12 * params + 12 * size });
+      snapshotBytes += 4 * (params + size);
+      parts.push({ name: `${name} step counters`, bytes: 4 * ((k === 0 ? inDim : size) + 1) });
+    }
     let active = size;
-    if (layer.sampled) {
+    if (layer.sampled && !(inference && last)) {
       const s = layer.sampled;
       const L = positiveInt(s.L, `${where}.sampled.L`);
       const rangeBits = positiveInt(s.rangeBits, `${where}.sampled.rangeBits`);
@@ -148,12 +174,13 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     else if (ds && ds.points > 0) gradientFloats += Math.min(inDim, batch * Math.ceil(ds.nnz / ds.points)) * size;
     inDim = size;
   });
-  if (input.bestWeights) parts.push({ name: 'best-epoch weights', bytes: snapshotBytes });
+  if (input.bestWeights && !inference) parts.push({ name: 'best-epoch weights', bytes: snapshotBytes });
   if (ds) {
-    parts.push({ name: 'training data', bytes: 4 * (2 * (ds.points + 1) + 2 * ds.nnz + ds.labelNnz) });
+    parts.push({ name: inference ? 'input data' : 'training data', bytes: 4 * (2 * (ds.points + 1) + 2 * ds.nnz + ds.labelNnz) });
   }
   const scratchSets = Math.max(1, workers);
-  const perWorker = 12 * batch * activeSum + 4 * gradientFloats;
+  const outputs = input.layers.at(-1)!.size;
+  const perWorker = inference ? 12 * batch * (hiddenSum + 128) + 12 * outputs : 12 * batch * activeSum + 4 * gradientFloats;
   parts.push({ name: `worker scratch (${scratchSets} worker${scratchSets > 1 ? 's' : ''})`, bytes: scratchSets * perWorker });
 
   const nonEmpty = parts.filter((p) => p.bytes > 0);
@@ -165,9 +192,10 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
 
 /**
  * `planMemory` for a resolved network configuration: its layers and sampling tables, the scratch of
- * `workers`, and the training data when given (not counted otherwise).
+ * `workers`, and the training data when given (not counted otherwise); `inference`: the plan of a model
+ * loaded to predict (MemoryPlanInput.inference).
  */
-export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number, data?: SparseDataset, bestWeights = false): MemoryPlan {
+export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number, data?: SparseDataset, bestWeights = false, inference = false): MemoryPlan {
   const plan = planMemory({
     inputDim: config.inputDim,
     layers: config.layers.map((l) => ({
@@ -177,6 +205,7 @@ export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number
     ...(data ? { dataset: { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points } } : {}),
     workers,
     bestWeights,
+    inference,
   });
   // The output layer's wide part: its pairs come from the data (at most maxPerLabel per label, and at most
   // one per (feature, label) occurrence in the data); 12 bytes a pair (label, weight, Adagrad sum), 4 more
@@ -191,12 +220,20 @@ export function planNetworkMemory(config: ResolvedNetworkConfig, workers: number
       }
     }
     const pairs = Math.min(wide.maxPerLabel * config.layers.at(-1)!.size, occurrences);
-    const bytes = 4 * (config.inputDim + 1) + (bestWeights ? 16 : 12) * pairs;
+    const bytes = 4 * (config.inputDim + 1) + (inference ? 8 : bestWeights ? 16 : 12) * pairs;
     plan.parts.push({ name: 'output layer wide part', bytes });
     plan.parts.sort((a, b) => b.bytes - a.bytes || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     plan.totalBytes += bytes;
   }
   return plan;
+}
+
+/** Adds a part to `plan` (kept sorted, largest first, and totalled); a part of 0 bytes is left out. */
+export function addPart(plan: MemoryPlan, name: string, bytes: number): void {
+  if (bytes <= 0) return;
+  plan.parts.push({ name, bytes });
+  plan.parts.sort((a, b) => b.bytes - a.bytes || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  plan.totalBytes += bytes;
 }
 
 /** Thrown by `checkMemory` (and the loaders' memory check) when a plan exceeds the limit. */

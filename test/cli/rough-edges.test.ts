@@ -40,6 +40,34 @@ describe('messages', () => {
   });
 });
 
+describe('--max-memory counts the reader\'s buffers', () => {
+  it('a line longer than a chunk grows them: a limit just under the real need is refused naming them, and train plans them', async () => {
+    // A 10 MB line (mostly spaces) in a tiny data set: the 8 MiB read buffers must grow to hold it.
+    const f = join(dir, 'long-line.txt');
+    writeFileSync(f, `3 100 5\n0 1:1\n1 2:1${' '.repeat(10_000_000)}3:1\n2 4:1\n`);
+    const stats = { bufferBytes: 0 };
+    await readXC(f, { stats });
+    expect(stats.bufferBytes).toBeGreaterThan(2 * 10_000_000);
+    // The least limit the read needs (buffers and data), found by bisection on the reader the CLI uses.
+    let lo = 0, hi = 256e6;
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (await readXC(f, { maxMemoryBytes: mid }).then(() => true, () => false)) hi = mid;
+      else lo = mid;
+    }
+    expect(hi).toBeGreaterThan(stats.bufferBytes);
+    const under = run('train', '--train', f, '--save', 'll.sl', '--epochs', '1', '--max-memory', String(hi - 1));
+    expect(under.code).toBe(1);
+    expect(under.stderr).toMatch(new RegExp(`^sublinear: ${f.replace(/[.*+?^\${}()|[\]\\/]/g, '\\$&')}: cannot be read within the memory limit: (the read buffers need [\\d.]+ MB|.* besides [\\d.]+ MB of read buffers)`));
+    // Room to read, not to train: the plan names the read buffers (freed only at a collection) first.
+    writeFileSync(join(dir, 'll.json'), JSON.stringify({ layers: [{ size: 2000 }, { size: 5 }] }));
+    const plan = run('train', '--train', f, '--save', 'll.sl', '--epochs', '1', '--workers', '1', '--config', 'll.json', '--max-memory', String(hi + 1000));
+    expect(plan.code).toBe(1);
+    const mb = (b: number) => `${(b / 1e6).toPrecision(3)} MB`;
+    expect(plan.stderr).toMatch(new RegExp(`^sublinear: Not enough memory: the configuration needs [\\d.]+ MB \\(read buffers ${mb(stats.bufferBytes).replace('.', '\\.')}, .* but the limit is [\\d.]+ MB \\(--max-memory\\)\n$`));
+  });
+});
+
 describe('train refuses what would waste a run', () => {
   it('--epochs 0 and --lr 0 are usage errors naming the flag', () => {
     expect(run('train', '--train', tiny, '--epochs', '0')).toMatchObject({ code: 2, stderr: usage('option --epochs must be >= 1 but received 0') });
@@ -65,7 +93,7 @@ describe('train refuses what would waste a run', () => {
   it('reads 0-based LIBSVM training data with --zero-based, as its error suggests', () => {
     writeFileSync(join(dir, 'z.svm'), '1 0:1 3:2\n0 1:1 2:1\n1 0:0.5\n0,1 4:1\n');
     const one = run('train', '--train', 'z.svm', '--format', 'libsvm', '--epochs', '1', '--save', 'z.sl', '--quiet');
-    expect(one.stderr).toBe('sublinear: z.svm:1: feature id 0 in a file read with 1-based feature ids (read it as 0-based if its ids start at 0)\n');
+    expect(one.stderr).toBe('sublinear: z.svm:1: feature id 0 in a file read with 1-based feature ids (give --zero-based if its ids start at 0)\n');
     expect(run('train', '--train', 'z.svm', '--format', 'libsvm', '--zero-based', '--epochs', '1', '--save', 'z.sl', '--quiet')).toMatchObject({ code: 0, stderr: '' });
     const e = run('eval', '--model', 'z.sl', '--test', 'z.svm', '--format', 'libsvm', '--zero-based', '--json');
     expect(e.code).toBe(0);

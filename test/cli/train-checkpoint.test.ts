@@ -6,14 +6,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertBuilt, CLI, ROOT } from './built.js';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
 import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train/checkpoint.js';
 import { LOCK_FILE } from '../../src/train/lock.js';
-import { checkMemory, planMemory, planNetworkMemory, type MemoryPlan } from '../../src/train/memory-plan.js';
+import { addPart, checkMemory, planMemory, planNetworkMemory, type MemoryPlan } from '../../src/train/memory-plan.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { readXC } from '../../datasets/xc-reader.js';
 
@@ -281,6 +281,8 @@ describe('train --max-memory', () => {
       workers: 2,
       bestWeights: true,
     });
+    // The reader's two buffers, each the file's size + 1 (a file smaller than a read chunk).
+    addPart(plan, 'read buffers', 2 * (statSync(trainFile).size + 1));
     const expected = memoryRefusal(plan, 30e6);
     expect(def.layers[0]!.size).toBe(1024);
     expect(r.stderr).toBe(`sublinear: ${expected}\n`);

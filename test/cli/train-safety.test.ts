@@ -122,6 +122,8 @@ describe('a --log that cannot be written (2)', () => {
     // 3 epoch records and the summary line.
     expect(lastJson(r.stdout)).toMatchObject({ epochs: 3, logFailures: 4 });
     expect(readFileSync(log, 'utf8')).toBe('');
+    // The text summary counts them too (the 3 epoch records; the summary record follows it).
+    expect(r.stderr).toContain(`--log ${log}: 3 record(s) not written\n`);
   });
 });
 
@@ -169,6 +171,25 @@ describe('resume trusts no output path a checkpoint records (3)', () => {
     unlinkSync(data);
     const r = run('train', '--resume', ck, '--epochs', '2', '--quiet');
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 1, stderr: `sublinear: --train (recorded in ${join(ck, checkpointName(24))}) ${data}: no such file or directory\n` });
+  });
+
+  it('a recorded input that is not data is named, not quoted; named on the command line, its problem is shown', () => {
+    const dir = fresh('resume-secret');
+    mkdirSync(dir);
+    const data = join(dir, 'train.txt');
+    writeFileSync(data, readFileSync(trainFile));
+    const ck = join(dir, 'ck');
+    expect(run('train', '--train', data, ...tiny(), '--epochs', '1', '--checkpoint', ck, '--quiet').code).toBe(0);
+    // The recorded path now holds someone's secret (as a checkpoint from elsewhere may name any file).
+    writeFileSync(data, 'root:x:0:0:secret-token\n');
+    const r = run('train', '--resume', ck, '--epochs', '2', '--save', join(dir, 'm.sl'), '--quiet');
+    expect({ code: r.code, stderr: r.stderr }).toEqual({
+      code: 1,
+      stderr: `sublinear: ${data}:1: not readable as data; its content is not shown because the path comes from the checkpoint, not the command line (give --train ${data} to see the problem)\n`,
+    });
+    const named = run('train', '--resume', ck, '--epochs', '2', '--train', data, '--save', join(dir, 'm.sl'), '--quiet');
+    expect(named.code).toBe(1);
+    expect(named.stderr).toContain('secret-token');
   });
 
   it('--use-recorded-outputs needs --resume', () => {

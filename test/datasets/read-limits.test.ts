@@ -38,6 +38,45 @@ describe('read limits', () => {
     await expect(readXC(p, { chunkBytes: 4096, maxMemoryBytes: 1_000_000 })).rejects.toThrow(`${p}: cannot be read within the memory limit`);
   });
 
+  it('the read buffers count against maxMemoryBytes at their real size: a long line makes them grow', async () => {
+    // A 300 kB line (mostly spaces: almost no data) read in 4 kB chunks: the buffers grow to hold it.
+    const p = join(dir, 'long-line.txt'), q = join(dir, 'long-line.svm');
+    writeFileSync(p, `2 10 3\n0 1:1\n1 2:1${' '.repeat(300_000)}3:1\n`);
+    writeFileSync(q, `0 1:1\n1 2:1${' '.repeat(300_000)}3:1\n`);
+    for (const [file, read] of [[p, readXC], [q, readLibsvm]] as const) {
+      const stats = { bufferBytes: 0 };
+      expect((await read(file, { chunkBytes: 4096, stats })).points).toBe(2);
+      // Two buffers, one of them holding the line (while it grows, the old one is alive too).
+      expect(stats.bufferBytes).toBeGreaterThan(2 * 300_000);
+      // The least limit that reads the file: above the buffers (two 4 kB chunks were all that was counted).
+      let lo = 0, hi = 16e6;
+      while (hi - lo > 1) {
+        const mid = Math.floor((lo + hi) / 2);
+        if (await read(file, { chunkBytes: 4096, maxMemoryBytes: mid }).then(() => true, () => false)) hi = mid;
+        else lo = mid;
+      }
+      expect(hi).toBeGreaterThan(stats.bufferBytes);
+      // Just under it: refused, naming the file and the read buffers.
+      const err = await read(file, { chunkBytes: 4096, maxMemoryBytes: hi - 1 }).catch((e: unknown) => e as Error);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message.startsWith(`${file}: cannot be read within the memory limit: `)).toBe(true);
+      expect((err as Error).message).toMatch(/the read buffers need [\d.]+ MB for a line of more than [\d.]+ MB besides [\d.]+ MB of data read so far, more than the memory limit of [\d.]+ MB$|besides [\d.]+ MB of read buffers and need [\d.]+ MB to grow\)$/);
+    }
+  });
+
+  it('the data and the read buffers are counted together', async () => {
+    const p = join(dir, 'some.txt');
+    const rows = Array.from({ length: 2000 }, (_, i) => `${i % 5} ${Array.from({ length: 10 }, (_, j) => `${(i + j * 97) % 1000}:1`).join(' ')}`);
+    writeFileSync(p, `2000 1000 5\n${rows.join('\n')}\n`);
+    // A file smaller than a chunk is read with buffers of its own size.
+    const stats = { bufferBytes: 0 };
+    await readXC(p, { stats });
+    const size = (await import('node:fs')).statSync(p).size;
+    expect(stats.bufferBytes).toBe(2 * (size + 1));
+    const err = await readXC(p, { maxMemoryBytes: stats.bufferBytes + 50_000 }).catch((e: unknown) => e as Error);
+    expect((err as Error).message).toMatch(/: cannot be read within the memory limit: the data needs more than the memory limit of [\d.]+ MB \(\d+ points read so far hold [\d.]+ MB besides [\d.]+ MB of read buffers and need [\d.]+ MB to grow\)$/);
+  });
+
   it('a directory is an error naming it', async () => {
     const d = join(dir, 'adir');
     mkdirSync(d);

@@ -2,6 +2,7 @@
 // named by file and line, word for word.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readText, parseTextLine, firstInvalidUtf8 } from '../../datasets/text-reader.js';
@@ -61,7 +62,13 @@ describe('readText', () => {
 
   it('refuses a file whose text would pass maxMemoryBytes, naming the file', async () => {
     const p = await file('big.txt', Array.from({ length: 50 }, (_, i) => `a\tword ${i} ${'x'.repeat(100)}`).join('\n'));
-    await expect(readText(p, { maxMemoryBytes: 2000 })).rejects.toThrow(`${p}: cannot be read within the memory limit: its text needs more than 0.00200 MB by line 6`);
+    // The read buffers (two of the file's size, + 1 byte each) count against the limit too.
+    const buffers = 2 * (statSync(p).size + 1);
+    const mb = (b: number) => `${(b / 1e6).toPrecision(3)} MB`;
+    await expect(readText(p, { maxMemoryBytes: buffers + 2000 })).rejects.toThrow(
+      `${p}: cannot be read within the memory limit: its text needs more than 0.00200 MB by line 6 (besides ${mb(buffers)} of read buffers; the limit is ${mb(buffers + 2000)})`);
+    await expect(readText(p, { maxMemoryBytes: buffers - 1 })).rejects.toThrow(
+      `${p}: cannot be read within the memory limit: the read buffers need ${mb(buffers)} besides 0.00 MB of data read so far, more than the memory limit of ${mb(buffers - 1)}`);
     expect((await readText(p, { maxMemoryBytes: 1e6 })).points).toBe(50);
   });
 
