@@ -691,7 +691,7 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
           if (part.name.startsWith('worker scratch')) {
             let act = 0;
             config.layers.forEach((l, k) => (act += k === config.layers.length - 1 && l.sampling ? w.active / Rs : l.size));
-            resident -= part.bytes - Math.max(1, workers) * 12 * (mode === 'sharded' ? batch : batch) * act;
+            resident -= part.bytes - Math.max(1, workers) * 12 * batch * act;
           }
         }
         const c: PlanCandidate = {
@@ -708,8 +708,7 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
   const ok = candidates.filter((c) => !c.excluded && c.linkGbps === links[0]);
   let chosen: PlanCandidate, reason: string;
   if (ok.length) {
-    chosen = ok.reduce((a, c) => (c.samplesPerSec > a.samplesPerSec * 1.05 || (c.samplesPerSec >= a.samplesPerSec / 1.05 && c.ranks < a.ranks && c.samplesPerSec > a.samplesPerSec) ? c : a));
-    // Fewer ranks win unless more are at least 5% faster.
+    // The fewest ranks within 5% of the fastest (more ranks cost machines for nothing).
     const best = ok.reduce((a, c) => (c.samplesPerSec > a.samplesPerSec ? c : a));
     chosen = ok.filter((c) => c.samplesPerSec >= best.samplesPerSec / 1.05).reduce((a, c) => (c.ranks < a.ranks || (c.ranks === a.ranks && c.samplesPerSec > a.samplesPerSec) ? c : a));
     const single = ok.find((c) => c.mode === 'single');
