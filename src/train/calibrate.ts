@@ -27,6 +27,7 @@ import { InlineExecutor } from './executor.js';
 import { labelFrequencies } from './metrics.js';
 import { sharedSetLogQ } from './logq.js';
 import { buildWide } from '../network/wide.js';
+import { subset } from '../../datasets/split-reader.js';
 
 /** Input rows and output labels of the probe network at most (fewer when the planned network is smaller). */
 const PROBE_BYTES = Number(process.env.SUBLINEAR_PROBE_BYTES) || 96 * 2 ** 20;
@@ -107,7 +108,8 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const Np = Math.min(out.size, rowsCap(H));
   const avgNnz = Math.min(Dp, o.shape.nnz / o.shape.points), avgLabels = Math.min(Np, Math.max(1, o.shape.labelNnz / o.shape.points));
   const planned = workload(c, o.shape, batch);
-  const active = Math.max(1, Math.min(Np, Math.round(planned.active)));
+  // The probe's active set: the planned one, at most a quarter of the probe's labels (variant C triples it).
+  const active = Math.max(1, Math.min(Math.floor(Np / 4), Math.round(planned.active)));
   const probeConfig = (wide: boolean, outSize = Np): NetworkConfig => ({
     inputDim: Dp, seed: 1,
     layers: L.map((l, k) => {
@@ -237,11 +239,14 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
 
   // The training loop's own cost per sample (the pool, batching) and the parallel efficiency: fit() on the
   // warmed network B with one worker and with every core.
-  // Two epochs on the warmed network B; the second is timed (the first starts the worker threads).
+  // Two epochs on the warmed network B; the second is timed (the first starts the worker threads). Each
+  // epoch takes about `target` seconds.
+  const fitPoints = Math.max(4 * batch, Math.min(dataW.points, Math.round(target / Math.max(1e-7, BW.perSample) / batch) * batch));
+  const fitData = fitPoints === dataW.points ? dataW : subset(dataW, Uint32Array.from({ length: fitPoints }, (_, i) => i));
   const fitRun = async (workers: number) => {
-    const st = await netB.fit(dataW, { epochs: 2, batchSize: batch, workers, validation: false, inputScaling: 'off', rebuild: { first: 1e9, maxInterval: 1e9 } });
+    const st = await netB.fit(fitData, { epochs: 2, batchSize: batch, workers, validation: false, inputScaling: 'off', rebuild: { first: 1e9, maxInterval: 1e9 } });
     const h = st.history;
-    return (h[1]!.trainSeconds - h[0]!.trainSeconds) / dataW.points;
+    return (h[1]!.trainSeconds - h[0]!.trainSeconds) / fitData.points;
   };
   const f1 = Math.min(await fitRun(1), await fitRun(1));
   perSample += Math.max(0, f1 - BW.perSample);
