@@ -198,15 +198,24 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
   lines.push(`per sample: ${n(w.lowerMacs)} MACs below the output, ${n(w.active)} active outputs x ${p.config.layers.length > 1 ? p.config.layers.at(-2)!.size : p.config.inputDim} = ${n(w.outputMacs)} MACs, ` +
     `${n(w.widePairs)} wide pairs; ${n(w.rebuildsPerStep, 4)} rebuilds per step`);
   lines.push('');
-  lines.push('| mode | ranks | workers | link Gb/s | memory per rank | samples/s | epoch | step ms (lower / output / wide / other / apply / rebuild / exchange) | received per rank per step |');
-  lines.push('|---|---|---|---|---|---|---|---|---|');
+  // One row per mode and rank count; samples/s per link speed; the step's terms at the first link.
+  const links = [...new Set(p.candidates.map((x) => x.linkGbps))];
+  lines.push(`| mode | ranks | workers | memory per rank | received per rank per step | step ms at ${links[0]} Gb/s (lower / output / wide / other / apply / rebuild / exchange) | ${links.map((l, i) => `${i === 0 ? 'samples/s at ' : ''}${l} Gb/s`).join(' | ')} |`);
+  lines.push(`|---|---|---|---|---|---|${links.map(() => '---').join('|')}|`);
+  const groups = new Map<string, PlanCandidate[]>();
   for (const x of p.candidates) {
-    const s = x.step, ms = (v: number) => (v * 1000).toFixed(v * 1000 < 10 ? 2 : 1);
-    lines.push(`| ${x.mode} | ${x.ranks} | ${x.workers} | ${x.mode === 'single' ? '-' : x.linkGbps} | ${formatBytes(x.memoryPerRank.totalBytes)}${x.excluded ? ' (excluded)' : ''} | ` +
-      `${n(x.samplesPerSec)} | ${formatSeconds(x.epochSeconds)} | ${ms(s.total)} (${[s.lower, s.output, s.wide, s.overhead, s.apply, s.rebuild, s.exchange].map(ms).join(' / ')}) | ${formatBytes(s.receivedBytes)} |`);
+    const k = `${x.mode} ${x.ranks}`;
+    groups.set(k, [...(groups.get(k) ?? []), x]);
+  }
+  for (const g of groups.values()) {
+    const x = g[0]!, s = x.step, ms = (v: number) => (v * 1000).toFixed(v * 1000 < 10 ? 2 : 1);
+    const sps = links.map((l) => g.find((y) => y.linkGbps === l) ?? x).map((y) => n(y.samplesPerSec));
+    lines.push(`| ${x.mode} | ${x.ranks} | ${x.workers} | ${formatBytes(x.memoryPerRank.totalBytes)}${x.excluded ? ' (excluded)' : ''} | ${formatBytes(s.receivedBytes)} | ` +
+      `${ms(s.total)} (${[s.lower, s.output, s.wide, s.overhead, s.apply, s.rebuild, s.exchange].map(ms).join(' / ')}) | ${sps.join(' | ')} |`);
   }
   lines.push('');
   for (const x of p.candidates.filter((y) => y.excluded)) lines.push(`excluded: ${x.mode} x ${x.ranks}${x.mode === 'single' ? '' : ` at ${x.linkGbps} Gb/s`}: ${x.excluded}`);
+  lines.push(`epoch of ${n(p.shape.points)} points: ${formatSeconds(p.chosen.epochSeconds)} (chosen configuration)`);
   lines.push(`memory per ${p.chosen.mode === 'single' ? 'process' : 'rank'}: ${formatBytes(p.chosen.memoryPerRank.totalBytes)} (${formatParts(p.chosen.memoryPerRank.parts)})`);
   lines.push(`chosen: ${p.reason}`);
   lines.push(formatPlanLine(p));

@@ -1,18 +1,19 @@
 // The timing probe behind `sublinear plan`: measures this machine's costs per unit of work with the real
 // kernels on a small network of the planned widths, and caches them per CPU and widths.
 //
-// A probe network keeps the planned layer widths, active-set size and wide part, but at most PROBE_ROWS
-// input features and output labels (so that it allocates ~100-300 MB at most, still far beyond the
-// caches, like the real network). Five short fit() runs on seeded synthetic data of the shape's mean
-// counts separate the per-sample costs by varying one factor at a time:
-//   A: as planned                      B: A without the wide part (with a few rebuilds, timed)
-//   C: B with 3x the active set        D: B with 1/4 of the nonzeros per point
-//   E: A on every core (parallel efficiency)
+// A probe network keeps the planned layer widths, sampling and wide part, but at most ~96 MB of rows per
+// layer (PROBE_BYTES: input features and output labels; still far beyond the caches, like the real
+// network). Its batches are timed with netTrainSlice (mode 0) after a warm-up, each the fastest of `repeats`
+// timings (the least disturbed by other work on the machine), varying one factor at a time:
+//   B: no wide part, on seeded synthetic points of the shape's mean counts   C: B with 3x the active set
+//   E1, E2: a 64-label output, nnz and nnz / 4 nonzeros per point (the layers below the output)
+//   BW, A: B and the planned wide part on the data's first points (when the data is given)
 // per-sample time t = lowerPerMac x lowerMacs + outputPerMac x outputMacs + widePerPair x widePairs + perSample:
-//   outputPerMac = (tC - tB) / (outC - outB), lowerPerMac = (tB - tD) / (lowB - lowD),
-//   widePerPair = (tA - tB) / wideA, perSample = tB - the rest. Each run is repeated and the fastest kept
-// (the least disturbed by other work on the machine). Then applyPerFloat times netApplyRows of mode-3
-// gradients, like bench:distributed-cost.
+//   outputPerMac = (tC - tB) / (outC - outB), lowerPerMac = (tE1 - tE2) / (lowE1 - lowE2),
+//   widePerPair = (tA - tBW) / wide pairs scanned, perSample = tBW - the rest.
+// Then: two rebuilds (B's tables, and B's rows in tables of 2^10 buckets) give the per-(row, table) and
+// per-bucket costs; fit() epochs with 1 and W workers the training loop's own per-sample cost and the
+// parallel efficiency; netApplyRows of mode-3 gradients the apply cost per float (as bench:distributed-cost).
 import { cpus, homedir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -110,13 +111,13 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const planned = workload(c, o.shape, batch);
   // The probe's active set: the planned one, at most a quarter of the probe's labels (variant C triples it).
   const active = Math.max(1, Math.min(Math.floor(Np / 4), Math.round(planned.active)));
-  const probeConfig = (wide: boolean, outSize = Np): NetworkConfig => ({
+  const probeConfig = (wide: boolean, outSize = Np, rangeBits?: number): NetworkConfig => ({
     inputDim: Dp, seed: 1,
     layers: L.map((l, k) => {
       if (k < L.length - 1) return { size: l.size, activation: l.activation, dropout: l.dropout };
       return {
         size: outSize, activation: 'softmax' as const,
-        ...(l.sampling ? { sampling: { ...l.sampling, minActive: Math.min(outSize, active), budget: l.sampling.budget } } : {}),
+        ...(l.sampling ? { sampling: { ...l.sampling, minActive: Math.min(outSize, active), budget: l.sampling.budget, ...(rangeBits !== undefined ? { rangeBits } : {}) } } : {}),
         ...(l.wide && wide ? { wide: l.wide } : {}),
       };
     }),
@@ -126,8 +127,8 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const data = probeDataset({ points, features: Dp, labels: Np, avgNnz, avgLabels, seed: 7 });
   const sparse = probeDataset({ points, features: Dp, labels: Np, avgNnz: Math.max(1, avgNnz / 4), avgLabels, seed: 8 });
   /** A probe network with its tables, logQ and wide part as fit() sets them up. */
-  const build = async (wide: boolean, outSize = Np): Promise<Network> => {
-    const net = new Network(probeConfig(wide, outSize));
+  const build = async (wide: boolean, outSize = Np, rangeBits?: number): Promise<Network> => {
+    const net = new Network(probeConfig(wide, outSize, rangeBits));
     const last = net.spec.layers.at(-1)!;
     const sc = net.config.layers.at(-1)!.sampling;
     if (sc) {
@@ -184,7 +185,11 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   };
   const netB = await build(false);
   const B = time(netB);
-  const D = time(netB, sparse);
+  // The layers below the output: timed on a network with a 64-label output, so that they are most of the
+  // work, with nnz and nnz / 4 nonzeros per point.
+  const netL = await build(false, Math.min(64, Np));
+  const lowData = foldIds(data, Dp, Math.min(64, Np), data.points), lowSparse = foldIds(sparse, Dp, Math.min(64, Np), sparse.points);
+  const E1 = time(netL, lowData), E2 = time(netL, lowSparse);
   let C: { perSample: number; active: number };
   let netC: Network | null = null;
   if (out.sampling) {
@@ -201,7 +206,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const pos = (x: number, floor: number) => (Number.isFinite(x) && x > floor ? x : floor);
   const outputPerMac = pos((C.perSample - B.perSample) / (outC - outB), 1e-13);
   const lowB = lowerOf(data), lowD = lowerOf(sparse);
-  const lowerPerMac = pos((B.perSample - D.perSample) / (lowB - lowD), 1e-13);
+  const lowerPerMac = pos((E1.perSample - E2.perSample) / (lowB - lowD), 1e-13);
   // The wide part's cost per scanned pair and the rest per sample, on the predicted data.
   const BW = real ? time(netB, dataW) : B;
   let widePerPair = 0;
@@ -215,7 +220,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
     widePerPair = pairs > 0 ? pos((A.perSample - BW.perSample) / pairs, 0) : 0;
   }
   let perSample = pos(BW.perSample - lowerPerMac * lowerOf(dataW) - outputPerMac * (out.sampling ? BW.active : Np) * Hp, 0);
-  if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe ${JSON.stringify({ B, C, D, BW, real: !!real, lowB, lowD, outB, outC })}\n`);
+  if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe ${JSON.stringify({ B, C, E1, E2, BW, real: !!real, lowB, lowD, outB, outC })}\n`);
 
   // A rebuild costs a part per bucket (clearing and filling the tables' arrays) and a part per (row, table):
   // timed on network B and on one with a quarter of its rows.
@@ -230,11 +235,11 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
       }
       return best;
     };
-    const small = Math.max(64, Math.floor(Np / 4));
-    const rB = await timeRebuild(netB), rS = await timeRebuild(await build(false, small));
+    // The per-row part on tables of 2^10 buckets (their own cost negligible), the per-bucket part from B's.
+    const rB = await timeRebuild(netB), rS = await timeRebuild(await build(false, Np, Math.min(10, out.sampling.rangeBits)));
     const tables = out.sampling.L, buckets = tables * 2 ** out.sampling.rangeBits;
-    rebuildPerRowTable = pos((rB - rS) / ((Np - small) * tables), 0);
-    rebuildPerBucket = pos((rB - rebuildPerRowTable * Np * tables) / buckets, 0);
+    rebuildPerRowTable = pos(rS / (Np * tables), 0);
+    rebuildPerBucket = pos((rB - rS) / buckets, 0);
   }
 
   // The training loop's own cost per sample (the pool, batching) and the parallel efficiency: fit() on the

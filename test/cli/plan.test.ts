@@ -108,7 +108,8 @@ describe('sublinear plan: output', () => {
     expect(r.stdout).toMatch(/^data: amazon-3m: 1,717,899 points, 337,067 features, 2,812,281 labels/);
     expect(r.stdout).toMatch(/^network: 337067 -> 1024 -> 2812281 \(sampled dwta K=7 L=50, wide\)$/m);
     expect(r.stdout).toMatch(/^excluded: single x 1: needs [\d.]+ GB per machine, more than 90% of 24.0 GB$/m);
-    expect(r.stdout).toMatch(/^\| sharded \| 16 \| 2 \| 100 \| /m);
+    expect(r.stdout).toMatch(/^\| mode \| ranks \| workers \| memory per rank \| received per rank per step \| step ms at 10 Gb\/s .* \| samples\/s at 10 Gb\/s \| 100 Gb\/s \|$/m);
+    expect(r.stdout).toMatch(/^\| sharded \| 16 \| 2 \| [\d.]+ GB \| [\d.]+ MB \| [\d.]+ \(/m);
     expect(r.stdout).toMatch(/^chosen: \d+ sharded ranks are the fastest configuration that fits \(one process does not fit\)$/m);
   });
 
