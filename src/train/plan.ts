@@ -85,10 +85,10 @@ export const WIDE_ESTIMATE_POINTS = 20000;
  * features are counted. Labels seen in more points than the head holds keep more pairs, so on larger data
  * this is a lower bound.
  */
-export function measureWideScan(head: SparseDataset, config: ResolvedNetworkConfig): { scan: number; pairs: number; occurrences: number } {
+export function measureWideScan(head: SparseDataset, config: ResolvedNetworkConfig, maxPoints = WIDE_ESTIMATE_POINTS): { scan: number; pairs: number; occurrences: number } {
   const wide = config.layers.at(-1)!.wide;
   if (!wide || head.points === 0) return { scan: 0, pairs: 0, occurrences: 0 };
-  const n = Math.min(head.points, WIDE_ESTIMATE_POINTS);
+  const n = Math.min(head.points, maxPoints);
   const rows = n === head.points ? null : Uint32Array.from({ length: n }, (_, i) => i);
   const w = buildWide(head, rows, config.inputDim, config.layers.at(-1)!.size, wide.maxPerLabel, wide.init, wide.minShare);
   let s = 0, occurrences = 0;
@@ -265,7 +265,11 @@ export function rebuildsPerStep(steps: number): number {
   return steps > 0 ? n / steps : 0;
 }
 
-export function workload(config: ResolvedNetworkConfig, shape: DataShape, batch: number): Workload {
+/**
+ * The work of one sample and of one step of `config` on `shape` at global batch `batch`. `widePoints`: the
+ * points of `shape.head` the wide part is estimated on (default WIDE_ESTIMATE_POINTS).
+ */
+export function workload(config: ResolvedNetworkConfig, shape: DataShape, batch: number, widePoints = WIDE_ESTIMATE_POINTS): Workload {
   const nnzPer = shape.nnz / shape.points, labelsPer = shape.labelNnz / shape.points;
   const layers = config.layers;
   let lowerMacs = nnzPer * layers[0]!.size;
@@ -287,7 +291,7 @@ export function workload(config: ResolvedNetworkConfig, shape: DataShape, batch:
   // evenly over the features (a rough guess: real features are skewed, and frequent ones hold more pairs).
   let widePairs = 0, widePairsExpected = widePairsTotal;
   if (widePairsTotal > 0 && shape.head) {
-    const m = measureWideScan(shape.head, config);
+    const m = measureWideScan(shape.head, config, widePoints);
     widePairs = m.scan;
     const occ = shape.occurrences ?? m.occurrences;
     widePairsExpected = Math.min(widePairsTotal, Math.round(m.occurrences > 0 ? (m.pairs * occ) / m.occurrences : m.pairs));
@@ -556,6 +560,8 @@ export interface PlanInput {
   machine?: MachineSpec;
   /** Training keeps the best epoch's weights (no fixed epoch count). Default false. */
   bestWeights?: boolean;
+  /** Points of the data's head the wide part is estimated on. Default WIDE_ESTIMATE_POINTS (20,000). */
+  widePoints?: number;
 }
 
 export interface TrainingPlan {
@@ -674,7 +680,7 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
   const limit = Math.floor(0.9 * machine.memoryBytes);
   const coresPerRank = Math.max(1, Math.floor(machine.cores / machine.ranksPerMachine));
   const workers = input.workers ?? defaultTraining(config, coresPerRank).workers;
-  const w = workload(config, shape, batch);
+  const w = workload(config, shape, batch, input.widePoints);
   const wide = !!config.layers.at(-1)!.wide;
   const candidates: PlanCandidate[] = [];
   for (const mode of modes) {
@@ -799,7 +805,8 @@ export function runPlanLine(
     return `plan: ${who}, batch ${o.batch}: ${formatBytes(mem.totalBytes)} per ${o.mode === 'single' ? 'process' : 'rank'}; speed not calibrated on this machine (sublinear plan measures it)`;
   }
   const p = planTraining({
-    shape, config, batch: o.batch, workers: o.workers, ranks: [o.ranks], modes: [o.mode], bestWeights: o.bestWeights,
+    // The wide part estimated on 5,000 points: choosing its pairs on more would hold memory the run needs.
+    shape, config, batch: o.batch, workers: o.workers, ranks: [o.ranks], modes: [o.mode], bestWeights: o.bestWeights, widePoints: 5000,
     machine: { ...(o.cores !== undefined ? { cores: o.cores } : {}), ranksPerMachine: 1 },
   }, cal);
   return formatPlanLine(p);
