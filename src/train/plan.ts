@@ -723,7 +723,9 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
     else if (chosen.mode === 'single') reason = 'one process is within 5% of the fastest configuration that fits (more ranks cost exchange and repeated updates)';
     else {
       const gain = single ? ` (${(chosen.samplesPerSec / single.samplesPerSec).toFixed(2)}x one process)` : single === undefined && candidates.some((c) => c.mode === 'single') ? ' (one process does not fit)' : '';
-      reason = `${what} are the fastest configuration that fits${gain}`;
+      reason = chosen === best
+        ? `${what} are the fastest configuration that fits${gain}`
+        : `${what} are within 5% of the fastest configuration that fits (${best.ranks} ${best.mode} ranks) with fewer ranks${gain}`;
     }
   } else {
     chosen = candidates.reduce((a, c) => (c.memoryPerRank.totalBytes < a.memoryPerRank.totalBytes ? c : a));
