@@ -214,7 +214,9 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
       `${ms(s.total)} (${[s.lower, s.output, s.wide, s.overhead, s.apply, s.rebuild, s.exchange].map(ms).join(' / ')}) | ${sps.join(' | ')} |`);
   }
   lines.push('');
-  for (const x of p.candidates.filter((y) => y.excluded)) lines.push(`excluded: ${x.mode} x ${x.ranks}${x.mode === 'single' ? '' : ` at ${x.linkGbps} Gb/s`}: ${x.excluded}`);
+  const excluded = new Map<string, string[]>();
+  for (const x of p.candidates.filter((y) => y.excluded)) excluded.set(`${x.mode}: ${x.excluded}`, [...new Set([...(excluded.get(`${x.mode}: ${x.excluded}`) ?? []), String(x.ranks)])]);
+  for (const [what, ranks] of excluded) lines.push(`excluded: ${what.replace(': ', ` x ${ranks.join(', ')}: `)}`);
   lines.push(`epoch of ${n(p.shape.points)} points: ${formatSeconds(p.chosen.epochSeconds)} (chosen configuration)`);
   lines.push(`memory per ${p.chosen.mode === 'single' ? 'process' : 'rank'}: ${formatBytes(p.chosen.memoryPerRank.totalBytes)} (${formatParts(p.chosen.memoryPerRank.parts)})`);
   lines.push(`chosen: ${p.reason}`);
