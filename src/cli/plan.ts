@@ -57,7 +57,7 @@ export const planCmd = defineCommand({
   summary: 'Plan a training job before it runs: network, memory per rank, predicted samples/s, the configuration to use.',
   description:
     'Reads only the data file\'s shape and label and feature frequencies (one streaming pass; XC format), or takes the shape from ' +
-    '--shape or --points --features --labels --avg-nnz --avg-labels. The speed model is measured: a probe of a few seconds times the real ' +
+    '--shape or --points --features --labels --avg-nnz --avg-labels. The speed model is measured: a probe (a few seconds to a minute) times the real ' +
     'kernels on a network of the planned widths on this machine (cached per CPU and widths; --recalibrate measures again). ' +
     'Modes: one process (W workers), replicated ranks (train --distributed: every rank holds the whole network) and label-sharded ranks ' +
     '(each rank owns 1/R of the output labels: rows, moments, tables, wide pairs; the layers below are data-parallel).',
@@ -143,7 +143,7 @@ async function planCommand(o: PlanOptions, io: CliIO): Promise<number> {
   let cal = o.recalibrate ? null : await readCachedCalibration(resolved, cacheFile);
   const cached = cal !== null;
   if (!cal) {
-    if (!o.quiet) io.err('measuring this machine (timing probe, a few seconds)\n');
+    if (!o.quiet) io.err('measuring this machine (timing probe: a few seconds to a minute)\n');
     cal = await calibrate({ config: resolved, shape, batch, baseRssBytes });
     try {
       await writeCachedCalibration(resolved, cal, cacheFile);
