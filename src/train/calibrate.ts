@@ -98,8 +98,9 @@ export async function writeCachedCalibration(config: ResolvedNetworkConfig, cal:
 }
 
 /**
- * Measures this machine's costs for `config` (see the file comment). Takes a few seconds and allocates a
- * probe network of ~100-300 MB.
+ * Measures this machine's costs for `config` (see the file comment). Takes a few seconds to a minute and
+ * holds up to three probe networks of `probeBytes` per layer plus their hash tables (8.7 GB at the
+ * Amazon-3M shape with a 1,024-wide hidden layer).
  */
 export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const t0 = performance.now();
