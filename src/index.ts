@@ -16,6 +16,12 @@ export {
   type SkippedCheckpoint,
 } from './train/checkpoint.js';
 export { MemoryLimitError } from './train/memory-plan.js';
+export {
+  planTraining, scanDataShape, datasetShape, shapeFromCounts, stepCost, shardedExchange, replicatedExchange, collectiveCost, rankMemory, workload,
+  formatPlanLine, PLAN_SHAPES, type TrainingPlan, type PlanInput, type PlanCandidate, type PlanMode, type DataShape, type Calibration, type MachineSpec,
+  type StepCost, type Collective, type ExchangeInput, type Workload,
+} from './train/plan.js';
+export { calibrate, readCachedCalibration, writeCachedCalibration, defaultCalibrationFile, type CalibrateOptions } from './train/calibrate.js';
 export { BinFileError } from './util/binfile.js';
 export { modelFileBytes } from './network/model-file.js';
 export { checkOutputDirs, OutputCheckError, type PlannedOutput } from './util/output-check.js';

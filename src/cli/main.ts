@@ -16,6 +16,7 @@ import { dataCommands } from './data.js';
 import { demoCmd, evalCmd, predictCmd, trainCmd } from './engine-commands.js';
 import { benchCmd } from './bench.js';
 import { infoCmd } from './info.js';
+import { planCmd } from './plan.js';
 import { serveCmd } from './serve.js';
 import { native } from '../native.js';
 
@@ -25,6 +26,7 @@ export const COMMANDS: CommandNode[] = [
   evalCmd,
   predictCmd,
   infoCmd,
+  planCmd,
   serveCmd,
   demoCmd,
   benchCmd,
@@ -35,7 +37,7 @@ export const COMMANDS: CommandNode[] = [
  * Commands that run the native addon: it is loaded before they start, so a missing or broken build is
  * reported at once instead of after generating or reading data (--help still works without it).
  */
-const NEEDS_ADDON: ReadonlySet<CommandNode> = new Set([trainCmd, evalCmd, predictCmd, serveCmd, demoCmd]);
+const NEEDS_ADDON: ReadonlySet<CommandNode> = new Set([trainCmd, evalCmd, predictCmd, serveCmd, demoCmd, planCmd]);
 
 const ROOT: CommandGroup = defineGroup(
   'sublinear',

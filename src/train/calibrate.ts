@@ -1,0 +1,331 @@
+// The timing probe behind `sublinear plan`: measures this machine's costs per unit of work with the real
+// kernels on a small network of the planned widths, and caches them per CPU and widths.
+//
+// A probe network keeps the planned layer widths, sampling and wide part, but at most `probeBytes` of
+// weights and Adam moments per layer (input features and output labels; default min(1.1 GB, 5% of the
+// machine's memory), so the Amazon-670K shape is probed at its full size: a layer of 65,536 rows was
+// measured 25-35% faster per row than the real 670,091, the rows staying closer in the caches). Its batches are timed with netTrainSlice (mode 0) after a warm-up, each the fastest of `repeats`
+// timings (the least disturbed by other work on the machine), varying one factor at a time:
+//   B: no wide part, on seeded synthetic points of the shape's mean counts   C: B with 3x the active set
+//   E1, E2: a 64-label output, nnz and nnz / 4 nonzeros per point (the layers below the output)
+//   BW, A: B and the planned wide part on the data's first points (when the data is given)
+// per-sample time t = lowerPerMac x lowerMacs + outputPerMac x outputMacs + widePerPair x widePairs + perSample:
+//   outputPerMac = (tC - tB) / (outC - outB), lowerPerMac = (tE1 - tE2) / (lowE1 - lowE2),
+//   widePerPair = (tA - tBW) / wide pairs scanned, perSample = tBW - the rest.
+// Then: two rebuilds (B's tables, and B's rows in tables of 2^10 buckets) give the per-(row, table) and
+// per-bucket costs; fit() epochs with 1 and W workers the training loop's own per-sample cost and the
+// parallel efficiency; netApplyRows of mode-3 gradients the apply cost per float (as bench:distributed-cost).
+import { cpus, homedir, totalmem } from 'node:os';
+import { join, dirname } from 'node:path';
+import { mkdir, readFile } from 'node:fs/promises';
+import { Network } from '../network/network.js';
+import type { ResolvedNetworkConfig, NetworkConfig } from '../network/config.js';
+import type { RowUpdate } from '../network/native-types.js';
+import { native } from '../native.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { probeDataset, workload, type Calibration, type DataShape } from './plan.js';
+import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
+import { InlineExecutor } from './executor.js';
+import { labelFrequencies } from './metrics.js';
+import { sharedSetLogQ } from './logq.js';
+import { buildWide } from '../network/wide.js';
+import { subset } from '../../datasets/split-reader.js';
+
+/** Input rows and output labels of the probe network at most (fewer when the planned network is smaller). */
+/** Default bytes of weights and moments per probe layer: min(1.1 GB, 5% of the machine's memory). */
+export function defaultProbeBytes(): number {
+  return Math.floor(Math.min(1.1e9, 0.05 * totalmem()));
+}
+
+export interface CalibrateOptions {
+  /** The planned network (its widths, sampling and wide part are probed). */
+  config: ResolvedNetworkConfig;
+  /** The planned data's shape (its mean nonzeros and labels per point). */
+  shape: DataShape;
+  /** Batch size. Default 128. */
+  batch?: number;
+  /** Threads of the parallel probe. Default: this machine's cores. */
+  cores?: number;
+  /**
+   * Bytes of weights and Adam moments per probe layer at most (rows beyond are cut). Default
+   * min(1.1 GB, 5% of the machine's memory); the probe holds about three such networks at once.
+   */
+  probeBytes?: number;
+  /** Target seconds of one probe run. Default 0.4 (the whole probe takes about 12 times that). */
+  seconds?: number;
+  /** Runs of each variant (the fastest is kept). Default 2. */
+  repeats?: number;
+  /** Resident memory of the process before anything was read or allocated (the plan adds its parts to it). Default: the RSS when calibrate starts. */
+  baseRssBytes?: number;
+}
+
+/** The key of a calibration in the cache: CPU, kernel ISA and the probed widths. */
+export function calibrationKey(config: ResolvedNetworkConfig): string {
+  const L = config.layers;
+  const H = L.length > 1 ? L.at(-2)!.size : config.inputDim;
+  return `${cpus()[0]?.model ?? 'unknown'}|${native().netKernelIsa}|H0=${L[0]!.size}|H=${H}|${L.at(-1)!.sampling ? 'sampled' : 'dense'}|${L.at(-1)!.wide ? 'wide' : 'nowide'}`;
+}
+
+/** Default calibration cache: $SUBLINEAR_CACHE_DIR/calibration.json, else ~/.cache/sublinear/calibration.json. */
+export function defaultCalibrationFile(): string {
+  const dir = process.env.SUBLINEAR_CACHE_DIR || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'sublinear');
+  return join(dir, 'calibration.json');
+}
+
+/** A cached calibration for this network on this machine, or null (no file, no entry, or an unreadable file). */
+export async function readCachedCalibration(config: ResolvedNetworkConfig, file = defaultCalibrationFile()): Promise<Calibration | null> {
+  try {
+    const all = JSON.parse(await readFile(file, 'utf8')) as Record<string, Calibration>;
+    const c = all?.[calibrationKey(config)];
+    return c && typeof c.lowerPerMac === 'number' ? c : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Stores a calibration in the cache file (atomically; other entries kept). */
+export async function writeCachedCalibration(config: ResolvedNetworkConfig, cal: Calibration, file = defaultCalibrationFile()): Promise<void> {
+  let all: Record<string, Calibration> = {};
+  try {
+    const parsed = JSON.parse(await readFile(file, 'utf8')) as unknown;
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) all = parsed as Record<string, Calibration>;
+  } catch {
+    // no cache yet, or an unreadable one: replaced
+  }
+  all[calibrationKey(config)] = cal;
+  await mkdir(dirname(file), { recursive: true });
+  await writeFileAtomic(file, [Buffer.from(JSON.stringify(all, null, 1) + '\n')]);
+}
+
+/**
+ * Measures this machine's costs for `config` (see the file comment). Takes a few seconds to a minute and
+ * holds up to three probe networks of `probeBytes` per layer plus their hash tables (8.7 GB at the
+ * Amazon-3M shape with a 1,024-wide hidden layer).
+ */
+export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
+  const t0 = performance.now();
+  const baseRssBytes = o.baseRssBytes ?? process.memoryUsage().rss;
+  const batch = o.batch ?? 128;
+  const cores = o.cores ?? cpus().length;
+  const repeats = o.repeats ?? 2;
+  const target = o.seconds ?? 0.4;
+  const c = o.config;
+  const L = c.layers;
+  const H0 = L[0]!.size;
+  const out = L.at(-1)!;
+  const H = L.length > 1 ? L.at(-2)!.size : c.inputDim;
+  const probeBytes = o.probeBytes ?? defaultProbeBytes();
+  const rowsCap = (width: number) => Math.max(4096, Math.floor(probeBytes / (12 * width)));
+  const Dp = Math.min(c.inputDim, rowsCap(H0));
+  const Np = Math.min(out.size, rowsCap(H));
+  const avgNnz = Math.min(Dp, o.shape.nnz / o.shape.points), avgLabels = Math.min(Np, Math.max(1, o.shape.labelNnz / o.shape.points));
+  const planned = workload(c, o.shape, batch);
+  // The probe's active set: the planned one, at most a quarter of the probe's labels (variant C triples it).
+  const active = Math.max(1, Math.min(Math.floor(Np / 4), Math.round(planned.active)));
+  const probeConfig = (wide: boolean, outSize = Np, rangeBits?: number): NetworkConfig => ({
+    inputDim: Dp, seed: 1,
+    layers: L.map((l, k) => {
+      if (k < L.length - 1) return { size: l.size, activation: l.activation, dropout: l.dropout };
+      return {
+        size: outSize, activation: 'softmax' as const,
+        ...(l.sampling ? { sampling: { ...l.sampling, minActive: Math.min(outSize, active), budget: l.sampling.budget, ...(rangeBits !== undefined ? { rangeBits } : {}) } } : {}),
+        ...(l.wide && wide ? { wide: l.wide } : {}),
+      };
+    }),
+  });
+  const adam = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
+  const points = 64 * batch;
+  const data = probeDataset({ points, features: Dp, labels: Np, avgNnz, avgLabels, seed: 7 });
+  const sparse = probeDataset({ points, features: Dp, labels: Np, avgNnz: Math.max(1, avgNnz / 4), avgLabels, seed: 8 });
+  /** A probe network with its tables, logQ and wide part as fit() sets them up. */
+  const build = async (wide: boolean, outSize = Np, rangeBits?: number): Promise<Network> => {
+    const net = new Network(probeConfig(wide, outSize, rangeBits));
+    const last = net.spec.layers.at(-1)!;
+    const sc = net.config.layers.at(-1)!.sampling;
+    if (sc) {
+      await net.rebuildTables(new InlineExecutor());
+      if (sc.logQ && outSize === Np) last.sampling!.logQ = sharedSetLogQ(labelFrequencies(data.labelIndices, last.outDim), data.points, batch, sc.minActive);
+    }
+    const wc = net.config.layers.at(-1)!.wide;
+    if (wc) last.wide = buildWide(data, null, Dp, last.outDim, wc.maxPerLabel, wc.init, wc.minShare);
+    return net;
+  };
+  let seed = 1;
+  /** Seconds per sample of mode-0 batches on `net` (the fastest of `repeats` timings, after a warm-up that touches the rows). */
+  const time = (net: Network, d = data, nBatches?: number): { perSample: number; active: number } => {
+    const stats = new Float64Array(4);
+    const step = () => {
+      const start = (seed * batch) % (d.points - batch);
+      const ids = Uint32Array.from({ length: batch }, (_, i) => start + i);
+      native().netTrainSlice(net.spec, d, ids, { mode: 0, ...adam, gradScale: 1 / batch, seed: seed++, ...(net.wideLr !== undefined ? { wideLr: net.wideLr } : {}) }, stats);
+      return stats[2]! / Math.max(1, stats[1]!);
+    };
+    for (let i = 0; i < 4; i++) step();
+    let n = nBatches ?? 4;
+    if (nBatches === undefined) {
+      const t = performance.now();
+      for (let i = 0; i < 2; i++) step();
+      const per = (performance.now() - t) / 1000 / 2;
+      n = Math.max(2, Math.min(60, Math.round(target / Math.max(1e-6, per))));
+    }
+    let best = Infinity, act = 0;
+    for (let r = 0; r < repeats; r++) {
+      const t = performance.now();
+      act = 0;
+      for (let i = 0; i < n; i++) act += step();
+      best = Math.min(best, (performance.now() - t) / 1000 / (n * batch));
+    }
+    return { perSample: best, active: act / n };
+  };
+  const Hp = H;
+  const lowerOf = (d: SparseDataset) => {
+    let m = (d.offsets[d.points]! / d.points) * H0;
+    for (let k = 1; k < L.length - 1; k++) m += L[k - 1]!.size * L[k]!.size;
+    return m;
+  };
+  // The data whose per-sample costs are predicted: the head of the real data when given (ids folded into the
+  // probe's dimensions), else the synthetic points.
+  const real = o.shape.head && o.shape.head.points >= 4 * batch ? foldIds(o.shape.head, Dp, Np, 32 * batch) : null;
+  const dataW = real ?? data;
+  /** A probe network with its tables, logQ and wide part (chosen on `on`) as fit() sets them up. */
+  const build2 = async (on: SparseDataset): Promise<Network> => {
+    const net = await build(true);
+    const wc = c.layers.at(-1)!.wide!;
+    net.spec.layers.at(-1)!.wide = buildWide(on, null, Dp, Np, wc.maxPerLabel, wc.init, wc.minShare);
+    return net;
+  };
+  const netB = await build(false);
+  const B = time(netB);
+  // The layers below the output: timed on a network with a 64-label output, so that they are most of the
+  // work, with nnz and nnz / 4 nonzeros per point.
+  const netL = await build(false, Math.min(64, Np));
+  const lowData = foldIds(data, Dp, Math.min(64, Np), data.points), lowSparse = foldIds(sparse, Dp, Math.min(64, Np), sparse.points);
+  const E1 = time(netL, lowData), E2 = time(netL, lowSparse);
+  let C: { perSample: number; active: number };
+  let netC: Network | null = null;
+  if (out.sampling) {
+    const q = netB.spec.layers.at(-1)!.sampling!.query;
+    const before = q.minActive;
+    q.minActive = Math.min(Np, 3 * before);
+    C = time(netB);
+    q.minActive = before;
+  } else {
+    netC = await build(false, Math.min(4 * Np, Np + Math.max(64, Np)));
+    C = time(netC);
+  }
+  const outB = (out.sampling ? B.active : Np) * Hp, outC = (out.sampling ? C.active : netC!.config.layers.at(-1)!.size) * Hp;
+  const pos = (x: number, floor: number) => (Number.isFinite(x) && x > floor ? x : floor);
+  const outputPerMac = pos((C.perSample - B.perSample) / (outC - outB), 1e-13);
+  const lowB = lowerOf(data), lowD = lowerOf(sparse);
+  const lowerPerMac = pos((E1.perSample - E2.perSample) / (lowB - lowD), 1e-13);
+  // The wide part's cost per scanned pair and the rest per sample, on the predicted data: A and BW are
+  // timed in turns, three times each, the fastest of each kept (a difference of two timings is what other
+  // work on the machine disturbs most).
+  let BW = real ? time(netB, dataW) : B;
+  let widePerPair = 0;
+  if (out.wide) {
+    const netA = await build2(dataW);
+    let A = time(netA, dataW);
+    for (let i = 0; i < 2; i++) {
+      const bw = time(netB, dataW), a = time(netA, dataW);
+      if (bw.perSample < BW.perSample) BW = bw;
+      if (a.perSample < A.perSample) A = a;
+    }
+    const w = netA.spec.layers.at(-1)!.wide!;
+    let sum = 0;
+    for (let q = 0; q < dataW.offsets[dataW.points]!; q++) sum += w.offsets[dataW.indices[q]! + 1]! - w.offsets[dataW.indices[q]!]!;
+    const pairs = sum / dataW.points;
+    widePerPair = pairs > 0 ? pos((A.perSample - BW.perSample) / pairs, 0) : 0;
+  }
+  let perSample = pos(BW.perSample - lowerPerMac * lowerOf(dataW) - outputPerMac * (out.sampling ? BW.active : Np) * Hp, 0);
+  if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe ${JSON.stringify({ B, C, E1, E2, BW, real: !!real, lowB, lowD, outB, outC })}\n`);
+
+  // A rebuild costs a part per bucket (clearing and filling the tables' arrays) and a part per (row, table):
+  // timed on network B and on one with a quarter of its rows.
+  let rebuildPerRowTable = 0, rebuildPerBucket = 0;
+  if (out.sampling) {
+    const timeRebuild = async (net: Network) => {
+      let best = Infinity;
+      for (let r = 0; r < repeats; r++) {
+        const t = performance.now();
+        await net.rebuildTables(new InlineExecutor());
+        best = Math.min(best, (performance.now() - t) / 1000);
+      }
+      return best;
+    };
+    // The per-row part on tables of 2^10 buckets (their own cost negligible), the per-bucket part from B's.
+    const rB = await timeRebuild(netB), rS = await timeRebuild(await build(false, Np, Math.min(10, out.sampling.rangeBits)));
+    const tables = out.sampling.L, buckets = tables * 2 ** out.sampling.rangeBits;
+    rebuildPerRowTable = pos(rS / (Np * tables), 0);
+    rebuildPerBucket = pos((rB - rS) / buckets, 0);
+  }
+
+  // The training loop's own cost per sample (the pool, batching) and the parallel efficiency: fit() on the
+  // warmed network B with one worker and with every core.
+  // Two epochs on the warmed network B; the second is timed (the first starts the worker threads). Each
+  // epoch takes about `target` seconds.
+  const fitPoints = Math.max(4 * batch, Math.min(dataW.points, Math.round(target / Math.max(1e-7, BW.perSample) / batch) * batch));
+  const fitData = fitPoints === dataW.points ? dataW : subset(dataW, Uint32Array.from({ length: fitPoints }, (_, i) => i));
+  const fitRun = async (workers: number) => {
+    const st = await netB.fit(fitData, { epochs: 2, batchSize: batch, workers, validation: false, inputScaling: 'off', rebuild: { first: 1e9, maxInterval: 1e9 } });
+    const h = st.history;
+    return (h[1]!.trainSeconds - h[0]!.trainSeconds) / fitData.points;
+  };
+  const f1 = Math.min(await fitRun(1), await fitRun(1));
+  perSample += Math.max(0, f1 - BW.perSample);
+  let parallelEfficiency = 1;
+  const W = Math.max(1, cores);
+  if (W > 1) {
+    const fW = Math.min(await fitRun(W), await fitRun(W));
+    parallelEfficiency = Math.min(1, Math.max(0.05, f1 / fW / W));
+  }
+
+  // netApplyRows per float (lazy Adam of exchanged rows), on network B.
+  let floats = 0, secs = 0;
+  for (let s = 0; s < 8; s++) {
+    const ids = Uint32Array.from({ length: batch }, (_, i) => s * batch + i);
+    const g = native().netTrainSlice(netB.spec, data, ids, { mode: 3, ...adam, gradScale: 1 / batch, seed: s }, new Float64Array(4))!;
+    const t = performance.now();
+    native().netApplyRows(netB.spec, adam, g.map((x, layer) => ({ layer, ...x }) as RowUpdate));
+    secs += (performance.now() - t) / 1000;
+    for (const x of g) floats += x.rows.length;
+  }
+  const applyPerFloat = floats > 0 ? secs / floats : 0;
+  if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe fit ${JSON.stringify({ f1, parallelEfficiency })}\n`);
+  return {
+    cpu: cpus()[0]?.model ?? 'unknown', hidden: H, lowerPerMac, outputPerMac, widePerPair, perSample, applyPerFloat, rebuildPerRowTable, rebuildPerBucket,
+    parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
+  };
+}
+
+/**
+ * The first `maxPoints` rows of `d` with feature ids folded below `features` and label ids below `labels`
+ * (id mod the dimension; a row's repeated ids merged), on SharedArrayBuffers: real rows for a probe network
+ * smaller than the real one.
+ */
+export function foldIds(d: SparseDataset, features: number, labels: number, maxPoints: number): SparseDataset {
+  const n = Math.min(d.points, maxPoints);
+  const idx: number[] = [], val: number[] = [], lab: number[] = [];
+  const offsets = sharedUint32(n + 1), labelOffsets = sharedUint32(n + 1);
+  for (let i = 0; i < n; i++) {
+    const fm = new Map<number, number>();
+    for (let q = d.offsets[i]!; q < d.offsets[i + 1]!; q++) {
+      const f = d.indices[q]! % features;
+      fm.set(f, (fm.get(f) ?? 0) + d.values[q]!);
+    }
+    for (const f of [...fm.keys()].sort((a, b) => a - b)) {
+      idx.push(f);
+      val.push(fm.get(f)!);
+    }
+    const ls = new Set<number>();
+    for (let q = d.labelOffsets[i]!; q < d.labelOffsets[i + 1]!; q++) ls.add(d.labelIndices[q]! % labels);
+    lab.push(...[...ls].sort((a, b) => a - b));
+    offsets[i + 1] = idx.length;
+    labelOffsets[i + 1] = lab.length;
+  }
+  const indices = sharedUint32(idx.length), values = sharedFloat32(val.length), labelIndices = sharedUint32(lab.length);
+  indices.set(idx);
+  values.set(val);
+  labelIndices.set(lab);
+  return { points: n, features, labels, offsets, indices, values, labelOffsets, labelIndices };
+}

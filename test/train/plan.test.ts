@@ -1,0 +1,188 @@
+// The plan of a training job (src/train/plan.ts, src/train/calibrate.ts): its memory against memory-plan.ts
+// and real allocations, the exchange formulas, the streaming shape scan, and the planner's choice.
+// No timings are asserted: the probe's numbers are only checked to be finite and positive.
+import { afterAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readXC, toShared } from '../../datasets/index.js';
+import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
+import { Network } from '../../src/network/network.js';
+import { planNetworkMemory } from '../../src/train/memory-plan.js';
+import {
+  collectiveCost, datasetShape, expectedDistinct, probeDataset, rankMemory, rebuildsPerStep, scanDataShape, shapeFromCounts,
+  shardedExchange, stepCost, planTraining, workload, type Calibration,
+} from '../../src/train/plan.js';
+import { calibrate, calibrationKey, readCachedCalibration, writeCachedCalibration } from '../../src/train/calibrate.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'sublinear-plan-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A calibration with round numbers, to check the planner's arithmetic (not a measurement). */
+const CAL: Calibration = {
+  cpu: 'test', hidden: 128, lowerPerMac: 1e-9, outputPerMac: 1e-10, widePerPair: 1e-8, perSample: 1e-5, applyPerFloat: 2e-9,
+  rebuildPerRowTable: 2e-8, rebuildPerBucket: 3e-9, parallelEfficiency: 1, parallelWorkers: 2, baseRssBytes: 50e6, probeSeconds: 0,
+};
+
+const data = probeDataset({ points: 600, features: 3000, labels: 20000, avgNnz: 12, avgLabels: 3, seed: 3 });
+const sampledWide: NetworkConfig = {
+  inputDim: 3000, layers: [{ size: 32 }, { size: 20000, sampling: { K: 3, L: 6, logQ: true, budget: 0 }, wide: { maxPerLabel: 8 } }],
+};
+const dense: NetworkConfig = { inputDim: 3000, layers: [{ size: 64, dropout: 0.5 }, { size: 300 }] };
+
+describe('memory per rank', () => {
+  it('one rank equals memory-plan.ts (planNetworkMemory) part for part', () => {
+    const d = toShared({ ...data, labels: 300, labelIndices: data.labelIndices.map((l) => l % 300) });
+    for (const [config, ds] of [[sampledWide, data], [dense, d]] as const) {
+      const c = resolveConfig(config);
+      const shape = datasetShape(ds);
+      for (const best of [false, true]) {
+        const w = workload(c, shape, 128);
+        const mine = rankMemory(c, shape, { ranks: 1, sharded: false, workers: 2, batch: 128, bestWeights: best, active: w.active });
+        const ref = planNetworkMemory(c, 2, ds, best);
+        expect(mine.totalBytes).toBe(ref.totalBytes);
+        expect(mine.parts).toEqual(ref.parts);
+      }
+    }
+  });
+
+  it('the network parts equal a real allocation, whole and as a 1/R label slice', () => {
+    const c = resolveConfig(sampledWide);
+    const shape = datasetShape(data);
+    const real = (labels: number) => new Network({ ...sampledWide, layers: [sampledWide.layers[0]!, { ...sampledWide.layers[1]!, size: labels }] }).memoryBytes();
+    for (const R of [1, 2, 3, 8]) {
+      const plan = rankMemory(c, shape, { ranks: R, sharded: true, workers: 1, batch: 128, bestWeights: false, active: 100 });
+      const bytes = (name: string) => plan.parts.filter((p) => p.name.startsWith(name)).reduce((s, p) => s + p.bytes, 0);
+      // A network with no wide pairs yet holds only the wide part's offsets (inputDim + 1 u32).
+      const networkParts = bytes('output layer weights') + bytes('output layer step') + bytes('output layer hash') + bytes('layer 0') + 4 * (c.inputDim + 1);
+      expect(networkParts).toBe(real(Math.ceil(20000 / R)));
+    }
+  });
+
+  it('sharding divides the output layer and its wide part, not the layers below', () => {
+    const c = resolveConfig(sampledWide);
+    const shape = datasetShape(data);
+    const part = (R: number, name: string) => rankMemory(c, shape, { ranks: R, sharded: true, workers: 1, batch: 128, bestWeights: false, active: 100 }).parts.find((p) => p.name === name)!.bytes;
+    expect(part(4, 'output layer weights+Adam')).toBe(12 * 32 * 5000 + 12 * 5000);
+    expect(part(4, 'layer 0 weights+Adam')).toBe(part(1, 'layer 0 weights+Adam'));
+    expect(part(4, 'output layer wide part') - 4 * 3001).toBe(12 * Math.ceil((part(1, 'output layer wide part') - 4 * 3001) / 12 / 4));
+    expect(part(4, 'exchange buffers')).toBe(3 * 4 * 128 * 32);
+  });
+});
+
+describe('exchange', () => {
+  it('ring collectives: bytes received and messages', () => {
+    expect(collectiveCost({ name: 'x', kind: 'allgather', bytes: 1000 }, 4, 8, 0)).toEqual({ received: 750, seconds: 750 * 8 / 8e9 });
+    expect(collectiveCost({ name: 'x', kind: 'allreduce', bytes: 1000 }, 4, 8, 1e-6).received).toBe(1500);
+    expect(collectiveCost({ name: 'x', kind: 'allreduce', bytes: 0 }, 8, 8, 1e-6).seconds).toBeCloseTo(2 * 3 * 1e-6, 12);
+    expect(collectiveCost({ name: 'x', kind: 'allgather', bytes: 1000 }, 1, 8, 1e-6)).toEqual({ received: 0, seconds: 0 });
+  });
+
+  it('label-sharded step: O(batch x hidden) terms, the lower rows gathered or summed', () => {
+    const base = { ranks: 4, batch: 128, firstWidth: 64, lastWidth: 256, featuresPerRank: 1000, featuresPerBatch: 3000, denseFloats: 64 };
+    const c = shardedExchange(base);
+    expect(c).toEqual([
+      { name: 'hidden activations', kind: 'allgather', bytes: 4 * 128 * 256 },
+      { name: 'softmax stats', kind: 'allreduce', bytes: 12 * 128 },
+      { name: 'hidden gradient', kind: 'allreduce', bytes: 4 * 128 * 256 },
+      { name: 'lower ids', kind: 'allgather', bytes: 4 * (4000 + 4) },
+      { name: 'lower rows (gathered)', kind: 'allgather', bytes: 4 * 4000 * 64 },
+      { name: 'dense', kind: 'allreduce', bytes: 4 * 64 },
+    ]);
+    // Overlapping parts (2 |union| < sum): summed over the union.
+    expect(shardedExchange({ ...base, featuresPerBatch: 1500 })[4]).toEqual({ name: 'lower rows (summed)', kind: 'allreduce', bytes: 4 * 1500 * 64 });
+  });
+
+  it('bytes per sharded step do not grow with the labels; replicated ones do', () => {
+    const run = (labels: number, mode: 'sharded' | 'replicated') => {
+      const shape = shapeFromCounts({ points: 100000, features: 50000, labels, avgNnz: 40, avgLabels: 4 });
+      const c = resolveConfig({ inputDim: 50000, layers: [{ size: 128 }, { size: labels, sampling: { K: 5, L: 20, logQ: true, budget: 0 } }] });
+      return stepCost(c, shape, workload(c, shape, 128), CAL, { mode, ranks: 8, workers: 1, batch: 128, linkGbps: 10, latency: 2e-5, cores: 1 }).receivedBytes;
+    };
+    expect(run(670000, 'sharded')).toBe(run(67000, 'sharded'));
+    expect(run(670000, 'replicated')).toBeGreaterThan(1.5 * run(67000, 'replicated'));
+  });
+});
+
+describe('shape and workload', () => {
+  it('scanDataShape reads counts and frequencies as the reader does', async () => {
+    const file = join(dir, 'd.txt');
+    writeFileSync(file, '4 10 5\n0,3 1:0.5 4:1\n2 0:1 4:2 9:0.25\n 3:1\n4,0 4:1\n');
+    const s = await scanDataShape(file);
+    const d = datasetShape(await readXC(file));
+    expect({ ...s, head: undefined }).toEqual({ ...d, head: undefined });
+    expect([...s.labelFreq!]).toEqual([2, 0, 1, 1, 1]);
+    expect([...s.featureFreq!]).toEqual([1, 1, 0, 1, 3, 0, 0, 0, 0, 1]);
+    expect(s.occurrences).toBe(2 * 2 + 3 * 1 + 0 + 2 * 1);
+    expect(s.head!.points).toBe(4);
+  });
+
+  it('scanDataShape names the file, line and problem', async () => {
+    const bad = async (text: string) => {
+      const f = join(dir, 'bad.txt');
+      writeFileSync(f, text);
+      return scanDataShape(f).then(() => 'no error', (e: Error) => e.message);
+    };
+    expect(await bad('2 10 5\n0 1:1\n7 2:1\n')).toBe(`${join(dir, 'bad.txt')}:3: label 7 is out of range (the header says 5 labels)`);
+    expect(await bad('1 10 5\n0 12:1\n')).toBe(`${join(dir, 'bad.txt')}:2: feature 12 is out of range (the header says 10 features)`);
+    expect(await bad('1 10 5\n0 abc\n')).toBe(`${join(dir, 'bad.txt')}:2: expected feature:value`);
+    expect(await bad('hello\n')).toMatch(/bad\.txt:1: expected the XC header 'points features labels'/);
+    expect(await bad('3 10 5\n0 1:1\n')).toBe(`${join(dir, 'bad.txt')}: the header says 3 points but the file holds 1`);
+  });
+
+  it('expected distinct ids and the rebuild schedule', () => {
+    expect(expectedDistinct(10, 5, 3, 3, Uint32Array.from([5, 5, 5]))).toBe(3);
+    expect(expectedDistinct(1, 4, 2, 1, Uint32Array.from([2, 2]))).toBeCloseTo(1, 12);
+    expect(expectedDistinct(2, 100, 10, 1)).toBeCloseTo(10 * (1 - 0.9 ** 2), 12);
+    // 30,000 points at batch 128: 235 steps, rebuilds after 50, 108 and 174 batches (train reports 3).
+    expect(rebuildsPerStep(235)).toBe(3 / 235);
+    expect(rebuildsPerStep(10)).toBe(0);
+  });
+
+  it('the sampled output active set: the batch labels plus the fill, at least minActive', () => {
+    const shape = shapeFromCounts({ points: 1000, features: 500, labels: 100000, avgNnz: 10, avgLabels: 2 });
+    const c = resolveConfig(defaultConfig(shape));
+    const w = workload(c, shape, 128);
+    expect(w.active).toBe(Math.max(500, expectedDistinct(128, 1000, 100000, 2) + 2));
+    expect(w.outputMacs).toBe(w.active * c.layers[0]!.size);
+    expect(w.lowerMacs).toBe(10 * c.layers[0]!.size);
+  });
+});
+
+describe('planTraining', () => {
+  it('chooses label-sharded ranks when one machine cannot hold the network, and says why', () => {
+    const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
+    const p = planTraining({ shape, ranks: [2, 4, 8], machine: { cores: 2, memoryBytes: 1.2e9 } }, CAL);
+    expect(p.candidates.find((c) => c.mode === 'single')!.excluded).toMatch(/^needs .* per machine, more than 90% of 1.20 GB$/);
+    expect(p.candidates.filter((c) => c.mode === 'replicated').every((c) => /wide part/.test(c.excluded ?? ''))).toBe(true);
+    expect(p.chosen.mode).toBe('sharded');
+    expect(p.chosen.memoryPerRank.totalBytes).toBeLessThanOrEqual(0.9 * 1.2e9);
+    expect(p.reason).toMatch(/sharded ranks are the fastest configuration that fits/);
+  });
+
+  it('keeps one process when more ranks are not 5% faster', () => {
+    const shape = shapeFromCounts({ points: 5000, features: 2000, labels: 100, avgNnz: 20, avgLabels: 2 });
+    const p = planTraining({ shape, ranks: [2, 4], linkGbps: [0.01] }, CAL);
+    expect(p.chosen.mode).toBe('single');
+    expect(p.chosen.workers).toBe(1); // dense output: one worker (defaults rule)
+  });
+});
+
+describe('calibrate', () => {
+  it('measures finite, non-negative costs with the real kernels and caches them by CPU and widths', async () => {
+    const c = resolveConfig(sampledWide);
+    const cal = await calibrate({ config: c, shape: datasetShape(data), seconds: 0.02, repeats: 1, cores: 1 });
+    for (const k of ['lowerPerMac', 'outputPerMac', 'widePerPair', 'perSample', 'applyPerFloat', 'rebuildPerRowTable', 'rebuildPerBucket'] as const) {
+      expect(Number.isFinite(cal[k]) && cal[k] >= 0, k).toBe(true);
+    }
+    expect(cal.lowerPerMac).toBeGreaterThan(0);
+    expect(cal.outputPerMac).toBeGreaterThan(0);
+    expect(cal.parallelEfficiency).toBe(1);
+    const file = join(dir, 'cache', 'calibration.json');
+    expect(await readCachedCalibration(c, file)).toBeNull();
+    await writeCachedCalibration(c, cal, file);
+    expect(await readCachedCalibration(c, file)).toEqual(cal);
+    expect(await readCachedCalibration(resolveConfig(dense), file)).toBeNull();
+    expect(calibrationKey(c)).toMatch(/\|H0=32\|H=32\|sampled\|wide$/);
+  }, 60_000);
+});
