@@ -121,7 +121,8 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const avgNnz = Math.min(Dp, o.shape.nnz / o.shape.points), avgLabels = Math.min(Np, Math.max(1, o.shape.labelNnz / o.shape.points));
   const planned = workload(c, o.shape, batch);
   // The probe's active set: the planned one, at most a quarter of the probe's labels (variant C triples it).
-  const active = Math.max(1, Math.min(Math.floor(Np / 4), Math.round(planned.active)));
+  // (The wide part's hard negatives come on top of the shared set: not part of its fill.)
+  const active = Math.max(1, Math.min(Math.floor(Np / 4), Math.round(planned.active) - (L.at(-1)!.wide?.negatives ?? 0)));
   const probeConfig = (wide: boolean, outSize = Np, rangeBits?: number): NetworkConfig => ({
     inputDim: Dp, seed: 1,
     layers: L.map((l, k) => {

@@ -281,7 +281,8 @@ export function workload(config: ResolvedNetworkConfig, shape: DataShape, batch:
     const s = out.sampling;
     if (s.sharedFill) {
       const distinct = s.batchNegatives ? expectedDistinct(batch, shape.points, shape.labels, labelsPer, shape.labelFreq) : 0;
-      active = Math.min(out.size, Math.max(s.minActive, distinct + labelsPer) + s.budget);
+      // Plus the wide part's hard negatives (WideConfig.negatives), per sample beyond the shared set.
+      active = Math.min(out.size, Math.max(s.minActive, distinct + labelsPer) + s.budget + (out.wide?.negatives ?? 0));
     } else {
       active = Math.min(out.size, Math.max(s.minActive, labelsPer + s.budget));
     }

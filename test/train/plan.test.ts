@@ -139,11 +139,11 @@ describe('shape and workload', () => {
     expect(rebuildsPerStep(10)).toBe(0);
   });
 
-  it('the sampled output active set: the batch labels plus the fill, at least minActive', () => {
+  it('the sampled output active set: the batch labels plus the fill, at least minActive, plus the wide part\'s hard negatives', () => {
     const shape = shapeFromCounts({ points: 1000, features: 500, labels: 100000, avgNnz: 10, avgLabels: 2 });
     const c = resolveConfig(defaultConfig(shape));
     const w = workload(c, shape, 128);
-    expect(w.active).toBe(Math.max(500, expectedDistinct(128, 1000, 100000, 2) + 2));
+    expect(w.active).toBe(Math.max(500, expectedDistinct(128, 1000, 100000, 2) + 2) + c.layers[1]!.wide!.negatives);
     expect(w.outputMacs).toBe(w.active * c.layers[0]!.size);
     expect(w.lowerMacs).toBe(10 * c.layers[0]!.size);
   });
