@@ -102,9 +102,10 @@ export interface WideConfig {
   /**
    * Sampled output layers, in training: per sample, this many hard negatives join its active set, the labels
    * its wide part scores highest besides its own (and outside the batch's shared random set). They are the
-   * labels that compete with the sample's own at prediction time; trained only against random labels, the
-   * network's logits add noise exactly where the ranking is decided. 0 turns them off. Default 0 (the
-   * default configuration sets DEFAULT_WIDE.negatives).
+   * labels that compete with the sample's own at prediction time. Each costs a row of the output layer per
+   * sample (forward, backward, Adam): 32 doubled the training time at the 670k shape for the same P@1 once
+   * the network's logit is blended (ValidationOptions.blend), +0.4 points on a 200k-label taxonomy, -0.2 on
+   * a real 22,868-label text set. 0 turns them off. Default 0.
    */
   negatives?: number;
 }
@@ -338,8 +339,7 @@ export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
  * - with a sampled output, a sparse per-label wide part next to the network (DEFAULT_WIDE): each label keeps
  *   the input features that carry its training points' mass, so a label seen a few times keeps their
  *   evidence instead of squeezing it through the hidden layer (+4.3 points of P@1 on the tail of a real
- *   22,868-label text set, +4 points after 4 epochs at the 670k shape); in training each sample also meets
- *   the 32 labels its wide part scores highest (hard negatives), and held-out validation weighs the
+ *   22,868-label text set, +4 points after 4 epochs at the 670k shape); held-out validation then weighs the
  *   network's logit against the wide part (ValidationOptions.blend);
  * - no table candidates in training (budget 0: the labels and the shared random negatives only). Without
  *   the wide part they added 4.5-6.8 points of P@1 at 670k labels with 30,000 points (and cost 1.2 points
@@ -367,10 +367,10 @@ export function defaultConfig(shape: { features: number; labels: number; points?
 /**
  * The wide part of the default sampled output layers (README "How the defaults were chosen"): 64 pairs per
  * label at most, each holding at least 10% of its label's centroid norm, starting from 8 x the label's unit
- * centroid, Adagrad at 0.2, 32 hard negatives per training sample from its scores. Dense outputs (fewer than 16,384 labels) have none: on Bibtex it cost 0.7 points
+ * centroid, Adagrad at 0.2, no hard negatives (WideConfig.negatives). Dense outputs (fewer than 16,384 labels) have none: on Bibtex it cost 0.7 points
  * of P@1 and doubled the training time.
  */
-export const DEFAULT_WIDE: Required<WideConfig> = { maxPerLabel: 64, lr: 0.2, init: 8, minShare: 0.1, negatives: 32 };
+export const DEFAULT_WIDE: Required<WideConfig> = { maxPerLabel: 64, lr: 0.2, init: 8, minShare: 0.1, negatives: 0 };
 
 /** DWTA sub-hashes per key (3 bits each) for a sampled layer of `neurons`: about 2.5 neurons per bucket. */
 function tableBits(neurons: number): number {
