@@ -10,7 +10,7 @@ import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from './args.js';
 import { checkEvaluable, checkFits, metricLine, type Out } from './engine.js';
 import { loadData } from './data-loading.js';
-import { parseKs, type EvalCliOptions } from './eval.js';
+import { parseKs, type EvalCliOptions } from './eval-predict-options.js';
 
 export async function evalShardedOn(o: EvalCliOptions, io: Out, dist: DistributedRun): Promise<number> {
   if (o.mode === 'sampled') throw new UsageError('--distributed scores every label of each slice exactly: leave out --mode sampled');

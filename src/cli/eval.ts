@@ -5,43 +5,9 @@ import { UsageError } from './args.js';
 import { checkInputFile } from './preflight.js';
 import { checkEvaluable, checkFits, metricLine, pointsProgress, warnDenseSampled, type InputFormat, type Out } from './engine.js';
 import { loadData, loadTextInput, memoryLimitBytes } from './data-loading.js';
+import { parseKs, type EvalCliOptions } from './eval-predict-options.js';
 
-export interface EvalCliOptions {
-  model: string;
-  test: string;
-  /** Default: text for a model trained on text, else xc. */
-  format?: InputFormat;
-  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
-  zeroBased?: boolean;
-  json?: boolean;
-  quiet?: boolean;
-  workers?: number;
-  mode?: 'exact' | 'sampled';
-  candidates?: number;
-  propensityA?: number;
-  propensityB?: number;
-  /** Cut-offs of P@k, nDCG@k, PSP@k, e.g. '1,3,5,10'. Default '1,3,5'. */
-  k?: string;
-  /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */
-  maxMemory?: number;
-  /**
-   * Evaluate label-sharded as one rank of an MPI job: `model` is the --checkpoint directory of
-   * `train --shard-labels` (src/cli/eval-sharded.ts). Default false.
-   */
-  distributed?: boolean;
-}
-
-/** Parses `--k 1,3,5`: distinct positive integers, at most `max`, in increasing order. */
-export function parseKs(text: string, max: number): number[] {
-  const parts = text.split(',').map((x) => x.trim());
-  const ks = parts.map(Number);
-  if (!parts.length || parts.some((p, i) => !/^\d+$/.test(p) || !(ks[i]! >= 1))) {
-    throw new UsageError(`option --k expects positive integers separated by commas, e.g. 1,3,5, but received '${text.length > 60 ? `${text.slice(0, 57)}...` : text}'`);
-  }
-  const over = ks.find((k) => k > max);
-  if (over !== undefined) throw new UsageError(`option --k ${over} exceeds the model's ${max} labels`);
-  return [...new Set(ks)].sort((a, b) => a - b);
-}
+export type { EvalCliOptions } from './eval-predict-options.js';
 
 export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   if (o.distributed) {

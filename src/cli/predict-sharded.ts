@@ -10,7 +10,7 @@ import { UsageError } from './args.js';
 import type { Out } from './engine.js';
 import { loadData } from './data-loading.js';
 import { writePredictions } from './predict-output.js';
-import type { PredictCliOptions } from './predict.js';
+import type { PredictCliOptions } from './eval-predict-options.js';
 
 export async function predictShardedOn(o: PredictCliOptions, io: Out, dist: DistributedRun): Promise<number> {
   if (o.input === '-') throw new UsageError('--distributed reads --input from a file (every rank reads it), not standard input');

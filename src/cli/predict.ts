@@ -11,39 +11,9 @@ import { checkInputFile } from './preflight.js';
 import { writePredictions } from './predict-output.js';
 import { pointsProgress, warnDenseSampled, type InputFormat, type Out } from './engine.js';
 import { loadData, loadTextInput, memoryLimitBytes } from './data-loading.js';
+import type { PredictCliOptions } from './eval-predict-options.js';
 
-export interface PredictCliOptions {
-  model: string;
-  /** A data file, or '-' for standard input. */
-  input: string;
-  /** Format of the input. Default: text for a model trained on text, else xc. */
-  inputFormat?: InputFormat;
-  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
-  zeroBased?: boolean;
-  /**
-   * What is printed: 'xc' (a sparse score matrix of label ids, with a header) or 'jsonl'. Default: jsonl
-   * (with label names) for a model with label names, else xc.
-   */
-  format?: 'xc' | 'jsonl';
-  /** Labels per point (at most). Default 5; with `threshold`, every label above it. */
-  k?: number;
-  /**
-   * Print only the labels whose score is at least this, in (0, 1] (napkinXC's threshold prediction). Scores
-   * are softmax probabilities, which sum to 1, so at most 1/t labels pass. Default none (top-k).
-   */
-  threshold?: number;
-  workers?: number;
-  mode?: 'exact' | 'sampled';
-  candidates?: number;
-  quiet?: boolean;
-  /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */
-  maxMemory?: number;
-  /**
-   * Predict label-sharded as one rank of an MPI job: `model` is the --checkpoint directory of
-   * `train --shard-labels`; rank 0 writes (src/cli/predict-sharded.ts). Default false.
-   */
-  distributed?: boolean;
-}
+export type { PredictCliOptions } from './eval-predict-options.js';
 
 export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
   if (o.distributed) {
