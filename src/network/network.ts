@@ -607,10 +607,7 @@ export class Network {
     const userEnd = opts.onEpochEnd;
     const onEpochEnd = async (epoch: number, st: FitStats) => {
       const epochLr = lr * control.lrScale;
-      // A sampled output layer with a wide part is scored in sampled mode (a fresh cluster index of this
-      // epoch's weights, 1% of the outputs, plus the wide part's proposals): as accurate as exact there
-      // (equal test P@1 at 670k and 200k labels) at a fraction of the cost, which an exact pass over every
-      // output each epoch dominated. Otherwise exact.
+      // Scored as scoreHoldout says; with a wide part, at each of EPOCH_BLEND_SCALES (ValidationOptions.blend).
       const out = this.spec.layers.at(-1)!;
       let point: ValidationPoint;
       if (validation.blend && out.wide && out.wide.labels.length > 0) {
