@@ -26,7 +26,7 @@ const workers = {
 } as const;
 const candidates = {
   type: 'integer', min: 1, valueName: 'n',
-  description: 'sampled inference: output neurons scored per point (default: 1% of the labels, at least 64)',
+  description: 'sampled inference: output neurons scored per point (default: 0.5% of the labels, at least 256)',
 } as const;
 const json = { type: 'boolean', description: 'print the result as one JSON object (the last stdout line); progress still goes to stderr (--quiet silences it)' } as const;
 const quiet = { type: 'boolean', short: 'q', description: 'no progress or messages on stderr (errors, and warnings that the result is lost or not what was asked, are still printed)' } as const;

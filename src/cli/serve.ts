@@ -35,7 +35,7 @@ export const serveCmd = defineCommand({
     mode: { type: 'choice', choices: ['exact', 'sampled'] as const, default: 'exact', description: 'mode of requests that give none' },
     k: { type: 'integer', min: 1, default: 5, valueName: 'k', description: 'labels per point for requests that give no "k"' },
     maxK: { type: 'integer', min: 1, default: 100, valueName: 'k', description: 'largest "k" a request may ask for' },
-    candidates: { type: 'integer', min: 1, valueName: 'n', description: 'sampled mode: output neurons scored per point (default: 1% of the labels, at least 64)' },
+    candidates: { type: 'integer', min: 1, valueName: 'n', description: 'sampled mode: output neurons scored per point (default: 0.5% of the labels, at least 256)' },
     maxBatch: { type: 'integer', min: 1, default: 128, valueName: 'n', description: 'points per native predict call (waiting requests are batched up to this)' },
     maxQueue: { type: 'integer', min: 1, default: 4096, valueName: 'n', description: 'points waiting for a thread; more gets 429' },
     maxInstances: { type: 'integer', min: 1, default: 1024, valueName: 'n', description: 'instances per batch request (at most --max-queue)' },

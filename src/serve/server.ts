@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { Network } from '../network/network.js';
+import { defaultCandidates, Network } from '../network/network.js';
 import { createExecutor, type Executor } from '../train/executor.js';
 import { MicroBatcher, type BatcherStats, type PointPrediction } from './batcher.js';
 import { parsePredictRequest, RequestError, type RequestLimits, type TextFeaturizer } from './request.js';
@@ -24,7 +24,7 @@ export interface ServeOptions {
   maxK?: number;
   /** Mode of requests that give none: 'exact' or 'sampled' (see PredictOptions.mode). Default 'exact'. */
   mode?: 'exact' | 'sampled';
-  /** 'sampled' mode: output neurons scored per point (PredictOptions.candidates). Default: 1% of the labels, at least 64. */
+  /** 'sampled' mode: output neurons scored per point (PredictOptions.candidates). Default: 0.5% of the labels, at least 256. */
   candidates?: number;
   /** Points per native predict call: waiting requests are batched up to this many. Default 128. */
   maxBatch?: number;
@@ -171,7 +171,7 @@ export async function serve(model: Network | string, opts: ServeOptions = {}): P
   const file = typeof model === 'string' ? model : undefined;
   const net = typeof model === 'string' ? await Network.load(model) : model;
   const outputs = net.config.layers.at(-1)!.size;
-  const candidates = positiveInt('candidates', opts.candidates, Math.min(outputs, Math.max(64, Math.ceil(0.01 * outputs))));
+  const candidates = positiveInt('candidates', opts.candidates, defaultCandidates(outputs));
   const { vectorizer, names } = textOf(net);
   if (vectorizer && vectorizer.features > net.config.inputDim) {
     throw new Error(`The model's text vectorizer makes ${vectorizer.features} features but its inputDim is ${net.config.inputDim}`);
