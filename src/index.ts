@@ -6,8 +6,9 @@ export {
 export type { TrainingSummary } from './network/model-file.js';
 export {
   defaultConfig, resolveConfig, ConfigError,
-  type NetworkConfig, type LayerConfig, type SamplingConfig, type HashName, type SelectionMode,
+  type NetworkConfig, type LayerConfig, type SamplingConfig, type WideConfig, type HashName, type SelectionMode,
 } from './network/config.js';
+export type { ValidationOptions, ValidationPoint, SelectionReport, BlendReport, BlendTry } from './train/early-stop.js';
 export { DivergedError, type FitOptions, type FitProgress, type FitStats, type CheckpointFailure } from './train/fit.js';
 export type { RebuildScheduleOptions } from './train/schedule.js';
 export {

@@ -409,7 +409,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
       const b = stats.blend;
       if (b) {
-        const at = (x: number) => b.tried?.find((t) => t.scale === x)?.p1.toFixed(4) ?? '-';
+        const at = (x: number) => b.tried.find((t) => t.scale === x)?.p1.toFixed(4) ?? '-';
         io.err(`network logits weighted x${b.scale} against the wide part (held-out P@1 at epoch ${b.epoch}: ${at(b.scale)}; ${at(1)} at x1)\n`);
       }
     }

@@ -53,10 +53,10 @@ export interface ValidationOptions {
   /** Folds of the k-fold selection used below `minHoldout` (at most one per training point). Default 5. */
   folds?: number;
   /**
-   * An output layer with a wide part: after training (held-out slice only), weigh the network's logit
-   * w_j . h + b_j against the wide part's by the scale in BLEND_SCALES with the best held-out score (each
-   * epoch is scored at its best of EPOCH_BLEND_SCALES, the kept one at all of them), and
-   * keep it (the output layer's weights and biases are multiplied by it). Trained jointly, the network's
+   * An output layer with a wide part (held-out slice only): weigh the network's logit w_j . h + b_j against
+   * the wide part's. Every epoch is scored with the network's logit multiplied by each of EPOCH_BLEND_SCALES
+   * (its best is the epoch's score), the kept epoch by each of BLEND_SCALES, and the best of those stays in
+   * the model (the output layer's weights and biases are multiplied by it). Trained jointly, the network's
    * share is fitted to the training points and, at 10^5-10^6 labels, adds noise to the wide part's ranking
    * on new points. false keeps the network as trained. Default true.
    */
@@ -124,8 +124,8 @@ export interface BlendReport {
   points: number;
   /** The kept epoch (1-based), whose held-out scores chose it. */
   epoch: number;
-  /** That epoch's score at every scale of BLEND_SCALES (absent when the epoch was scored before a resume). */
-  tried?: BlendTry[];
+  /** That epoch's score at every scale of BLEND_SCALES, largest first. */
+  tried: BlendTry[];
 }
 
 /** Default `ValidationOptions.minHoldout`. */

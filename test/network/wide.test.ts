@@ -285,7 +285,7 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
     const b = st.blend!;
     expect(b.points).toBe(st.validationPoints);
     expect(b.epoch).toBe(st.bestEpoch);
-    const tried = b.tried!;
+    const tried = b.tried;
     expect(tried.map((t) => t.scale)).toEqual([...BLEND_SCALES]);
     expect(new Set(tried.map((t) => t.score)).size).toBeGreaterThan(1); // the scale changes the ranking
     const best = tried.reduce((x, t) => (t.score > x.score ? t : x)); // the first (largest scale) of ties
