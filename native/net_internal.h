@@ -1,6 +1,7 @@
 // Shared internals of net_train.cc and net_predict.cc: the per-thread scratch, slice validation, the forward
 // pass of the hidden layers and the LSH active sets. Legend: net.h and net_kernels.h.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -171,6 +172,41 @@ void apply_activation(float* x, size_t n, Activation a);
 // padding 0) from stream net_query_seed((seed << 32) | position, 1000 + k) of each sample and multiplies
 // buf.A by it. Returns false (and leaves buf untouched) when the layer has no dropout or c is not training.
 bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width, const ForwardCtx& c);
+
+// A sample's wide scores (net_wide.h): sums x_f u[e] of row `row`'s nonzeros into s.wideSum for every label
+// their lists name that skip(j) does not reject, lists those labels in s.wideTouched and marks them 1 in
+// s.wideSeen (the caller clears its marks; a label the caller marked otherwise beforehand is skipped or
+// summed as skip says). Sampled prediction's proposals and training's hard negatives.
+template <typename Skip>
+void wide_scores(const NetLayer& L, const CsrView& data, uint32_t row, Scratch& s, Skip skip) {
+  const uint32_t N = L.outDim;
+  if (s.wideSeen.size() < N) s.wideSeen.assign(N, 0);
+  float* sum = grow(s.wideSum, N);
+  uint8_t* seen = s.wideSeen.data();
+  s.wideTouched.clear();
+  for (uint32_t q = data.offsets[row], q1 = data.offsets[row + 1]; q < q1; ++q) {
+    const uint32_t f = data.indices[q];
+    const float x = data.values[q];
+    for (uint32_t e = L.wideOff[f], e1 = L.wideOff[f + 1]; e < e1; ++e) {
+      const uint32_t j = L.wideLab[e];
+      if (j >= N || skip(j)) continue;  // j >= N: never stored (checked when built and loaded)
+      if (!seen[j]) {
+        seen[j] = 1;
+        sum[j] = 0;
+        s.wideTouched.push_back(j);
+      }
+      sum[j] += x * L.wideW[e];
+    }
+  }
+}
+
+// Moves the `take` labels of ids[0..count) with the largest s.wideSum to the front (ties: the smaller id).
+inline void wide_top(std::vector<uint32_t>& ids, size_t count, size_t take, const Scratch& s) {
+  const float* sum = s.wideSum.data();
+  if (take < count)
+    std::nth_element(ids.begin(), ids.begin() + take, ids.begin() + count,
+                     [&](uint32_t a, uint32_t b) { return sum[a] != sum[b] ? sum[a] > sum[b] : a < b; });
+}
 
 }  // namespace net
 }  // namespace sl

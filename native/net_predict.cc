@@ -40,26 +40,11 @@ double log_sum_exp(const float* z, size_t m, float* tmp) {
 // Returns the new count.
 size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, const float* h, uint32_t* ids, float* z,
                        size_t m, size_t extra, net::Scratch& s) {
-  const uint32_t N = L.outDim, d = L.inDim;
-  if (s.wideSeen.size() < N) s.wideSeen.assign(N, 0);
-  float* sum = grow(s.wideSum, N);
+  const uint32_t d = L.inDim;
+  net::wide_scores(L, data, row, s, [](uint32_t) { return false; });
+  const float* sum = s.wideSum.data();
   uint8_t* seen = s.wideSeen.data();
   std::vector<uint32_t>& touched = s.wideTouched;
-  touched.clear();
-  for (uint32_t q = data.offsets[row], q1 = data.offsets[row + 1]; q < q1; ++q) {
-    const uint32_t f = data.indices[q];
-    const float x = data.values[q];
-    for (uint32_t e = L.wideOff[f], e1 = L.wideOff[f + 1]; e < e1; ++e) {
-      const uint32_t j = L.wideLab[e];
-      if (j >= N) continue;  // never stored (checked when built and loaded)
-      if (!seen[j]) {
-        seen[j] = 1;
-        sum[j] = 0;
-        touched.push_back(j);
-      }
-      sum[j] += x * L.wideW[e];
-    }
-  }
   for (size_t p = 0; p < m; ++p)
     if (seen[ids[p]]) {  // a candidate already (candidates are distinct): unmarked here
       z[p] += sum[ids[p]];
@@ -69,9 +54,7 @@ size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, con
   for (uint32_t j : touched)
     if (seen[j]) touched[nNew++] = j;
   const size_t take = std::min(extra, nNew);
-  if (take < nNew)
-    std::nth_element(touched.begin(), touched.begin() + take, touched.begin() + nNew,
-                     [&](uint32_t a, uint32_t b) { return sum[a] != sum[b] ? sum[a] > sum[b] : a < b; });
+  net::wide_top(touched, nNew, take, s);
   for (size_t t = 0; t < take; ++t) {
     const uint32_t j = touched[t];
     ids[m] = j;

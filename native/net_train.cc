@@ -262,7 +262,6 @@ void append_wide_negatives(net::LayerBuf& buf, const NetLayer& L, const Slice& s
   s.negOff.assign(buf.actOff.begin(), buf.actOff.begin() + n + 1);
   s.negIds.assign(buf.actIds.begin(), buf.actIds.begin() + s.negOff[n]);
   if (s.wideSeen.size() < N) s.wideSeen.assign(N, 0);
-  float* sum = grow(s.wideSum, N);
   uint8_t* seen = s.wideSeen.data();
   std::vector<uint32_t>& touched = s.wideTouched;
   uint32_t* off = buf.actOff.data();
@@ -270,26 +269,9 @@ void append_wide_negatives(net::LayerBuf& buf, const NetLayer& L, const Slice& s
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t e0 = s.negOff[i], e1 = s.negOff[i + 1];
     for (uint32_t e = e0; e < e1; ++e) seen[s.negIds[e]] = 2;  // already active: not a candidate
-    touched.clear();
-    const uint32_t r = sl.rows[i];
-    for (uint32_t q = data.offsets[r], q1 = data.offsets[r + 1]; q < q1; ++q) {
-      const uint32_t f = data.indices[q];
-      const float x = data.values[q];
-      for (uint32_t e = L.wideOff[f], ee = L.wideOff[f + 1]; e < ee; ++e) {
-        const uint32_t j = L.wideLab[e];
-        if (j >= N || seen[j] == 2 || s.labelMark[j] == s.labelEpoch) continue;
-        if (!seen[j]) {
-          seen[j] = 1;
-          sum[j] = 0;
-          touched.push_back(j);
-        }
-        sum[j] += x * L.wideW[e];
-      }
-    }
+    net::wide_scores(L, data, sl.rows[i], s, [&](uint32_t j) { return seen[j] == 2 || s.labelMark[j] == s.labelEpoch; });
     const size_t take = std::min<size_t>(want, touched.size());
-    if (take < touched.size())
-      std::nth_element(touched.begin(), touched.begin() + take, touched.end(),
-                       [&](uint32_t a, uint32_t b) { return sum[a] != sum[b] ? sum[a] > sum[b] : a < b; });
+    net::wide_top(touched, touched.size(), take, s);
     uint32_t* out = grow(buf.actIds, size_t(P) + (e1 - e0) + take) + P;
     off = buf.actOff.data();
     std::copy(s.negIds.begin() + e0, s.negIds.begin() + e1, out);
@@ -537,6 +519,36 @@ void backward_layer0(const NetLayer& L0, const Slice& sl, const float* dz0, uint
   }
 }
 
+// Backward pass and update of layers kLast-1 .. 0 from s.dAt = dL/dA_{kLast-1}^T (layers[kLast].inDim,
+// sl.ldn), after a forward pass of slice `sl` on this thread (s.layer): net_train_slice below the output
+// layer, and net_backward_lower (sharded training) from a dH the ranks summed.
+void backward_lower(const NetLayer* layers, uint32_t kLast, const Slice& sl, const TrainHyper& h, net::Scratch& s) {
+  const uint32_t n = sl.n;
+  for (uint32_t k = kLast - 1; k >= 1; --k) {
+    float* dAtPrev = grow(s.dAtPrev, size_t(layers[k].inDim) * sl.ldn);
+    backward_hidden(layers[k], k, sl, s.dAt.data(), dAtPrev, h, s);
+    std::swap(s.dAt, s.dAtPrev);
+  }
+  // dz_0 = dA_0 * act'(A_0), back in sample-major layout.
+  const NetLayer& L0 = layers[0];
+  const uint32_t lda0 = s.layer[0].lda;
+  const float* A0 = s.layer[0].A.data();
+  float* dz0 = grow(s.dX, size_t(n) * lda0);
+  nk::transpose(dz0, lda0, s.dAt.data(), sl.ldn, L0.outDim, n);
+  const bool relu = L0.act == Activation::ReLU;
+  const float* keep = L0.dropout > 0.0f ? s.layer[0].keep.data() : nullptr;
+  for (uint32_t i = 0; i < n; ++i) {
+    float* row = dz0 + size_t(i) * lda0;
+    const float* a = A0 + size_t(i) * lda0;
+    for (uint32_t j = 0; j < L0.outDim; ++j)
+      if (relu && !(a[j] > 0.0f)) row[j] = 0.0f;
+    if (keep)  // dropped outputs pass no gradient, kept ones scale it by 1 / (1 - dropout)
+      for (uint32_t j = 0; j < L0.outDim; ++j) row[j] *= keep[size_t(i) * lda0 + j];
+    std::memset(row + L0.outDim, 0, sizeof(float) * (lda0 - L0.outDim));
+  }
+  backward_layer0(L0, sl, dz0, lda0, h, s);
+}
+
 }  // namespace
 
 void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
@@ -601,30 +613,7 @@ void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, co
       loss = output_dense(last, kLast, sl, s.layer[kLast - 1], dAt, h, s);
       active = double(n) * last.outDim;
     }
-    if (h.mode != 2) {
-      for (uint32_t k = kLast - 1; k >= 1; --k) {
-        float* dAtPrev = grow(s.dAtPrev, size_t(layers[k].inDim) * c.ldn);
-        backward_hidden(layers[k], k, sl, s.dAt.data(), dAtPrev, h, s);
-        std::swap(s.dAt, s.dAtPrev);
-      }
-      // dz_0 = dA_0 * act'(A_0), back in sample-major layout.
-      const NetLayer& L0 = layers[0];
-      const float* A0 = s.layer[0].A.data();
-      float* dz0 = grow(s.dX, size_t(n) * lda0);
-      nk::transpose(dz0, lda0, s.dAt.data(), c.ldn, L0.outDim, n);
-      const bool relu = L0.act == Activation::ReLU;
-      const float* keep = L0.dropout > 0.0f ? s.layer[0].keep.data() : nullptr;
-      for (uint32_t i = 0; i < n; ++i) {
-        float* row = dz0 + size_t(i) * lda0;
-        const float* a = A0 + size_t(i) * lda0;
-        for (uint32_t j = 0; j < L0.outDim; ++j)
-          if (relu && !(a[j] > 0.0f)) row[j] = 0.0f;
-        if (keep)  // dropped outputs pass no gradient, kept ones scale it by 1 / (1 - dropout)
-          for (uint32_t j = 0; j < L0.outDim; ++j) row[j] *= keep[size_t(i) * lda0 + j];
-        std::memset(row + L0.outDim, 0, sizeof(float) * (lda0 - L0.outDim));
-      }
-      backward_layer0(L0, sl, dz0, lda0, h, s);
-    }
+    if (h.mode != 2) backward_lower(layers, kLast, sl, h, s);
   }
   stats[kStatLoss] = loss;
   stats[kStatActive] = active;
@@ -652,28 +641,7 @@ void net_backward_lower(const NetLayer* layers, uint32_t nLayers, const CsrView&
   std::memset(dAt, 0, sizeof(float) * size_t(dPrev) * ldn);
   for (uint32_t i = 0; i < n; ++i)
     for (uint32_t j = 0; j < dPrev; ++j) dAt[size_t(j) * ldn + i] = dH[size_t(i) * dPrev + j];
-  for (uint32_t k = kLast - 1; k >= 1; --k) {
-    float* dAtPrev = grow(s.dAtPrev, size_t(layers[k].inDim) * ldn);
-    backward_hidden(layers[k], k, sl, s.dAt.data(), dAtPrev, h, s);
-    std::swap(s.dAt, s.dAtPrev);
-  }
-  const NetLayer& L0 = layers[0];
-  const uint32_t lda0 = s.layer[0].lda;
-  const float* A0 = s.layer[0].A.data();
-  float* dz0 = grow(s.dX, size_t(n) * lda0);
-  nk::transpose(dz0, lda0, s.dAt.data(), ldn, L0.outDim, n);
-  const bool relu = L0.act == Activation::ReLU;
-  const float* keep = L0.dropout > 0.0f ? s.layer[0].keep.data() : nullptr;
-  for (uint32_t i = 0; i < n; ++i) {
-    float* row = dz0 + size_t(i) * lda0;
-    const float* a = A0 + size_t(i) * lda0;
-    for (uint32_t j = 0; j < L0.outDim; ++j)
-      if (relu && !(a[j] > 0.0f)) row[j] = 0.0f;
-    if (keep)
-      for (uint32_t j = 0; j < L0.outDim; ++j) row[j] *= keep[size_t(i) * lda0 + j];
-    std::memset(row + L0.outDim, 0, sizeof(float) * (lda0 - L0.outDim));
-  }
-  backward_layer0(L0, sl, dz0, lda0, h, s);
+  backward_lower(layers, kLast, sl, h, s);
 }
 
 }  // namespace sl
