@@ -16,6 +16,7 @@
 #include "net.h"
 #include "net_internal.h"
 #include "net_kernels.h"
+#include "net_wide.h"
 
 namespace sl {
 namespace {
@@ -367,6 +368,48 @@ Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// netWideBuild(data, rows: Uint32Array | null, inputDim, labels, maxPerLabel, init, minShare)
+//   -> { offsets: Uint32Array (inputDim + 1), labels: Uint32Array (nnz), weights: Float32Array (nnz) }
+// The wide part's pairs (net_wide.h wide_build), in fresh arrays: their count is known only at the end.
+Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const CsrView data = ParseData(info[0], true);
+  std::vector<uint32_t> all;
+  const uint32_t* rows = nullptr;
+  size_t n = 0;
+  if (Present(info[1])) {
+    auto r = GetArray<uint32_t>(info[1], "rows");
+    rows = r.data, n = r.size;
+  } else {
+    all.resize(data.points);
+    for (uint32_t i = 0; i < data.points; ++i) all[i] = i;
+    rows = all.data(), n = all.size();
+  }
+  if (n > 0xFFFFFFFFu) throw ArgError("rows is too long");
+  const uint32_t inputDim = GetU32(info[2], "inputDim");
+  const uint32_t labels = GetU32(info[3], "labels");
+  const uint32_t maxPerLabel = GetU32(info[4], "maxPerLabel");
+  const double init = GetF64(info[5], "init");
+  const double minShare = GetF64(info[6], "minShare");
+  if (inputDim == 0 || inputDim == 0xFFFFFFFFu) throw ArgError("inputDim must be in [1, 2^32 - 2]");
+  if (maxPerLabel == 0) throw ArgError("maxPerLabel must be positive");
+  if (!std::isfinite(init)) throw ArgError("init must be finite");
+  if (!(minShare >= 0 && minShare < 1)) throw ArgError("minShare must be in [0, 1)");
+  net::WideBuilt w;
+  net::wide_build(w, data, rows, static_cast<uint32_t>(n), inputDim, labels, maxPerLabel, init, minShare);
+  Napi::Object o = Napi::Object::New(env);
+  auto off = Napi::Uint32Array::New(env, w.offsets.size());
+  std::copy(w.offsets.begin(), w.offsets.end(), off.Data());
+  auto lab = Napi::Uint32Array::New(env, w.labels.size());
+  std::copy(w.labels.begin(), w.labels.end(), lab.Data());
+  auto wt = Napi::Float32Array::New(env, w.weights.size());
+  std::copy(w.weights.begin(), w.weights.end(), wt.Data());
+  o.Set("offsets", off);
+  o.Set("labels", lab);
+  o.Set("weights", wt);
+  return o;
+}
+
 }  // namespace
 
 // For the bindings of other files (net_shard.cc): the parsers above, unchanged.
@@ -379,6 +422,7 @@ void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetApplyRows>(env, exports, "netApplyRows");
   Export<NetPredictSlice>(env, exports, "netPredictSlice");
   Export<NetClusterBuild>(env, exports, "netClusterBuild");
+  Export<NetWideBuild>(env, exports, "netWideBuild");
   // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).
   exports.Set("netKernelIsa", Napi::String::New(env, nk::block_isa()));
 }

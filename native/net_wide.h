@@ -25,6 +25,20 @@ struct WideTerm {
 // Appends the terms of samples rows[0..n) of data (sample i = rows[i]) to out, samples in order.
 void wide_terms(std::vector<WideTerm>& out, const NetLayer& L, const CsrView& data, const uint32_t* rows, uint32_t n);
 
+// The pairs of a wide part chosen from training data (WideConfig; src/network/wide.ts buildWide): for every
+// label, the maxPerLabel features with the largest sums of |value| over the label's training points (rows
+// rows[0..n) of data; ties by the smaller feature id), of those the ones holding at least minShare of the
+// label's centroid norm (its strongest feature always stays), weighted init x the label's unit centroid over
+// the kept features. Out: feature-major CSR, labels ascending within a feature. Sums in f64 in the order
+// the TypeScript reference sums them (test/network/wide.test.ts compares the two).
+//   offsets (inputDim + 1), labels (nnz), weights (nnz)
+struct WideBuilt {
+  std::vector<uint32_t> offsets, labels;
+  std::vector<float> weights;
+};
+void wide_build(WideBuilt& out, const CsrView& data, const uint32_t* rows, uint32_t n, uint32_t inputDim,
+                uint32_t numLabels, uint32_t maxPerLabel, double init, double minShare);
+
 // Sorts terms by (label, sample) (stable: entries in collection order).
 void wide_sort_by_label(std::vector<WideTerm>& t);
 

@@ -273,6 +273,14 @@ export interface NativeNetwork {
     weights: Float32Array, bias: Float32Array, d: number, rows: Uint32Array, C: number, iters: number, sample: number, seed: number,
     outCentroids: Float32Array, outOffsets: Uint32Array, outMembers: Uint32Array,
   ): void;
+  /**
+   * The wide part's pairs chosen from `data`'s rows `rows` (every row when null): see buildWide
+   * (src/network/wide.ts) and native/net_wide.h wide_build. Fresh arrays: offsets (inputDim + 1), labels and
+   * weights (nnz).
+   */
+  netWideBuild(
+    data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init: number, minShare: number,
+  ): { offsets: Uint32Array; labels: Uint32Array; weights: Float32Array };
 }
 
 /**

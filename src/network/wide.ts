@@ -2,6 +2,7 @@
 // pairs get a weight, chosen from the training data, and the checks of a stored one.
 import type { SparseDataset } from '../../datasets/csr.js';
 import { sharedFloat32, sharedUint32 } from '../../datasets/csr.js';
+import { native } from '../native.js';
 import type { WideState } from './native-types.js';
 
 /** A wide part with no pairs yet (a network not trained): every feature's list is empty. */
@@ -19,90 +20,21 @@ export function allocateWide(inputDim: number, nnz: number, inference = false): 
 
 /**
  * The pairs of a wide part from training data: for every label, the `maxPerLabel` features with the largest
- * sums of the values of the label's training points (rows `rows` of `data`, all rows when null; ties by the
- * smaller feature id) among those holding at least `minShare` of the label's centroid norm, as a feature-major CSR whose labels ascend within each feature. Weights and Adagrad
- * sums start at 0. Labels without training points get no pairs. Cost: one pass over each label's points'
- * features (nnz x mean labels per point) plus a sort of each label's distinct features.
+ * sums of the absolute values of the label's training points (rows `rows` of `data`, all rows when null; ties
+ * by the smaller feature id) among those holding at least `minShare` of the label's centroid norm, as a
+ * feature-major CSR whose labels ascend within each feature, weighted `init` x the label's unit centroid over
+ * the kept features. Adagrad sums start at 0. Labels without training points get no pairs. Native
+ * (net_wide.h wide_build; 14 s in TypeScript at 200,000 points and 670,091 labels): one pass over each
+ * label's points' features plus a partial sort of each label's distinct features.
  */
 export function buildWide(
   data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init = 0, minShare = 0,
 ): WideState {
-  const n = rows ? rows.length : data.points;
-  const rowAt = (i: number) => (rows ? rows[i]! : i);
-  // Points of each label (counting sort).
-  const lOff = new Uint32Array(labels + 1);
-  for (let i = 0; i < n; i++) {
-    const r = rowAt(i);
-    for (let q = data.labelOffsets[r]!; q < data.labelOffsets[r + 1]!; q++) lOff[data.labelIndices[q]! + 1]!++;
-  }
-  for (let j = 0; j < labels; j++) lOff[j + 1]! += lOff[j]!;
-  const lPts = new Uint32Array(lOff[labels]!);
-  const cur = lOff.slice(0, labels);
-  for (let i = 0; i < n; i++) {
-    const r = rowAt(i);
-    for (let q = data.labelOffsets[r]!; q < data.labelOffsets[r + 1]!; q++) lPts[cur[data.labelIndices[q]!]!++] = r;
-  }
-  // Per label: summed feature values, the top maxPerLabel features kept (label-major pairs).
-  const acc = new Float64Array(inputDim);
-  const touched = new Uint32Array(inputDim);
-  let pairF = new Uint32Array(1 << 16), pairL = new Uint32Array(1 << 16), pairW = new Float32Array(1 << 16), nPairs = 0;
-  const push = (f: number, j: number, w: number) => {
-    if (nPairs === pairF.length) {
-      const f2 = new Uint32Array(pairF.length * 2), l2 = new Uint32Array(pairL.length * 2), w2 = new Float32Array(pairW.length * 2);
-      f2.set(pairF);
-      l2.set(pairL);
-      w2.set(pairW);
-      pairF = f2;
-      pairL = l2;
-      pairW = w2;
-    }
-    pairF[nPairs] = f;
-    pairL[nPairs] = j;
-    pairW[nPairs++] = w;
-  };
-  for (let j = 0; j < labels; j++) {
-    let t = 0;
-    for (let p = lOff[j]!; p < lOff[j + 1]!; p++) {
-      const r = lPts[p]!;
-      for (let q = data.offsets[r]!; q < data.offsets[r + 1]!; q++) {
-        const f = data.indices[q]!;
-        if (acc[f] === 0) touched[t++] = f;
-        acc[f] += Math.abs(data.values[q]!) || Number.MIN_VALUE; // a zero value still marks the feature as seen
-      }
-    }
-    if (t === 0) continue;
-    let keep = touched.subarray(0, t);
-    if (t > maxPerLabel) {
-      keep = Uint32Array.from(keep).sort((a, b) => acc[b]! - acc[a]! || a - b).subarray(0, maxPerLabel);
-    }
-    if (minShare > 0) {
-      // Features below minShare of the label's whole centroid norm are dropped (the label's strongest
-      // feature always stays): a frequent label's centroid spreads over common words, which would otherwise
-      // put those words in the lists of thousands of labels.
-      let all = 0;
-      for (let e = 0; e < t; e++) all += acc[touched[e]!]! * acc[touched[e]!]!;
-      const cut = minShare * Math.sqrt(all);
-      let best = keep[0]!;
-      for (const f of keep) if (acc[f]! > acc[best]! || (acc[f] === acc[best] && f < best)) best = f;
-      keep = keep.filter((f) => acc[f]! >= cut || f === best);
-    }
-    let norm = 0;
-    for (const f of keep) norm += acc[f]! * acc[f]!;
-    const scale = norm > 0 ? init / Math.sqrt(norm) : 0; // a label whose features are all 0-valued starts at 0
-    for (const f of keep) push(f, j, acc[f]! * scale);
-    for (let e = 0; e < t; e++) acc[touched[e]!] = 0;
-  }
-  // Feature-major CSR (stable counting sort: labels stay ascending within a feature).
-  const w = allocateWide(inputDim, nPairs);
-  const off = w.offsets;
-  for (let e = 0; e < nPairs; e++) off[pairF[e]! + 1]!++;
-  for (let f = 0; f < inputDim; f++) off[f + 1]! += off[f]!;
-  const pos = off.slice(0, inputDim);
-  for (let e = 0; e < nPairs; e++) {
-    const at = pos[pairF[e]!]!++;
-    w.labels[at] = pairL[e]!;
-    w.weights[at] = pairW[e]!;
-  }
+  const b = native().netWideBuild(data, rows, inputDim, labels, maxPerLabel, init, minShare);
+  const w = allocateWide(inputDim, b.labels.length);
+  w.offsets.set(b.offsets);
+  w.labels.set(b.labels);
+  w.weights.set(b.weights);
   return w;
 }
 

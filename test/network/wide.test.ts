@@ -15,7 +15,7 @@ import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../datasets/synth.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import { checkFiniteDifferences, FD_HYPER, sliceLoss, fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
-import { refForward, refFromState, refPredict, type RefData } from './reference.js';
+import { refBuildWide, refForward, refFromState, refPredict, type RefData } from './reference.js';
 
 const H = FD_HYPER;
 
@@ -192,6 +192,32 @@ describe('wide part: pairs chosen from the training data', () => {
     for (let f = 0; f < 30; f++) for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) got.set(`${f},${w.labels[e]}`, w.weights[e]!);
     expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
     for (const [key, v] of want) expect(got.get(key)).toBeCloseTo(v, 5);
+  });
+  it.each([
+    [0, 16, 0],
+    [0.1, 4, 8],
+    [0.3, 64, 2],
+  ])('native buildWide equals the TypeScript reference (minShare %s, maxPerLabel %s, init %s), on all rows and on a subset', (minShare, M, init) => {
+    // Values on a coarse grid tie sums often (the order by feature id decides), zeros mark features as seen.
+    const data = randomData(300, 200, 40, 223, { maxNnz: 30, labelCounts: [1, 2, 3, 5] });
+    for (let q = 0; q < data.values.length; q++) data.values[q] = q % 7 === 0 ? 0 : Math.round(data.values[q]! * 4) / 4;
+    const subset = Uint32Array.from({ length: 150 }, (_, i) => (i * 7) % 300);
+    for (const rows of [null, subset]) {
+      const got = buildWide(data as never, rows, 200, 40, M, init, minShare);
+      const want = refBuildWide(data as never, rows, 200, 40, M, init, minShare);
+      expect(want.labels.length).toBeGreaterThan(0);
+      expect(Array.from(got.offsets)).toEqual(Array.from(want.offsets));
+      expect(Array.from(got.labels)).toEqual(Array.from(want.labels));
+      for (let e = 0; e < want.weights.length; e++) expect(got.weights[e]).toBeCloseTo(want.weights[e]!, 6);
+      expect(got.accum.length).toBe(want.labels.length);
+    }
+  });
+  it('native buildWide refuses ids out of range, naming them', () => {
+    const data = randomData(10, 20, 5, 224, { maxNnz: 4, labelCounts: [1, 2] });
+    expect(() => buildWide(data as never, null, 3, 5, 4)).toThrow(/feature id \d+ of point \d+ is >= inputDim 3/);
+    expect(() => buildWide(data as never, null, 20, 1, 4)).toThrow(/label id \d+ of point \d+ is >= labels 1/);
+    expect(() => buildWide(data as never, Uint32Array.of(10), 20, 5, 4)).toThrow(/rows\[0\] = 10 is out of range/);
+    expect(() => buildWide(data as never, null, 20, 5, 0)).toThrow(/maxPerLabel must be positive/);
   });
   it('starts a label whose features are all 0-valued at weight 0 (never at a non-finite one)', () => {
     const zero: RefData = {
