@@ -367,7 +367,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         onEpochEnd: async (epoch, st) => {
           const v = st.validation?.at(-1);
           if (v && v.epoch === epoch + 1 && st.bestEpoch !== undefined) early.best = st.bestEpoch;
-          if (!quiet && v && v.epoch === epoch + 1) bar?.log(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})`);
+          if (!quiet && v && v.epoch === epoch + 1) bar?.log(`epoch ${epoch + 1}: held-out P@1 ${v.p1.toFixed(4)} P@3 ${v.p3.toFixed(4)} P@5 ${v.p5.toFixed(4)} (lr ${v.lr.toPrecision(3)})${v.gain ? `; score ${v.gain.gain >= 0 ? '+' : ''}${v.gain.gain.toFixed(4)} ± ${v.gain.se.toFixed(4)} over epoch ${v.gain.ref}` : ''}`);
           let tm: Metrics | undefined;
           if (test && o.evalEvery && (epoch + 1) % o.evalEvery === 0) {
             tm = await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts));

@@ -20,7 +20,7 @@ import { assertUnlocked } from '../train/lock.js';
 import { tablesProblem } from '../lsh/tables-check.js';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../train/metrics.js';
+import { computeMetrics, inversePropensity, labelFrequencies, pointPrecisions, type Metrics } from '../train/metrics.js';
 import { loadModel, saveModel, type TrainingSummary } from './model-file.js';
 import type { LoadLimits } from './file-layout.js';
 import { subset } from '../../datasets/split-reader.js';
@@ -459,7 +459,8 @@ export class Network {
         if (kept?.scale !== undefined && holdout && !stats.aborted) {
           const known = this.blendTried.get(e.bestEpoch) ?? [];
           const rest = BLEND_SCALES.filter((x) => !known.some((t) => t.scale === x));
-          const tried = [...known, ...(await this.scoreBlends(exec, holdout, validation, rest))].sort((a, b) => b.scale - a.scale);
+          const more = (await this.scoreBlends(exec, holdout, validation, rest)).map(({ points: _, ...t }) => t);
+          const tried = [...known, ...more].sort((a, b) => b.scale - a.scale);
           const best = tried.reduce((a, t) => (t.score > a.score ? t : a)); // ties: the larger scale
           this.scaleOutputLogits(best.scale);
           this.indexFresh = false;
@@ -623,17 +624,21 @@ export class Network {
       // Scored as scoreHoldout says; with a wide part, at each of EPOCH_BLEND_SCALES (ValidationOptions.blend).
       const out = this.spec.layers.at(-1)!;
       let point: ValidationPoint;
+      let points: Float64Array;
       if (validation.blend && out.wide && out.wide.labels.length > 0) {
         const tried = await this.scoreBlends(exec, holdout, validation, EPOCH_BLEND_SCALES);
         const best = tried.reduce((a, t) => (t.score > a.score ? t : a)); // ties: the larger scale (listed first)
-        this.blendTried.set(epoch + 1, tried);
+        this.blendTried.set(epoch + 1, tried.map(({ points: _, ...t }) => t));
         point = { epoch: epoch + 1, p1: best.p1, p3: best.p3, p5: best.p5, score: best.score, lr: epochLr, scale: best.scale };
+        points = best.points;
       } else {
-        point = { epoch: epoch + 1, ...(await this.scoreHoldout(exec, holdout, validation, true)), lr: epochLr };
+        const { points: pp, ...m } = await this.scoreHoldout(exec, holdout, validation, true);
+        point = { epoch: epoch + 1, ...m, lr: epochLr };
+        points = pp;
       }
-      const step = earlyStopStep(state, validation, point);
-      if (step === 'best') (early.snapshot ??= new WeightSnapshot(this.spec)).take(this.spec);
-      else if (step === 'stop') control.stop = true;
+      const step = earlyStopStep(state, validation, point, points);
+      if (step.best) (early.snapshot ??= new WeightSnapshot(this.spec)).take(this.spec);
+      if (step.stop) control.stop = true;
       else control.lrScale = state.lrScale;
       await userEnd?.(epoch, { ...st, validation: state.history, bestEpoch: state.bestEpoch, validationPoints: holdout.points });
     };
@@ -648,7 +653,7 @@ export class Network {
    */
   private async scoreHoldout(
     exec: Executor, holdout: SparseDataset, validation: ResolvedValidation, newIndex: boolean,
-  ): Promise<{ p1: number; p3: number; p5: number; score: number }> {
+  ): Promise<{ p1: number; p3: number; p5: number; score: number; points: Float64Array }> {
     const out = this.spec.layers.at(-1)!;
     let pred: Predictions;
     if (out.sampling && out.wide) {
@@ -662,7 +667,9 @@ export class Network {
     }
     const m = computeMetrics({ topIdx: pred.labels, kMax: 5, labelOffsets: holdout.labelOffsets, labelIndices: holdout.labelIndices });
     const p1 = m.p1!, p3 = m.p3!, p5 = m.p5!;
-    return { p1, p3, p5, score: validation.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3 };
+    // Each point's share of the score, for early stopping's paired comparison of epochs.
+    const points = pointPrecisions(pred.labels, 5, holdout.labelOffsets, holdout.labelIndices, validation.metric === 'p1' ? [1] : [1, 3, 5]);
+    return { p1, p3, p5, score: validation.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3, points };
   }
 
   /**
@@ -672,8 +679,10 @@ export class Network {
    * were, bit for bit. One cluster index (of the weights as they are now) serves every scale: scaling every
    * row [w_j, b_j] alike leaves its clusters and their order for a query as they are.
    */
-  private async scoreBlends(exec: Executor, holdout: SparseDataset, validation: ResolvedValidation, scales: readonly number[]): Promise<BlendTry[]> {
-    const tried: BlendTry[] = [];
+  private async scoreBlends(
+    exec: Executor, holdout: SparseDataset, validation: ResolvedValidation, scales: readonly number[],
+  ): Promise<(BlendTry & { points: Float64Array })[]> {
+    const tried: (BlendTry & { points: Float64Array })[] = [];
     let now = 1;
     try {
       for (const x of scales) {

@@ -324,8 +324,11 @@ function metaProblem(m: unknown): string | null {
     if (typeof es !== 'object' || !isNum(es.bestScore) || !isInt(es.bestEpoch) || !isInt(es.bad) || !isNum(es.lrScale) || !(es.lrScale > 0) || !Array.isArray(es.history)) return 'invalid early-stopping state';
     // The history is reported again by the resumed fit (stats.validation): every entry must be a point.
     const bad = es.history.findIndex((h) => !h || typeof h !== 'object' || !isInt(h.epoch, 1) || ![h.p1, h.p3, h.p5, h.score, h.lr].every(isNum) ||
-      (h.scale !== undefined && !(isNum(h.scale) && h.scale > 0 && h.scale <= 1)));
+      (h.scale !== undefined && !(isNum(h.scale) && h.scale > 0 && h.scale <= 1)) ||
+      (h.gain !== undefined && !(h.gain && typeof h.gain === 'object' && isInt(h.gain.ref) && isNum(h.gain.gain) && isNum(h.gain.se) && h.gain.se >= 0)));
     if (bad >= 0) return `invalid early-stopping history entry ${bad}`;
+    if (es.refEpoch !== undefined && !isInt(es.refEpoch)) return 'invalid early-stopping reference epoch';
+    if (es.refPoints !== undefined && !(Array.isArray(es.refPoints) && es.refPoints.length <= 1e7 && es.refPoints.every(isNum))) return 'invalid early-stopping reference scores';
   }
   return null;
 }

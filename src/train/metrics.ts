@@ -226,6 +226,33 @@ export function computeMetrics(input: MetricsInput): Metrics {
   return out;
 }
 
+/**
+ * Each point's precision at every k of `ks` (<= kMax), averaged over the ks: the per-point terms whose mean
+ * over the points is the mean of computeMetrics' P@k over `ks` (ks [1] gives P@1, [1, 3, 5] the 'p135' score).
+ * Early stopping compares two epochs point by point with them (src/train/early-stop.ts pairedGain).
+ */
+export function pointPrecisions(topIdx: Uint32Array, kMax: number, labelOffsets: Uint32Array, labelIndices: Uint32Array, ks: readonly number[]): Float64Array {
+  const n = labelOffsets.length - 1;
+  if (topIdx.length !== n * kMax) throw new Error(`Expected topIdx of length n * kMax = ${n * kMax} but received ${topIdx.length}`);
+  ks.forEach((k, j) => {
+    if (!Number.isInteger(k) || k <= 0 || k > kMax || (j > 0 && k <= ks[j - 1]!)) throw new Error(`Expected ascending integers in [1, ${kMax}] for ks but received ${ks.join(', ')}`);
+  });
+  const out = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const lo = labelOffsets[i]!, hi = labelOffsets[i + 1]!;
+    let t = 0, hits = 0, r = 0;
+    for (const k of ks) {
+      for (; r < k; r++) {
+        const p = topIdx[i * kMax + r]!;
+        if (p !== NO_PREDICTION && contains(labelIndices, lo, hi, p)) hits++;
+      }
+      t += hits / k;
+    }
+    out[i] = t / ks.length;
+  }
+  return out;
+}
+
 /** Binary search of `x` in the sorted slice a[lo, hi) (a row of a CSR label list). */
 function contains(a: Uint32Array, lo: number, hi: number, x: number): boolean {
   while (lo < hi) {

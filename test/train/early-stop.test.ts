@@ -4,17 +4,24 @@ import { describe, expect, it } from 'vitest';
 import { synthesize } from '../../datasets/synth.js';
 import { subset } from '../../datasets/split-reader.js';
 import { Network } from '../../src/network/network.js';
-import { computeMetrics } from '../../src/train/metrics.js';
+import { computeMetrics, pointPrecisions } from '../../src/train/metrics.js';
 import type { FitProgress } from '../../src/train/fit.js';
 import {
-  earlyStopStep, holdoutSplit, initialEarlyStop, resolveValidation, WeightSnapshot, type ValidationPoint,
+  earlyStopStep, holdoutSplit, initialEarlyStop, pairedGain, resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation,
+  type ValidationPoint,
 } from '../../src/train/early-stop.js';
+import { Xoshiro128 } from '../../src/util/rng.js';
 
 const point = (epoch: number, score: number, lr = 1e-3): ValidationPoint => ({ epoch, p1: score, p3: score, p5: score, score, lr });
+/** earlyStopStep's decision as one word: 'stop', else 'best' (a new best) or 'worse'. */
+const step = (s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, points?: ArrayLike<number>): string => {
+  const r = earlyStopStep(s, o, p, points);
+  return r.stop ? 'stop' : r.best ? 'best' : 'worse';
+};
 
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
-    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, metric: 'p135', minHoldout: 100, folds: 5, blend: true });
+    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, significance: 1, metric: 'p135', minHoldout: 100, folds: 5, blend: true });
   });
   it.each([
     [{ fraction: 0 }, 'Expected number in (0, 1) for validation.fraction but received 0'],
@@ -28,6 +35,7 @@ describe('resolveValidation', () => {
     [{ minHoldout: 0 }, 'Expected integer >= 1 for validation.minHoldout but received 0'],
     [{ folds: 1 }, 'Expected integer >= 2 for validation.folds but received 1'],
     [{ blend: 'yes' }, 'Expected boolean for validation.blend but received "yes"'],
+    [{ significance: -1 }, 'Expected number in [0, 10] for validation.significance but received -1'],
   ])('rejects %j', (v, msg) => {
     expect(() => resolveValidation(v as never)).toThrow(msg);
   });
@@ -53,15 +61,15 @@ describe('earlyStopStep', () => {
   it('records the best, cuts the rate on each epoch without a new best, and stops after `patience` of them', () => {
     const o = resolveValidation({ patience: 2, lrDecay: 0.5 });
     const s = initialEarlyStop();
-    expect(earlyStopStep(s, o, point(1, 0.3))).toBe('best');
-    expect(earlyStopStep(s, o, point(2, 0.5))).toBe('best');
-    expect(earlyStopStep(s, o, point(3, 0.5))).toBe('worse'); // equal is not better
+    expect(step(s, o, point(1, 0.3))).toBe('best');
+    expect(step(s, o, point(2, 0.5))).toBe('best');
+    expect(step(s, o, point(3, 0.5))).toBe('worse'); // equal is not better
     expect(s.lrScale).toBe(0.5);
-    expect(earlyStopStep(s, o, point(4, 0.6))).toBe('best'); // a new best resets the count, not the rate
+    expect(step(s, o, point(4, 0.6))).toBe('best'); // a new best resets the count, not the rate
     expect(s.lrScale).toBe(0.5);
-    expect(earlyStopStep(s, o, point(5, 0.55))).toBe('worse');
+    expect(step(s, o, point(5, 0.55))).toBe('worse');
     expect(s.lrScale).toBe(0.25);
-    expect(earlyStopStep(s, o, point(6, 0.58))).toBe('stop');
+    expect(step(s, o, point(6, 0.58))).toBe('stop');
     expect(s.bestEpoch).toBe(4);
     expect(s.bestScore).toBe(0.6);
     expect(s.history.map((p) => p.epoch)).toEqual([1, 2, 3, 4, 5, 6]);
@@ -69,12 +77,110 @@ describe('earlyStopStep', () => {
   it('counts only gains above minDelta as a new best', () => {
     const o = resolveValidation({ patience: 2, minDelta: 0.01 });
     const s = initialEarlyStop();
-    expect(earlyStopStep(s, o, point(1, 0.0))).toBe('best'); // the first epoch is always the first best
-    expect(earlyStopStep(s, o, point(2, 0.005))).toBe('worse');
-    expect(earlyStopStep(s, o, point(3, 0.02))).toBe('best');
-    expect(earlyStopStep(s, o, point(4, 0.025))).toBe('worse');
-    expect(earlyStopStep(s, o, point(5, 0.029))).toBe('stop');
+    expect(step(s, o, point(1, 0.0))).toBe('best'); // the first epoch is always the first best
+    expect(step(s, o, point(2, 0.005))).toBe('worse');
+    expect(step(s, o, point(3, 0.02))).toBe('best');
+    expect(step(s, o, point(4, 0.025))).toBe('worse');
+    expect(step(s, o, point(5, 0.029))).toBe('stop');
     expect(s.bestEpoch).toBe(3);
+  });
+});
+
+describe('significance: a new best counts only above the noise of the held-out points', () => {
+  /** Per-point scores of 1,000 held-out points: those in `right` 1, the others 0. */
+  const scores = (right: number[]): Float64Array => {
+    const a = new Float64Array(1000);
+    for (const i of right) a[i] = 1;
+    return a;
+  };
+  const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
+  const mean = (a: Float64Array) => a.reduce((t, v) => t + v, 0) / a.length;
+
+  it('pairedGain: the mean per-point difference and its standard error', () => {
+    const g = pairedGain([1, 0, 1, 1], [0, 0, 1, 0]);
+    expect(g.gain).toBe(0.5);
+    expect(g.se).toBeCloseTo(Math.sqrt(((0.25 + 0.25 + 0.25 + 0.25) / 3) / 4), 12);
+    expect(pairedGain([0.5], [0.25])).toEqual({ gain: 0.25, se: 0 });
+    expect(() => pairedGain([1, 2], [1])).toThrow(/equally long/);
+  });
+
+  it('stops on a plateau of tiny new bests, keeping the last of them, and counts slow gains once they add up', () => {
+    const o = resolveValidation({ patience: 3, lrDecay: 0.5 });
+    const s = initialEarlyStop();
+    // Epoch e: points [lost, 500 + won) right (the churn of an epoch: some points lost, a few more won).
+    const at = (epoch: number, lost: number, won: number) => {
+      const a = scores(range(lost, 500 + won));
+      return step(s, o, point(epoch, mean(a)), a);
+    };
+    expect(at(1, 0, 0)).toBe('best');
+    expect(s.refEpoch).toBe(1);
+    expect(at(2, 0, 100)).toBe('best'); // +0.1, se 0.0095: counts
+    expect(s.refEpoch).toBe(2);
+    expect(s.bad).toBe(0);
+    expect(s.history[1]!.gain).toEqual({ ref: 1, gain: expect.closeTo(0.1, 12), se: expect.closeTo(Math.sqrt((0.1 * 0.9 * 1000) / 999 / 1000), 12) });
+    // 20 lost, 22 won over epoch 2: +0.002, se 0.0065: a new best, not counted, the rate is cut.
+    expect(at(3, 20, 122)).toBe('best');
+    expect([s.bad, s.lrScale, s.refEpoch, s.bestEpoch]).toEqual([1, 0.5, 2, 3]);
+    // The gains add up against the reference epoch: 20 lost, 40 won over epoch 2 is +0.02, se 0.0077.
+    expect(at(4, 20, 140)).toBe('best');
+    expect([s.bad, s.refEpoch]).toEqual([0, 4]);
+    expect(at(5, 30, 151)).toBe('best'); // +0.001 over epoch 4, se 0.0033
+    expect(at(6, 30, 152)).toBe('best');
+    expect(at(7, 30, 153)).toBe('stop');
+    expect(s.bestEpoch).toBe(7); // its weights are kept
+    expect(s.lrScale).toBe(0.125);
+  });
+
+  it('a gain of points that also loses others is weighed by its spread', () => {
+    const o = resolveValidation({ patience: 3 });
+    const s = initialEarlyStop();
+    const a = scores(range(0, 500));
+    step(s, o, point(1, mean(a)), a);
+    const b = scores(range(35, 540)); // 35 lost, 40 won: +0.005, se 0.0087
+    expect(step(s, o, point(2, mean(b)), b)).toBe('best');
+    expect(s.bad).toBe(1);
+    const c = scores(range(30, 560)); // 30 lost, 60 won over epoch 1: +0.03, se 0.0095
+    expect(step(s, o, point(3, mean(c)), c)).toBe('best');
+    expect([s.bad, s.refEpoch]).toEqual([0, 3]);
+    // With significance 4, +0.03 (3.2 se) does not count either.
+    const s2 = initialEarlyStop(), o2 = resolveValidation({ patience: 3, significance: 4 });
+    step(s2, o2, point(1, mean(a)), a);
+    step(s2, o2, point(2, mean(c)), c);
+    expect([s2.bad, s2.refEpoch]).toEqual([1, 1]);
+  });
+
+  it('significance 0 (or no per-point scores) counts every new best', () => {
+    for (const [o, withPoints] of [[resolveValidation({ patience: 2, significance: 0 }), true], [resolveValidation({ patience: 2 }), false]] as const) {
+      const s = initialEarlyStop();
+      for (let e = 1; e <= 6; e++) {
+        const a = scores(range(0, 500 + e));
+        expect(step(s, o, point(e, mean(a)), withPoints ? a : undefined)).toBe('best');
+      }
+      expect([s.bad, s.lrScale]).toEqual([0, 1]);
+    }
+  });
+
+  it('pointPrecisions: per-point terms whose mean is P@1 and (P@1 + P@3 + P@5) / 3', () => {
+    const rng = new Xoshiro128(9);
+    const n = 200, L = 12;
+    const off = new Uint32Array(n + 1), lab: number[] = [];
+    const top = new Uint32Array(n * 5);
+    for (let i = 0; i < n; i++) {
+      const ls = [...new Set(Array.from({ length: 1 + (i % 4) }, () => rng.below(L)))].sort((x, y) => x - y);
+      if (i % 17 === 0) ls.length = 0; // points without labels count as misses
+      lab.push(...ls);
+      off[i + 1] = lab.length;
+      const perm = Array.from({ length: L }, (_, j) => j);
+      for (let j = L - 1; j > 0; j--) { const k = rng.below(j + 1); [perm[j], perm[k]] = [perm[k]!, perm[j]!]; }
+      for (let r = 0; r < 5; r++) top[i * 5 + r] = i % 23 === 0 && r === 4 ? 0xffffffff : perm[r]!;
+    }
+    const li = Uint32Array.from(lab);
+    const m = computeMetrics({ topIdx: top, kMax: 5, labelOffsets: off, labelIndices: li });
+    const p1 = pointPrecisions(top, 5, off, li, [1]);
+    const p135 = pointPrecisions(top, 5, off, li, [1, 3, 5]);
+    expect(mean(p1)).toBeCloseTo(m.p1!, 12);
+    expect(mean(p135)).toBeCloseTo((m.p1! + m.p3! + m.p5!) / 3, 12);
+    expect(() => pointPrecisions(top, 5, off, li, [3, 1])).toThrow(/ascending/);
   });
 });
 
