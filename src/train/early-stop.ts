@@ -2,12 +2,13 @@
 // measured after every epoch, the learning rate is cut when it stops improving, training stops after
 // `patience` epochs without improvement, and the weights of the best epoch are restored at the end.
 //
-// "Improvement" means more than noise (`significance`): a new best counts only when its per-point gain over
-// the last epoch that counted is larger than `significance` standard errors of that paired gain, measured
-// on the held-out points themselves. With 1,500-5,000 held-out points a plateau moves the score by a few
-// hundredths of a point per epoch; a rule that counts every such gain ran 7 epochs at 200,000 points and 12
-// at 30,000 where the held-out P@1 had stopped moving after 2-4 (README "How the defaults were chosen").
-// Slow real gains still count: they add up against the reference epoch until they pass the bar.
+// "Improvement" means a gain worth an epoch (`minGain`): a new best counts only when it beats the last epoch
+// that counted (the reference) by more than minGain. A plateau's new bests are record-breaking noise, a few
+// hundredths of a point each on 1,500-5,000 held-out points: a rule that counted every one of them ran 7
+// epochs at 200,000 points and 12 at 30,000 where the held-out P@1 had stopped moving after 2-5 (README
+// "How the defaults were chosen"). Against a fixed reference, slow real gains add up until they count, and
+// a small held-out slice, whose noise alone moves the score by more than minGain, keeps training as before.
+// `significance` asks for a gain above the held-out points' own noise instead (a paired standard error).
 //
 // Why a plateau schedule rather than a fixed decay: the right number of epochs differs by two orders of
 // magnitude between the datasets this engine is used on (Bibtex peaks after ~10 epochs of 38 batches,
@@ -45,12 +46,18 @@ export interface ValidationOptions {
    */
   minDelta?: number;
   /**
-   * A new best resets the patience count only when its gain over the reference epoch (the last one that
-   * did; the first epoch to start with) is more than `significance` standard errors of that gain. The gain
-   * is paired: the mean over the held-out points of each point's score now minus at the reference epoch, and
-   * its standard error is that difference's standard deviation over sqrt(points). A smaller gain still keeps
-   * its weights (the best epoch is what fit() keeps) but counts as an epoch without improvement: the rate is
-   * cut, and `patience` such epochs stop training. 0: every new best counts. Default 1.
+   * A new best resets the patience count only when its score beats the reference epoch's (the last one that
+   * did; the first epoch to start with) by more than `minGain`, in score units. A smaller gain still keeps
+   * its weights (fit() keeps the best epoch) and the rate, but counts as an epoch without improvement:
+   * `patience` of them stop training. Gains add up against the reference, so a slow steady rise goes on.
+   * Default 0.001 (0.1 points of the score).
+   */
+  minGain?: number;
+  /**
+   * Like minGain, in standard errors of the gain: a new best counts only when its paired gain over the
+   * reference epoch (the mean over the held-out points of each point's score now minus then) is more than
+   * `significance` times that gain's standard error (the differences' standard deviation over
+   * sqrt(points)). Both bars apply. 0: off. Default 0.
    */
   significance?: number;
   /**
@@ -81,7 +88,7 @@ export interface ValidationOptions {
 
 export type ResolvedValidation = Required<ValidationOptions>;
 
-export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'significance', 'metric', 'minHoldout', 'folds', 'blend'] as const satisfies readonly (keyof ValidationOptions)[];
+export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'minGain', 'significance', 'metric', 'minHoldout', 'folds', 'blend'] as const satisfies readonly (keyof ValidationOptions)[];
 
 export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (v === null || typeof v !== 'object') throw new Error('Expected an object or false for validation');
@@ -99,7 +106,9 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (!(typeof lrDecay === 'number' && lrDecay > 0 && lrDecay <= 1)) throw new Error(`Expected number in (0, 1] for validation.lrDecay but received ${boundJson(v.lrDecay)}`);
   const minDelta = v.minDelta ?? 0;
   if (!(typeof minDelta === 'number' && minDelta >= 0 && minDelta < 1)) throw new Error(`Expected number in [0, 1) for validation.minDelta but received ${boundJson(v.minDelta)}`);
-  const significance = v.significance ?? 1;
+  const minGain = v.minGain ?? 0.001;
+  if (!(typeof minGain === 'number' && minGain >= 0 && minGain < 1)) throw new Error(`Expected number in [0, 1) for validation.minGain but received ${boundJson(v.minGain)}`);
+  const significance = v.significance ?? 0;
   if (!(typeof significance === 'number' && significance >= 0 && significance <= 10)) throw new Error(`Expected number in [0, 10] for validation.significance but received ${boundJson(v.significance)}`);
   const metric = v.metric ?? 'p135';
   if (metric !== 'p1' && metric !== 'p135') throw new Error(`Expected 'p1' or 'p135' for validation.metric but received ${boundJson(v.metric)}`);
@@ -107,7 +116,7 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   const folds = int(v.folds ?? 5, 'folds', 2);
   const blend = v.blend ?? true;
   if (typeof blend !== 'boolean') throw new Error(`Expected boolean for validation.blend but received ${boundJson(v.blend)}`);
-  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, significance, metric, minHoldout, folds, blend };
+  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, minGain, significance, metric, minHoldout, folds, blend };
 }
 
 /**
@@ -254,8 +263,8 @@ export interface ValidationPoint {
    */
   scale?: number;
   /**
-   * ValidationOptions.significance, on a new best after the first epoch: the paired gain of the score over
-   * epoch `ref` and its standard error (the gain counted when gain > significance x se).
+   * On a new best after the first epoch: its paired gain over the reference epoch `ref` and the gain's
+   * standard error (it counted when gain > max(minGain, significance x se); ValidationOptions.minGain).
    */
   gain?: { ref: number; gain: number; se: number };
 }
@@ -265,9 +274,10 @@ export interface EarlyStopState {
   bestScore: number;
   /** 1-based epoch of the best score (0: none yet). */
   bestEpoch: number;
-  /** Epochs since the last one that counted as an improvement (ValidationOptions.significance). */
+  /** Epochs since the last one that counted as an improvement (ValidationOptions.minGain). */
   bad: number;
-  /** The reference epoch of ValidationOptions.significance (0: none yet) and its per-point scores. */
+  /** The reference epoch of ValidationOptions.minGain (0: none yet), its score and its per-point scores. */
+  refScore?: number;
   refEpoch?: number;
   refPoints?: number[];
   /** Current learning-rate multiplier. */
@@ -320,10 +330,10 @@ export function pairedGain(now: ArrayLike<number>, ref: ArrayLike<number>): { ga
 }
 
 /**
- * Records epoch `p.epoch`'s measurement (`points`: its per-point scores, whose mean is p.score; without them
- * every new best counts, as with significance 0) and decides: `best` (a new best: snapshot the weights) and
- * `stop` (patience exhausted). An epoch that is not a counted improvement cuts the rate by lrDecay unless it
- * stops. Mutates `s` (and p.gain).
+ * Records epoch `p.epoch`'s measurement (`points`: its per-point scores, whose mean is p.score; needed by
+ * `significance` and for the reported gain) and decides: `best` (a new best: snapshot the weights) and `stop`
+ * (`patience` epochs without a counted improvement). An epoch that is not a new best cuts the rate by
+ * lrDecay unless it stops. Mutates `s` (and p.gain).
  */
 export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, points?: ArrayLike<number>): { best: boolean; stop: boolean } {
   s.history.push(p);
@@ -332,23 +342,26 @@ export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: Valid
   if (best) {
     s.bestScore = p.score;
     s.bestEpoch = p.epoch;
-    if (o.significance > 0 && points && s.refPoints && s.refPoints.length === points.length) {
-      const g = pairedGain(points, s.refPoints);
-      p.gain = { ref: s.refEpoch ?? 0, gain: g.gain, se: g.se };
-      counts = g.gain > o.significance * g.se;
+    if (s.refScore !== undefined) {
+      let bar = o.minGain;
+      if (points && s.refPoints && s.refPoints.length === points.length) {
+        const g = pairedGain(points, s.refPoints);
+        p.gain = { ref: s.refEpoch ?? 0, gain: g.gain, se: g.se };
+        bar = Math.max(bar, o.significance * g.se);
+      }
+      counts = p.score - s.refScore > bar;
     }
   }
   if (counts) {
     s.bad = 0;
-    if (points) {
-      s.refEpoch = p.epoch;
-      s.refPoints = Array.from(points);
-    }
+    s.refEpoch = p.epoch;
+    s.refScore = p.score;
+    if (points) s.refPoints = Array.from(points);
     return { best, stop: false };
   }
   s.bad++;
   if (s.bad >= o.patience) return { best, stop: true };
-  s.lrScale *= o.lrDecay;
+  if (!best) s.lrScale *= o.lrDecay;
   return { best, stop: false };
 }
 

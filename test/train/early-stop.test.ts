@@ -21,7 +21,7 @@ const step = (s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, poin
 
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
-    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, significance: 1, metric: 'p135', minHoldout: 100, folds: 5, blend: true });
+    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 0, metric: 'p135', minHoldout: 100, folds: 5, blend: true });
   });
   it.each([
     [{ fraction: 0 }, 'Expected number in (0, 1) for validation.fraction but received 0'],
@@ -36,6 +36,7 @@ describe('resolveValidation', () => {
     [{ folds: 1 }, 'Expected integer >= 2 for validation.folds but received 1'],
     [{ blend: 'yes' }, 'Expected boolean for validation.blend but received "yes"'],
     [{ significance: -1 }, 'Expected number in [0, 10] for validation.significance but received -1'],
+    [{ minGain: 1 }, 'Expected number in [0, 1) for validation.minGain but received 1'],
   ])('rejects %j', (v, msg) => {
     expect(() => resolveValidation(v as never)).toThrow(msg);
   });
@@ -86,7 +87,7 @@ describe('earlyStopStep', () => {
   });
 });
 
-describe('significance: a new best counts only above the noise of the held-out points', () => {
+describe('minGain and significance: which new bests count as an improvement', () => {
   /** Per-point scores of 1,000 held-out points: those in `right` 1, the others 0. */
   const scores = (right: number[]): Float64Array => {
     const a = new Float64Array(1000);
@@ -104,8 +105,28 @@ describe('significance: a new best counts only above the noise of the held-out p
     expect(() => pairedGain([1, 2], [1])).toThrow(/equally long/);
   });
 
-  it('stops on a plateau of tiny new bests, keeping the last of them, and counts slow gains once they add up', () => {
-    const o = resolveValidation({ patience: 3, lrDecay: 0.5 });
+  it('minGain: stops on a plateau of tiny new bests, keeps the rate and the last of them, and counts slow gains once they add up', () => {
+    const o = resolveValidation({ patience: 3, lrDecay: 0.5 }); // minGain 0.001
+    const s = initialEarlyStop();
+    const at = (epoch: number, score: number) => step(s, o, point(epoch, score));
+    expect(at(1, 0.5)).toBe('best');
+    expect(at(2, 0.6)).toBe('best');
+    expect([s.bad, s.refEpoch, s.refScore]).toEqual([0, 2, 0.6]);
+    expect(at(3, 0.6004)).toBe('best'); // +0.0004: kept, not counted, the rate stays
+    expect([s.bad, s.lrScale, s.refEpoch, s.bestEpoch]).toEqual([1, 1, 2, 3]);
+    expect(at(4, 0.6008)).toBe('best');
+    expect(s.bad).toBe(2);
+    expect(at(5, 0.6012)).toBe('best'); // +0.0012 over epoch 2: the slow rise counts
+    expect([s.bad, s.refEpoch]).toEqual([0, 5]);
+    expect(at(6, 0.6)).toBe('worse');
+    expect(s.lrScale).toBe(0.5);
+    expect(at(7, 0.6015)).toBe('best');
+    expect(at(8, 0.6018)).toBe('stop'); // +0.0006 over epoch 5
+    expect(s.bestEpoch).toBe(8);
+  });
+
+  it('significance: stops on a plateau of tiny new bests, keeping the last of them, and counts slow gains once they add up', () => {
+    const o = resolveValidation({ patience: 3, lrDecay: 0.5, minGain: 0, significance: 1 });
     const s = initialEarlyStop();
     // Epoch e: points [lost, 500 + won) right (the churn of an epoch: some points lost, a few more won).
     const at = (epoch: number, lost: number, won: number) => {
@@ -118,9 +139,9 @@ describe('significance: a new best counts only above the noise of the held-out p
     expect(s.refEpoch).toBe(2);
     expect(s.bad).toBe(0);
     expect(s.history[1]!.gain).toEqual({ ref: 1, gain: expect.closeTo(0.1, 12), se: expect.closeTo(Math.sqrt((0.1 * 0.9 * 1000) / 999 / 1000), 12) });
-    // 20 lost, 22 won over epoch 2: +0.002, se 0.0065: a new best, not counted, the rate is cut.
+    // 20 lost, 22 won over epoch 2: +0.002, se 0.0065: a new best, not counted.
     expect(at(3, 20, 122)).toBe('best');
-    expect([s.bad, s.lrScale, s.refEpoch, s.bestEpoch]).toEqual([1, 0.5, 2, 3]);
+    expect([s.bad, s.refEpoch, s.bestEpoch]).toEqual([1, 2, 3]);
     // The gains add up against the reference epoch: 20 lost, 40 won over epoch 2 is +0.02, se 0.0077.
     expect(at(4, 20, 140)).toBe('best');
     expect([s.bad, s.refEpoch]).toEqual([0, 4]);
@@ -128,11 +149,11 @@ describe('significance: a new best counts only above the noise of the held-out p
     expect(at(6, 30, 152)).toBe('best');
     expect(at(7, 30, 153)).toBe('stop');
     expect(s.bestEpoch).toBe(7); // its weights are kept
-    expect(s.lrScale).toBe(0.125);
+    expect(s.lrScale).toBe(1); // every epoch was a new best
   });
 
   it('a gain of points that also loses others is weighed by its spread', () => {
-    const o = resolveValidation({ patience: 3 });
+    const o = resolveValidation({ patience: 3, minGain: 0, significance: 1 });
     const s = initialEarlyStop();
     const a = scores(range(0, 500));
     step(s, o, point(1, mean(a)), a);
@@ -143,14 +164,14 @@ describe('significance: a new best counts only above the noise of the held-out p
     expect(step(s, o, point(3, mean(c)), c)).toBe('best');
     expect([s.bad, s.refEpoch]).toEqual([0, 3]);
     // With significance 4, +0.03 (3.2 se) does not count either.
-    const s2 = initialEarlyStop(), o2 = resolveValidation({ patience: 3, significance: 4 });
+    const s2 = initialEarlyStop(), o2 = resolveValidation({ patience: 3, minGain: 0, significance: 4 });
     step(s2, o2, point(1, mean(a)), a);
     step(s2, o2, point(2, mean(c)), c);
     expect([s2.bad, s2.refEpoch]).toEqual([1, 1]);
   });
 
-  it('significance 0 (or no per-point scores) counts every new best', () => {
-    for (const [o, withPoints] of [[resolveValidation({ patience: 2, significance: 0 }), true], [resolveValidation({ patience: 2 }), false]] as const) {
+  it('minGain 0 with significance 0 (or without per-point scores) counts every new best', () => {
+    for (const [o, withPoints] of [[resolveValidation({ patience: 2, minGain: 0 }), true], [resolveValidation({ patience: 2, minGain: 0, significance: 1 }), false]] as const) {
       const s = initialEarlyStop();
       for (let e = 1; e <= 6; e++) {
         const a = scores(range(0, 500 + e));
