@@ -189,6 +189,13 @@ void ParseAdam(const Napi::Object& o, TrainHyper& h) {
   if (!(h.eps > 0)) throw ArgError("hyper.eps must be > 0");
 }
 
+// hyper.wideLr (mode 0, an output layer with a wide part).
+void ParseWideLr(const Napi::Object& o, TrainHyper& h) {
+  if (!Present(o.Get("wideLr"))) throw ArgError("hyper.wideLr is required in mode 0 when the output layer has a wide part");
+  h.wideLr = FiniteProp(o, "wideLr");
+  if (!(h.wideLr >= 0)) throw ArgError("hyper.wideLr must be >= 0");
+}
+
 TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers) {
   Napi::Object o = GetObject(v, "hyper");
   TrainHyper h;
@@ -201,11 +208,7 @@ TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers)
   }
   h.gradScale = Present(o.Get("gradScale")) ? FiniteProp(o, "gradScale") : 1.0f;
   if (h.mode == 0) ParseAdam(o, h);
-  if (h.mode == 0 && layers.back().hasWide) {
-    if (!Present(o.Get("wideLr"))) throw ArgError("hyper.wideLr is required in mode 0 when the output layer has a wide part");
-    h.wideLr = FiniteProp(o, "wideLr");
-    if (!(h.wideLr >= 0)) throw ArgError("hyper.wideLr must be >= 0");
-  }
+  if (h.mode == 0 && layers.back().hasWide) ParseWideLr(o, h);
   if (h.mode == 3) {
     if (tlSink.size() < layers.size()) tlSink.resize(layers.size());
     h.sink = tlSink.data();
@@ -373,6 +376,7 @@ Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
 const std::vector<NetLayer>& net_parse_layers(const Napi::Value& v, bool training) { return ParseNet(v, training); }
 CsrView net_parse_data(const Napi::Value& v, bool labels) { return ParseData(v, labels); }
 void net_parse_adam(const Napi::Object& o, TrainHyper& h) { ParseAdam(o, h); }
+void net_parse_wide_lr(const Napi::Object& o, TrainHyper& h) { ParseWideLr(o, h); }
 
 void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetTrainSlice>(env, exports, "netTrainSlice");

@@ -20,12 +20,17 @@ export function allocateWide(inputDim: number, nnz: number, inference = false): 
 /**
  * The pairs of a wide part from training data: for every label, the `maxPerLabel` features with the largest
  * sums of the values of the label's training points (rows `rows` of `data`, all rows when null; ties by the
- * smaller feature id) among those holding at least `minShare` of the label's centroid norm, as a feature-major CSR whose labels ascend within each feature. Weights and Adagrad
- * sums start at 0. Labels without training points get no pairs. Cost: one pass over each label's points'
- * features (nnz x mean labels per point) plus a sort of each label's distinct features.
+ * smaller feature id) among those holding at least `minShare` of the label's centroid norm, as a feature-major CSR whose labels ascend within each feature. Weights
+ * start at `init` x the label's unit centroid over its kept features, Adagrad sums at 0. Labels without
+ * training points get no pairs. Cost: one pass over each label's points' features (nnz x mean labels per
+ * point) plus a sort of each label's distinct features.
+ * `slice` (label-sharded training): only these labels (ascending ids < `labels`), each stored under its
+ * position in `slice`: exactly the whole label space's pairs of those labels (pickWide), relabelled, at
+ * about slice.length / labels of the cost.
  */
 export function buildWide(
   data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init = 0, minShare = 0,
+  slice: Uint32Array | null = null,
 ): WideState {
   const n = rows ? rows.length : data.points;
   const rowAt = (i: number) => (rows ? rows[i]! : i);
@@ -60,7 +65,9 @@ export function buildWide(
     pairL[nPairs] = j;
     pairW[nPairs++] = w;
   };
-  for (let j = 0; j < labels; j++) {
+  for (let e = 0, out = slice ? slice.length : labels; e < out; e++) {
+    const j = slice ? slice[e]! : e;
+    if (j >= labels || (slice && e > 0 && j <= slice[e - 1]!)) throw new Error(`buildWide: slice[${e}] = ${j} is not an ascending label id < ${labels}`);
     let t = 0;
     for (let p = lOff[j]!; p < lOff[j + 1]!; p++) {
       const r = lPts[p]!;
@@ -89,7 +96,7 @@ export function buildWide(
     let norm = 0;
     for (const f of keep) norm += acc[f]! * acc[f]!;
     const scale = norm > 0 ? init / Math.sqrt(norm) : 0; // a label whose features are all 0-valued starts at 0
-    for (const f of keep) push(f, j, acc[f]! * scale);
+    for (const f of keep) push(f, e, acc[f]! * scale);
     for (let e = 0; e < t; e++) acc[touched[e]!] = 0;
   }
   // Feature-major CSR (stable counting sort: labels stay ascending within a feature).
@@ -104,6 +111,63 @@ export function buildWide(
     w.weights[at] = pairW[e]!;
   }
   return w;
+}
+
+/**
+ * The pairs of `part` (labels in its own id space) whose label `localOf` maps to a row (>= 0), relabelled to
+ * that row: a rank's share of a wide part over all labels, or of another rank's slice. `localOf` must be
+ * increasing over the labels it maps (a slice's rows are its labels in ascending order), so labels stay
+ * ascending within each feature. Adagrad sums are kept when `part` has them.
+ */
+export function pickWide(part: WideState, localOf: Int32Array): WideState {
+  const D = part.inputDim, withAccum = part.accum.length > 0;
+  let n = 0;
+  for (let e = 0; e < part.labels.length; e++) if (localOf[part.labels[e]!]! >= 0) n++;
+  const out = allocateWide(D, n, !withAccum);
+  let p = 0;
+  for (let f = 0; f < D; f++) {
+    for (let e = part.offsets[f]!; e < part.offsets[f + 1]!; e++) {
+      const r = localOf[part.labels[e]!]!;
+      if (r < 0) continue;
+      out.labels[p] = r;
+      out.weights[p] = part.weights[e]!;
+      if (withAccum) out.accum[p] = part.accum[e]!;
+      p++;
+    }
+    out.offsets[f + 1] = p;
+  }
+  return out;
+}
+
+/**
+ * One wide part from parts over the same features whose labels are disjoint (the slices of label-sharded
+ * training, in one id space): each feature's lists merged in ascending label order. Adagrad sums are kept
+ * when every part has them.
+ */
+export function mergeWide(parts: WideState[], inputDim: number): WideState {
+  for (const w of parts) if (w.inputDim !== inputDim) throw new Error(`mergeWide: a part over ${w.inputDim} features, expected ${inputDim}`);
+  const withAccum = parts.every((w) => w.accum.length === w.labels.length);
+  const out = allocateWide(inputDim, parts.reduce((a, w) => a + w.labels.length, 0), !withAccum);
+  const cur = new Array<number>(parts.length).fill(0);
+  let p = 0;
+  for (let f = 0; f < inputDim; f++) {
+    for (let r = 0; r < parts.length; r++) cur[r] = parts[r]!.offsets[f]!;
+    for (;;) {
+      let best = -1, bestLabel = 0;
+      for (let r = 0; r < parts.length; r++) {
+        const w = parts[r]!;
+        if (cur[r]! < w.offsets[f + 1]! && (best < 0 || w.labels[cur[r]!]! < bestLabel)) best = r, bestLabel = w.labels[cur[r]!]!;
+      }
+      if (best < 0) break;
+      const w = parts[best]!, e = cur[best]!++;
+      out.labels[p] = bestLabel;
+      out.weights[p] = w.weights[e]!;
+      if (withAccum) out.accum[p] = w.accum[e]!;
+      p++;
+    }
+    out.offsets[f + 1] = p;
+  }
+  return out;
 }
 
 /**
