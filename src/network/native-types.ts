@@ -278,7 +278,8 @@ export interface NativeNetwork {
 /**
  * Label-sharded training and prediction (native/net_shard.h, src/train/sharded.ts): the training step split
  * into phases so that MPI ranks can exchange O(batch x hidden) values between them. `net`'s output layer is
- * this rank's slice of the labels (dense: no sampling, no wide part); d = its inDim. Phases 1 and 4 keep
+ * this rank's slice of the labels (dense: no sampling; its wide part, if any, holds the pairs of the slice's
+ * labels under their rows); d = its inDim. Phases 1 and 4 keep
  * their state in the calling thread's scratch, 2 and 3 in another: call them in order on one thread.
  */
 export interface NativeShard {

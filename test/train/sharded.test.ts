@@ -102,6 +102,39 @@ function single(...args: string[]): Run {
 }
 const lastJson = (s: string) => JSON.parse(s.trim().split('\n').at(-1)!);
 
+/** A line of test/train/mpi-shard-step.mjs (one rank). */
+type StepLine = { labels: number; dHDiff: number; lowerDiff: number; outDiff: number; stepsDiff: number; loss: number; refLoss: number; wideDiff: number; accumDiff: number; widePairs: number; wideMoved: number };
+
+/** One sharded step under np ranks against the unsharded step (test/train/mpi-shard-step.mjs with args): the checks of every variant; the ranks' lines. */
+function checkStep(np: number, ...args: string[]): StepLine[] {
+  const r = mpirun(np, join(ROOT, 'test/train/mpi-shard-step.mjs'), ...args);
+  expect(r.code, r.stderr).toBe(0);
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as StepLine);
+  expect(lines).toHaveLength(np);
+  expect(lines.map((l) => l.labels).reduce((a, b) => a + b)).toBe(11);
+  for (const l of lines) {
+    expect(l.dHDiff).toBeLessThan(1e-5);
+    expect(l.lowerDiff).toBeLessThan(1e-6);
+    expect(l.outDiff).toBeLessThan(1e-6);
+    expect(l.stepsDiff).toBe(0);
+    expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-4 * Math.abs(l.refLoss));
+  }
+  return lines;
+}
+
+/** predict --distributed of checkpoint `ck` under 3 ranks gives one process's predict of `model`: labels, and scores up to rounding. */
+function expectSamePredictions(model: string, ck: string): void {
+  const pd = mpirun(3, CLI, 'predict', '--model', ck, '--input', join(dir, 'test.txt'), '--k', '3', '--distributed');
+  const p1 = single(CLI, 'predict', '--model', model, '--input', join(dir, 'test.txt'), '--k', '3');
+  expect(pd.code, pd.stderr).toBe(0);
+  expect(p1.code, p1.stderr).toBe(0);
+  const rows = (t: string) => t.trim().split('\n').slice(1).map((l) => l.split(' ').map((x) => x.split(':').map(Number)));
+  const a = rows(p1.stdout), b = rows(pd.stdout);
+  expect(b).toHaveLength(400);
+  expect(b.map((r) => r.map((x) => x[0]))).toEqual(a.map((r) => r.map((x) => x[0])));
+  for (let i = 0; i < a.length; i++) for (let e = 0; e < 3; e++) expect(Math.abs(a[i]![e]![1]! - b[i]![e]![1]!)).toBeLessThan(1e-5);
+}
+
 let dir: string;
 let common: string[];
 beforeAll(async () => {
@@ -119,35 +152,14 @@ afterAll(async () => {
 
 describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpirun${reason ? ` (skipped: ${reason})` : ''}`, () => {
   it('one sharded step equals the unsharded step (2 and 4 ranks); dL/dH summed over the shards matches a TypeScript reference', () => {
-    for (const np of [2, 4]) {
-      const r = mpirun(np, join(ROOT, 'test/train/mpi-shard-step.mjs'));
-      expect(r.code, r.stderr).toBe(0);
-      const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
-      expect(lines).toHaveLength(np);
-      expect(lines.map((l) => l.labels).reduce((a: number, b: number) => a + b)).toBe(11);
-      for (const l of lines) {
-        expect(l.dHDiff).toBeLessThan(1e-5);
-        expect(l.lowerDiff).toBeLessThan(1e-6);
-        expect(l.outDiff).toBeLessThan(1e-6);
-        expect(l.stepsDiff).toBe(0);
-        expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-4 * Math.abs(l.refLoss));
-      }
-    }
+    for (const np of [2, 4]) checkStep(np);
   }, 120_000);
 
   it('with a wide part: one sharded step equals the unsharded step under 1, 2 and 4 ranks (wide weights and Adagrad sums included)', () => {
     for (const np of [1, 2, 4]) {
-      const r = mpirun(np, join(ROOT, 'test/train/mpi-shard-step.mjs'), 'wide');
-      expect(r.code, r.stderr).toBe(0);
-      const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
-      expect(lines).toHaveLength(np);
-      expect(lines.map((l) => l.labels).reduce((a: number, b: number) => a + b)).toBe(11);
+      const lines = checkStep(np, 'wide');
       expect(lines.map((l) => l.widePairs).reduce((a: number, b: number) => a + b)).toBeGreaterThan(30);
       for (const l of lines) {
-        expect(l.dHDiff).toBeLessThan(1e-5);
-        expect(l.lowerDiff).toBeLessThan(1e-6);
-        expect(l.outDiff).toBeLessThan(1e-6);
-        expect(l.stepsDiff).toBe(0);
         expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-6 * Math.abs(l.refLoss));
         expect(l.wideMoved).toBeGreaterThan(1e-3);
         expect(l.wideDiff).toBeLessThan(1e-6);
@@ -186,15 +198,7 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     for (const k of ['p1', 'p3', 'p5']) expect(lastJson(d.stdout)[k]).toBeCloseTo(lastJson(a.stdout).metrics[k], 6);
     // predict --distributed of the checkpoint under 3 ranks: one process's predict of the 2-rank run's saved
     // model (labels, and scores up to rounding).
-    const pd = mpirun(3, CLI, 'predict', '--model', ck, '--input', join(dir, 'test.txt'), '--k', '3', '--distributed');
-    const p1 = single(CLI, 'predict', '--model', join(dir, 'wa.sl'), '--input', join(dir, 'test.txt'), '--k', '3');
-    expect(pd.code, pd.stderr).toBe(0);
-    expect(p1.code, p1.stderr).toBe(0);
-    const rowsOf = (t: string) => t.trim().split('\n').slice(1).map((l) => l.split(' ').map((x) => x.split(':').map(Number)));
-    const pa = rowsOf(p1.stdout), pb = rowsOf(pd.stdout);
-    expect(pb).toHaveLength(400);
-    expect(pb.map((q) => q.map((x) => x[0]))).toEqual(pa.map((q) => q.map((x) => x[0])));
-    for (let i = 0; i < pa.length; i++) for (let e = 0; e < 3; e++) expect(Math.abs(pa[i]![e]![1]! - pb[i]![e]![1]!)).toBeLessThan(1e-5);
+    expectSamePredictions(join(dir, 'wa.sl'), ck);
     const res = mpirun(3, CLI, 'train', '--resume', ck, '--epochs', '3', '--distributed', '--shard-labels', '--json', '--save', join(dir, 'w3.sl'));
     expect(res.code, res.stderr).toBe(0);
     expect(res.stderr).toContain('written by 2 rank(s), now 3');
@@ -239,15 +243,7 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
       expect(dj.p5).toBeCloseTo(j.metrics.p5, 6);
       // predict --distributed: the labels of one process's predict of the saved model, the scores up to rounding.
       if (np === 2) {
-        const pd = mpirun(3, CLI, 'predict', '--model', ck, '--input', join(dir, 'test.txt'), '--k', '3', '--distributed');
-        const p1 = single(CLI, 'predict', '--model', join(dir, 's2.sl'), '--input', join(dir, 'test.txt'), '--k', '3');
-        expect(pd.code, pd.stderr).toBe(0);
-        expect(p1.code, p1.stderr).toBe(0);
-        const rows = (t: string) => t.trim().split('\n').slice(1).map((l) => l.split(' ').map((x) => x.split(':').map(Number)));
-        const a = rows(p1.stdout), b = rows(pd.stdout);
-        expect(b).toHaveLength(400);
-        expect(b.map((r) => r.map((x) => x[0]))).toEqual(a.map((r) => r.map((x) => x[0])));
-        for (let i = 0; i < a.length; i++) for (let e = 0; e < 3; e++) expect(Math.abs(a[i]![e]![1]! - b[i]![e]![1]!)).toBeLessThan(1e-5);
+        expectSamePredictions(join(dir, 's2.sl'), ck);
       }
     }
     const bad = mpirun(2, CLI, 'eval', '--model', join(dir, 's2.sl'), '--test', join(dir, 'test.txt'), '--distributed');
