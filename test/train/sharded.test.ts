@@ -12,8 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
 import { mpiAddonPath } from '../../src/train/mpi.js';
-import { packRows, shardLabels, sliceConfig, sliceMinActive, unpackRows } from '../../src/train/sharded.js';
+import { buildSliceWide, packRows, shardLabels, sliceConfig, sliceMinActive, unpackRows } from '../../src/train/sharded.js';
 import { Network } from '../../src/network/network.js';
+import { buildWide } from '../../src/network/wide.js';
+import { loadShardedPart, writeShardCheckpoint, type ShardCheckpointMeta } from '../../src/train/shard-checkpoint.js';
+import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
+import { randomData } from '../network/helpers.js';
 
 describe('shardLabels', () => {
   it('balances the label counts greedily, gives every label one row of one rank, and is deterministic', () => {
@@ -43,6 +47,67 @@ describe('shardLabels', () => {
     expect(sliceMinActive(global, 4)).toBe(26);
     expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 100_000, sampling: {} }] }, 2)).toBe(250);
     expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 10 }] }, 2)).toBe(0);
+  });
+});
+
+describe('sharded checkpoints with a wide part (no MPI: the ranks\' calls made one after another)', () => {
+  const global = { inputDim: 30, seed: 2, layers: [{ size: 8 }, { size: 14, wide: { maxPerLabel: 4, init: 2, minShare: 0.2 } }] };
+  const data = randomData(60, 30, 14, 224, { maxNnz: 8, labelCounts: [1, 2, 3] });
+  const freq = new Uint32Array(14);
+  for (const j of data.labelIndices) freq[j]!++;
+  const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config: global, ranks: 2, epoch: 1, batch: 0, batchesDone: 7, trainPoints: 60, settings: {} };
+  const makeNet = (rows: number) => new Network(sliceConfig(global, rows));
+  let tmp = '';
+  afterAll(async () => {
+    if (tmp) await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('2 slices written, read back under 3 ranks: every rank gets exactly its labels\' pairs, weights and Adagrad sums', async () => {
+    tmp = await mkdtemp(join(tmpdir(), 'sublinear-shard-wide-'));
+    const two = shardLabels(freq, 2);
+    for (let r = 0; r < 2; r++) {
+      const net = makeNet(two.labelsOf[r]!.length);
+      buildSliceWide(global, net, two.labelsOf[r]!, data as never);
+      // Adagrad sums that name their pair: 1000 x feature + global label.
+      const w = net.spec.layers.at(-1)!.wide!;
+      for (let f = 0; f < 30; f++) for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) w.accum[e] = 1000 * f + two.labelsOf[r]![w.labels[e]!]!;
+      await writeShardCheckpoint(tmp, r, net.spec, two.labelsOf[r]!, freq, meta, () => {});
+    }
+    const ckpt = readdirSync(tmp).filter((n) => n.startsWith('sharded-')).map((n) => join(tmp, n))[0]!;
+    const whole = buildWide(data as never, null, 30, 14, 4, 2, 0.2);
+    const three = shardLabels(freq, 3);
+    let pairs = 0;
+    for (let r = 0; r < 3; r++) {
+      const part = await loadShardedPart(ckpt, meta, r, 3, makeNet, shardLabels);
+      const labels = three.labelsOf[r]!;
+      expect(Array.from(part.labels)).toEqual(Array.from(labels));
+      const w = part.net.spec.layers.at(-1)!.wide!;
+      const got: string[] = [], want: string[] = [];
+      for (let f = 0; f < 30; f++) {
+        for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) {
+          const j = labels[w.labels[e]!]!;
+          got.push(`${f},${j},${w.weights[e]}`);
+          expect(w.accum[e]).toBe(1000 * f + j);
+        }
+        for (let e = whole.offsets[f]!; e < whole.offsets[f + 1]!; e++) if (labels.includes(whole.labels[e]!)) want.push(`${f},${whole.labels[e]},${whole.weights[e]}`);
+      }
+      expect(got).toEqual(want);
+      pairs += w.labels.length;
+    }
+    expect(pairs).toBe(whole.labels.length);
+  });
+
+  it('a slice file whose wide part is damaged or missing is refused, naming the file and the problem', async () => {
+    const ckpt = readdirSync(tmp).filter((n) => n.startsWith('sharded-')).map((n) => join(tmp, n))[0]!;
+    const file = join(ckpt, 'slice-1.bin');
+    const f = await readBinFile(file);
+    const bad = (f.sections['wide.labels'] as Uint32Array).slice();
+    bad[0] = 99;
+    await writeBinFile(file, { kind: 'checkpoint', meta: f.meta, sections: { ...f.sections, 'wide.labels': bad } });
+    await expect(loadShardedPart(ckpt, meta, 0, 2, makeNet, shardLabels)).rejects.toThrow(`${file}: wide.labels[0] = 99 is not a label id (< 14)`);
+    const { ['wide.accum']: _, ...rest } = f.sections;
+    await writeBinFile(file, { kind: 'checkpoint', meta: f.meta, sections: rest });
+    await expect(loadShardedPart(ckpt, meta, 0, 2, makeNet, shardLabels)).rejects.toThrow(`${file}: no wide part (wide.offsets, wide.labels, wide.weights, wide.accum), but the network has one`);
   });
 });
 
