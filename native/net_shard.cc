@@ -232,6 +232,9 @@ Napi::Value NetShardOutBackward(const Napi::CallbackInfo& info) {
   if (L.inDim != d || layers.size() - 1 != o.layer) throw ArgError("netShardOutBackward: the network differs from the forward's");
   for (uint32_t j : o.S)
     if (j >= L.outDim) throw ArgError("netShardOutBackward: the network differs from the forward's");
+  const size_t wideNnz = L.hasWide ? L.wideOff[L.wideD] : 0;
+  for (const net::WideTerm& t : o.wide)
+    if (t.entry >= wideNnz) throw ArgError("netShardOutBackward: the network differs from the forward's (its wide part)");
   auto lseIn = GetArray<double>(info[1], "lse", B);
   Napi::Object ho = GetObject(info[2], "hyper");
   TrainHyper h;
