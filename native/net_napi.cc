@@ -190,6 +190,13 @@ void ParseAdam(const Napi::Object& o, TrainHyper& h) {
   if (!(h.eps > 0)) throw ArgError("hyper.eps must be > 0");
 }
 
+// hyper.wideLr (mode 0, an output layer with a wide part).
+void ParseWideLr(const Napi::Object& o, TrainHyper& h) {
+  if (!Present(o.Get("wideLr"))) throw ArgError("hyper.wideLr is required in mode 0 when the output layer has a wide part");
+  h.wideLr = FiniteProp(o, "wideLr");
+  if (!(h.wideLr >= 0)) throw ArgError("hyper.wideLr must be >= 0");
+}
+
 TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers) {
   Napi::Object o = GetObject(v, "hyper");
   TrainHyper h;
@@ -202,11 +209,7 @@ TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers)
   }
   h.gradScale = Present(o.Get("gradScale")) ? FiniteProp(o, "gradScale") : 1.0f;
   if (h.mode == 0) ParseAdam(o, h);
-  if (h.mode == 0 && layers.back().hasWide) {
-    if (!Present(o.Get("wideLr"))) throw ArgError("hyper.wideLr is required in mode 0 when the output layer has a wide part");
-    h.wideLr = FiniteProp(o, "wideLr");
-    if (!(h.wideLr >= 0)) throw ArgError("hyper.wideLr must be >= 0");
-  }
+  if (h.mode == 0 && layers.back().hasWide) ParseWideLr(o, h);
   if (h.mode == 3) {
     if (tlSink.size() < layers.size()) tlSink.resize(layers.size());
     h.sink = tlSink.data();
@@ -368,7 +371,7 @@ Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// netWideBuild(data, rows: Uint32Array | null, inputDim, labels, maxPerLabel, init, minShare)
+// netWideBuild(data, rows: Uint32Array | null, inputDim, labels, maxPerLabel, init, minShare, slice: Uint32Array | null)
 //   -> { offsets: Uint32Array (inputDim + 1), labels: Uint32Array (nnz), weights: Float32Array (nnz) }
 // The wide part's pairs (net_wide.h wide_build), in fresh arrays: their count is known only at the end.
 Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
@@ -395,8 +398,16 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
   if (maxPerLabel == 0) throw ArgError("maxPerLabel must be positive");
   if (!std::isfinite(init)) throw ArgError("init must be finite");
   if (!(minShare >= 0 && minShare < 1)) throw ArgError("minShare must be in [0, 1)");
+  const uint32_t* slice = nullptr;
+  size_t nSlice = 0;
+  if (Present(info[7])) {
+    auto sl = GetArray<uint32_t>(info[7], "slice");
+    slice = sl.data, nSlice = sl.size;
+    if (nSlice > labels) throw ArgError("slice is longer than labels");
+  }
   net::WideBuilt w;
-  net::wide_build(w, data, rows, static_cast<uint32_t>(n), inputDim, labels, maxPerLabel, init, minShare);
+  net::wide_build(w, data, rows, static_cast<uint32_t>(n), inputDim, labels, maxPerLabel, init, minShare, slice,
+                  static_cast<uint32_t>(nSlice));
   Napi::Object o = Napi::Object::New(env);
   auto off = Napi::Uint32Array::New(env, w.offsets.size());
   std::copy(w.offsets.begin(), w.offsets.end(), off.Data());
@@ -416,6 +427,7 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
 const std::vector<NetLayer>& net_parse_layers(const Napi::Value& v, bool training) { return ParseNet(v, training); }
 CsrView net_parse_data(const Napi::Value& v, bool labels) { return ParseData(v, labels); }
 void net_parse_adam(const Napi::Object& o, TrainHyper& h) { ParseAdam(o, h); }
+void net_parse_wide_lr(const Napi::Object& o, TrainHyper& h) { ParseWideLr(o, h); }
 
 void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetTrainSlice>(env, exports, "netTrainSlice");

@@ -88,13 +88,11 @@ void predict_dense(uint32_t* outIdx, float* outVal, const NetLayer& L, const net
     net::wide_terms(s.wide, L, data, rows, n);
     net::wide_sort_by_label(s.wide);
   }
-  const net::WideTerm* wt = s.wide.data();
   size_t wp = 0;
   for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
     const uint32_t R = std::min(nk::kRowBlock, o - j0);
     nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, prev.At.data(), R, ldn);
-    for (; wp < s.wide.size() && wt[wp].label < j0 + R; ++wp)
-      zt[size_t(wt[wp].label - j0) * ldn + wt[wp].sample] += wt[wp].x * L.wideW[wt[wp].entry];
+    net::wide_add_block(zt, ldn, L, s.wide, wp, j0, R);
     nk::lse_update(mx, sum, zt, R, ldn);
     for (uint32_t r = 0; r < R; ++r) {
       const float* zr = zt + size_t(r) * ldn;

@@ -6,14 +6,17 @@
 //       logQ: Float32Array (outDim) | null, outStats (B, 3)) -> |S|: outStats[i] = [max, sum of exp(z - max),
 //       sum of the logits of i's labels this rank owns]. The active set S: every row when minActive is 0 or
 //       more than half the slice; else the batch's labels this rank owns, then uniform random rows of the
-//       slice (stream net_query_seed(seed << 32, layer)) until |S| >= minActive; logQ is added to S's logits.
-//   netShardOutBackward(net, lse: Float64Array (B), hyper { mode 0 | 2, lr, beta1, beta2, eps, gradScale },
-//       outDH (B, d)) -> undefined (mode 2: dH only, no row updated)
+//       slice (stream net_query_seed(seed << 32, layer)) until |S| >= minActive; logQ is added to S's logits,
+//       and with a wide part (local label ids) each sample's wide terms of labels in S (net_wide.h).
+//   netShardOutBackward(net, lse: Float64Array (B), hyper { mode 0 | 2, lr, beta1, beta2, eps, gradScale,
+//       wideLr (mode 0 with a wide part) }, outDH (B, d)) -> undefined (mode 2: dH only, nothing updated);
+//       mode 0 also takes each wide term's Adagrad step (g = dz x), as net_train.cc's shared-set path does
 //   netShardBackward(net, data, n, dH (n, d), hyper { mode 0 | 3, lr, beta1, beta2, eps }) -> mode 3: the
 //       gradient rows per layer as netTrainSlice's mode 3 (the output layer's entry empty)
-//   netShardScore(net, H (q, d), q, k, outIdx (q, k), outVal (q, k), outStats (q, 2))
-//       exact scores of this rank's output rows: the k best (logit, local id) per query, descending, ties
-//       by the smaller id, and [max, sum of exp(z - max)] of every query's logits over the slice.
+//   netShardScore(net, data, rows (q), H (q, d), k, outIdx (q, k), outVal (q, k), outStats (q, 2))
+//       exact scores of this rank's output rows for the points rows of data (their wide terms; H their hidden
+//       activations): the k best (logit, local id) per query, descending, ties by the smaller id, and
+//       [max, sum of exp(z - max)] of every query's logits over the slice.
 // Shapes are re-checked here; TypeScript (src/train/sharded.ts) owns every array.
 #include "net_shard.h"
 
@@ -44,6 +47,7 @@ struct OutState {
   std::vector<uint64_t> pairs;        // (position in S << 32 | sample) of every owned label, sorted
   std::vector<float> invLabels;       // (B) 1 / (labels of sample i, all ranks)
   std::vector<uint32_t> mark, pos;    // (outDim) epoch marks, position in S
+  std::vector<net::WideTerm> wide;    // the batch's wide terms of labels in S (sample order)
   uint32_t epoch = 0;
   std::vector<float> wg, bg, mx, sum, lse, scale, dzt, g, gb, dHt;
 };
@@ -196,6 +200,13 @@ Napi::Value NetShardOutForward(const Napi::CallbackInfo& info) {
     gather_rows(L, o.S.data(), r0, R, wg, bg, logQ);
     nk::blk_forward(zS + size_t(r0) * ldn, wg, d, bg, o.Xt.data(), R, ldn);
   }
+  // The wide part: each sample's terms of labels in S join their logits (terms of other labels are dropped,
+  // as their logits are).
+  o.wide.clear();
+  if (L.hasWide) {
+    net::wide_terms(o.wide, L, data, rows, B, [&](uint32_t j) { return mark[j] == ep; });
+    for (const net::WideTerm& t : o.wide) zS[size_t(posS[t.label]) * ldn + t.sample] += t.x * L.wideW[t.entry];
+  }
   float* mx = grow(o.mx, ldn);
   float* sum = grow(o.sum, ldn);
   std::fill(mx, mx + ldn, -std::numeric_limits<float>::infinity());
@@ -221,12 +232,16 @@ Napi::Value NetShardOutBackward(const Napi::CallbackInfo& info) {
   if (L.inDim != d || layers.size() - 1 != o.layer) throw ArgError("netShardOutBackward: the network differs from the forward's");
   for (uint32_t j : o.S)
     if (j >= L.outDim) throw ArgError("netShardOutBackward: the network differs from the forward's");
+  const size_t wideNnz = L.hasWide ? L.wideOff[L.wideD] : 0;
+  for (const net::WideTerm& t : o.wide)
+    if (t.entry >= wideNnz) throw ArgError("netShardOutBackward: the network differs from the forward's (its wide part)");
   auto lseIn = GetArray<double>(info[1], "lse", B);
   Napi::Object ho = GetObject(info[2], "hyper");
   TrainHyper h;
   h.mode = GetU32Prop(ho, "mode");
   if (h.mode != 0 && h.mode != 2) throw ArgError("hyper.mode must be 0 (adam) or 2 (dH only)");
   if (h.mode == 0) net_parse_adam(ho, h);
+  if (h.mode == 0 && L.hasWide) net_parse_wide_lr(ho, h);
   h.gradScale = static_cast<float>(GetF64Prop(ho, "gradScale"));
   if (!std::isfinite(h.gradScale)) throw ArgError("hyper.gradScale must be finite");
   auto dH = GetArray<float>(info[3], "outDH", size_t(B) * d);
@@ -257,6 +272,7 @@ Napi::Value NetShardOutBackward(const Napi::CallbackInfo& info) {
       const uint32_t i = uint32_t(pairs[pp]);
       dzt[size_t((pairs[pp] >> 32) - r0) * ldn + i] -= h.gradScale * o.invLabels[i];
     }
+    if (L.hasWide) std::memcpy(o.zS.data() + size_t(r0) * ldn, dzt, sizeof(float) * size_t(R) * ldn);  // zS now holds dz
     nk::blk_grad(g, gb, dzt, o.X.data(), R, B, ldn, ldx);
     gather_rows(L, o.S.data(), r0, R, wg, bg, nullptr);
     nk::blk_dx(dHt, wg, d, dzt, R, ldn);
@@ -269,6 +285,9 @@ Napi::Value NetShardOutBackward(const Napi::CallbackInfo& info) {
         nk::adam_row(L.b + j, L.mb + j, L.vb + j, gb + r, 1, a);
       }
   }
+  // The wide terms' Adagrad steps (mode 0; mode 2 changes nothing); they do not feed dH.
+  const uint32_t* posS = o.pos.data();
+  for (const net::WideTerm& t : o.wide) net::wide_step(L, t, o.zS[size_t(posS[t.label]) * ldn + t.sample], h);
   for (uint32_t i = 0; i < B; ++i)
     for (uint32_t j = 0; j < d; ++j) dH.data[size_t(i) * d + j] = dHt[size_t(j) * ldn + i];
   return info.Env().Undefined();
@@ -326,18 +345,22 @@ Napi::Value NetShardBackward(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// netShardScore(net, H, q, k, outIdx, outVal, outStats)
+// netShardScore(net, data, rows, H, k, outIdx, outVal, outStats)
 Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
   const std::vector<NetLayer>& layers = net_parse_layers(info[0], false);
   const NetLayer& L = output_of(layers);
   const uint32_t d = L.inDim, N = L.outDim;
-  const uint32_t q = GetU32(info[2], "q");
-  const uint32_t k = GetU32(info[3], "k");
+  const CsrView data = net_parse_data(info[1], false);
+  auto rowsA = GetArray<uint32_t>(info[2], "rows");
+  if (rowsA.size > 0xFFFFFFFFu) throw ArgError("rows is too long");
+  const uint32_t q = static_cast<uint32_t>(rowsA.size);
+  const uint32_t k = GetU32(info[4], "k");
   if (k == 0) throw ArgError("k must be positive");
-  auto H = GetArray<float>(info[1], "H", size_t(q) * d);
-  auto outIdx = GetArray<uint32_t>(info[4], "outIdx", size_t(q) * k);
-  auto outVal = GetArray<float>(info[5], "outVal", size_t(q) * k);
-  auto outStats = GetArray<double>(info[6], "outStats", size_t(q) * 2);
+  auto H = GetArray<float>(info[3], "H", size_t(q) * d);
+  net::check_slice(data, rowsA.data, q, layers[0].inDim, false, 0);
+  auto outIdx = GetArray<uint32_t>(info[5], "outIdx", size_t(q) * k);
+  auto outVal = GetArray<float>(info[6], "outVal", size_t(q) * k);
+  auto outStats = GetArray<double>(info[7], "outStats", size_t(q) * 2);
   net::FtzScope ftz;
   OutState& o = tlOut;
   o.ready = false;
@@ -349,6 +372,13 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
     const uint32_t nq = std::min(kChunk, q - q0);
     load_inputs(o, H.data + size_t(q0) * d, nq, d);
     const uint32_t ldn = o.ldn;
+    // The chunk's wide terms by label, met block by block.
+    o.wide.clear();
+    if (L.hasWide) {
+      net::wide_terms(o.wide, L, data, rowsA.data + q0, nq);
+      net::wide_sort_by_label(o.wide);
+    }
+    size_t wp = 0;
     float* mx = grow(o.mx, ldn);
     float* sum = grow(o.sum, ldn);
     std::fill(mx, mx + ldn, -std::numeric_limits<float>::infinity());
@@ -361,6 +391,7 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
     for (uint32_t r0 = 0; r0 < N; r0 += RB) {
       const uint32_t R = std::min(RB, N - r0);
       nk::blk_forward(zt.data(), L.W + size_t(r0) * d, d, L.b + r0, o.Xt.data(), R, ldn);
+      net::wide_add_block(zt.data(), ldn, L, o.wide, wp, r0, R);
       nk::lse_update(mx, sum, zt.data(), R, ldn);
       for (uint32_t r = 0; r < R; ++r)
         for (uint32_t i = 0; i < nq; ++i) {

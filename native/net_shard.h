@@ -25,6 +25,7 @@ namespace sl {
 const std::vector<NetLayer>& net_parse_layers(const Napi::Value& v, bool training);
 CsrView net_parse_data(const Napi::Value& v, bool labels);
 void net_parse_adam(const Napi::Object& o, TrainHyper& h);
+void net_parse_wide_lr(const Napi::Object& o, TrainHyper& h);  // hyper.wideLr, required
 
 // net_train.cc: phase 4 (see there).
 void net_backward_lower(const NetLayer* layers, uint32_t nLayers, const CsrView& data, uint32_t n, const float* dH,

@@ -129,18 +129,13 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
     net::wide_sort_by_label(s.wide);
   }
   const net::WideTerm* wt = s.wide.data();
-  const size_t nWide = s.wide.size();
-  auto addWide = [&](size_t& wp, uint32_t j0, uint32_t R) {
-    for (; wp < nWide && wt[wp].label < j0 + R; ++wp)
-      zt[size_t(wt[wp].label - j0) * ldn + wt[wp].sample] += wt[wp].x * L.wideW[wt[wp].entry];
-  };
 
   // Pass 1: log-sum-exp of every sample, and the logits of its labels.
   size_t pp = 0, wp = 0;
   for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
     const uint32_t R = std::min(nk::kRowBlock, o - j0);
     nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, Xt, R, ldn);
-    addWide(wp, j0, R);
+    net::wide_add_block(zt, ldn, L, s.wide, wp, j0, R);
     nk::lse_update(mx, sum, zt, R, ldn);
     for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp)
       zlab[pp] = zt[size_t((pairs[pp] >> 32) - j0) * ldn + uint32_t(pairs[pp])];
@@ -172,7 +167,7 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
     const float* Wb = L.W + size_t(j0) * d;
     nk::blk_forward(zt, Wb, d, L.b + j0, Xt, R, ldn);
     const size_t wBlock = wp;
-    addWide(wp, j0, R);
+    net::wide_add_block(zt, ldn, L, s.wide, wp, j0, R);
     nk::softmax_scaled(dzt, zt, lse, scale, R, ldn);
     for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp) {
       const uint32_t i = uint32_t(pairs[pp]);

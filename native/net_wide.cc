@@ -1,4 +1,4 @@
-// The wide part's terms of a slice, and the choice of its pairs (net_wide.h).
+// The wide part's terms of a slice, sorted by label, and the choice of its pairs (net_wide.h).
 #include "net_wide.h"
 
 #include <algorithm>
@@ -10,18 +10,6 @@
 namespace sl {
 namespace net {
 
-void wide_terms(std::vector<WideTerm>& out, const NetLayer& L, const CsrView& data, const uint32_t* rows, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) {
-    const uint32_t r = rows[i];
-    for (uint32_t q = data.offsets[r], q1 = data.offsets[r + 1]; q < q1; ++q) {
-      const uint32_t f = data.indices[q];  // < D: check_slice
-      const float x = data.values[q];
-      for (uint32_t e = L.wideOff[f], e1 = L.wideOff[f + 1]; e < e1; ++e)
-        if (L.wideLab[e] < L.outDim) out.push_back({L.wideLab[e], i, e, x});  // always (checked when built)
-    }
-  }
-}
-
 void wide_sort_by_label(std::vector<WideTerm>& t) {
   std::stable_sort(t.begin(), t.end(), [](const WideTerm& a, const WideTerm& b) {
     return a.label != b.label ? a.label < b.label : a.sample < b.sample;
@@ -29,7 +17,11 @@ void wide_sort_by_label(std::vector<WideTerm>& t) {
 }
 
 void wide_build(WideBuilt& out, const CsrView& data, const uint32_t* rows, uint32_t n, uint32_t inputDim,
-                uint32_t numLabels, uint32_t maxPerLabel, double init, double minShare) {
+                uint32_t numLabels, uint32_t maxPerLabel, double init, double minShare, const uint32_t* slice,
+                uint32_t nSlice) {
+  for (uint32_t e = 0; slice && e < nSlice; ++e)
+    if (slice[e] >= numLabels || (e > 0 && slice[e] <= slice[e - 1]))
+      throw ArgError("slice[" + std::to_string(e) + "] = " + std::to_string(slice[e]) + " is not an ascending label id < " + std::to_string(numLabels));
   // check_slice's checks but the label order: probe data with folded ids (src/train/calibrate.ts) may repeat
   // a label within a point, which then counts twice, as in the reference.
   for (uint32_t i = 0; i < n; ++i) {
@@ -63,7 +55,8 @@ void wide_build(WideBuilt& out, const CsrView& data, const uint32_t* rows, uint3
   std::vector<uint32_t> pairF, pairL;
   std::vector<float> pairW;
   const auto before = [&acc](uint32_t a, uint32_t b) { return acc[a] > acc[b] || (acc[a] == acc[b] && a < b); };
-  for (uint32_t j = 0; j < numLabels; ++j) {
+  for (uint32_t e = 0, out = slice ? nSlice : numLabels; e < out; ++e) {
+    const uint32_t j = slice ? slice[e] : e;
     touched.clear();
     for (uint32_t p = lOff[j]; p < lOff[j + 1]; ++p) {
       const uint32_t r = lPts[p];
@@ -95,7 +88,7 @@ void wide_build(WideBuilt& out, const CsrView& data, const uint32_t* rows, uint3
     const double scale = norm > 0 ? init / std::sqrt(norm) : 0;  // a label whose features are all 0-valued starts at 0
     for (uint32_t f : keep) {
       pairF.push_back(f);
-      pairL.push_back(j);
+      pairL.push_back(e);
       pairW.push_back(float(acc[f] * scale));
     }
     for (uint32_t f : touched) acc[f] = 0;

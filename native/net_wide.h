@@ -22,8 +22,26 @@ struct WideTerm {
   float x;
 };
 
-// Appends the terms of samples rows[0..n) of data (sample i = rows[i]) to out, samples in order.
-void wide_terms(std::vector<WideTerm>& out, const NetLayer& L, const CsrView& data, const uint32_t* rows, uint32_t n);
+// Appends the terms of samples rows[0..n) of data (sample i = rows[i]) whose label keep(label) accepts to out,
+// samples in order, each sample's terms in the order of its nonzeros and their lists.
+template <typename Keep>
+void wide_terms(std::vector<WideTerm>& out, const NetLayer& L, const CsrView& data, const uint32_t* rows, uint32_t n,
+                Keep keep) {
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t r = rows[i];
+    for (uint32_t q = data.offsets[r], q1 = data.offsets[r + 1]; q < q1; ++q) {
+      const uint32_t f = data.indices[q];  // < D: check_slice
+      const float x = data.values[q];
+      for (uint32_t e = L.wideOff[f], e1 = L.wideOff[f + 1]; e < e1; ++e)
+        if (L.wideLab[e] < L.outDim && keep(L.wideLab[e])) out.push_back({L.wideLab[e], i, e, x});  // < outDim: always (checked when built)
+    }
+  }
+}
+
+// Every term of samples rows[0..n) (wide_terms above, no label rejected).
+inline void wide_terms(std::vector<WideTerm>& out, const NetLayer& L, const CsrView& data, const uint32_t* rows, uint32_t n) {
+  wide_terms(out, L, data, rows, n, [](uint32_t) { return true; });
+}
 
 // The pairs of a wide part chosen from training data (WideConfig; src/network/wide.ts buildWide): for every
 // label, the maxPerLabel features with the largest sums of |value| over the label's training points (rows
@@ -36,11 +54,23 @@ struct WideBuilt {
   std::vector<uint32_t> offsets, labels;
   std::vector<float> weights;
 };
+// slice (nSlice ascending label ids, or null for every label): only those labels' pairs, label slice[e]
+// stored as e (label-sharded training).
 void wide_build(WideBuilt& out, const CsrView& data, const uint32_t* rows, uint32_t n, uint32_t inputDim,
-                uint32_t numLabels, uint32_t maxPerLabel, double init, double minShare);
+                uint32_t numLabels, uint32_t maxPerLabel, double init, double minShare, const uint32_t* slice = nullptr,
+                uint32_t nSlice = 0);
 
 // Sorts terms by (label, sample) (stable: entries in collection order).
 void wide_sort_by_label(std::vector<WideTerm>& t);
+
+// Adds the terms t[wp..) whose labels are < j0 + R (t sorted by label, wide_sort_by_label) to the logits zt
+// (R, ldn) of labels j0 .. j0 + R (row label - j0, column the term's sample) and advances wp past them: a block
+// of a dense pass over the labels meets its terms.
+inline void wide_add_block(float* zt, uint32_t ldn, const NetLayer& L, const std::vector<WideTerm>& t, size_t& wp,
+                           uint32_t j0, uint32_t R) {
+  for (const size_t m = t.size(); wp < m && t[wp].label < j0 + R; ++wp)
+    zt[size_t(t[wp].label - j0) * ldn + t[wp].sample] += t[wp].x * L.wideW[t[wp].entry];
+}
 
 // Gradient step of one term: g = dz * x on entry t.entry (mode 0: Adagrad; mode 1: added to h.gradWide).
 inline void wide_step(const NetLayer& L, const WideTerm& t, float dz, const TrainHyper& h) {

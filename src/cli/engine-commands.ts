@@ -119,7 +119,7 @@ export const trainCmd = defineCommand({
     },
     shardLabels: {
       type: 'boolean',
-      description: 'with --distributed: each rank owns a slice of the output labels (balanced by label frequency) and holds only its rows; ' +
+      description: 'with --distributed: each rank owns a slice of the output labels (balanced by label frequency) and holds only their rows and wide part; ' +
         'the layers below train data-parallel; needs --epochs; checkpoints resume under any number of ranks',
     },
   },

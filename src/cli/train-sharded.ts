@@ -8,7 +8,9 @@ import { applyInputScale, detectInputScale } from '../network/input-scale.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { batchSeed, epochOrder } from '../train/fit.js';
 import { mpi } from '../train/mpi.js';
-import { initSliceRows, shardLabels, sliceConfig, ShardedModel, type LabelSharding } from '../train/sharded.js';
+import { buildSliceWide, initSliceRows, shardLabels, sliceConfig, ShardedModel, type LabelSharding } from '../train/sharded.js';
+import { allocateWide, mergeWide, wideProblem } from '../network/wide.js';
+import type { WideState } from '../network/native-types.js';
 import {
   loadShardedPart, newestShardCheckpoint, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta,
 } from '../train/shard-checkpoint.js';
@@ -90,20 +92,15 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   let test = o.test ? await loadData(o.test, format, 'test data', quiet, undefined, o.zeroBased) : undefined;
   if (test) checkEvaluable(test, o.test!);
 
-  // The whole network's configuration; the wide part is not sharded (yet): a default one is left out.
+  // The whole network's configuration (its wide part, if any, is sharded with the labels).
   let config: NetworkConfig;
   if (manifest) config = manifest.config;
-  else if (file) {
-    config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
-    if (config.layers.at(-1)?.wide) throw new UsageError(`${o.config}: --shard-labels does not shard a wide part (layers[-1].wide) yet: leave it out`);
-  } else {
-    config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
-    if (config.layers.at(-1)!.wide) {
-      delete config.layers.at(-1)!.wide;
-      say('note: --shard-labels trains the output layer without its default wide part (not sharded yet)\n');
-    }
-  }
+  else if (file) config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
+  else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
   const resolved = resolveConfig(config);
+  if (resolved.layers.at(-1)!.wide?.negatives) {
+    throw new UsageError(`${o.config ?? 'the network configuration'}: layers[${resolved.layers.length - 1}].wide.negatives (hard negatives from the wide part) are not sharded: set it to 0 for --shard-labels`);
+  }
   const L = resolved.layers.at(-1)!.size;
   if (resolved.layers.length < 2) throw new UsageError('--shard-labels needs a hidden layer below the output layer');
   if (train.features > resolved.inputDim) throw new Error(`${o.train} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
@@ -136,6 +133,8 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
     // whole network's rows of its labels: the initial model does not depend on the number of ranks.
     for (const l of net.spec.layers.slice(0, -1)) for (const a of [l.weights, l.bias]) comm.bcast(a, 0);
     initSliceRows(config, mine, net.spec.layers.at(-1)!);
+    // The wide pairs of this rank's labels, chosen as a single process chooses them (a resume reads its own).
+    buildSliceWide(config, net, mine, train);
   }
   const model = new ShardedModel(comm, config, net, sharding, labelFreq);
   const batchSize = o.batch ?? 128;
@@ -145,8 +144,9 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const seed = resolved.seed;
   const sliceBytes = net.memoryBytes();
   const loads = sharding.load;
+  const widePairs = net.spec.layers.at(-1)!.wide?.labels.length;
   say(`network: ${resolved.inputDim} -> ${resolved.layers.map((l) => l.size).join(' -> ')}; label-sharded over ${dist.size} rank(s): ` +
-    `${mine.length} labels here (${formatBytes(sliceBytes)} state per rank), label-count load ${Math.min(...loads)}..${Math.max(...loads)}; ` +
+    `${mine.length} labels here (${formatBytes(sliceBytes)} state per rank${widePairs !== undefined ? `, ${widePairs} wide pairs` : ''}), label-count load ${Math.min(...loads)}..${Math.max(...loads)}; ` +
     `minActive ${model.minActive} per slice\n`);
 
   const period = checkpointPeriod(o.checkpointEvery);
@@ -224,12 +224,16 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const rss = new Float64Array(dist.size);
   rss[dist.rank] = peakRssMB();
   comm.allreduceSum(rss);
+  const pairsAll = new Float64Array(dist.size);
+  pairsAll[dist.rank] = widePairs ?? 0;
+  comm.allreduceSum(pairsAll);
+  const widePairsAll = widePairs !== undefined ? Array.from(pairsAll) : null;
   const x = model.report();
   if (o.json && dist.isRoot) {
     io.out(JSON.stringify({
       shardLabels: true, ranks: dist.size, mpi: dist.library, labels: L, labelsPerRank: sharding.labelsOf.map((a) => a.length), loadPerRank: loads,
       epochs, batchSize, lr, minActivePerSlice: model.minActive, trainSeconds, trainCpuSecondsPerRank: Array.from(trainCpu), samplesPerSecond: samples / Math.max(trainSeconds, 1e-9),
-      history, metrics, predictSeconds, peakRssMBPerRank: Array.from(rss), sliceStateBytes: sliceBytes,
+      history, metrics, predictSeconds, peakRssMBPerRank: Array.from(rss), sliceStateBytes: sliceBytes, widePairsPerRank: widePairsAll,
       exchange: { steps: x.steps, bytesSentPerStep: x.bytesSentPerStep, split: x.split, activeRowsPerStep: x.activePerStep,
         lowerSeconds: x.lowerSeconds, outputSeconds: x.outputSeconds, exchangeSeconds: x.exchangeSeconds, applySeconds: x.applySeconds },
       checkpoints, save: o.save ?? null,
@@ -240,12 +244,18 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
 
 /**
  * The whole model on rank 0 (null elsewhere): the lower layers as they are, the output rows gathered slice by
- * slice (MPI_Gatherv) into their global rows. An ordinary model file: a single process loads it.
+ * slice (MPI_Gatherv) into their global rows, and the wide part's pairs merged into one feature-major CSR over
+ * every label (gatherWide). An ordinary model file: a single process loads it. Rank 0 allocates the network
+ * inference-sized (a model file holds no optimizer state).
  */
 async function gatherModel(model: ShardedModel, rank: number, size: number, gatherv: (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] }, trainPoints: number, batchesDone: number): Promise<Network | null> {
   const out = model.net.spec.layers.at(-1)!;
   const d = out.inDim;
-  const full = rank === 0 ? new Network(model.global) : null;
+  const full = rank === 0 ? new Network(model.global, { inference: true }) : null;
+  if (out.wide) {
+    const w = gatherWide(model, out.wide, size, gatherv);
+    if (full) full.spec.layers.at(-1)!.wide = w!;
+  }
   const rowsPerRound = Math.max(1, Math.floor((64 << 20) / (4 * (d + 1))));
   const maxRows = Math.max(...model.sharding.labelsOf.map((a) => a.length));
   for (let r0 = 0; r0 < maxRows; r0 += rowsPerRound) {
@@ -281,5 +291,55 @@ async function gatherModel(model: ShardedModel, rank: number, size: number, gath
   full.labelFreq = model.labelFreq;
   full.trainPoints = trainPoints;
   full.batchesDone = batchesDone;
+  return full;
+}
+
+/**
+ * The wide part over every label on rank 0 (null elsewhere; a collective): the ranks' per-feature counts are
+ * summed (every rank then knows the rounds), then in rounds of at most 64 MiB of pairs (whole features) each
+ * rank sends its pairs of the round's features ([u32 count per feature][u32 global labels][f32 weights]) and
+ * rank 0 merges each feature's lists in ascending label order (mergeWide). No Adagrad sums: a model file
+ * holds none.
+ */
+function gatherWide(model: ShardedModel, mine: WideState, size: number, gatherv: (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] }): WideState | null {
+  const D = mine.inputDim, rank = model.comm.rank;
+  const total = new Float64Array(D);
+  for (let f = 0; f < D; f++) total[f] = mine.offsets[f + 1]! - mine.offsets[f]!;
+  if (size > 1) model.comm.allreduceSum(total);
+  const off = new Uint32Array(D + 1);
+  for (let f = 0; f < D; f++) off[f + 1] = off[f]! + total[f]!;
+  const full = rank === 0 ? allocateWide(D, off[D]!, true) : null;
+  if (full) full.offsets.set(off);
+  const perRound = (64 << 20) / 8;
+  for (let f0 = 0; f0 < D;) {
+    let f1 = f0 + 1;
+    while (f1 < D && off[f1 + 1]! - off[f0]! <= perRound) f1++;
+    const n = f1 - f0, e0 = mine.offsets[f0]!, e1 = mine.offsets[f1]!;
+    const msg = new Uint32Array(n + 2 * (e1 - e0));
+    for (let f = f0; f < f1; f++) msg[f - f0] = mine.offsets[f + 1]! - mine.offsets[f]!;
+    for (let e = e0; e < e1; e++) msg[n + e - e0] = model.labels[mine.labels[e]!]!;
+    new Float32Array(msg.buffer).set(mine.weights.subarray(e0, e1), n + (e1 - e0));
+    const g = gatherv(new Uint8Array(msg.buffer), 0);
+    if (full) {
+      const parts: WideState[] = [];
+      let base = 0;
+      for (let r = 0; r < size; r++) {
+        const words = new Uint32Array(g.data.buffer.slice(g.data.byteOffset + base, g.data.byteOffset + base + g.counts[r]!));
+        base += g.counts[r]!;
+        const cnt = (words.length - n) / 2;
+        const offsets = new Uint32Array(n + 1);
+        for (let f = 0; f < n; f++) offsets[f + 1] = offsets[f]! + words[f]!;
+        if (!Number.isInteger(cnt) || offsets[n] !== cnt) throw new Error(`rank ${r}'s wide pairs of features ${f0}..${f1 - 1} are malformed (${g.counts[r]} bytes)`);
+        parts.push({ inputDim: n, offsets, labels: words.subarray(n, n + cnt), weights: new Float32Array(words.buffer, 4 * (n + cnt), cnt), accum: new Float32Array(0) });
+      }
+      const m = mergeWide(parts, n);
+      full.labels.set(m.labels, off[f0]!);
+      full.weights.set(m.weights, off[f0]!);
+    }
+    f0 = f1;
+  }
+  if (!full) return null;
+  const bad = wideProblem(full, model.numLabels);
+  if (bad) throw new Error(`the gathered wide part is malformed: ${bad}`);
   return full;
 }

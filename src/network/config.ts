@@ -79,7 +79,8 @@ export interface SamplingConfig {
  * of training points keeps their own evidence instead of squeezing it through the hidden layer. The pairs are
  * chosen by the first fit() from its training data; the weights start at 0 and are trained by the same
  * softmax loss with Adagrad. Output layer only (with a hidden layer below it); a sampled output layer needs
- * sharedFill; not with train --distributed.
+ * sharedFill; not with data-parallel train --distributed (train --distributed --shard-labels shards it with the
+ * labels, without its `negatives`).
  */
 export interface WideConfig {
   /** Features kept per label (the largest sums of the label's training points' values). Default 64. */

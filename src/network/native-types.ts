@@ -275,18 +275,20 @@ export interface NativeNetwork {
   ): void;
   /**
    * The wide part's pairs chosen from `data`'s rows `rows` (every row when null): see buildWide
-   * (src/network/wide.ts) and native/net_wide.h wide_build. Fresh arrays: offsets (inputDim + 1), labels and
-   * weights (nnz).
+   * (src/network/wide.ts) and native/net_wide.h wide_build; `slice`: only those labels, stored under their
+   * positions in it. Fresh arrays: offsets (inputDim + 1), labels and weights (nnz).
    */
   netWideBuild(
     data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init: number, minShare: number,
+    slice: Uint32Array | null,
   ): { offsets: Uint32Array; labels: Uint32Array; weights: Float32Array };
 }
 
 /**
  * Label-sharded training and prediction (native/net_shard.h, src/train/sharded.ts): the training step split
  * into phases so that MPI ranks can exchange O(batch x hidden) values between them. `net`'s output layer is
- * this rank's slice of the labels (dense: no sampling, no wide part); d = its inDim. Phases 1 and 4 keep
+ * this rank's slice of the labels (dense: no sampling; its wide part, if any, holds the pairs of the slice's
+ * labels under their rows); d = its inDim. Phases 1 and 4 keep
  * their state in the calling thread's scratch, 2 and 3 in another: call them in order on one thread.
  */
 export interface NativeShard {
@@ -301,14 +303,16 @@ export interface NativeShard {
    * localOf (numLabels) global label -> row of this slice or -1. outStats (B, 3) = [max logit, sum of
    * exp(z - max), sum of the logits of the sample's labels in this slice] over the active set S (every row
    * when minActive is 0, else the batch's labels here plus uniform rows up to minActive; logQ added to S's
-   * logits). Returns |S|.
+   * logits; with a wide part, each sample's wide terms of the labels in S too). Returns |S|.
    */
   netShardOutForward(net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array, localOf: Int32Array, seed: number, minActive: number, logQ: Float32Array | null, outStats: Float64Array): number;
   /**
    * Phase 3: from the global log-sum-exp of every sample (B), dz = (softmax - y) * gradScale on S; mode 0
-   * takes the Adam step of S's rows, mode 2 changes nothing. outDH (B, d) = this slice's part of dL/dH.
+   * takes the Adam step of S's rows and the Adagrad step of the wide terms of phase 2 (at `wideLr`, required
+   * with a wide part), mode 2 changes nothing. outDH (B, d) = this slice's part of dL/dH (the wide part has
+   * no share in it).
    */
-  netShardOutBackward(net: NetSpec, lse: Float64Array, hyper: { mode: 0 | 2; lr: number; beta1: number; beta2: number; eps: number; gradScale: number }, outDH: Float32Array): void;
+  netShardOutBackward(net: NetSpec, lse: Float64Array, hyper: { mode: 0 | 2; lr: number; beta1: number; beta2: number; eps: number; gradScale: number; wideLr?: number }, outDH: Float32Array): void;
   /**
    * Phase 4: dH (n, d) (summed over the ranks) through the layers below the output for the n points of the
    * last netShardForward on this thread. Mode 3 returns the gradient rows per layer (the output layer's
@@ -316,9 +320,10 @@ export interface NativeShard {
    */
   netShardBackward(net: NetSpec, data: SparseDataset, n: number, dH: Float32Array, hyper: { mode: 0 | 3; lr: number; beta1: number; beta2: number; eps: number }): RowGradients[] | undefined;
   /**
-   * Exact scores of this slice for q queries H (q, d): outIdx/outVal (q, k) the k best (local row, logit),
+   * Exact scores of this slice for the q = rows.length points `rows` of `data`, H (q, d) their hidden
+   * activations (their features give the wide terms): outIdx/outVal (q, k) the k best (local row, logit),
    * descending, ties by the smaller row (UINT32_MAX / -inf when the slice is smaller than k); outStats (q, 2)
    * = [max logit, sum of exp(z - max)] over the slice.
    */
-  netShardScore(net: NetSpec, H: Float32Array, q: number, k: number, outIdx: Uint32Array, outVal: Float32Array, outStats: Float64Array): void;
+  netShardScore(net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array, k: number, outIdx: Uint32Array, outVal: Float32Array, outStats: Float64Array): void;
 }

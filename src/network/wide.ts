@@ -26,16 +26,82 @@ export function allocateWide(inputDim: number, nnz: number, inference = false): 
  * the kept features. Adagrad sums start at 0. Labels without training points get no pairs. Native
  * (net_wide.h wide_build; 14 s in TypeScript at 200,000 points and 670,091 labels): one pass over each
  * label's points' features plus a partial sort of each label's distinct features.
+ * `slice` (label-sharded training): only these labels (ascending ids < `labels`), each stored under its
+ * position in `slice`: exactly the whole label space's pairs of those labels (pickWide), relabelled, at
+ * about slice.length / labels of the cost.
  */
 export function buildWide(
   data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init = 0, minShare = 0,
+  slice: Uint32Array | null = null,
 ): WideState {
-  const b = native().netWideBuild(data, rows, inputDim, labels, maxPerLabel, init, minShare);
+  if (slice) {
+    for (let e = 0; e < slice.length; e++) {
+      if (slice[e]! >= labels || (e > 0 && slice[e]! <= slice[e - 1]!)) throw new Error(`buildWide: slice[${e}] = ${slice[e]} is not an ascending label id < ${labels}`);
+    }
+  }
+  const b = native().netWideBuild(data, rows, inputDim, labels, maxPerLabel, init, minShare, slice);
   const w = allocateWide(inputDim, b.labels.length);
   w.offsets.set(b.offsets);
   w.labels.set(b.labels);
   w.weights.set(b.weights);
   return w;
+}
+
+/**
+ * The pairs of `part` (labels in its own id space) whose label `localOf` maps to a row (>= 0), relabelled to
+ * that row: a rank's share of a wide part over all labels, or of another rank's slice. `localOf` must be
+ * increasing over the labels it maps (a slice's rows are its labels in ascending order), so labels stay
+ * ascending within each feature. Adagrad sums are kept when `part` has them.
+ */
+export function pickWide(part: WideState, localOf: Int32Array): WideState {
+  const D = part.inputDim, withAccum = part.accum.length > 0;
+  let n = 0;
+  for (let e = 0; e < part.labels.length; e++) if (localOf[part.labels[e]!]! >= 0) n++;
+  const out = allocateWide(D, n, !withAccum);
+  let p = 0;
+  for (let f = 0; f < D; f++) {
+    for (let e = part.offsets[f]!; e < part.offsets[f + 1]!; e++) {
+      const r = localOf[part.labels[e]!]!;
+      if (r < 0) continue;
+      out.labels[p] = r;
+      out.weights[p] = part.weights[e]!;
+      if (withAccum) out.accum[p] = part.accum[e]!;
+      p++;
+    }
+    out.offsets[f + 1] = p;
+  }
+  return out;
+}
+
+/**
+ * One wide part from parts over the same features whose labels are disjoint (the slices of label-sharded
+ * training, in one id space): each feature's lists merged in ascending label order. Adagrad sums are kept
+ * when every part has them.
+ */
+export function mergeWide(parts: WideState[], inputDim: number): WideState {
+  for (const w of parts) if (w.inputDim !== inputDim) throw new Error(`mergeWide: a part over ${w.inputDim} features, expected ${inputDim}`);
+  const withAccum = parts.every((w) => w.accum.length === w.labels.length);
+  const out = allocateWide(inputDim, parts.reduce((a, w) => a + w.labels.length, 0), !withAccum);
+  const cur = new Array<number>(parts.length).fill(0);
+  let p = 0;
+  for (let f = 0; f < inputDim; f++) {
+    for (let r = 0; r < parts.length; r++) cur[r] = parts[r]!.offsets[f]!;
+    for (;;) {
+      let best = -1, bestLabel = 0;
+      for (let r = 0; r < parts.length; r++) {
+        const w = parts[r]!;
+        if (cur[r]! < w.offsets[f + 1]! && (best < 0 || w.labels[cur[r]!]! < bestLabel)) best = r, bestLabel = w.labels[cur[r]!]!;
+      }
+      if (best < 0) break;
+      const w = parts[best]!, e = cur[best]!++;
+      out.labels[p] = bestLabel;
+      out.weights[p] = w.weights[e]!;
+      if (withAccum) out.accum[p] = w.accum[e]!;
+      p++;
+    }
+    out.offsets[f + 1] = p;
+  }
+  return out;
 }
 
 /**

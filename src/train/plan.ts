@@ -559,7 +559,7 @@ export interface PlanInput {
   /** Modes to consider. Default all three. */
   modes?: PlanMode[];
   machine?: MachineSpec;
-  /** Training keeps the best epoch's weights (no fixed epoch count). Default false. */
+  /** Training keeps the best epoch's weights (no fixed epoch count; never in label-sharded mode, which needs --epochs). Default false. */
   bestWeights?: boolean;
   /** Points of the data's head the wide part is estimated on. Default WIDE_ESTIMATE_POINTS (20,000). */
   widePoints?: number;
@@ -687,14 +687,16 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
   for (const mode of modes) {
     for (const R of mode === 'single' ? [1] : ranksList.filter((r) => r > 1)) {
       for (const link of mode === 'single' ? [links[0]!] : links) {
-        const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers, batch, bestWeights: !!input.bestWeights, active: w.active });
+        // Label-sharded training runs a fixed number of epochs (--epochs): no copy of the best epoch's weights.
+        const best = mode !== 'sharded' && !!input.bestWeights;
+        const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers, batch, bestWeights: best, active: w.active });
         const step = stepCost(config, shape, w, cal, { mode, ranks: R, workers, batch, linkGbps: link, latency: machine.latency, cores: coresPerRank });
         const fits = memoryPerRank.totalBytes * machine.ranksPerMachine <= limit;
         const samplesPerSec = batch / step.total;
         const Rs = mode === 'sharded' ? R : 1;
         let resident = memoryPerRank.totalBytes;
         for (const part of memoryPerRank.parts) {
-          if (part.name === 'output layer wide part') resident -= (input.bestWeights ? 16 : 12) * (Math.ceil(w.widePairsTotal / Rs) - Math.ceil(w.widePairsExpected / Rs));
+          if (part.name === 'output layer wide part') resident -= (best ? 16 : 12) * (Math.ceil(w.widePairsTotal / Rs) - Math.ceil(w.widePairsExpected / Rs));
           if (part.name.startsWith('worker scratch')) {
             let act = 0;
             config.layers.forEach((l, k) => (act += k === config.layers.length - 1 && l.sampling ? w.active / Rs : l.size));

@@ -3,19 +3,21 @@
 //   shared.bin        rank 0: the lower layers' whole training state, the training label counts, and in its
 //                     meta the global network configuration, the position and the run's settings;
 //   slice-<r>.bin     rank r: its output rows (weights, bias, Adam moments, step counters) and their global
-//                     label ids (`labels`);
+//                     label ids (`labels`); with a wide part, its labels' pairs as a feature-major CSR over
+//                     the input features with global label ids (`wide.offsets|labels|weights|accum`);
 //   manifest.json     written by rank 0 last, after every rank's file is on disk (a barrier): the commit
 //                     point. A directory without it is an unfinished write and is ignored (and removed by
 //                     the next checkpoint).
 // Every file goes through writeFileAtomic (writeBinFile). Only the 2 newest complete checkpoints are kept.
-// `readShardCheckpoint` re-shards on load: under any number of ranks, each rank recomputes the sharding
-// from the saved label counts and copies its labels' rows out of the old slices (one file at a time).
+// `loadShardedPart` re-shards on load: under any number of ranks, each rank recomputes the sharding from the
+// saved label counts and copies its labels' rows and wide pairs out of the old slices (one file at a time).
 import { readdir, rm, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import type { NetworkConfig } from '../network/config.js';
-import type { LayerState, NetSpec } from '../network/native-types.js';
+import type { LayerState, NetSpec, WideState } from '../network/native-types.js';
+import { mergeWide, pickWide, wideProblem } from '../network/wide.js';
 
 /** What a sharded checkpoint records besides the weights. */
 export interface ShardCheckpointMeta {
@@ -63,7 +65,16 @@ export async function writeShardCheckpoint(
   const { mkdir } = await import('node:fs/promises');
   await mkdir(target, { recursive: true });
   const last = spec.layers.at(-1)!;
-  await writeBinFile(join(target, `slice-${rank}.bin`), { kind: 'checkpoint', meta: { format: 'sublinear-shard-slice', rank }, sections: { ...layerSections('out', last), labels } });
+  const slice: Record<string, SectionArray> = { ...layerSections('out', last), labels };
+  if (last.wide) {
+    // Global label ids (a slice's rows are its labels in ascending order: they stay ascending per feature).
+    const w = last.wide;
+    slice['wide.offsets'] = w.offsets;
+    slice['wide.labels'] = w.labels.map((r) => labels[r]!);
+    slice['wide.weights'] = w.weights;
+    slice['wide.accum'] = w.accum;
+  }
+  await writeBinFile(join(target, `slice-${rank}.bin`), { kind: 'checkpoint', meta: { format: 'sublinear-shard-slice', rank }, sections: slice });
   if (rank === 0) {
     const sections: Record<string, SectionArray> = { labelFreq, ...(inputScale ? { inputScale } : {}) };
     spec.layers.slice(0, -1).forEach((l, k) => Object.assign(sections, layerSections(`layer${k}`, l)));
@@ -146,13 +157,15 @@ export async function readSharedPart(ckpt: string, spec: NetSpec): Promise<{ lab
 
 /**
  * Copies the rows of `labels` (this rank's labels, by row) out of the checkpoint's slices into `out` (this
- * rank's output layer), reading one slice file at a time. Throws naming the file when a label is missing.
+ * rank's output layer), reading one slice file at a time; with a wide part (`out.wide`), its labels' pairs
+ * too, under their rows. Throws naming the file when a label is missing or a section is malformed.
  */
 export async function readSliceRows(ckpt: string, ranks: number, labels: Uint32Array, numLabels: number, out: LayerState): Promise<void> {
   const rowOf = new Int32Array(numLabels).fill(-1);
   labels.forEach((j, e) => { rowOf[j] = e; });
   const d = out.inDim;
   let found = 0;
+  const wideParts: WideState[] = [];
   for (let r = 0; r < ranks; r++) {
     const file = join(ckpt, `slice-${r}.bin`);
     const f = await readBinFile(join(ckpt, `slice-${r}.bin`), { kind: 'checkpoint' });
@@ -173,8 +186,23 @@ export async function readSliceRows(ckpt: string, ranks: number, labels: Uint32A
       out.vBias[row] = (s['out.vBias'] as Float32Array)[e]!;
       out.rowSteps[row] = (s['out.rowSteps'] as Uint32Array)[e]!;
     }
+    if (out.wide) wideParts.push(pickWide(storedWide(file, s, out.wide.inputDim, numLabels), rowOf));
   }
   if (found !== labels.length) throw new Error(`${ckpt}: its slices hold ${found} of this rank's ${labels.length} labels`);
+  if (out.wide) out.wide = mergeWide(wideParts, out.wide.inputDim);
+}
+
+/** The wide part of a slice file (global label ids), checked; throws naming the file. */
+function storedWide(file: string, s: Record<string, SectionArray>, inputDim: number, numLabels: number): WideState {
+  const offsets = s['wide.offsets'], labels = s['wide.labels'], weights = s['wide.weights'], accum = s['wide.accum'];
+  if (!(offsets instanceof Uint32Array && labels instanceof Uint32Array && weights instanceof Float32Array && accum instanceof Float32Array)) {
+    throw new Error(`${file}: no wide part (wide.offsets, wide.labels, wide.weights, wide.accum), but the network has one`);
+  }
+  const w: WideState = { inputDim, offsets, labels, weights, accum };
+  let bad = weights.length !== labels.length || accum.length !== labels.length ? `wide.weights and wide.accum must have ${labels.length} elements like wide.labels` : wideProblem(w, numLabels);
+  if (!bad) for (let e = 0; e < weights.length; e++) if (!Number.isFinite(weights[e]!)) { bad = `wide.weights[${e}] = ${weights[e]} is not finite`; break; }
+  if (bad) throw new Error(`${file}: ${bad}`);
+  return w;
 }
 
 /**

@@ -12,6 +12,9 @@
 //      combined into the global log-sum-exp (the softmax of a single process over the union of the S_r);
 //   3. each rank computes dz on its S_r, takes the Adam step of those rows (no exchange of output rows) and
 //      its part of dL/dH (B, d) (netShardOutBackward); the parts are summed (MPI_Allreduce);
+//      the output layer's wide part is sharded with the labels: rank r holds the wide pairs of its labels
+//      (built from the training data as a single process builds them, buildSliceWide), adds their terms to
+//      S_r's logits in phase 2 and takes their Adagrad steps in phase 3 (they have no share in dL/dH);
 //   4. rank r backpropagates its points' rows of dL/dH through the lower layers (netShardBackward, sparse
 //      gradient rows) and every rank's rows are gathered and applied in rank order by every rank
 //      (netApplyRows), so the lower layers stay identical on every rank.
@@ -25,6 +28,8 @@ import type { RowGradients, RowUpdate } from '../network/native-types.js';
 import { computeMetrics, inversePropensity, type Metrics } from './metrics.js';
 import { sharedSetLogQ } from './logq.js';
 import { initSeed } from '../network/state.js';
+import { resolveConfig } from '../network/config.js';
+import { buildWide, wideProblem } from '../network/wide.js';
 import { Xoshiro128 } from '../util/rng.js';
 import type { LayerState } from '../network/native-types.js';
 import type { Comm } from './distributed.js';
@@ -76,13 +81,30 @@ export function shardLabels(freq: Uint32Array, ranks: number): LabelSharding {
 
 /**
  * The network a rank allocates: the global configuration with the output layer cut to `rows` (its slice),
- * dense (the slice samples its negatives itself: no hash tables) and without a wide part.
+ * dense (the slice samples its negatives itself: no hash tables), with the global layer's wide part (its
+ * pairs those of the slice's labels, under their rows: buildSliceWide). The wide part's hard negatives
+ * (`wide.negatives`) are not sharded: train --shard-labels refuses them.
  */
 export function sliceConfig(global: NetworkConfig, rows: number): NetworkConfig {
   const layers = global.layers.map((l) => ({ ...l }));
   const last = layers.at(-1)!;
-  layers[layers.length - 1] = { size: rows, activation: last.activation };
+  layers[layers.length - 1] = { size: rows, activation: last.activation, ...(last.wide ? { wide: { ...last.wide } } : {}) };
   return { ...global, layers };
+}
+
+/**
+ * Builds the wide part of a rank's slice `net` (a sliceConfig network whose layer has one) from the training
+ * data: the pairs a single process's fit() chooses for the slice's labels (`labels`, ascending global ids),
+ * under their rows. Memory and time about 1 / R of the whole wide part's.
+ */
+export function buildSliceWide(global: NetworkConfig, net: { spec: { layers: LayerState[] } }, labels: Uint32Array, data: SparseDataset): void {
+  const g = resolveConfig(global);
+  const w = g.layers.at(-1)!.wide;
+  const out = net.spec.layers.at(-1)!;
+  if (!w || !out.wide) return;
+  out.wide = buildWide(data, null, g.inputDim, g.layers.at(-1)!.size, w.maxPerLabel, w.init, w.minShare, labels);
+  const bad = wideProblem(out.wide, out.outDim);
+  if (bad) throw new Error(`the slice's wide part is malformed: ${bad}`);
 }
 
 /**
@@ -152,6 +174,8 @@ export class ShardedModel {
   /** -log q_j of this slice's rows (sampled slices), or null. */
   logQ: Float32Array | null = null;
   readonly numLabels: number;
+  /** Adagrad rate of the wide part (the global layer's wide.lr), or undefined without one. */
+  readonly wideLr: number | undefined;
   private readonly sent = { hidden: 0, stats: 0, dH: 0, lowerRows: 0 };
   private activeSum = 0;
   readonly stats: ShardStats = { steps: 0, bytesSentPerStep: 0, split: { hidden: 0, stats: 0, dH: 0, lowerRows: 0 }, activePerStep: 0, lowerSeconds: 0, outputSeconds: 0, exchangeSeconds: 0, applySeconds: 0 };
@@ -176,6 +200,7 @@ export class ShardedModel {
     this.localOf = new Int32Array(this.numLabels).fill(-1);
     for (let e = 0; e < this.labels.length; e++) this.localOf[this.labels[e]!] = e;
     this.minActive = sliceMinActive(global, comm.size);
+    this.wideLr = net.spec.layers.at(-1)!.wide ? resolveConfig(global).layers.at(-1)!.wide?.lr : undefined;
   }
 
   /** Sets the slice's logQ for training on `points` points with batches of `batchSize` (sampled slices only). */
@@ -248,7 +273,7 @@ export class ShardedModel {
     }
     // 3. This slice's update and its part of dL/dH, summed over the ranks.
     const dH = new Float32Array(B * d);
-    nat.netShardOutBackward(spec, lse, { mode: 0, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: 1 / Math.max(1, n) }, dH);
+    nat.netShardOutBackward(spec, lse, { mode: 0, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: 1 / Math.max(1, n), ...(this.wideLr !== undefined ? { wideLr: this.wideLr } : {}) }, dH);
     const t5 = performance.now();
     if (size > 1) this.comm.allreduceSum(dH);
     const t6 = performance.now();
@@ -294,7 +319,8 @@ export class ShardedModel {
 
   /**
    * Top-k of every point of `data` over all labels (a collective): rank r runs the lower layers on its part
-   * of each chunk, the hidden rows are gathered, every rank scores them exactly on its slice, and the ranks'
+   * of each chunk, the hidden rows are gathered, every rank scores them exactly on its slice (the network's
+   * logits plus the wide terms of its labels), and the ranks'
    * top-k are gathered and merged (descending score, ties by the smaller label id). Every rank returns the
    * whole result: labels (points, k) and their softmax probabilities over all labels.
    */
@@ -314,7 +340,7 @@ export class ShardedModel {
       if (ids.length) nat.netShardForward(spec, data, ids, 0, 0, this.numLabels, Hm);
       const H = size > 1 ? f32(this.comm.allgatherv(new Uint8Array(Hm.buffer)).data) : Hm;
       const idx = new Uint32Array(q * k), val = new Float32Array(q * k), st = new Float64Array(q * 2);
-      nat.netShardScore(spec, H, q, k, idx, val, st);
+      nat.netShardScore(spec, data, Uint32Array.from({ length: q }, (_, i) => c0 + i), H, k, idx, val, st);
       for (let e = 0; e < idx.length; e++) if (idx[e] !== 0xffffffff) idx[e] = this.labels[idx[e]!]!;
       // [idx u32 (q k)][val f32 (q k)][stats f64 (2 q)], 8-aligned.
       const bytes = 8 * q * k + 16 * q;

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { native } from '../../src/native.js';
 import type { LayerGrads, NetSpec, WideState } from '../../src/network/native-types.js';
-import { buildWide, wideProblem } from '../../src/network/wide.js';
+import { buildWide, mergeWide, pickWide, wideProblem } from '../../src/network/wide.js';
+import { shardLabels } from '../../src/train/sharded.js';
 import { Network } from '../../src/network/network.js';
 import { BLEND_SCALES, EPOCH_BLEND_SCALES } from '../../src/train/early-stop.js';
 import { DEFAULT_WIDE, defaultConfig, resolveWide } from '../../src/network/config.js';
@@ -229,6 +230,36 @@ describe('wide part: pairs chosen from the training data', () => {
     expect(w.labels.length).toBe(3);
     for (const x of w.weights) expect(Number.isFinite(x)).toBe(true);
     expect(Array.from(w.weights)).toEqual([0, 8, 0]); // features 1 (label 0), 2 (label 1, its unit centroid x 8), 4 (label 0)
+  });
+
+  it('label-sharded: a slice builds exactly the whole part\'s pairs of its labels, relabelled; the slices merge back to the whole', () => {
+    const data = randomData(60, 30, 14, 223, { maxNnz: 8, labelCounts: [1, 2, 3] });
+    const whole = buildWide(data as never, null, 30, 14, 4, 2, 0.2);
+    const freq = new Uint32Array(14);
+    for (const j of data.labelIndices) freq[j]!++;
+    for (const R of [1, 2, 3]) {
+      const sh = shardLabels(freq, R);
+      const slices = sh.labelsOf.map((labels) => {
+        const w = buildWide(data as never, null, 30, 14, 4, 2, 0.2, labels);
+        expect(wideProblem(w, labels.length)).toBeNull();
+        const localOf = new Int32Array(14).fill(-1);
+        labels.forEach((j, e) => { localOf[j] = e; });
+        const want = pickWide(whole, localOf);
+        // Bit for bit: the same pairs, the same initial weights, under the slice's rows.
+        expect(Array.from(w.offsets)).toEqual(Array.from(want.offsets));
+        expect(Array.from(w.labels)).toEqual(Array.from(want.labels));
+        expect(Array.from(w.weights)).toEqual(Array.from(want.weights));
+        if (R > 1) expect(w.labels.length).toBeLessThan(whole.labels.length);
+        // Back to global ids: the slices' parts merge to the whole part.
+        return { ...w, labels: w.labels.map((r) => labels[r]!) };
+      });
+      const m = mergeWide(slices, 30);
+      expect(wideProblem(m, 14)).toBeNull();
+      expect(Array.from(m.offsets)).toEqual(Array.from(whole.offsets));
+      expect(Array.from(m.labels)).toEqual(Array.from(whole.labels));
+      expect(Array.from(m.weights)).toEqual(Array.from(whole.weights));
+    }
+    expect(() => buildWide(data as never, null, 30, 14, 4, 2, 0.2, Uint32Array.of(3, 2))).toThrow('buildWide: slice[1] = 2 is not an ascending label id < 14');
   });
 
   it('refuses a damaged wide part', () => {

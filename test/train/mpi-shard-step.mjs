@@ -3,14 +3,19 @@
 // label-sharded and, on every rank, one step unsharded (netTrainSlice) from the same weights. Each rank
 // prints one JSON line: the largest differences of the lower layers, of its output rows and of the loss,
 // and of dL/dH summed over the shards against a TypeScript reference computed from the full network.
+// With the argument `wide`, the output layer has a wide part: the reference's pairs are chosen over every
+// label (buildWide), each rank holds its labels' share of them (pickWide), and the line also gives the
+// largest differences of its wide weights and Adagrad sums after the step.
 import { runAsRank } from '../../dist/src/train/distributed.js';
 import { native } from '../../dist/src/native.js';
 import { Network } from '../../dist/src/network/network.js';
 import { ShardedModel, shardLabels, sliceConfig } from '../../dist/src/train/sharded.js';
 import { labelFrequencies } from '../../dist/src/train/metrics.js';
+import { buildWide, pickWide } from '../../dist/src/network/wide.js';
 
 const D = 40, HID = 16, L = 11, N = 48;
-const config = { inputDim: D, seed: 7, layers: [{ size: HID, activation: 'relu' }, { size: L, activation: 'softmax' }] };
+const WIDE = process.argv[2] === 'wide' ? { maxPerLabel: 6, init: 2, lr: 0.1, minShare: 0 } : null;
+const config = { inputDim: D, seed: 7, layers: [{ size: HID, activation: 'relu' }, { size: L, activation: 'softmax', ...(WIDE ? { wide: WIDE } : {}) }] };
 
 // A seeded dataset: 4-6 features and 1-3 labels per point (some points without labels).
 function dataset() {
@@ -42,9 +47,10 @@ const code = await runAsRank(io, async (dist) => {
   const data = dataset();
   const comm = dist.comm;
   const ref = new Network(config);
+  if (WIDE) ref.spec.layers.at(-1).wide = buildWide(data, null, D, L, WIDE.maxPerLabel, WIDE.init, WIDE.minShare);
   // Train the reference a few steps first, so that the compared step starts from non-trivial Adam state.
   const nat = native();
-  const hyper = { mode: 0, lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, seed: 1 };
+  const hyper = { mode: 0, lr: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, seed: 1, ...(WIDE ? { wideLr: WIDE.lr } : {}) };
   const all = Uint32Array.from({ length: N }, (_, i) => i);
   const stats = new Float64Array(4);
   for (let t = 0; t < 3; t++) nat.netTrainSlice(ref.spec, data, all.subarray(8 * t, 8 * t + 16), { ...hyper, gradScale: 1 / 16 }, stats);
@@ -62,6 +68,7 @@ const code = await runAsRank(io, async (dist) => {
     for (const a of ['bias', 'mBias', 'vBias', 'rowSteps']) so[a][e] = ro[a][j];
   });
   const model = new ShardedModel(comm, config, net, sharding, freq);
+  if (WIDE) so.wide = pickWide(ro.wide, model.localOf);
 
   // dL/dH of a batch: sharded (phases 1-3, mode 2: nothing updated, summed over the ranks) against the
   // TypeScript reference from the full network's output layer.
@@ -88,8 +95,15 @@ const code = await runAsRank(io, async (dist) => {
   for (let i = 0; i < B; i++) {
     const h = H.subarray(i * HID, (i + 1) * HID);
     const z = Array.from({ length: L }, (_, j) => { let a = ro.bias[j]; for (let q = 0; q < HID; q++) a += ro.weights[j * HID + q] * h[q]; return a; });
-    const m = Math.max(...z), den = z.reduce((a, x) => a + Math.exp(x - m), 0);
     const p = rows[i], labs = data.labelIndices.subarray(data.labelOffsets[p], data.labelOffsets[p + 1]);
+    if (WIDE) {
+      const w = ro.wide;
+      for (let q = data.offsets[p]; q < data.offsets[p + 1]; q++) {
+        const f = data.indices[q];
+        for (let e = w.offsets[f]; e < w.offsets[f + 1]; e++) z[w.labels[e]] += data.values[q] * w.weights[e];
+      }
+    }
+    const m = Math.max(...z), den = z.reduce((a, x) => a + Math.exp(x - m), 0);
     for (let j = 0; j < L; j++) {
       let dz = Math.exp(z[j] - m) / den;
       if (labs.includes(j)) dz -= 1 / labs.length;
@@ -112,7 +126,17 @@ const code = await runAsRank(io, async (dist) => {
     outDiff = Math.max(outDiff, maxDiff(ro.weights.subarray(j * HID, (j + 1) * HID), so.weights.subarray(e * HID, (e + 1) * HID)), Math.abs(ro.bias[j] - so.bias[e]));
     moved = Math.max(moved, Math.abs(ro.rowSteps[j] - so.rowSteps[e]));
   });
-  io.out(JSON.stringify({ rank: comm.rank, labels: mine.length, dHDiff, lowerDiff, outDiff, stepsDiff: moved, loss: r.lossSum, refLoss: stats[0] }) + '\n');
+  // The wide part: this rank's pairs against the reference's pairs of its labels, after the step.
+  let wideDiff = null, accumDiff = null, widePairs = 0, wideMoved = 0;
+  if (WIDE) {
+    const want = pickWide(ro.wide, model.localOf);
+    if (want.labels.join() !== so.wide.labels.join() || want.offsets.join() !== so.wide.offsets.join()) throw new Error('the slice\'s wide pairs differ from the reference\'s');
+    wideDiff = maxDiff(want.weights, so.wide.weights);
+    accumDiff = maxDiff(want.accum, so.wide.accum);
+    widePairs = want.labels.length;
+    wideMoved = maxAbs(want.accum); // the step (and the 3 before it) moved the wide weights
+  }
+  io.out(JSON.stringify({ rank: comm.rank, labels: mine.length, dHDiff, lowerDiff, outDiff, stepsDiff: moved, loss: r.lossSum, refLoss: stats[0], wideDiff, accumDiff, widePairs, wideMoved }) + '\n');
   return 0;
 });
 process.exit(code);

@@ -160,6 +160,16 @@ describe('planTraining', () => {
     expect(p.reason).toMatch(/sharded ranks are the fastest configuration that fits/);
   });
 
+  it('label-sharded candidates keep no best-epoch copy (they run --epochs): their wide part costs 12 bytes a pair, a single process\'s 16', () => {
+    const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
+    const p = planTraining({ shape, ranks: [2], bestWeights: true, modes: ['single', 'sharded'] }, CAL);
+    const wide = (mode: string) => p.candidates.find((c) => c.mode === mode)!.memoryPerRank.parts.find((x) => x.name === 'output layer wide part')!.bytes;
+    const c = p.config;
+    const pairs = (wide('single') - 4 * (c.inputDim + 1)) / 16;
+    expect(pairs).toBeGreaterThan(0);
+    expect(wide('sharded')).toBe(4 * (c.inputDim + 1) + 12 * Math.ceil(pairs / 2));
+  });
+
   it('keeps one process when more ranks are not 5% faster', () => {
     const shape = shapeFromCounts({ points: 5000, features: 2000, labels: 100, avgNnz: 20, avgLabels: 2 });
     const p = planTraining({ shape, ranks: [2, 4], linkGbps: [0.01] }, CAL);

@@ -1,8 +1,9 @@
 // Label-sharded training (src/train/sharded.ts, `train --distributed --shard-labels`): the sharding, the
 // row messages, and under `mpirun` (spawning the compiled CLI and test/train/mpi-shard-step.mjs): one
 // sharded step against the unsharded step, 2- and 4-rank runs against one process, checkpoints of 2 ranks
-// resumed under 1 and 4, the saved model read by a single process, and a dying rank named. The MPI parts
-// are skipped, saying why, where mpirun or the MPI addon is missing.
+// resumed under 1 and 4, the saved model read by a single process, and a dying rank named; the same with an
+// output layer that has a wide part (sharded with the labels). The MPI parts are skipped, saying why, where
+// mpirun or the MPI addon is missing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
 import { mpiAddonPath } from '../../src/train/mpi.js';
-import { packRows, shardLabels, sliceConfig, sliceMinActive, unpackRows } from '../../src/train/sharded.js';
+import { buildSliceWide, packRows, shardLabels, sliceConfig, sliceMinActive, unpackRows } from '../../src/train/sharded.js';
+import { Network } from '../../src/network/network.js';
+import { buildWide } from '../../src/network/wide.js';
+import { loadShardedPart, writeShardCheckpoint, type ShardCheckpointMeta } from '../../src/train/shard-checkpoint.js';
+import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
+import { randomData } from '../network/helpers.js';
 
 describe('shardLabels', () => {
   it('balances the label counts greedily, gives every label one row of one rank, and is deterministic', () => {
@@ -33,13 +39,75 @@ describe('shardLabels', () => {
     expect(() => shardLabels(new Uint32Array(2), 3)).toThrow('cannot shard 2 labels over 3 ranks');
   });
 
-  it('slices the output layer: its rows only, dense, no wide part; minActive divided among the ranks', () => {
-    const global = { inputDim: 10, layers: [{ size: 8 }, { size: 1000, sampling: { hash: 'dwta' as const, minActive: 101 }, wide: {} }] };
-    expect(sliceConfig(global, 250).layers.at(-1)).toEqual({ size: 250, activation: undefined });
+  it('slices the output layer: its rows only, dense, with the wide part\'s settings; minActive divided among the ranks', () => {
+    const global = { inputDim: 10, layers: [{ size: 8 }, { size: 1000, sampling: { hash: 'dwta' as const, minActive: 101 }, wide: { maxPerLabel: 5 } }] };
+    expect(sliceConfig(global, 250).layers.at(-1)).toEqual({ size: 250, activation: undefined, wide: { maxPerLabel: 5 } });
+    expect(sliceConfig({ inputDim: 10, layers: [{ size: 8 }, { size: 1000 }] }, 250).layers.at(-1)).toEqual({ size: 250, activation: undefined });
     expect(sliceConfig(global, 250).layers[0]).toEqual({ size: 8 });
     expect(sliceMinActive(global, 4)).toBe(26);
     expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 100_000, sampling: {} }] }, 2)).toBe(250);
     expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 10 }] }, 2)).toBe(0);
+  });
+});
+
+describe('sharded checkpoints with a wide part (no MPI: the ranks\' calls made one after another)', () => {
+  const global = { inputDim: 30, seed: 2, layers: [{ size: 8 }, { size: 14, wide: { maxPerLabel: 4, init: 2, minShare: 0.2 } }] };
+  const data = randomData(60, 30, 14, 224, { maxNnz: 8, labelCounts: [1, 2, 3] });
+  const freq = new Uint32Array(14);
+  for (const j of data.labelIndices) freq[j]!++;
+  const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config: global, ranks: 2, epoch: 1, batch: 0, batchesDone: 7, trainPoints: 60, settings: {} };
+  const makeNet = (rows: number) => new Network(sliceConfig(global, rows));
+  let tmp = '';
+  afterAll(async () => {
+    if (tmp) await rm(tmp, { recursive: true, force: true });
+  });
+
+  it('2 slices written, read back under 3 ranks: every rank gets exactly its labels\' pairs, weights and Adagrad sums', async () => {
+    tmp = await mkdtemp(join(tmpdir(), 'sublinear-shard-wide-'));
+    const two = shardLabels(freq, 2);
+    for (let r = 0; r < 2; r++) {
+      const net = makeNet(two.labelsOf[r]!.length);
+      buildSliceWide(global, net, two.labelsOf[r]!, data as never);
+      // Adagrad sums that name their pair: 1000 x feature + global label.
+      const w = net.spec.layers.at(-1)!.wide!;
+      for (let f = 0; f < 30; f++) for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) w.accum[e] = 1000 * f + two.labelsOf[r]![w.labels[e]!]!;
+      await writeShardCheckpoint(tmp, r, net.spec, two.labelsOf[r]!, freq, meta, () => {});
+    }
+    const ckpt = readdirSync(tmp).filter((n) => n.startsWith('sharded-')).map((n) => join(tmp, n))[0]!;
+    const whole = buildWide(data as never, null, 30, 14, 4, 2, 0.2);
+    const three = shardLabels(freq, 3);
+    let pairs = 0;
+    for (let r = 0; r < 3; r++) {
+      const part = await loadShardedPart(ckpt, meta, r, 3, makeNet, shardLabels);
+      const labels = three.labelsOf[r]!;
+      expect(Array.from(part.labels)).toEqual(Array.from(labels));
+      const w = part.net.spec.layers.at(-1)!.wide!;
+      const got: string[] = [], want: string[] = [];
+      for (let f = 0; f < 30; f++) {
+        for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) {
+          const j = labels[w.labels[e]!]!;
+          got.push(`${f},${j},${w.weights[e]}`);
+          expect(w.accum[e]).toBe(1000 * f + j);
+        }
+        for (let e = whole.offsets[f]!; e < whole.offsets[f + 1]!; e++) if (labels.includes(whole.labels[e]!)) want.push(`${f},${whole.labels[e]},${whole.weights[e]}`);
+      }
+      expect(got).toEqual(want);
+      pairs += w.labels.length;
+    }
+    expect(pairs).toBe(whole.labels.length);
+  });
+
+  it('a slice file whose wide part is damaged or missing is refused, naming the file and the problem', async () => {
+    const ckpt = readdirSync(tmp).filter((n) => n.startsWith('sharded-')).map((n) => join(tmp, n))[0]!;
+    const file = join(ckpt, 'slice-1.bin');
+    const f = await readBinFile(file);
+    const bad = (f.sections['wide.labels'] as Uint32Array).slice();
+    bad[0] = 99;
+    await writeBinFile(file, { kind: 'checkpoint', meta: f.meta, sections: { ...f.sections, 'wide.labels': bad } });
+    await expect(loadShardedPart(ckpt, meta, 0, 2, makeNet, shardLabels)).rejects.toThrow(`${file}: wide.labels[0] = 99 is not a label id (< 14)`);
+    const { ['wide.accum']: _, ...rest } = f.sections;
+    await writeBinFile(file, { kind: 'checkpoint', meta: f.meta, sections: rest });
+    await expect(loadShardedPart(ckpt, meta, 0, 2, makeNet, shardLabels)).rejects.toThrow(`${file}: no wide part (wide.offsets, wide.labels, wide.weights, wide.accum), but the network has one`);
   });
 });
 
@@ -99,6 +167,39 @@ function single(...args: string[]): Run {
 }
 const lastJson = (s: string) => JSON.parse(s.trim().split('\n').at(-1)!);
 
+/** A line of test/train/mpi-shard-step.mjs (one rank). */
+type StepLine = { labels: number; dHDiff: number; lowerDiff: number; outDiff: number; stepsDiff: number; loss: number; refLoss: number; wideDiff: number; accumDiff: number; widePairs: number; wideMoved: number };
+
+/** One sharded step under np ranks against the unsharded step (test/train/mpi-shard-step.mjs with args): the checks of every variant; the ranks' lines. */
+function checkStep(np: number, ...args: string[]): StepLine[] {
+  const r = mpirun(np, join(ROOT, 'test/train/mpi-shard-step.mjs'), ...args);
+  expect(r.code, r.stderr).toBe(0);
+  const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as StepLine);
+  expect(lines).toHaveLength(np);
+  expect(lines.map((l) => l.labels).reduce((a, b) => a + b)).toBe(11);
+  for (const l of lines) {
+    expect(l.dHDiff).toBeLessThan(1e-5);
+    expect(l.lowerDiff).toBeLessThan(1e-6);
+    expect(l.outDiff).toBeLessThan(1e-6);
+    expect(l.stepsDiff).toBe(0);
+    expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-4 * Math.abs(l.refLoss));
+  }
+  return lines;
+}
+
+/** predict --distributed of checkpoint `ck` under 3 ranks gives one process's predict of `model`: labels, and scores up to rounding. */
+function expectSamePredictions(model: string, ck: string): void {
+  const pd = mpirun(3, CLI, 'predict', '--model', ck, '--input', join(dir, 'test.txt'), '--k', '3', '--distributed');
+  const p1 = single(CLI, 'predict', '--model', model, '--input', join(dir, 'test.txt'), '--k', '3');
+  expect(pd.code, pd.stderr).toBe(0);
+  expect(p1.code, p1.stderr).toBe(0);
+  const rows = (t: string) => t.trim().split('\n').slice(1).map((l) => l.split(' ').map((x) => x.split(':').map(Number)));
+  const a = rows(p1.stdout), b = rows(pd.stdout);
+  expect(b).toHaveLength(400);
+  expect(b.map((r) => r.map((x) => x[0]))).toEqual(a.map((r) => r.map((x) => x[0])));
+  for (let i = 0; i < a.length; i++) for (let e = 0; e < 3; e++) expect(Math.abs(a[i]![e]![1]! - b[i]![e]![1]!)).toBeLessThan(1e-5);
+}
+
 let dir: string;
 let common: string[];
 beforeAll(async () => {
@@ -116,21 +217,68 @@ afterAll(async () => {
 
 describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpirun${reason ? ` (skipped: ${reason})` : ''}`, () => {
   it('one sharded step equals the unsharded step (2 and 4 ranks); dL/dH summed over the shards matches a TypeScript reference', () => {
-    for (const np of [2, 4]) {
-      const r = mpirun(np, join(ROOT, 'test/train/mpi-shard-step.mjs'));
-      expect(r.code, r.stderr).toBe(0);
-      const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
-      expect(lines).toHaveLength(np);
-      expect(lines.map((l) => l.labels).reduce((a: number, b: number) => a + b)).toBe(11);
+    for (const np of [2, 4]) checkStep(np);
+  }, 120_000);
+
+  it('with a wide part: one sharded step equals the unsharded step under 1, 2 and 4 ranks (wide weights and Adagrad sums included)', () => {
+    for (const np of [1, 2, 4]) {
+      const lines = checkStep(np, 'wide');
+      expect(lines.map((l) => l.widePairs).reduce((a: number, b: number) => a + b)).toBeGreaterThan(30);
       for (const l of lines) {
-        expect(l.dHDiff).toBeLessThan(1e-5);
-        expect(l.lowerDiff).toBeLessThan(1e-6);
-        expect(l.outDiff).toBeLessThan(1e-6);
-        expect(l.stepsDiff).toBe(0);
-        expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-4 * Math.abs(l.refLoss));
+        expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-6 * Math.abs(l.refLoss));
+        expect(l.wideMoved).toBeGreaterThan(1e-3);
+        expect(l.wideDiff).toBeLessThan(1e-6);
+        expect(l.accumDiff).toBeLessThan(1e-4 * l.wideMoved);
       }
     }
   }, 120_000);
+
+  it('with a wide part: 2 ranks reach one process\'s accuracy, the gathered model scores as the shards do, checkpoints re-shard it under 3 ranks', async () => {
+    const cfg = join(dir, 'config-wide.json');
+    writeFileSync(cfg, JSON.stringify({ inputDim: 2000, seed: 3, layers: [{ size: 32 }, { size: 100, wide: { maxPerLabel: 16, init: 4, lr: 0.1 } }] }));
+    const args = ['--train', join(dir, 'train.txt'), '--test', join(dir, 'test.txt'), '--config', cfg, '--batch', '64', '--lr', '0.003'];
+    const one = single(CLI, 'train', ...args, '--epochs', '3', '--workers', '1', '--json');
+    expect(one.code, one.stderr).toBe(0);
+    const r = mpirun(2, CLI, 'train', ...args, '--epochs', '3', '--distributed', '--shard-labels', '--json', '--save', join(dir, 'w2.sl'));
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toContain('without its default wide part');
+    const j = lastJson(r.stdout);
+    expect(Math.abs(j.metrics.p1 - lastJson(one.stdout).p1)).toBeLessThanOrEqual(0.01);
+    const pairs = j.widePairsPerRank.reduce((a: number, b: number) => a + b);
+    expect(j.widePairsPerRank).toHaveLength(2);
+    expect(Math.min(...j.widePairsPerRank)).toBeGreaterThan(0);
+    // The gathered model holds every rank's pairs and scores exactly what the shards scored.
+    const net = await Network.load(join(dir, 'w2.sl'));
+    expect(net.spec.layers.at(-1)!.wide!.labels.length).toBe(pairs);
+    const e = single(CLI, 'eval', '--model', join(dir, 'w2.sl'), '--test', join(dir, 'test.txt'), '--json');
+    expect(e.code, e.stderr).toBe(0);
+    for (const k of ['p1', 'p3', 'p5', 'ndcg5']) expect(lastJson(e.stdout)[k]).toBeCloseTo(j.metrics[k], 6);
+    // A 2-rank checkpoint read by 3 ranks (each collects its labels' pairs from the old slices): the 2-rank
+    // run's own scores; resumed under 3 ranks for a third epoch, the 3-epoch run's accuracy.
+    const ck = join(dir, 'ck-wide');
+    const a = mpirun(2, CLI, 'train', ...args, '--epochs', '2', '--distributed', '--shard-labels', '--json', '--checkpoint', ck, '--save', join(dir, 'wa.sl'));
+    expect(a.code, a.stderr).toBe(0);
+    const d = mpirun(3, CLI, 'eval', '--model', ck, '--test', join(dir, 'test.txt'), '--distributed', '--json');
+    expect(d.code, d.stderr).toBe(0);
+    for (const k of ['p1', 'p3', 'p5']) expect(lastJson(d.stdout)[k]).toBeCloseTo(lastJson(a.stdout).metrics[k], 6);
+    // predict --distributed of the checkpoint under 3 ranks: one process's predict of the 2-rank run's saved
+    // model (labels, and scores up to rounding).
+    expectSamePredictions(join(dir, 'wa.sl'), ck);
+    const res = mpirun(3, CLI, 'train', '--resume', ck, '--epochs', '3', '--distributed', '--shard-labels', '--json', '--save', join(dir, 'w3.sl'));
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toContain('written by 2 rank(s), now 3');
+    const rj = lastJson(res.stdout);
+    expect(Math.abs(rj.metrics.p1 - j.metrics.p1)).toBeLessThanOrEqual(0.01);
+    expect(rj.widePairsPerRank.reduce((x: number, y: number) => x + y)).toBe(pairs);
+  }, 240_000);
+
+  it('refuses the wide part\'s hard negatives (not sharded)', () => {
+    const cfg = join(dir, 'config-neg.json');
+    writeFileSync(cfg, JSON.stringify({ inputDim: 2000, seed: 3, layers: [{ size: 32 }, { size: 100, wide: { negatives: 4 } }] }));
+    const r = mpirun(2, CLI, 'train', '--train', join(dir, 'train.txt'), '--config', cfg, '--epochs', '1', '--distributed', '--shard-labels');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${cfg}: layers[1].wide.negatives (hard negatives from the wide part) are not sharded: set it to 0 for --shard-labels`);
+  }, 60_000);
 
   it('2 and 4 ranks reach the accuracy of one process; the saved model is an ordinary model file', () => {
     const one = single(CLI, 'train', ...common, '--epochs', '4', '--workers', '1', '--json', '--save', join(dir, 'one.sl'));
@@ -160,15 +308,7 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
       expect(dj.p5).toBeCloseTo(j.metrics.p5, 6);
       // predict --distributed: the labels of one process's predict of the saved model, the scores up to rounding.
       if (np === 2) {
-        const pd = mpirun(3, CLI, 'predict', '--model', ck, '--input', join(dir, 'test.txt'), '--k', '3', '--distributed');
-        const p1 = single(CLI, 'predict', '--model', join(dir, 's2.sl'), '--input', join(dir, 'test.txt'), '--k', '3');
-        expect(pd.code, pd.stderr).toBe(0);
-        expect(p1.code, p1.stderr).toBe(0);
-        const rows = (t: string) => t.trim().split('\n').slice(1).map((l) => l.split(' ').map((x) => x.split(':').map(Number)));
-        const a = rows(p1.stdout), b = rows(pd.stdout);
-        expect(b).toHaveLength(400);
-        expect(b.map((r) => r.map((x) => x[0]))).toEqual(a.map((r) => r.map((x) => x[0])));
-        for (let i = 0; i < a.length; i++) for (let e = 0; e < 3; e++) expect(Math.abs(a[i]![e]![1]! - b[i]![e]![1]!)).toBeLessThan(1e-5);
+        expectSamePredictions(join(dir, 's2.sl'), ck);
       }
     }
     const bad = mpirun(2, CLI, 'eval', '--model', join(dir, 's2.sl'), '--test', join(dir, 'test.txt'), '--distributed');
