@@ -212,6 +212,14 @@ uint32_t shared_set(const NetLayer& layer, uint32_t k, const CsrView& labels, co
   return nS;
 }
 
+// buf.sampleOf[p] = the sample whose active list holds position p (from buf.actOff over n samples).
+static void fill_sample_of(LayerBuf& buf, uint32_t n) {
+  const uint32_t* off = buf.actOff.data();
+  uint32_t* sampleOf = grow(buf.sampleOf, off[n]);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) sampleOf[p] = i;
+}
+
 void sampled_active_sets(LayerBuf& buf, const NetLayer& layer, uint32_t k, const float* X, uint32_t ldx,
                          const ForwardCtx& c, const CsrView* labels, double* missed, Scratch& s, bool excludeShared) {
   if (s.hashS.size() <= k) s.hashS.resize(k + 1);
@@ -220,6 +228,26 @@ void sampled_active_sets(LayerBuf& buf, const NetLayer& layer, uint32_t k, const
   QueryScratch& qs = s.queryS[k];
   const Tables& T = layer.tables;
   const uint32_t L = T.L, N = T.N;
+  if (excludeShared && layer.query.budget == 0 && labels) {
+    // No table candidates (budget 0): a sample's extras are its own labels outside the shared set, which is
+    // what the query would return; the tables are neither hashed nor probed (no label-recall count).
+    uint32_t* off = grow(buf.actOff, size_t(c.n) + 1);
+    uint32_t* ownExtra = grow(s.ownExtra, c.n);
+    off[0] = 0;
+    for (uint32_t i = 0; i < c.n; ++i) {
+      const uint32_t r = c.rows[i];
+      const uint32_t* own = labels->labelIndices + labels->labelOffsets[r];
+      const uint32_t nOwn = labels->labelOffsets[r + 1] - labels->labelOffsets[r];
+      uint32_t* out = grow(buf.actIds, size_t(off[i]) + nOwn) + off[i];
+      uint32_t kept = 0;
+      for (uint32_t e = 0; e < nOwn; ++e)
+        if (s.labelMark[own[e]] != s.labelEpoch) out[kept++] = own[e];
+      ownExtra[i] = kept;
+      off[i + 1] = off[i] + kept;
+    }
+    fill_sample_of(buf, c.n);
+    return;
+  }
   // Keys of every sample at once: the batched hash is several times faster per vector than one call each.
   uint32_t* allKeys = grow(s.keys, size_t(c.n) * L);
   hash_dense_batch(layer.hash, X, ldx, c.n, 0, L, allKeys, L, hs);
@@ -274,10 +302,7 @@ void sampled_active_sets(LayerBuf& buf, const NetLayer& layer, uint32_t k, const
     }
     off[i + 1] = off[i] + cnt;
   }
-  const uint32_t P = off[c.n];
-  uint32_t* sampleOf = grow(buf.sampleOf, P);
-  for (uint32_t i = 0; i < c.n; ++i)
-    for (uint32_t p = off[i]; p < off[i + 1]; ++p) sampleOf[p] = i;
+  fill_sample_of(buf, c.n);
 }
 
 bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width, const ForwardCtx& c) {

@@ -223,6 +223,12 @@ export interface FitTarget {
   scheduledRebuild(exec: Executor): Promise<{ seconds: number; rebuilt: boolean }>;
   /** Schedule state persisted across fit() calls (and checkpoints). */
   schedule: RebuildSchedule | null;
+  /**
+   * Training queries hash tables (a sampled hidden layer, or an output layer with table candidates or a
+   * per-sample fill). False: the tables built before the first batch stay as they are, no scheduled rebuild
+   * runs and no label recall is measured. Absent: true.
+   */
+  tablesInTraining?: boolean;
   /** Batches trained so far over the network's life (seeds and schedule continue across fit calls). */
   batchesDone: number;
   /** Adagrad rate of the output layer's wide part (WideConfig.lr), scaled like lr by early stopping. Absent: no wide part. */
@@ -465,7 +471,7 @@ export async function fitLoop(
         // Checked before every dispatch, so that both happen exactly at their batch count.
         let rebuildDue = false, ckptDue = false;
         const checkDue = () => {
-          rebuildDue = !aborted && target.schedule !== null && target.schedule.due(epochBase + nextBatch);
+          rebuildDue = !aborted && target.schedule !== null && target.tablesInTraining !== false && target.schedule.due(epochBase + nextBatch);
           ckptDue = !aborted && !rebuildDue && checkpoint !== undefined && checkpoint.due(epochBase + nextBatch);
         };
         checkDue();
@@ -511,7 +517,7 @@ export async function fitLoop(
         history.push({
           epoch: epoch + 1, trainSeconds: (performance.now() - t0) / 1000 - callbackSeconds, loss: lastLoss,
           activePerSample: epochActive / Math.max(1, epochSamples),
-          ...(target.schedule && epochLabels ? { labelRecall: 1 - epochMissed / epochLabels } : {}),
+          ...(target.schedule && target.tablesInTraining !== false && epochLabels ? { labelRecall: 1 - epochMissed / epochLabels } : {}),
         });
       }
       report(epoch, nextBatch);

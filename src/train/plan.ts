@@ -303,7 +303,8 @@ export function workload(config: ResolvedNetworkConfig, shape: DataShape, batch:
   return {
     lowerMacs, outputMacs: active * H, active, widePairs, widePairsTotal, widePairsExpected,
     rebuildRows: out.sampling ? out.size : 0, tables: out.sampling ? out.sampling.L : 0, buckets: out.sampling ? out.sampling.L * 2 ** out.sampling.rangeBits : 0,
-    rebuildsPerStep: out.sampling ? rebuildsPerStep(steps) : 0,
+    // Scheduled rebuilds only where training queries the tables (Network.tablesInTraining).
+    rebuildsPerStep: out.sampling && layers.some((l, k) => l.sampling && (k < layers.length - 1 || l.sampling.budget > 0 || !l.sampling.sharedFill)) ? rebuildsPerStep(steps) : 0,
   };
 }
 
@@ -472,6 +473,11 @@ export function rankMemory(
     batchSize: o.batch,
     bestWeights: o.bestWeights,
   });
+  if (o.sharded) {
+    // A rank's slice is trained without hash tables (its negatives are uniform within the slice).
+    plan.totalBytes -= plan.parts.filter((p) => p.name === 'output layer hash tables').reduce((t, p) => t + p.bytes, 0);
+    plan.parts = plan.parts.filter((p) => p.name !== 'output layer hash tables');
+  }
   const pairs = widePairsOf(config, shape);
   if (pairs > 0) {
     // memory-plan.ts's wide part (planNetworkMemory), the pairs of the rank's labels only.
@@ -595,8 +601,8 @@ export function stepCost(
   const outPoints = o.mode === 'sharded' ? B : b, outShare = o.mode === 'sharded' ? 1 / R : 1;
   const output = (outPoints * w.outputMacs * outShare * cal.outputPerMac) / speedup;
   const wide = (outPoints * w.widePairs * outShare * cal.widePerPair) / speedup;
-  // Rebuilds split their tables across the workers; a sharded rank rebuilds its slice's rows only (same tables).
-  const rebuild = (w.rebuildsPerStep * ((w.rebuildRows / (o.mode === 'sharded' ? R : 1)) * w.tables * cal.rebuildPerRowTable + w.buckets * cal.rebuildPerBucket)) / speedup;
+  // Rebuilds split their tables across the workers; a sharded rank has no tables (uniform negatives in its slice).
+  const rebuild = o.mode === 'sharded' ? 0 : (w.rebuildsPerStep * (w.rebuildRows * w.tables * cal.rebuildPerRowTable + w.buckets * cal.rebuildPerBucket)) / speedup;
   let collectives: Collective[] = [];
   let apply = 0;
   if (R > 1) {

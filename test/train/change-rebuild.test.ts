@@ -30,4 +30,20 @@ describe('change-triggered rebuilds', () => {
     expect(b.rebuilds).toBe(Math.floor((batches - 1) / 4));
     expect(eager.lastCodeChange).toBeGreaterThan(0);
   });
+
+  it('an output layer whose training queries no tables (budget 0, the batch-shared set) is never rebuilt on schedule', async () => {
+    const layers = (budget: number) => [{ size: 32 }, { size: data.labels, sampling: { hash: 'dwta' as const, K: 3, L: 8, budget, minActive: 20 } }];
+    const idle = new Network({ inputDim: data.features, seed: 6, layers: layers(0) });
+    expect(idle.tablesInTraining).toBe(false);
+    const a = await idle.fit(data, { epochs: 4, workers: 0 });
+    expect(a.rebuilds).toBe(0);
+    expect(a.history.every((e) => e.labelRecall === undefined)).toBe(true);
+    const used = new Network({ inputDim: data.features, seed: 6, layers: layers(16) });
+    expect(used.tablesInTraining).toBe(true);
+    const b = await used.fit(data, { epochs: 4, workers: 0 });
+    expect(b.rebuilds).toBeGreaterThan(0); // 64 batches: a rebuild after 50
+    expect(b.history.every((e) => e.labelRecall !== undefined)).toBe(true);
+    // A sampled hidden layer queries its tables whatever the output layer does.
+    expect(new Network({ inputDim: data.features, layers: [{ size: 32 }, { size: 64, sampling: { K: 3, L: 4 } }, { size: data.labels, sampling: { K: 3, L: 8, budget: 0 } }] }).tablesInTraining).toBe(true);
+  });
 });

@@ -9,6 +9,7 @@ import { readXC, toShared } from '../../datasets/index.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { Network } from '../../src/network/network.js';
 import { planNetworkMemory } from '../../src/train/memory-plan.js';
+import { sliceConfig } from '../../src/train/sharded.js';
 import {
   collectiveCost, datasetShape, expectedDistinct, probeDataset, rankMemory, rebuildsPerStep, scanDataShape, shapeFromCounts,
   shardedExchange, stepCost, planTraining, workload, type Calibration,
@@ -46,17 +47,20 @@ describe('memory per rank', () => {
     }
   });
 
-  it('the network parts equal a real allocation, whole and as a 1/R label slice', () => {
+  it('the network parts equal a real allocation, whole and as a 1/R label slice (which has no hash tables)', () => {
     const c = resolveConfig(sampledWide);
     const shape = datasetShape(data);
-    const real = (labels: number) => new Network({ ...sampledWide, layers: [sampledWide.layers[0]!, { ...sampledWide.layers[1]!, size: labels }] }).memoryBytes();
+    const whole = rankMemory(c, shape, { ranks: 1, sharded: false, workers: 1, batch: 128, bestWeights: false, active: 100 });
     for (const R of [1, 2, 3, 8]) {
-      const plan = rankMemory(c, shape, { ranks: R, sharded: true, workers: 1, batch: 128, bestWeights: false, active: 100 });
+      const plan = R === 1 ? whole : rankMemory(c, shape, { ranks: R, sharded: true, workers: 1, batch: 128, bestWeights: false, active: 100 });
       const bytes = (name: string) => plan.parts.filter((p) => p.name.startsWith(name)).reduce((s, p) => s + p.bytes, 0);
       // A network with no wide pairs yet holds only the wide part's offsets (inputDim + 1 u32).
       const networkParts = bytes('output layer weights') + bytes('output layer step') + bytes('output layer hash') + bytes('layer 0') + 4 * (c.inputDim + 1);
-      expect(networkParts).toBe(real(Math.ceil(20000 / R)));
+      const real = R === 1 ? new Network(sampledWide) : new Network(sliceConfig(sampledWide, Math.ceil(20000 / R)));
+      expect(networkParts).toBe(real.memoryBytes());
+      if (R > 1) expect(bytes('output layer hash')).toBe(0);
     }
+    expect(whole.parts.some((p) => p.name === 'output layer hash tables')).toBe(true);
   });
 
   it('sharding divides the output layer and its wide part, not the layers below', () => {
