@@ -129,6 +129,10 @@ struct TrainHyper {
   nk::GradRows* sink = nullptr;   // mode 3: per layer, cleared by the call
   float* gradWide = nullptr;      // mode 1 with a wide output part: (nnz) gradients of its weights
   float wideLr = 0;               // mode 0 with a wide output part: its Adagrad learning rate
+  // Threads sharing this slice's dense work (net_parallel.h): layer 0's forward by samples, a dense output
+  // layer by rows, layer 0's update by feature rows. 1: the calling thread alone. Modes 0-2 (mode 3's
+  // gradient rows are collected by one thread).
+  uint32_t threads = 1;
 };
 
 // Stats written by net_train_slice (overwritten, not accumulated).

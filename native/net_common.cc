@@ -6,6 +6,7 @@
 
 #include "napi_util.h"
 #include "net_internal.h"
+#include "net_parallel.h"
 #include "rng.h"
 
 #if defined(__linux__)
@@ -337,7 +338,13 @@ void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& dat
     const uint32_t d0 = L0.outDim;
     b0.lda = nk::pad_to(d0, nk::kDimPad);
     float* A = grow(b0.A, size_t(n) * b0.lda);
-    nk::sparse_forward(A, b0.lda, L0.W, L0.b, d0, c.rows, n, data.offsets, data.indices, data.values);
+    const uint32_t T = std::max(1u, std::min(c.threads, n / 8));  // at least 8 samples per thread
+    fork_join(T, [&](uint32_t t) {
+      uint32_t lo, hi;
+      split_range(n, T, t, 1, lo, hi);
+      nk::sparse_forward(A + size_t(lo) * b0.lda, b0.lda, L0.W, L0.b, d0, c.rows + lo, hi - lo, data.offsets,
+                         data.indices, data.values);
+    });
     if (nLayers == 1) return;  // layer 0 is the output: A holds its logits
     apply_activation(A, size_t(n) * b0.lda, L0.act);
     apply_dropout(L0, 0, b0, d0, c);

@@ -108,6 +108,11 @@ struct Scratch {
   std::vector<float> wideSum;
   std::vector<uint8_t> wideSeen;
   std::vector<uint32_t> wideTouched;
+  // Intra-batch threads (TrainHyper.threads > 1): part t's buffers, used by the thread running part t.
+  struct Part {
+    std::vector<float> zt, dzt, g, gb, mx, sum, dAt;
+  };
+  std::vector<Part> parts;
 };
 
 // The calling thread's scratch (thread_local: worker threads never share it).
@@ -131,6 +136,7 @@ struct ForwardCtx {
   uint32_t seed = 0;
   uint32_t fillSeed = 0;           // training: seeds the random fill of a batch-shared set (shared_set)
   const uint32_t* positions = nullptr;  // (n) training: positions in pointIds
+  uint32_t threads = 1;            // threads sharing layer 0's forward (TrainHyper.threads)
 };
 
 // Forward of layers 0 .. nHidden-1 (all but the last) into s.layer[k].A / At. Layer 0's pre-activation is

@@ -208,6 +208,11 @@ TrainHyper ParseHyper(const Napi::Value& v, const std::vector<NetLayer>& layers)
     h.hasFillSeed = true;
   }
   h.gradScale = Present(o.Get("gradScale")) ? FiniteProp(o, "gradScale") : 1.0f;
+  if (Present(o.Get("threads"))) {
+    h.threads = GetU32Prop(o, "threads");
+    if (h.threads < 1 || h.threads > 256) throw ArgError("hyper.threads must be in [1, 256]");
+  }
+  if (h.mode == 3) h.threads = 1;
   if (h.mode == 0) ParseAdam(o, h);
   if (h.mode == 0 && layers.back().hasWide) ParseWideLr(o, h);
   if (h.mode == 3) {

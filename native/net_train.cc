@@ -14,6 +14,7 @@
 
 #include "napi_util.h"
 #include "net_internal.h"
+#include "net_parallel.h"
 
 namespace sl {
 namespace {
@@ -99,19 +100,19 @@ double softmax_xent(const float* z, uint32_t m, const uint32_t* lab, uint32_t nl
 }
 
 // Dense softmax output layer k >= 1 (every neuron active). Returns the loss sum; when updating, writes
-// dA_{k-1}^T into dAt (d, ldn) and updates every row.
+// dA_{k-1}^T into dAt (d, ldn) and updates every row. With h.threads > 1 the rows are split into contiguous
+// ranges of whole blocks, one per thread (net_parallel.h): each range streams its own rows in both passes,
+// the ranges' log-sum-exp statistics and dA^T parts are combined in range order.
 double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::LayerBuf& prev, float* dAt,
                     const TrainHyper& h, net::Scratch& s) {
   const uint32_t n = sl.n, ldn = sl.ldn, d = L.inDim, o = L.outDim, ldx = prev.lda;
+  constexpr uint32_t RB = nk::kRowBlock;
   const float* X = prev.A.data();
   const float* Xt = prev.At.data();
   float* mx = grow(s.mx, ldn);
   float* sum = grow(s.sum, ldn);
   float* lse = grow(s.lse, ldn);
   float* scale = grow(s.scale, ldn);
-  float* zt = grow(s.zt, size_t(nk::kRowBlock) * ldn);
-  std::fill(mx, mx + ldn, -std::numeric_limits<float>::infinity());
-  std::fill(sum, sum + ldn, 0.0f);
   // (label, sample) pairs sorted by label, to meet each label in the block that computes it.
   s.labelPairs.clear();
   for (uint32_t i = 0; i < n; ++i) {
@@ -129,16 +130,46 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
     net::wide_sort_by_label(s.wide);
   }
   const net::WideTerm* wt = s.wide.data();
+  // The parts: at least 16 blocks of rows each.
+  const uint32_t T = std::max(1u, std::min(h.threads, (o + 16 * RB - 1) / (16 * RB)));
+  if (s.parts.size() < T) s.parts.resize(T);
+  // First label pair and wide term of the rows from j on.
+  auto firstPair = [&](uint32_t j) {
+    return size_t(std::lower_bound(pairs, pairs + nPairs, uint64_t(j) << 32) - pairs);
+  };
+  auto firstTerm = [&](uint32_t j) {
+    return size_t(std::lower_bound(s.wide.begin(), s.wide.end(), j, [](const net::WideTerm& a, uint32_t v) { return a.label < v; }) -
+                  s.wide.begin());
+  };
 
   // Pass 1: log-sum-exp of every sample, and the logits of its labels.
-  size_t pp = 0, wp = 0;
-  for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
-    const uint32_t R = std::min(nk::kRowBlock, o - j0);
-    nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, Xt, R, ldn);
-    net::wide_add_block(zt, ldn, L, s.wide, wp, j0, R);
-    nk::lse_update(mx, sum, zt, R, ldn);
-    for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp)
-      zlab[pp] = zt[size_t((pairs[pp] >> 32) - j0) * ldn + uint32_t(pairs[pp])];
+  net::fork_join(T, [&](uint32_t t) {
+    net::Scratch::Part& pt = s.parts[t];
+    uint32_t lo, hi;
+    net::split_range(o, T, t, RB, lo, hi);
+    float* zt = grow(pt.zt, size_t(RB) * ldn);
+    float* pmx = t == 0 ? mx : grow(pt.mx, ldn);
+    float* psum = t == 0 ? sum : grow(pt.sum, ldn);
+    std::fill(pmx, pmx + ldn, -std::numeric_limits<float>::infinity());
+    std::fill(psum, psum + ldn, 0.0f);
+    size_t pp = firstPair(lo), wp = firstTerm(lo);
+    for (uint32_t j0 = lo; j0 < hi; j0 += RB) {
+      const uint32_t R = std::min(RB, hi - j0);
+      nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, Xt, R, ldn);
+      net::wide_add_block(zt, ldn, L, s.wide, wp, j0, R);
+      nk::lse_update(pmx, psum, zt, R, ldn);
+      for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp)
+        zlab[pp] = zt[size_t((pairs[pp] >> 32) - j0) * ldn + uint32_t(pairs[pp])];
+    }
+  });
+  for (uint32_t t = 1; t < T; ++t) {
+    const float* pmx = s.parts[t].mx.data();
+    const float* psum = s.parts[t].sum.data();
+    for (uint32_t i = 0; i < ldn; ++i) {
+      const float M = std::max(mx[i], pmx[i]);
+      sum[i] = sum[i] * std::exp(mx[i] - M) + psum[i] * std::exp(pmx[i] - M);
+      mx[i] = M;
+    }
   }
   double loss = 0;
   for (uint32_t i = 0; i < n; ++i) {
@@ -154,30 +185,37 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
 
   // Pass 2: recompute each block's logits, dz = (p - y) * gradScale, backpropagate, update the rows.
   for (uint32_t i = 0; i < ldn; ++i) scale[i] = i < n ? h.gradScale : 0.0f;
-  float* dzt = grow(s.dzt, size_t(nk::kRowBlock) * ldn);
-  float* g = grow(s.g, size_t(nk::kRowBlock) * ldx);
-  float* gb = grow(s.gb, nk::kRowBlock);
-  std::memset(dAt, 0, sizeof(float) * size_t(d) * ldn);
-  nk::AdamCorrection corr;
-  corr.init(h.beta1, h.beta2);
-  pp = 0;
-  wp = 0;
-  for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
-    const uint32_t R = std::min(nk::kRowBlock, o - j0);
-    const float* Wb = L.W + size_t(j0) * d;
-    nk::blk_forward(zt, Wb, d, L.b + j0, Xt, R, ldn);
-    const size_t wBlock = wp;
-    net::wide_add_block(zt, ldn, L, s.wide, wp, j0, R);
-    nk::softmax_scaled(dzt, zt, lse, scale, R, ldn);
-    for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp) {
-      const uint32_t i = uint32_t(pairs[pp]);
-      dzt[size_t((pairs[pp] >> 32) - j0) * ldn + i] -= h.gradScale / static_cast<float>(sl.labelsOf(i));
+  net::fork_join(T, [&](uint32_t t) {
+    net::Scratch::Part& pt = s.parts[t];
+    uint32_t lo, hi;
+    net::split_range(o, T, t, RB, lo, hi);
+    float* zt = grow(pt.zt, size_t(RB) * ldn);
+    float* dzt = grow(pt.dzt, size_t(RB) * ldn);
+    float* g = grow(pt.g, size_t(RB) * ldx);
+    float* gb = grow(pt.gb, RB);
+    float* pdAt = t == 0 ? dAt : grow(pt.dAt, size_t(d) * ldn);
+    std::memset(pdAt, 0, sizeof(float) * size_t(d) * ldn);
+    nk::AdamCorrection corr;
+    corr.init(h.beta1, h.beta2);
+    size_t pp = firstPair(lo), wp = firstTerm(lo);
+    for (uint32_t j0 = lo; j0 < hi; j0 += RB) {
+      const uint32_t R = std::min(RB, hi - j0);
+      const float* Wb = L.W + size_t(j0) * d;
+      nk::blk_forward(zt, Wb, d, L.b + j0, Xt, R, ldn);
+      const size_t wBlock = wp;
+      net::wide_add_block(zt, ldn, L, s.wide, wp, j0, R);
+      nk::softmax_scaled(dzt, zt, lse, scale, R, ldn);
+      for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp) {
+        const uint32_t i = uint32_t(pairs[pp]);
+        dzt[size_t((pairs[pp] >> 32) - j0) * ldn + i] -= h.gradScale / static_cast<float>(sl.labelsOf(i));
+      }
+      for (size_t q = wBlock; q < wp; ++q) net::wide_step(L, wt[q], dzt[size_t(wt[q].label - j0) * ldn + wt[q].sample], h);
+      nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
+      nk::blk_dx(pdAt, Wb, d, dzt, R, ldn);
+      update_rows(L, k, j0, R, g, ldx, gb, h, corr);
     }
-    for (size_t q = wBlock; q < wp; ++q) net::wide_step(L, wt[q], dzt[size_t(wt[q].label - j0) * ldn + wt[q].sample], h);
-    nk::blk_grad(g, gb, dzt, X, R, n, ldn, ldx);
-    nk::blk_dx(dAt, Wb, d, dzt, R, ldn);
-    update_rows(L, k, j0, R, g, ldx, gb, h, corr);
-  }
+  });
+  for (uint32_t t = 1; t < T; ++t) nk::add(dAt, s.parts[t].dAt.data(), d * ldn);
   return loss;
 }
 
@@ -495,10 +533,28 @@ void backward_layer0(const NetLayer& L0, const Slice& sl, const float* dz0, uint
       fc[p] = data.values[q];
     }
   net::build_index(s.l0Index, fr, fs, P, L0.inDim, s);
-  float* g = grow(s.g, d0);
   float* coef = grow(s.l0Index.coef, P);
   nk::gather(coef, fc, s.l0Index.entPos.data(), P);
-  nk::rowlist_backward(s.l0Index.view(), coef, dz0, lda0, d0, nullptr, 0, row_update(L0, 0, h, false), g);
+  // The feature rows in contiguous ranges of about equal entries, one per thread (h.threads; each row's
+  // gradient and update are its own); at least 64 rows per range.
+  const nk::RowList rl = s.l0Index.view();
+  const nk::RowUpdate u = row_update(L0, 0, h, false);
+  const uint32_t T = std::max(1u, std::min(h.threads, rl.nRows / 64));
+  if (s.parts.size() < T) s.parts.resize(T);
+  net::fork_join(T, [&](uint32_t t) {
+    // Rows [r0, r1): the first row whose entries start at or after t / T of them.
+    auto rowAt = [&](uint32_t part) {
+      if (part >= T) return rl.nRows;
+      const uint64_t target = uint64_t(P) * part / T;
+      return static_cast<uint32_t>(std::lower_bound(rl.rowStart, rl.rowStart + rl.nRows, target,
+                                                    [](uint32_t a, uint64_t v) { return a < v; }) - rl.rowStart);
+    };
+    const uint32_t r0 = t == 0 ? 0 : rowAt(t), r1 = rowAt(t + 1);
+    if (r1 <= r0) return;
+    const nk::RowList part{rl.rows + r0, rl.rowStart + r0, rl.entPos, rl.entSample, r1 - r0};
+    float* g = t == 0 ? grow(s.g, d0) : grow(s.parts[t].g, d0);
+    nk::rowlist_backward(part, coef, dz0, lda0, d0, nullptr, 0, u, g);
+  });
   if (h.mode == 0) {
     nk::AdamCorrection corr;
     corr.init(h.beta1, h.beta2);
@@ -582,6 +638,7 @@ void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, co
   c.seed = h.seed;
   c.fillSeed = h.hasFillSeed ? h.fillSeed : h.seed;
   c.positions = pos;
+  c.threads = h.threads;
   const Slice sl{n, c.ldn, rows, &data};
   net::forward_hidden(layers, nLayers, data, c, s);
 

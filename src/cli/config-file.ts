@@ -16,9 +16,9 @@ import { fsErrorReason } from '../util/fs-errors.js';
 import { checkKnownKeys } from '../util/suggest.js';
 
 /** Training options a --config file may hold: these of Network.fit's options (documented there); flags override them. */
-export type ConfigFileTraining = Pick<FitOptions, 'epochs' | 'batchSize' | 'lr' | 'beta1' | 'beta2' | 'eps' | 'workers' | 'validation' | 'rebuild' | 'inputScaling'>;
+export type ConfigFileTraining = Pick<FitOptions, 'epochs' | 'batchSize' | 'lr' | 'beta1' | 'beta2' | 'eps' | 'workers' | 'threads' | 'validation' | 'rebuild' | 'inputScaling'>;
 
-export const TRAINING_FILE_KEYS = ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild', 'inputScaling'] as const satisfies readonly (keyof ConfigFileTraining)[];
+export const TRAINING_FILE_KEYS = ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'threads', 'validation', 'rebuild', 'inputScaling'] as const satisfies readonly (keyof ConfigFileTraining)[];
 
 /** The most epochs `train` accepts (--epochs and a config's "epochs"): beyond, a typo, not a plan. */
 export const MAX_EPOCHS = 1_000_000;
@@ -77,6 +77,7 @@ export function parseConfigObject(parsed: unknown, path: string): ConfigFile {
   int(t.epochs, 'epochs', 1, MAX_EPOCHS);
   int(t.batchSize, 'batchSize', 1);
   int(t.workers, 'workers', 0, 256);
+  int(t.threads, 'threads', 1, 256);
   num(t.lr, 'lr', (x) => x > 0, '(0, inf)');
   num(t.beta1, 'beta1', (x) => x >= 0 && x < 1, '[0, 1)');
   num(t.beta2, 'beta2', (x) => x >= 0 && x < 1, '[0, 1)');

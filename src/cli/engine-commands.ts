@@ -87,6 +87,10 @@ export const trainCmd = defineCommand({
     batch: { type: 'integer', min: 1, valueName: 'n', description: 'mini-batch size (default: 128)' },
     lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate, > 0 (default: 0.01 with a sampled output layer, else 0.001)' },
     workers,
+    threads: {
+      type: 'integer', min: 1, max: 256, valueName: 'n',
+      description: 'threads sharing each mini-batch\'s dense work inside the kernels (a dense output layer, the first layer), without races (default: the cores when one worker trains a dense output layer, else 1)',
+    },
     seed: { type: 'integer', min: 0, valueName: 'n', description: 'seed of every random choice (default: the config seed, else 1)' },
     save: { type: 'string', valueName: 'model', description: 'write the trained model here (atomically; a regular file or a new name, see above); without it (or --checkpoint) the model is not kept' },
     evalEvery: { type: 'integer', min: 1, valueName: 'n', description: 'evaluate on --test every n epochs' },

@@ -28,6 +28,8 @@ export interface TrainCliOptions {
   batch?: number;
   lr?: number;
   workers?: number;
+  /** Threads sharing each batch's dense work (FitOptions.threads). */
+  threads?: number;
   save?: string;
   evalEvery?: number;
   json?: boolean;

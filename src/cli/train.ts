@@ -213,7 +213,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     io.err(`sublinear: warning: the network's last layer has ${outputs} neurons but ${trainPath} has ${train.labels} labels: ` +
       `outputs ${train.labels}..${outputs - 1} are never a true label and only learn to score low (make the last layer ${train.labels})\n`);
   }
-  const workers = o.workers ?? t.workers ?? defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers()).workers;
+  const dfltTraining = defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers());
+  const workers = o.workers ?? t.workers ?? dfltTraining.workers;
+  // Intra-batch threads go to a lone worker (FitOptions.threads); replicated ranks train in mode 3 (one thread).
+  const threads = o.threads ?? t.threads ?? (workers <= 1 && !dist ? dfltTraining.threads : 1);
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
   const plan = planNetworkMemory(resolved, workers, train, bestWeights);
@@ -239,7 +242,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // Room for the model file before training (the Checkpointer checks the room its files need itself).
   if (o.save && writer) await checkOutputFile(o.save, '--save', modelFileBytes(net));
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
-  if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)\n`);
+  if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)${threads > 1 ? ` x ${threads} threads per batch` : ''}\n`);
   if (!quiet) io.err(`${runPlanLine(resolved, train, { workers, batch: batchSize ?? 128, bestWeights, ranks: dist ? dist.size : 1, mode: dist ? 'replicated' : 'single', ...(dist ? { cores: coresPerRank(defaultWorkers()) } : {}) }, await readCachedCalibration(resolved))}\n`);
   // Without --save (or a checkpoint) the trained weights are kept nowhere: say so before training.
   if (!o.save && !o.checkpoint && !o.unsavedOk && writer) {
@@ -309,7 +312,9 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // Signal handlers stay installed until the end: a signal during the save or the final evaluation still
   // ends the run with 130/143 once they are done (a second one exits at once).
   try {
-    const evalOpts = { mode: o.mode ?? 'exact', workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
+    // Test evaluation splits the points into chunks: every core helps, whatever trained (unless --workers says).
+    const evalWorkers = dist ? workers : o.workers ?? t.workers ?? Math.max(workers, defaultWorkers());
+    const evalOpts = { mode: o.mode ?? 'exact', workers: evalWorkers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
     let stats;
     const testByEpoch = new Map<number, Metrics>();
     // The progress display of a run whose length held-out validation decides (a resumed run continues its state).
@@ -333,6 +338,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         ...(t.rebuild !== undefined ? { rebuild: t.rebuild } : {}),
         ...(t.inputScaling !== undefined ? { inputScaling: t.inputScaling } : {}),
         workers,
+        threads,
         signal: stop.signal,
         checkpoint,
         progressEvery: 1,

@@ -384,9 +384,12 @@ function tableBits(neurons: number): number {
  *   batches whose shared set holds it, so lazy Adam takes far fewer steps per row than a dense layer does;
  * - workers: one when the output layer is dense (every batch updates every output row, so HOGWILD
  *   workers would overwrite each other's updates on all of them: measured on Bibtex, 2 workers lost
- *   4 points of P@1 and once diverged), else the machine's cores.
+ *   4 points of P@1 and once diverged), else the machine's cores;
+ * - threads: with a dense output layer (and one worker) the cores share each batch's dense work inside the
+ *   kernels instead (FitOptions.threads: by rows and samples, no races, so the result is that of one thread
+ *   up to the order of a few sums); else 1.
  */
-export function defaultTraining(c: ResolvedNetworkConfig, cores: number): { lr: number; workers: number } {
+export function defaultTraining(c: ResolvedNetworkConfig, cores: number): { lr: number; workers: number; threads: number } {
   const sampled = !!c.layers.at(-1)!.sampling;
-  return { lr: sampled ? 1e-2 : 1e-3, workers: sampled ? cores : 1 };
+  return { lr: sampled ? 1e-2 : 1e-3, workers: sampled ? cores : 1, threads: sampled ? 1 : Math.max(1, cores) };
 }

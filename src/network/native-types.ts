@@ -178,6 +178,11 @@ export interface TrainHyper {
   gradWide?: Float32Array;
   /** Mode 0 with a wide output part: its Adagrad learning rate (required there). */
   wideLr?: number;
+  /**
+   * Threads (1..256) sharing the slice's dense work: layer 0's forward by samples, a dense output layer by
+   * rows, layer 0's update by feature rows (native/net_parallel.h). Ignored in mode 3. Default 1.
+   */
+  threads?: number;
 }
 
 /**

@@ -330,6 +330,8 @@ export class Network {
     if (validation && opts.epochs === undefined) opts = { ...opts, epochs: validation.maxEpochs };
     const dflt = defaultTraining(this.config, defaultWorkers());
     if (!resumed && opts.lr === undefined) opts = { ...opts, lr: dflt.lr };
+    // Intra-batch threads share the cores with HOGWILD workers: the default gives them only to a lone worker.
+    if (opts.threads === undefined && !opts.executor) opts = { ...opts, threads: (opts.workers ?? dflt.workers) <= 1 ? dflt.threads : 1 };
     const o = resolveFitOptions(opts);
     // A resumed schedule keeps its restored state unless different rebuild options are given.
     if (opts.rebuild && this.schedule && !(resumed && sameRebuild(opts.rebuild, this.schedule))) {
@@ -547,7 +549,7 @@ export class Network {
         const trainPart = subset(data, part.train), heldPart = subset(data, part.holdout);
         await net.fit(trainPart, {
           epochs: validation.maxEpochs, validation: false, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
-          shuffle: o.shuffle, progressEvery: o.progressEvery, workers, inputScaling: 'off',
+          shuffle: o.shuffle, progressEvery: o.progressEvery, workers, threads: 1, inputScaling: 'off',
           ...definedOnly({ rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning }),
           signal: stops[f]!.signal,
           onProgress: f === 0 && opts.onProgress ? (p) => opts.onProgress!({ ...p, fold: { index: f, folds } }) : undefined,

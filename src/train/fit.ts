@@ -70,6 +70,14 @@ export interface FitOptions {
    */
   workers?: number;
   /**
+   * Threads that share each mini-batch's dense work inside the kernels: layer 0's forward (by samples), a
+   * dense output layer (by rows) and layer 0's update (by feature rows). Unlike HOGWILD workers they never
+   * race: every row still takes one update per batch, and a given count gives the same result in every run.
+   * Default: the machine's cores when the output layer is dense and one worker trains, else 1 (see
+   * defaultTraining in src/network/config.ts).
+   */
+  threads?: number;
+  /**
    * How workers share the work: false gives each worker whole mini-batches (several batches in flight);
    * true splits every batch into one slice per worker, each slice applying its part of the batch gradient
    * (one batch in flight). Measured with bench/scaling --split; whole batches were faster. Default false.
@@ -270,6 +278,11 @@ function positiveNumber(v: number, what: string): number {
   return v;
 }
 
+function positiveIntOption(v: unknown, what: string, max: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) throw new Error(`Expected integer in [1, ${max}] for ${what} but received ${JSON.stringify(v)}`);
+  return v;
+}
+
 export function resolveFitOptions(o: FitOptions) {
   const epochs = o.epochs ?? 5;
   const batchSize = o.batchSize ?? 128;
@@ -287,6 +300,7 @@ export function resolveFitOptions(o: FitOptions) {
     shuffle: o.shuffle ?? true,
     progressEvery: o.progressEvery ?? 0.5,
     split: o.split ?? false,
+    threads: positiveIntOption(o.threads ?? 1, 'threads', 256),
   };
 }
 
@@ -407,6 +421,7 @@ export async function fitLoop(
           lr: o.lr * control.lrScale, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
           gradScale: 1 / pointIds.length,
           seed: batchSeed(target.seed, global),
+          ...(o.threads > 1 ? { threads: o.threads } : {}),
           ...(target.wideLr !== undefined ? { wideLr: target.wideLr * control.lrScale } : {}),
         };
         if (fault && epoch === startEpoch && b >= fault.batch && b < fault.batch + (fault.count ?? 1)) {

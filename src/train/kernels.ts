@@ -31,6 +31,7 @@ export function runTrain(t: TrainTask): TrainResult {
       t.pointIds,
       {
         mode: 0, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: t.gradScale, seed: t.seed >>> 0,
+        ...(t.threads !== undefined ? { threads: t.threads } : {}),
         ...(t.wideLr !== undefined ? { wideLr: t.wideLr } : {}),
       },
       stats,

@@ -20,6 +20,8 @@ export interface TrainTask {
   seed: number;
   /** Adagrad rate of the output layer's wide part (TrainHyper.wideLr). Absent: no wide part. */
   wideLr?: number;
+  /** Threads sharing the slice's dense work (FitOptions.threads, TrainHyper.threads). Default 1. */
+  threads?: number;
   /**
    * Set by the kernel (Atomics.store, index 0) to 1 right before it starts updating the shared weights
    * and to 2 when the update returned. A task that fails with 0 here changed nothing and may be retried;

@@ -54,10 +54,10 @@ describe('defaultConfig', () => {
 });
 
 describe('defaultTraining', () => {
-  it('lr 1e-2 and all cores with a sampled output layer; 1e-3 and one worker with a dense one', () => {
+  it('lr 1e-2 and all cores as HOGWILD workers with a sampled output layer; 1e-3 and one worker whose batches all cores share with a dense one', () => {
     const dense = resolveConfig(defaultConfig(shape(1836, 159)));
     const sampled = resolveConfig(defaultConfig(shape(135_909, 670_091)));
-    expect(defaultTraining(dense, 8)).toEqual({ lr: 1e-3, workers: 1 });
-    expect(defaultTraining(sampled, 8)).toEqual({ lr: 1e-2, workers: 8 });
+    expect(defaultTraining(dense, 8)).toEqual({ lr: 1e-3, workers: 1, threads: 8 });
+    expect(defaultTraining(sampled, 8)).toEqual({ lr: 1e-2, workers: 8, threads: 1 });
   });
 });

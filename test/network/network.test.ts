@@ -131,6 +131,21 @@ describe('configuration errors', () => {
     const net = new Network({ inputDim: train.features, layers: [{ size: 8 }, { size: train.labels }] });
     await expect(net.fit(train, { workers: 0, batchSize: 0 })).rejects.toThrow('Expected positive integer for batchSize but received 0');
     await expect(net.fit(train, { workers: -1 })).rejects.toThrow('Expected non-negative integer for workers but received -1');
+    await expect(net.fit(train, { workers: 0, threads: 0 })).rejects.toThrow('Expected integer in [1, 256] for threads but received 0');
+  });
+
+  it('intra-batch threads train a dense output layer as one thread does, up to the order of a few sums', async () => {
+    const run = async (threads: number) => {
+      const net = new Network({ inputDim: train.features, seed: 3, layers: [{ size: 64, dropout: 0.5 }, { size: train.labels }] });
+      await net.fit(train, { workers: 0, epochs: 2, batchSize: 64, threads });
+      return net.spec.layers.map((l) => Float32Array.from(l.weights));
+    };
+    const [one, two] = [await run(1), await run(2)];
+    one.forEach((w, k) => {
+      let diff = 0;
+      for (let i = 0; i < w.length; i++) diff = Math.max(diff, Math.abs(w[i]! - two[k]![i]!));
+      expect(diff, `layer ${k}`).toBeLessThan(1e-4);
+    });
   });
 });
 
