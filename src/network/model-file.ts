@@ -199,7 +199,7 @@ export async function loadModel<N extends ModelTarget>(
     throw new Error(`${path}: ${(e as Error).message}`);
   }
   net.batchesDone = meta.batchesDone;
-  net.rebuildRound = meta.rebuildRound - 1; // the next rebuild replays the last round's seed
+  net.rebuildRound = Math.max(0, meta.rebuildRound - 1); // the next rebuild replays the last round's seed (0: none was built)
   net.trainPoints = meta.trainPoints;
   net.invalidateTables();
   return net;

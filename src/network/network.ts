@@ -417,7 +417,11 @@ export class Network {
     handedOver.done = true; // from here the finally below closes it
     try {
       let indexSeconds = 0;
-      if (!this.tablesFresh) indexSeconds += await this.rebuildTables(exec);
+      // Tables that nothing queries in training are not built: the output layer's, with no table candidates
+      // and the batch-shared set (the defaults), are used by no query at all (prediction probes the cluster
+      // index). They stay allocated and empty (valid, as checkpoints hold them) until a fit that queries them.
+      const tablesUsed = this.tablesInTraining;
+      if (!this.tablesFresh && tablesUsed) indexSeconds += await this.rebuildTables(exec);
       this.labelFreq = labelFrequencies(data.labelIndices, this.config.layers.at(-1)!.size);
       this.config.layers.forEach((l, k) => {
         const s = this.spec.layers[k]!.sampling;
@@ -476,7 +480,10 @@ export class Network {
       this.earlyStop = null;
       // Index the final weights, so sampled inference (and a saved model) sees the trained network.
       // A resumed network's tables are those of its checkpoint, not of its final weights: rebuild too.
-      if (this.schedule && (stats.batches > 0 || resumed)) indexSeconds += await this.rebuildTables(exec);
+      if (this.schedule && (stats.batches > 0 || resumed)) {
+        if (tablesUsed) indexSeconds += await this.rebuildTables(exec);
+        else this.tablesFresh = false;
+      }
       stats.indexSeconds = indexSeconds;
       stats.rebuilds = this.schedule?.rebuilds ?? 0;
       return stats;

@@ -233,8 +233,8 @@ export interface FitTarget {
   schedule: RebuildSchedule | null;
   /**
    * Training queries hash tables (a sampled hidden layer, or an output layer with table candidates or a
-   * per-sample fill). False: the tables built before the first batch stay as they are, no scheduled rebuild
-   * runs and no label recall is measured. Absent: true.
+   * per-sample fill). False: no scheduled rebuild runs and no label recall is measured (Network.fit then
+   * builds the tables neither before the first batch nor after the last). Absent: true.
    */
   tablesInTraining?: boolean;
   /** Batches trained so far over the network's life (seeds and schedule continue across fit calls). */

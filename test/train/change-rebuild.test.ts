@@ -38,10 +38,19 @@ describe('change-triggered rebuilds', () => {
     const a = await idle.fit(data, { epochs: 4, workers: 0 });
     expect(a.rebuilds).toBe(0);
     expect(a.history.every((e) => e.labelRecall === undefined)).toBe(true);
+    // Nor built before the first batch or after the last: allocated and empty; sampled prediction probes the index.
+    expect(a.indexSeconds).toBe(0);
+    const t = idle.spec.layers[1]!.sampling!.tables;
+    expect(t.ids.length).toBeGreaterThan(0);
+    expect(t.fill.every((x) => x === 0)).toBe(true);
+    const pred = await idle.predict(data, { k: 1, mode: 'sampled', workers: 0, candidates: 20 });
+    expect(pred.outputsScoredPerPoint).toBeLessThan(data.labels);
     const used = new Network({ inputDim: data.features, seed: 6, layers: layers(16) });
     expect(used.tablesInTraining).toBe(true);
     const b = await used.fit(data, { epochs: 4, workers: 0 });
     expect(b.rebuilds).toBeGreaterThan(0); // 64 batches: a rebuild after 50
+    expect(b.indexSeconds).toBeGreaterThan(0);
+    expect(used.spec.layers[1]!.sampling!.tables.fill.some((x) => x > 0)).toBe(true);
     expect(b.history.every((e) => e.labelRecall !== undefined)).toBe(true);
     // A sampled hidden layer queries its tables whatever the output layer does.
     expect(new Network({ inputDim: data.features, layers: [{ size: 32 }, { size: 64, sampling: { K: 3, L: 4 } }, { size: data.labels, sampling: { K: 3, L: 8, budget: 0 } }] }).tablesInTraining).toBe(true);
