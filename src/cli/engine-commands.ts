@@ -54,7 +54,7 @@ export const trainCmd = defineCommand({
   description:
     'Without --config the network is chosen from the data by the defaults rule (README "Defaults"): one ReLU ' +
     'hidden layer of 1024, 512, 256 or 128 units with dropout, and a softmax output, LSH-sampled with the logQ ' +
-    'correction when there are 16384 labels or more. Without --epochs, 5% of the training points (at most 5000) ' +
+    'correction and a per-label wide part when there are 8192 labels or more. Without --epochs, 5% of the training points (at most 5000) ' +
     'are held out, the learning rate is halved whenever P@k on them stops improving, training stops after 3 such ' +
     'epochs, and the best epoch\'s weights are kept. Ctrl-C or SIGTERM stops after the batches in flight ' +
     '(and saves with --save, and writes a checkpoint with --checkpoint), then exits 130 or 143. With --checkpoint, the full training ' +

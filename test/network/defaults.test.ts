@@ -26,7 +26,7 @@ describe('defaultConfig', () => {
     expect(resolveConfig(defaultConfig(shape(135_909, 670_091))).layers.at(-1)!.wide).toEqual(DEFAULT_WIDE);
   });
 
-  it('samples the output layer from 16,384 labels, with the logQ correction and about 2.5 neurons per DWTA bucket', () => {
+  it('samples the output layer from 8,192 labels, with the logQ correction and about 2.5 neurons per DWTA bucket', () => {
     const out = (l: number) => defaultConfig(shape(10_000, l)).layers.at(-1)!;
     expect(out(SAMPLED_OUTPUT_MIN_LABELS - 1).sampling).toBeUndefined();
     expect(out(SAMPLED_OUTPUT_MIN_LABELS).sampling).toMatchObject({ hash: 'dwta', K: 4, L: 50, logQ: true });
