@@ -182,9 +182,14 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
 // with their softmax probabilities over the computed set; missing slots get UINT32_MAX / 0.
 // sampled = false: every neuron of every layer is computed (exact). sampled = true: LSH-sampled layers
 // compute only their candidates (no required ids; random fill seeded by the point id).
-// Returns the number of output neurons scored over the slice (n * outDim when exact).
+// scales[0..S) (S >= 1; null or S = 0: one scale of 1): the output layer's logits w_j . h + b_j are
+// multiplied by each scale before its wide part's scores are added, and outIdx/outVal are (n, S, k): sample
+// i's k best under scale si at ((i S) + si) k (held-out blending, ValidationOptions.blend: one candidate set
+// serves every scale; exact prediction makes one pass per scale).
+// Returns the number of output neurons scored over the slice (n * outDim per scale when exact).
 double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers,
-                         const CsrView& data, const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled);
+                         const CsrView& data, const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled,
+                         const float* scales = nullptr, uint32_t S = 1);
 
 // Seed of sample `key`'s random fill in layer `layer`. Training: key = (uint64(seed) << 32) | position in
 // pointIds; prediction: key = point id.

@@ -329,7 +329,8 @@ Napi::Value NetApplyRows(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// netPredictSlice(net, data, pointIds: Uint32Array, k, sampled: 0 | 1, outIdx: Uint32Array (n, k), outVal: Float32Array (n, k))
+// netPredictSlice(net, data, pointIds: Uint32Array, k, sampled: 0 | 1, outIdx: Uint32Array (n, S, k),
+//                 outVal: Float32Array (n, S, k), scales?: Float32Array (S) of finite values, S in [1, 64])
 Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
   const std::vector<NetLayer>& layers = ParseNet(info[0], false);
   const CsrView data = ParseData(info[1], false);
@@ -339,8 +340,18 @@ Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
   const uint32_t sampled = GetU32(info[4], "sampled");
   if (sampled > 1) throw ArgError("sampled must be 0 (exact) or 1 (LSH candidates)");
   const size_t n = pointIds.size;
-  auto outIdx = GetArray<uint32_t>(info[5], "outIdx", n * k);
-  auto outVal = GetArray<float>(info[6], "outVal", n * k);
+  const float* scales = nullptr;
+  uint32_t S = 1;
+  if (info.Length() > 7 && Present(info[7])) {
+    auto sc = GetArray<float>(info[7], "scales");
+    if (sc.size < 1 || sc.size > 64) throw ArgError("scales must hold 1 to 64 values");
+    for (size_t e = 0; e < sc.size; ++e)
+      if (!std::isfinite(sc.data[e])) throw ArgError("scales[" + std::to_string(e) + "] is not finite");
+    scales = sc.data;
+    S = static_cast<uint32_t>(sc.size);
+  }
+  auto outIdx = GetArray<uint32_t>(info[5], "outIdx", n * S * k);
+  auto outVal = GetArray<float>(info[6], "outVal", n * S * k);
   if (n > 0xFFFFFFFFu) throw ArgError("pointIds is too long");
   // Sampled prediction queries the tables of every sampled layer but an output layer with a cluster index.
   if (sampled == 1)
@@ -348,7 +359,7 @@ Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
       if (layers[k].sampled && !layers[k].hasTables && !(k + 1 == layers.size() && layers[k].hasIndex))
         throw ArgError("net.layers[" + std::to_string(k) + "]: sampled prediction needs its hash tables, which are not allocated");
   const double scored = net_predict_slice(outIdx.data, outVal.data, layers.data(), static_cast<uint32_t>(layers.size()),
-                                          data, pointIds.data, static_cast<uint32_t>(n), k, sampled == 1);
+                                          data, pointIds.data, static_cast<uint32_t>(n), k, sampled == 1, scales, S);
   return Napi::Number::New(info.Env(), scored);
 }
 

@@ -34,22 +34,41 @@ double log_sum_exp(const float* z, size_t m, float* tmp) {
   return mx + std::log(sum);
 }
 
-// Wide part in sampled prediction (net_wide.h): adds sample `row`'s wide scores to its candidates
-// ids[0..m) / z[0..m) and appends up to `extra` labels that only the wide part proposes (those with the
-// largest wide scores), scored in full (b_j + w_j . h + wide). ids and z must have room for m + extra.
-// Returns the new count.
+// The k best of sample i's m candidates ids[0..m) under each of the S logit scales: score = scale x z (the
+// network's logit) + zw (the wide part's, or none when zw is null), with probabilities over the m; into
+// out*[(i S + si) k ..]. comb, tmp: (m) scratch.
+void emit_scaled(uint32_t* outIdx, float* outVal, uint32_t i, const float* z, const float* zw, const uint32_t* ids,
+                 size_t m, uint32_t k, const float* scales, uint32_t S, float* comb, float* tmp) {
+  for (uint32_t si = 0; si < S; ++si) {
+    const float x = scales[si];
+    if (zw)
+      for (size_t p = 0; p < m; ++p) comb[p] = x * z[p] + zw[p];
+    else
+      for (size_t p = 0; p < m; ++p) comb[p] = x * z[p];
+    const double lse = m ? log_sum_exp(comb, m, tmp) : 0.0;
+    const size_t at = (size_t(i) * S + si) * k;
+    emit_topk(outIdx + at, outVal + at, comb, ids, m, k, lse);
+  }
+}
+
+// Wide part in sampled prediction (net_wide.h): writes sample `row`'s wide scores of its candidates
+// ids[0..m) into zw[0..m) (0 where it has none) and appends up to `extra` labels that only the wide part
+// proposes (those with the largest wide scores), with their network logit b_j + w_j . h in z and their wide
+// score in zw. ids, z and zw must have room for m + extra. Returns the new count.
 size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, const float* h, uint32_t* ids, float* z,
-                       size_t m, size_t extra, net::Scratch& s) {
+                       float* zw, size_t m, size_t extra, net::Scratch& s) {
   const uint32_t d = L.inDim;
   net::wide_scores(L, data, row, s, [](uint32_t) { return false; });
   const float* sum = s.wideSum.data();
   uint8_t* seen = s.wideSeen.data();
   std::vector<uint32_t>& touched = s.wideTouched;
-  for (size_t p = 0; p < m; ++p)
+  for (size_t p = 0; p < m; ++p) {
+    zw[p] = 0.0f;
     if (seen[ids[p]]) {  // a candidate already (candidates are distinct): unmarked here
-      z[p] += sum[ids[p]];
+      zw[p] = sum[ids[p]];
       seen[ids[p]] = 0;
     }
+  }
   size_t nNew = 0;
   for (uint32_t j : touched)
     if (seen[j]) touched[nNew++] = j;
@@ -58,16 +77,19 @@ size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, con
   for (size_t t = 0; t < take; ++t) {
     const uint32_t j = touched[t];
     ids[m] = j;
-    z[m] = L.b[j] + nk::dot(L.W + size_t(j) * d, h, d) + sum[j];
+    z[m] = L.b[j] + nk::dot(L.W + size_t(j) * d, h, d);
+    zw[m] = sum[j];
     ++m;
   }
   for (size_t t = 0; t < nNew; ++t) seen[touched[t]] = 0;
   return m;
 }
 
-// Exact top-k over every neuron of output layer L (k >= 1) for the slice's samples.
-void predict_dense(uint32_t* outIdx, float* outVal, const NetLayer& L, const net::LayerBuf& prev, uint32_t n,
-                   uint32_t ldn, uint32_t k, net::Scratch& s, const CsrView& data, const uint32_t* rows) {
+// Exact top-k over every neuron of output layer L (k >= 1) for the slice's samples, the network's logits
+// multiplied by `scale` before the wide part's scores are added; sample i's k into out*[i stride ..].
+void predict_dense(uint32_t* outIdx, float* outVal, size_t stride, const NetLayer& L, const net::LayerBuf& prev,
+                   uint32_t n, uint32_t ldn, uint32_t k, net::Scratch& s, const CsrView& data, const uint32_t* rows,
+                   float scale) {
   const uint32_t d = L.inDim, o = L.outDim;
   const uint32_t C = k + 128;  // candidate buffer per sample; compacted back to k when full
   uint32_t* cIds = grow(s.candIds, size_t(n) * C);
@@ -92,6 +114,8 @@ void predict_dense(uint32_t* outIdx, float* outVal, const NetLayer& L, const net
   for (uint32_t j0 = 0; j0 < o; j0 += nk::kRowBlock) {
     const uint32_t R = std::min(nk::kRowBlock, o - j0);
     nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, prev.At.data(), R, ldn);
+    if (scale != 1.0f)
+      for (size_t q = 0, e = size_t(R) * ldn; q < e; ++q) zt[q] *= scale;
     net::wide_add_block(zt, ldn, L, s.wide, wp, j0, R);
     nk::lse_update(mx, sum, zt, R, ldn);
     for (uint32_t r = 0; r < R; ++r) {
@@ -113,15 +137,18 @@ void predict_dense(uint32_t* outIdx, float* outVal, const NetLayer& L, const net
     }
   }
   for (uint32_t i = 0; i < n; ++i)
-    emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, cVal + size_t(i) * C, cIds + size_t(i) * C, cCnt[i], k,
-              double(mx[i]) + std::log(double(sum[i])));
+    emit_topk(outIdx + size_t(i) * stride, outVal + size_t(i) * stride, cVal + size_t(i) * C, cIds + size_t(i) * C,
+              cCnt[i], k, double(mx[i]) + std::log(double(sum[i])));
 }
 
 }  // namespace
 
 double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
-                         const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled) {
+                         const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled, const float* scales,
+                         uint32_t S) {
   if (k == 0) throw ArgError("k must be positive");
+  static const float kOne = 1.0f;
+  if (S == 0 || !scales) scales = &kOne, S = 1;
   net::check_slice(data, pointIds, n, layers[0].inDim, false, 0);
   if (n == 0) return 0;
   net::FtzScope ftz;
@@ -141,17 +168,17 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
   if (kLast == 0) {
     const net::LayerBuf& b0 = s.layer[0];
     float* tmp = grow(s.candVal, last.outDim);
-    for (uint32_t i = 0; i < n; ++i) {
-      const float* z = b0.A.data() + size_t(i) * b0.lda;
-      emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, z, nullptr, last.outDim, k,
-                log_sum_exp(z, last.outDim, tmp));
-    }
+    float* comb = grow(s.tmpVal, last.outDim);
+    for (uint32_t i = 0; i < n; ++i)
+      emit_scaled(outIdx, outVal, i, b0.A.data() + size_t(i) * b0.lda, nullptr, nullptr, last.outDim, k, scales, S, comb, tmp);
     return double(n) * last.outDim;
   }
   const net::LayerBuf& prev = s.layer[kLast - 1];
   if (!(last.sampled && sampled)) {
-    predict_dense(outIdx, outVal, last, prev, n, c.ldn, k, s, data, rows);
-    return double(n) * last.outDim;
+    for (uint32_t si = 0; si < S; ++si)
+      predict_dense(outIdx + size_t(si) * k, outVal + size_t(si) * k, size_t(S) * k, last, prev, n, c.ldn, k, s, data, rows,
+                    scales[si]);
+    return double(n) * last.outDim * S;
   }
   net::LayerBuf& buf = s.layer[kLast];
   if (last.hasIndex) {
@@ -211,6 +238,8 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
     float* zs = grow(buf.dz, H + most);
     uint32_t* idsOf = grow(s.tmpIdx, std::max<size_t>(k, H + most));
     float* tmp = grow(s.tmpVal, std::max<size_t>(k, H + most));
+    float* zw = last.hasWide ? grow(s.thr, H + most) : nullptr;
+    float* comb = grow(s.zlab, H + most);
     // Head scores sample-major (one blocked transpose instead of a strided read per sample).
     float* zHs = grow(s.candVal, size_t(n) * std::max<uint32_t>(H, 1));
     if (H) nk::transpose(zHs, H, zH, ldn, H, n);
@@ -224,11 +253,10 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
       size_t m = H + m0;
       if (last.hasWide) {
         const size_t before = m;
-        m = wide_candidates(last, data, rows[i], prev.A.data() + size_t(i) * prev.lda, idsOf, zs, m, wideExtra, s);
+        m = wide_candidates(last, data, rows[i], prev.A.data() + size_t(i) * prev.lda, idsOf, zs, zw, m, wideExtra, s);
         scored += double(m - before);
       }
-      const double lse = m ? log_sum_exp(zs, m, tmp) : 0.0;
-      emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, zs, idsOf, m, k, lse);
+      emit_scaled(outIdx, outVal, i, zs, zw, idsOf, m, k, scales, S, comb, tmp);
     }
     return double(P) + double(H) * n + scored;
   }
@@ -236,29 +264,28 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
   const uint32_t* off = buf.actOff.data();
   const uint32_t* ids = buf.actIds.data();
   float* z = grow(buf.z, off[n]);
-  float* tmp = grow(buf.dz, off[n]);
   const uint32_t d = last.inDim;
   double scored = double(off[n]);
   for (uint32_t i = 0; i < n; ++i) {
     const float* x = prev.A.data() + size_t(i) * prev.lda;
     for (uint32_t p = off[i]; p < off[i + 1]; ++p) z[p] = last.b[ids[p]] + nk::dot(last.W + size_t(ids[p]) * d, x, d);
     const uint32_t m = off[i + 1] - off[i];
+    // Candidates and (with a wide part) the wide part's own proposals, gathered per sample.
+    const size_t extra = last.hasWide ? std::max<size_t>(k, m / 4) : 0;
+    float* comb = grow(s.tmpVal, m + extra);
+    float* tmp = grow(s.zlab, m + extra);
     if (last.hasWide) {
-      // Candidates and the wide part's own proposals, gathered per sample.
-      const size_t extra = std::max<size_t>(k, m / 4);
       uint32_t* wIds = grow(s.candIds, m + extra);
       float* wz = grow(s.candVal, m + extra);
-      float* wtmp = grow(s.tmpVal, m + extra);
+      float* zw = grow(s.thr, m + extra);
       std::memcpy(wIds, ids + off[i], sizeof(uint32_t) * m);
       std::memcpy(wz, z + off[i], sizeof(float) * m);
-      const size_t mm = wide_candidates(last, data, rows[i], x, wIds, wz, m, extra, s);
+      const size_t mm = wide_candidates(last, data, rows[i], x, wIds, wz, zw, m, extra, s);
       scored += double(mm - m);
-      const double lse = mm ? log_sum_exp(wz, mm, wtmp) : 0.0;
-      emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, wz, wIds, mm, k, lse);
+      emit_scaled(outIdx, outVal, i, wz, zw, wIds, mm, k, scales, S, comb, tmp);
       continue;
     }
-    const double lse = m ? log_sum_exp(z + off[i], m, tmp + off[i]) : 0.0;
-    emit_topk(outIdx + size_t(i) * k, outVal + size_t(i) * k, z + off[i], ids + off[i], m, k, lse);
+    emit_scaled(outIdx, outVal, i, z + off[i], nullptr, ids + off[i], m, k, scales, S, comb, tmp);
   }
   return scored;
 }

@@ -254,8 +254,12 @@ export interface NativeNetwork {
    * sampled 1: LSH-sampled layers compute only their candidates (no labels added; random fill seeded by
    * the point id, so predictions are reproducible). Slots beyond the computed set: id 4294967295, value 0.
    *
-   * @param outIdx Uint32Array (n, k).
-   * @param outVal Float32Array (n, k).
+   * With `scales` (S finite values, 1..64), the output layer's logits w_j . h + b_j are multiplied by each scale
+   * before its wide part's scores are added, and the result holds each point's k best under every scale (one
+   * candidate set for all of them; exact prediction makes a pass per scale).
+   *
+   * @param outIdx Uint32Array (n, S, k) (S = 1 without scales).
+   * @param outVal Float32Array (n, S, k).
    */
   netPredictSlice(
     net: NetSpec,
@@ -265,6 +269,7 @@ export interface NativeNetwork {
     sampled: 0 | 1,
     outIdx: Uint32Array,
     outVal: Float32Array,
+    scales?: Float32Array,
   ): number;
 
   /**

@@ -641,7 +641,7 @@ export class Network {
         point = { epoch: epoch + 1, p1: best.p1, p3: best.p3, p5: best.p5, score: best.score, lr: epochLr, scale: best.scale };
         points = best.points;
       } else {
-        const { points: pp, ...m } = await this.scoreHoldout(exec, holdout, validation, true);
+        const { points: pp, ...m } = (await this.scoreHoldout(exec, holdout, validation))[0]!;
         point = { epoch: epoch + 1, ...m, lr: epochLr };
         points = pp;
       }
@@ -661,48 +661,41 @@ export class Network {
    * cost, which an exact pass over every output each epoch dominated. Otherwise exact.
    */
   private async scoreHoldout(
-    exec: Executor, holdout: SparseDataset, validation: ResolvedValidation, newIndex: boolean,
-  ): Promise<{ p1: number; p3: number; p5: number; score: number; points: Float64Array }> {
+    exec: Executor, holdout: SparseDataset, validation: ResolvedValidation, scales: readonly number[] | null = null,
+  ): Promise<{ p1: number; p3: number; p5: number; score: number; points: Float64Array }[]> {
     const out = this.spec.layers.at(-1)!;
-    let pred: Predictions;
+    let preds: Predictions[];
     if (out.sampling && out.wide) {
       // The weights moved since the last index. A held-out index runs HOLDOUT_INDEX_ITERS k-means rounds,
       // not 8: a third of the cost, and the same test P@1 at 670k and 200k labels (-0.06 points on a real
       // 22,868-label set); fit() rebuilds the full index for the kept weights.
-      if (newIndex) this.buildClusterIndex({ iters: HOLDOUT_INDEX_ITERS });
-      pred = await this.predictWith(exec, holdout, 5, 'sampled', 256, defaultCandidates(out.outDim));
+      this.buildClusterIndex({ iters: HOLDOUT_INDEX_ITERS });
+      preds = await this.predictScaled(exec, holdout, 5, 'sampled', 256, defaultCandidates(out.outDim), scales);
     } else {
-      pred = await this.predictWith(exec, holdout, 5, 'exact');
+      preds = await this.predictScaled(exec, holdout, 5, 'exact', 256, 0, scales);
     }
-    const m = computeMetrics({ topIdx: pred.labels, kMax: 5, labelOffsets: holdout.labelOffsets, labelIndices: holdout.labelIndices });
-    const p1 = m.p1!, p3 = m.p3!, p5 = m.p5!;
-    // Each point's share of the score, for early stopping's paired comparison of epochs.
-    const points = pointPrecisions(pred.labels, 5, holdout.labelOffsets, holdout.labelIndices, validation.metric === 'p1' ? [1] : [1, 3, 5]);
-    return { p1, p3, p5, score: validation.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3, points };
+    return preds.map((pred) => {
+      const m = computeMetrics({ topIdx: pred.labels, kMax: 5, labelOffsets: holdout.labelOffsets, labelIndices: holdout.labelIndices });
+      const p1 = m.p1!, p3 = m.p3!, p5 = m.p5!;
+      // Each point's share of the score, for early stopping's paired comparison of epochs.
+      const points = pointPrecisions(pred.labels, 5, holdout.labelOffsets, holdout.labelIndices, validation.metric === 'p1' ? [1] : [1, 3, 5]);
+      return { p1, p3, p5, score: validation.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3, points };
+    });
   }
 
   /**
    * ValidationOptions.blend: the held-out scores with the network's logit (the output layer's weights and
-   * biases) scaled by each of `scales` (powers of two, largest first) against the wide part. Scaling in place
-   * and back by powers of two is exact in float, so no copy of the layer is made and the weights end as they
-   * were, bit for bit. One cluster index (of the weights as they are now) serves every scale: scaling every
-   * row [w_j, b_j] alike leaves its clusters and their order for a query as they are.
+   * biases) scaled by each of `scales` (powers of two, largest first) against the wide part, all from one
+   * prediction pass: the native prediction multiplies the network's logit by every scale before adding the
+   * wide part's score (the weights are not touched), and in sampled mode one candidate set serves every scale:
+   * scaling every row [w_j, b_j] alike leaves its clusters and their order for a query as they are. (Scaling
+   * the 343 MB output layer in place, three times per epoch at the 670k shape, cost 1 s an epoch.)
    */
   private async scoreBlends(
     exec: Executor, holdout: SparseDataset, validation: ResolvedValidation, scales: readonly number[],
   ): Promise<(BlendTry & { points: Float64Array })[]> {
-    const tried: (BlendTry & { points: Float64Array })[] = [];
-    let now = 1;
-    try {
-      for (const x of scales) {
-        this.scaleOutputLogits(x / now);
-        now = x;
-        tried.push({ scale: x, ...(await this.scoreHoldout(exec, holdout, validation, tried.length === 0)) });
-      }
-    } finally {
-      this.scaleOutputLogits(1 / now);
-    }
-    return tried;
+    const scored = await this.scoreHoldout(exec, holdout, validation, scales);
+    return scales.map((scale, i) => ({ scale, ...scored[i]! }));
   }
 
   /** Multiplies the output layer's weights and biases (the network's logit) by f. */
@@ -823,6 +816,18 @@ export class Network {
     exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk = 256, candidates = 0,
     onProgress?: (done: number, total: number) => void,
   ): Promise<Predictions> {
+    return (await this.predictScaled(exec, data, k, mode, chunk, candidates, null, onProgress))[0]!;
+  }
+
+  /**
+   * predictWith under each of `scales` (the output layer's logits multiplied by the scale before its wide
+   * part's scores are added: ValidationOptions.blend), one prediction per scale from one pass over the data
+   * (sampled mode scores one candidate set for every scale). null: the weights as they are.
+   */
+  private async predictScaled(
+    exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk: number, candidates: number,
+    scales: readonly number[] | null, onProgress?: (done: number, total: number) => void,
+  ): Promise<Predictions[]> {
     let net = this.spec;
     if (mode === 'sampled' && this.schedule) {
       const last = this.spec.layers.length - 1;
@@ -838,8 +843,10 @@ export class Network {
       }
     }
     let scored = 0;
-    const labels = new Uint32Array(data.points * k);
-    const scores = new Float32Array(data.points * k);
+    const S = scales?.length ?? 1;
+    const labels = Array.from({ length: S }, () => new Uint32Array(data.points * k));
+    const scores = Array.from({ length: S }, () => new Float32Array(data.points * k));
+    const scaleArray = scales ? Float32Array.from(scales) : undefined;
     const jobs: Promise<void>[] = [];
     let done = 0;
     for (let start = 0; start < data.points; start += chunk) {
@@ -847,9 +854,20 @@ export class Network {
       const pointIds = new Uint32Array(end - start);
       for (let i = 0; i < pointIds.length; i++) pointIds[i] = start + i;
       jobs.push(
-        exec.predict({ net, data, pointIds, k, sampled: mode === 'sampled' }).then((r) => {
-          labels.set(r.idx, start * k);
-          scores.set(r.val, start * k);
+        exec.predict({ net, data, pointIds, k, sampled: mode === 'sampled', ...(scaleArray ? { scales: scaleArray } : {}) }).then((r) => {
+          // r holds (points, S, k): point i's k best under scale si at (i S + si) k.
+          if (S === 1) {
+            labels[0]!.set(r.idx, start * k);
+            scores[0]!.set(r.val, start * k);
+          } else {
+            for (let i = 0; i < end - start; i++) {
+              for (let si = 0; si < S; si++) {
+                const from = (i * S + si) * k;
+                labels[si]!.set(r.idx.subarray(from, from + k), (start + i) * k);
+                scores[si]!.set(r.val.subarray(from, from + k), (start + i) * k);
+              }
+            }
+          }
           scored += r.scored;
           done += end - start;
           onProgress?.(done, data.points);
@@ -857,7 +875,7 @@ export class Network {
       );
     }
     await Promise.all(jobs);
-    return { points: data.points, k, labels, scores, outputsScoredPerPoint: scored / Math.max(1, data.points) };
+    return labels.map((l, si) => ({ points: data.points, k, labels: l, scores: scores[si]!, outputsScoredPerPoint: scored / S / Math.max(1, data.points) }));
   }
 
   /**

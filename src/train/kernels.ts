@@ -67,9 +67,10 @@ export function runTrainSparse(t: TrainTask): SparseTrainResult {
 
 export function runPredict(t: PredictTask): PredictResult {
   const n = t.pointIds.length;
-  const idx = new Uint32Array(n * t.k);
-  const val = new Float32Array(n * t.k);
-  const scored = native().netPredictSlice(t.net, t.data, t.pointIds, t.k, t.sampled ? 1 : 0, idx, val);
+  const S = t.scales?.length ?? 1;
+  const idx = new Uint32Array(n * S * t.k);
+  const val = new Float32Array(n * S * t.k);
+  const scored = native().netPredictSlice(t.net, t.data, t.pointIds, t.k, t.sampled ? 1 : 0, idx, val, t.scales);
   return { idx, val, scored };
 }
 

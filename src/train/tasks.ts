@@ -71,6 +71,11 @@ export interface PredictTask {
   pointIds: Uint32Array;
   k: number;
   sampled: boolean;
+  /**
+   * Logit scales (netPredictSlice): the result holds each point's k best under each scale, (points, scales,
+   * k). Default: one scale of 1.
+   */
+  scales?: Float32Array;
 }
 
 export interface PredictResult {

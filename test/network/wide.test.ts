@@ -167,6 +167,74 @@ describe('wide part: prediction', () => {
   });
 });
 
+/**
+ * netPredictSlice with logit scales (held-out blending): each scale's top-k equals a prediction with the
+ * output layer's weights and biases multiplied by that scale in place (powers of two: exact in float).
+ */
+function checkScales(net: NetSpec, data: RefData, sampled: 0 | 1, k: number): void {
+  const scales = [1, 0.5, 0.25, 0.0625];
+  const n = data.points, S = scales.length;
+  const idx = new Uint32Array(n * S * k), val = new Float32Array(n * S * k);
+  native().netPredictSlice(net, data, ids(n), k, sampled, idx, val, Float32Array.from(scales));
+  const out = net.layers.at(-1)!;
+  let moved = 0;
+  scales.forEach((x, si) => {
+    const w = out.weights.slice(), b = out.bias.slice();
+    for (let e = 0; e < w.length; e++) out.weights[e] = w[e]! * x;
+    for (let e = 0; e < b.length; e++) out.bias[e] = b[e]! * x;
+    const one = new Uint32Array(n * k), oneVal = new Float32Array(n * k);
+    native().netPredictSlice(net, data, ids(n), k, sampled, one, oneVal);
+    out.weights.set(w);
+    out.bias.set(b);
+    for (let i = 0; i < n; i++) {
+      const at = (i * S + si) * k;
+      expect(Array.from(idx.subarray(at, at + k)), `point ${i}, scale ${x}`).toEqual(Array.from(one.subarray(i * k, i * k + k)));
+      for (let e = 0; e < k; e++) expect(val[at + e]).toBeCloseTo(oneVal[i * k + e]!, 5);
+      if (si > 0 && idx[at] !== idx[i * S * k]) moved++;
+    }
+  });
+  expect(moved).toBeGreaterThan(0); // some top-1 depends on the scale (the test would be vacuous otherwise)
+}
+
+describe('wide part: prediction under several logit scales in one pass', () => {
+  it('exact, and sampled with the tables\' candidates', () => {
+    const data = randomData(40, 10, 9, 216, { labelCounts: [1, 2] });
+    const net = makeNet(10, [6, 9], 217);
+    randomizeBiases(net, 218);
+    net.layers[1]!.wide = randomWide(10, 9, 219);
+    for (const w of [net.layers[1]!.wide.weights]) for (let e = 0; e < w.length; e++) w[e] = w[e]! * 2;
+    for (const w of [net.layers[1]!.weights]) for (let e = 0; e < w.length; e++) w[e] = w[e]! * 4;
+    checkScales(net, data, 0, 3);
+    net.layers[1]!.sampling = fixedSampling(6, 9, [1, 4, 5, 7], { minActive: 0, budget: 4 });
+    checkScales(net, data, 1, 3);
+  });
+
+  it('sampled with the cluster index (a trained network)', async () => {
+    const syn = synthesize({ shape: 'tiny', points: 1500, seed: 220 });
+    const net = new Network({
+      inputDim: syn.features, seed: 221,
+      layers: [{ size: 16 }, { size: syn.labels, sampling: { K: 3, L: 4, budget: 0, minActive: 20 }, wide: { ...DEFAULT_WIDE } }],
+    });
+    await net.fit(syn, { epochs: 1, workers: 0, validation: false });
+    net.buildClusterIndex();
+    const spec = { layers: net.spec.layers.slice() };
+    const last = spec.layers.length - 1;
+    const s = spec.layers[last]!.sampling!;
+    spec.layers[last] = { ...spec.layers[last]!, sampling: { ...s, index: { ...s.index!, budget: 30 } } };
+    const part = { ...syn, points: 200 };
+    checkScales(spec, part, 1, 5);
+  });
+
+  it('refuses scales that are empty, too many or not finite', () => {
+    const data = randomData(4, 10, 7, 222);
+    const net = makeNet(10, [6, 7], 223);
+    const run = (sc: Float32Array) => native().netPredictSlice(net, data, ids(4), 2, 0, new Uint32Array(4 * 2 * sc.length), new Float32Array(4 * 2 * sc.length), sc);
+    expect(() => run(new Float32Array(0))).toThrow('scales must hold 1 to 64 values');
+    expect(() => run(new Float32Array(65))).toThrow('scales must hold 1 to 64 values');
+    expect(() => run(Float32Array.of(1, NaN))).toThrow('scales[1] is not finite');
+  });
+});
+
 describe('wide part: pairs chosen from the training data', () => {
   it.each([0, 0.3])('keeps each label\'s maxPerLabel features of largest summed value holding minShare %s of its norm, feature-major, labels ascending', (minShare) => {
     const data = randomData(40, 30, 12, 221, { maxNnz: 8, labelCounts: [1, 2, 3] });
