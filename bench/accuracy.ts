@@ -17,6 +17,8 @@
 //   folder's debian-deps/ and debian-tags/ (train.txt, test.txt);
 // - debian-deps-tail: debian-deps without its 50 most frequent labels (counted over train and test; removed
 //   from both, the others renumbered, points left without labels dropped: 38,659 / 9,727 points, 22,818 labels);
+// - debian-deps-11k: debian-deps with only the labels on at least 3 training points (renumbered, points left
+//   without labels dropped: 43,099 / 10,651 points, 11,604 labels): a real text set at 10^4 labels;
 // - model2-200k: the second data model (`data synth --model taxonomy --shape 200k`), 100,000 / 5,000
 //   points, 100,000 features, 200,000 labels, seed 1;
 // - amazon-670k: synthetic at the Amazon-670K shape, 30,000 train / 2,000 test points, seed 7;
@@ -60,12 +62,12 @@ import { plotCurves } from './plot.js';
 import { benchMain } from './cli.js';
 import { DATA_DIR_HELP, findDataset } from './data-dir.js';
 import { ANCHORS, anchorMissing, findPython, runAnchor, runMeasured as runCommand, type AnchorName, type Measured } from './anchors.js';
-import { subsamplePoints, tailSplit } from './accuracy-data.js';
+import { frequentSplit, subsamplePoints, tailSplit } from './accuracy-data.js';
 import { writeXC } from '../datasets/index.js';
 
 const DATASETS = [
   'bibtex', 'bibtex-300', 'bibtex-1000', 'delicious', 'delicious-300', 'delicious-1000',
-  'debian-deps', 'debian-deps-tail', 'debian-tags', 'model2-200k', 'amazon-670k', 'amazon-670k-200k',
+  'debian-deps', 'debian-deps-tail', 'debian-deps-11k', 'debian-tags', 'model2-200k', 'amazon-670k', 'amazon-670k-200k',
 ] as const;
 type DatasetName = (typeof DATASETS)[number];
 const QUICK: readonly DatasetName[] = ['bibtex', 'delicious'];
@@ -75,6 +77,8 @@ const FULL_ONLY: readonly DatasetName[] = ['amazon-670k-200k'];
 const SUBSAMPLE_SEED = 7;
 /** How many of debian-deps' most frequent labels its tail leaves out. */
 const TAIL_DROP = 50;
+/** debian-deps-11k keeps the labels on at least this many training points (11,604 of 22,868). */
+const FREQUENT_MIN = 3;
 
 const SYSTEMS = ['sublinear', 'sublinear-tables', 'sublinear-dense', 'omikuji', 'pecos', 'napkinxc', 'fasttext'] as const;
 type SystemName = (typeof SYSTEMS)[number];
@@ -218,6 +222,19 @@ async function prepare(name: DatasetName, o: Options, cacheDir: string, work: st
       await writeXC(files.train, t.train);
       await writeXC(files.test, t.test);
       log(o, `  ${name}: ${t.train.points} train / ${t.test.points} test points, ${t.train.labels} labels (the ${TAIL_DROP} most frequent removed)`);
+      return files;
+    }
+    case 'debian-deps-11k': {
+      const found = findDataset('debian-deps', o.dataDir);
+      if ('message' in found) return { skip: found.message };
+      const [train, test] = found.files as [string, string];
+      const t = frequentSplit(await readXC(train), await readXC(test), FREQUENT_MIN);
+      const out = join(work, name);
+      mkdirSync(out, { recursive: true });
+      const files = { train: join(out, 'train.txt'), test: join(out, 'test.txt') };
+      await writeXC(files.train, t.train);
+      await writeXC(files.test, t.test);
+      log(o, `  ${name}: ${t.train.points} train / ${t.test.points} test points, ${t.kept} labels (those on at least ${FREQUENT_MIN} training points)`);
       return files;
     }
     case 'model2-200k':
@@ -756,7 +773,8 @@ export const accuracyCmd = defineCommand({
   summary: 'P@k, training and prediction seconds, peak memory: sublinear against omikuji, PECOS XR-Linear and napkinXC (and fastText).',
   description:
     'Datasets: bibtex (XC repository, split 1) and its 300- and 1,000-point subsamples, delicious likewise,\n' +
-    'debian-deps, debian-deps-tail (its 50 most frequent labels removed), debian-tags, model2-200k (the\n' +
+    'debian-deps, debian-deps-tail (its 50 most frequent labels removed), debian-deps-11k (only its labels on\n' +
+    'at least 3 training points: 11,604), debian-tags, model2-200k (the\n' +
     'taxonomy data model at 200,000 labels), amazon-670k (synthetic, 30,000 points), and with --full\n' +
     'amazon-670k-200k (200,000 points); one whose files are missing is skipped with the reason.\n' +
     'Systems: sublinear (the whole train command, defaults), omikuji, pecos and napkinxc when installed\n' +

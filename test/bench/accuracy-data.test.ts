@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mostFrequentLabels, subsamplePoints, tailSplit } from '../../bench/accuracy-data.js';
+import { frequentSplit, mostFrequentLabels, subsamplePoints, tailSplit } from '../../bench/accuracy-data.js';
 import { CsrBuilder } from '../../datasets/csr-builder.js';
 import { synthesize } from '../../datasets/synth.js';
 import type { SparseDataset } from '../../datasets/csr.js';
@@ -45,6 +45,33 @@ describe('tailSplit', () => {
     expect(labelsOf(t.train)).toEqual(labelsOf(train));
     expect(() => tailSplit(train, test, -1)).toThrow('Expected non-negative integer for n but received -1');
     expect(() => tailSplit(train, rows(7, []), 1)).toThrow('Expected train and test with the same label count but received 6 and 7');
+  });
+});
+
+describe('frequentSplit', () => {
+  // Training counts: label 3 x4, 1 x3, 0 and 4 x2, 2 x1, 5 x0.
+  const train = rows(6, [
+    [[1, 3], [0]], [[3], [1, 2]], [[0, 1, 3], [3]], [[3, 4], [4]], [[1, 2], [5]], [[0, 4], [6, 7]],
+  ]);
+  const test = rows(6, [[[3], [1]], [[2, 5], [2]], [[0, 1], [3]], [[4], [9]]]);
+
+  it('keeps the labels on at least m training points, renumbered in id order; drops label-less points', () => {
+    const t = frequentSplit(train, test, 3); // keeps 1 and 3: 1->0, 3->1
+    expect(t.kept).toBe(2);
+    expect(t.train.labels).toBe(2);
+    expect(labelsOf(t.train)).toEqual([[0, 1], [1], [0, 1], [1], [0]]);
+    expect(featuresOf(t.train)).toEqual([[0], [1, 2], [3], [4], [5]]); // the last point had only 0 and 4
+    expect(labelsOf(t.test)).toEqual([[1], [0]]);
+    expect(featuresOf(t.test)).toEqual([[1], [3]]);
+  });
+
+  it('keeps every label seen in training for m = 1, and checks its arguments', () => {
+    const t = frequentSplit(train, test, 1); // drops 5 only
+    expect(t.kept).toBe(5);
+    expect(labelsOf(t.train)).toEqual(labelsOf(train));
+    expect(labelsOf(t.test)).toEqual([[3], [2], [0, 1], [4]]);
+    expect(() => frequentSplit(train, test, 0)).toThrow('Expected positive integer for minCount but received 0');
+    expect(() => frequentSplit(train, rows(7, []), 1)).toThrow('Expected train and test with the same label count but received 6 and 7');
   });
 });
 
