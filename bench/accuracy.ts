@@ -211,30 +211,20 @@ async function prepare(name: DatasetName, o: Options, cacheDir: string, work: st
       const [train, test] = found.files as [string, string];
       return { train, test };
     }
-    case 'debian-deps-tail': {
-      const found = findDataset('debian-deps', o.dataDir);
-      if ('message' in found) return { skip: found.message };
-      const [train, test] = found.files as [string, string];
-      const t = tailSplit(await readXC(train), await readXC(test), TAIL_DROP);
-      const out = join(work, name);
-      mkdirSync(out, { recursive: true });
-      const files = { train: join(out, 'train.txt'), test: join(out, 'test.txt') };
-      await writeXC(files.train, t.train);
-      await writeXC(files.test, t.test);
-      log(o, `  ${name}: ${t.train.points} train / ${t.test.points} test points, ${t.train.labels} labels (the ${TAIL_DROP} most frequent removed)`);
-      return files;
-    }
+    case 'debian-deps-tail':
     case 'debian-deps-11k': {
       const found = findDataset('debian-deps', o.dataDir);
       if ('message' in found) return { skip: found.message };
       const [train, test] = found.files as [string, string];
-      const t = frequentSplit(await readXC(train), await readXC(test), FREQUENT_MIN);
+      const [tr, te] = [await readXC(train), await readXC(test)];
+      const t = name === 'debian-deps-tail' ? tailSplit(tr, te, TAIL_DROP) : frequentSplit(tr, te, FREQUENT_MIN);
       const out = join(work, name);
       mkdirSync(out, { recursive: true });
       const files = { train: join(out, 'train.txt'), test: join(out, 'test.txt') };
       await writeXC(files.train, t.train);
       await writeXC(files.test, t.test);
-      log(o, `  ${name}: ${t.train.points} train / ${t.test.points} test points, ${t.kept} labels (those on at least ${FREQUENT_MIN} training points)`);
+      const how = name === 'debian-deps-tail' ? `the ${TAIL_DROP} most frequent removed` : `those on at least ${FREQUENT_MIN} training points`;
+      log(o, `  ${name}: ${t.train.points} train / ${t.test.points} test points, ${t.train.labels} labels (${how})`);
       return files;
     }
     case 'model2-200k':
