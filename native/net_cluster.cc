@@ -72,7 +72,7 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
   for (uint32_t i = 0; i < M; ++i)
     if (rows[i] >= N || (i > 0 && rows[i] <= rows[i - 1])) throw ArgError("cluster index: rows must be increasing ids < N");
   net::FtzScope ftz;
-  const uint32_t a = d + 1, w = d + 2;  // augmented [w, b]; transformed [x / M, sqrt(1 - |x|^2 / M^2)]
+  const uint32_t w = d + 2;  // the augmented [w, b] (d + 1) transformed: [x / M, sqrt(1 - |x|^2 / M^2)]
   SplitMix64 rng(seed);
   // The maximum-inner-product transform (Simple-LSH): every row scaled by 1 / M onto the unit ball and lifted
   // onto the unit sphere by one more coordinate; a query [h, 1, 0] then ranks rows by cosine exactly as by
