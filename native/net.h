@@ -95,6 +95,10 @@ struct NetLayer {
   float* wideW = nullptr;             // (nnz)
   float* wideAcc = nullptr;           // (nnz) Adagrad: sums of squared gradients
   uint32_t wideD = 0;                 // features of wideOff (must equal layer 0's inDim)
+  // Layer 0: the network's input features D. Equal to inDim, except in a label-sharded rank's network
+  // (net_shard.cc), whose layer 0 holds the rows of only some features (inDim of them, in a map the phases
+  // take: feature -> row or -1); only the netShard* phases accept such a layer.
+  uint32_t featureDim = 0;
   // rows of W: (inputMajor ? inDim : outDim); width of a row: (inputMajor ? outDim : inDim)
   uint32_t rows() const { return inputMajor ? inDim : outDim; }
   uint32_t width() const { return inputMajor ? outDim : inDim; }

@@ -327,24 +327,34 @@ bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width,
   return true;
 }
 
+void finish_layer0(const NetLayer& L0, LayerBuf& b0, const ForwardCtx& c) {
+  const uint32_t n = c.n, ldn = c.ldn, d0 = L0.outDim;
+  float* A = b0.A.data();
+  apply_activation(A, size_t(n) * b0.lda, L0.act);
+  apply_dropout(L0, 0, b0, d0, c);
+  float* At = grow(b0.At, size_t(d0) * ldn);
+  nk::transpose(At, ldn, A, b0.lda, n, d0);
+  zero_pad_columns(At, d0, n, ldn);
+}
+
 void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& data, const ForwardCtx& c, Scratch& s) {
-  const uint32_t n = c.n, ldn = c.ldn;
+  const uint32_t n = c.n;
   if (s.layer.size() < nLayers) s.layer.resize(nLayers);
   // Layer 0: input-major rows of the sample's features.
-  {
-    const NetLayer& L0 = layers[0];
-    LayerBuf& b0 = s.layer[0];
-    const uint32_t d0 = L0.outDim;
-    b0.lda = nk::pad_to(d0, nk::kDimPad);
-    float* A = grow(b0.A, size_t(n) * b0.lda);
-    nk::sparse_forward(A, b0.lda, L0.W, L0.b, d0, c.rows, n, data.offsets, data.indices, data.values);
-    if (nLayers == 1) return;  // layer 0 is the output: A holds its logits
-    apply_activation(A, size_t(n) * b0.lda, L0.act);
-    apply_dropout(L0, 0, b0, d0, c);
-    float* At = grow(b0.At, size_t(d0) * ldn);
-    nk::transpose(At, ldn, A, b0.lda, n, d0);
-    zero_pad_columns(At, d0, n, ldn);
-  }
+  const NetLayer& L0 = layers[0];
+  LayerBuf& b0 = s.layer[0];
+  const uint32_t d0 = L0.outDim;
+  b0.lda = nk::pad_to(d0, nk::kDimPad);
+  float* A = grow(b0.A, size_t(n) * b0.lda);
+  nk::sparse_forward(A, b0.lda, L0.W, L0.b, d0, c.rows, n, data.offsets, data.indices, data.values);
+  if (nLayers == 1) return;  // layer 0 is the output: A holds its logits
+  finish_layer0(L0, b0, c);
+  forward_upper(layers, nLayers, c, s);
+}
+
+void forward_upper(const NetLayer* layers, uint32_t nLayers, const ForwardCtx& c, Scratch& s) {
+  const uint32_t n = c.n, ldn = c.ldn;
+  if (s.layer.size() < nLayers) s.layer.resize(nLayers);
   for (uint32_t k = 1; k + 1 < nLayers; ++k) {
     const NetLayer& Lk = layers[k];
     const LayerBuf& prev = s.layer[k - 1];
@@ -412,9 +422,9 @@ void net_check_layers(const NetLayer* layers, uint32_t nLayers) {
     if (L.hasWide) {
       if (!last || k == 0) throw ArgError(where + ".wide: only the output layer of a network with a hidden layer has a wide part");
       if (L.sampled && !L.sharedFill) throw ArgError(where + ".wide: a sampled output layer needs sharedFill for its wide part");
-      if (L.wideD != layers[0].inDim)
-        throw ArgError(where + ".wide.inputDim = " + std::to_string(L.wideD) + " differs from layer 0's inDim " +
-                       std::to_string(layers[0].inDim));
+      if (L.wideD != layers[0].featureDim)
+        throw ArgError(where + ".wide.inputDim = " + std::to_string(L.wideD) + " differs from the network's input features " +
+                       std::to_string(layers[0].featureDim));
     }
   }
 }

@@ -138,6 +138,13 @@ struct ForwardCtx {
 // Returns nothing; throws ArgError on corrupt tables.
 void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& data, const ForwardCtx& c, Scratch& s);
 
+// The parts of forward_hidden, for the label-sharded phases (net_shard.cc), which form layer 0's
+// pre-activation in s.layer[0].A themselves (lda = pad_to(o_0, kDimPad), padding zero):
+//   finish_layer0: layer 0's activation, dropout (training) and transposed copy At;
+//   forward_upper: layers 1 .. nLayers - 2 from s.layer[0].
+void finish_layer0(const NetLayer& L0, LayerBuf& b0, const ForwardCtx& c);
+void forward_upper(const NetLayer* layers, uint32_t nLayers, const ForwardCtx& c, Scratch& s);
+
 // Active sets of sampled layer k for all samples into buf.actOff/actIds/sampleOf: sample i's input is
 // row i of X (n, ldx). labels (optional, training the last layer): sample i's labels (the CSR label row of
 // c.rows[i]) are required ids and come first, in order. missed (optional): += labels found in none of the

@@ -49,6 +49,11 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
   const uint32_t im = GetU32Prop(o, "inputMajor");
   if (im > 1) throw ArgError("inputMajor must be 0 or 1");
   L.inputMajor = im == 1;
+  L.featureDim = L.inDim;
+  if (L.inputMajor && Present(o.Get("features"))) {
+    L.featureDim = GetU32Prop(o, "features");
+    if (L.featureDim < L.inDim) throw ArgError("features (the network's input features) must be >= inDim (the rows held)");
+  }
   Napi::Value dv = o.Get("dropout");
   L.dropout = Present(dv) ? static_cast<float>(dv.ToNumber().DoubleValue()) : 0.0f;
   if (!(L.dropout >= 0.0f && L.dropout < 1.0f)) throw ArgError("dropout must be in [0, 1)");
@@ -128,7 +133,9 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
   }
 }
 
-const std::vector<NetLayer>& ParseNet(const Napi::Value& v, bool training) {
+// featureSlice: layer 0 may hold the rows of only some input features (a label-sharded rank's network); only
+// the netShard* phases (net_shard.cc), which take the feature -> row map, accept one.
+const std::vector<NetLayer>& ParseNet(const Napi::Value& v, bool training, bool featureSlice = false) {
   Napi::Object net = GetObject(v, "net");
   Napi::Value lv = net.Get("layers");
   if (!lv.IsArray()) throw ArgError("Expected an array for net.layers");
@@ -147,6 +154,9 @@ const std::vector<NetLayer>& ParseNet(const Napi::Value& v, bool training) {
     }
   }
   net_check_layers(layers.data(), n);
+  if (!featureSlice && layers[0].featureDim != layers[0].inDim)
+    throw ArgError("net.layers[0] holds the rows of " + std::to_string(layers[0].inDim) + " of " + std::to_string(layers[0].featureDim) +
+                   " input features (a label-sharded rank's network): only the netShard* phases take it");
   return layers;
 }
 
@@ -423,8 +433,8 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-// For the bindings of other files (net_shard.cc): the parsers above, unchanged.
-const std::vector<NetLayer>& net_parse_layers(const Napi::Value& v, bool training) { return ParseNet(v, training); }
+// For the bindings of other files (net_shard.cc): the parsers above (a feature slice of layer 0 accepted).
+const std::vector<NetLayer>& net_parse_layers(const Napi::Value& v, bool training) { return ParseNet(v, training, true); }
 CsrView net_parse_data(const Napi::Value& v, bool labels) { return ParseData(v, labels); }
 void net_parse_adam(const Napi::Object& o, TrainHyper& h) { ParseAdam(o, h); }
 void net_parse_wide_lr(const Napi::Object& o, TrainHyper& h) { ParseWideLr(o, h); }

@@ -50,6 +50,12 @@ export interface LayerState {
   inputMajor: 0 | 1;
   /** Training only: inverted dropout of a dense hidden layer's outputs, in [0, 1). Absent: 0. */
   dropout?: number;
+  /**
+   * Layer 0 of a label-sharded rank (src/train/sharded.ts) only: the network's input features D, when the
+   * layer holds the rows of only inDim of them (that rank's features; the phases of NativeShard take the
+   * feature -> row map). Only the NativeShard phases accept such a layer. Absent: inDim.
+   */
+  features?: number;
   /** inputMajor ? (inDim, outDim) : (outDim, inDim), row-major. */
   weights: Float32Array;
   /** (outDim). */
@@ -286,20 +292,30 @@ export interface NativeNetwork {
 
 /**
  * Label-sharded training and prediction (native/net_shard.h, src/train/sharded.ts): the training step split
- * into phases so that MPI ranks can exchange O(batch x hidden) values between them. `net`'s output layer is
- * this rank's slice of the labels (dense: no sampling; its wide part, if any, holds the pairs of the slice's
- * labels under their rows); d = its inDim. Phases 1 and 4 keep
- * their state in the calling thread's scratch, 2 and 3 in another: call them in order on one thread.
+ * into phases so that MPI ranks can exchange O(batch x hidden) values between them. Every phase runs on the
+ * whole global batch. `net` is a rank's network: layer 0 holds the rows of the rank's input features (inDim of
+ * them, `features` = D; `featureOf` (D) maps a feature to its row or -1), the layers between layer 0 and the
+ * output are whole, and the output layer is the rank's slice of the labels (dense: no sampling; its wide part,
+ * if any, holds the pairs of the slice's labels under their rows); d = the output layer's inDim. Phases 1, 2
+ * and 5 keep their state in the calling thread's scratch, 3 and 4 in another: call them in order on one thread.
  */
 export interface NativeShard {
   /**
-   * Phase 1: forward of the layers below the output. training = 1: the points of `pointIds` that have labels
-   * (in order; seeds as netTrainSlice's `seed`), into outH (n, d); returns n. training = 0: every point,
-   * exact. outH must hold pointIds.length * d floats.
+   * Phase 1: layer 0's partial pre-activation over this rank's features. training = 1: the points of
+   * `pointIds` that have labels (in order); training = 0: every point. outZ (pointIds.length, o_0): row i of
+   * the first n = sum over point i's features f with featureOf[f] >= 0 of x_f W0[featureOf[f], :] (no bias);
+   * returns n. The caller sums the rows over the ranks (MPI_Allreduce) before phase 2.
    */
-  netShardForward(net: NetSpec, data: SparseDataset, pointIds: Uint32Array, training: 0 | 1, seed: number, numLabels: number, outH: Float32Array): number;
+  netShardInput(net: NetSpec, data: SparseDataset, pointIds: Uint32Array, training: 0 | 1, featureOf: Int32Array, outZ: Float32Array): number;
   /**
-   * Phase 2 over the global batch: `rows` (B) its labelled points, H (B, d) their hidden activations,
+   * Phase 2: from Z (n, o_0), the summed pre-activations of the points of the last netShardInput on this
+   * thread: layer 0's bias, activation and (training) dropout (each point's mask drawn from `seed` and its
+   * position in that call's pointIds, as netTrainSlice with that seed draws it), then the layers between
+   * layer 0 and the output, into outH (n, d). Returns n.
+   */
+  netShardHidden(net: NetSpec, Z: Float32Array, training: 0 | 1, seed: number, outH: Float32Array): number;
+  /**
+   * Phase 3 over the global batch: `rows` (B) its labelled points, H (B, d) their hidden activations,
    * localOf (numLabels) global label -> row of this slice or -1. outStats (B, 3) = [max logit, sum of
    * exp(z - max), sum of the logits of the sample's labels in this slice] over the active set S (every row
    * when minActive is 0, else the batch's labels here plus uniform rows up to minActive; logQ added to S's
@@ -307,18 +323,18 @@ export interface NativeShard {
    */
   netShardOutForward(net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array, localOf: Int32Array, seed: number, minActive: number, logQ: Float32Array | null, outStats: Float64Array): number;
   /**
-   * Phase 3: from the global log-sum-exp of every sample (B), dz = (softmax - y) * gradScale on S; mode 0
-   * takes the Adam step of S's rows and the Adagrad step of the wide terms of phase 2 (at `wideLr`, required
+   * Phase 4: from the global log-sum-exp of every sample (B), dz = (softmax - y) * gradScale on S; mode 0
+   * takes the Adam step of S's rows and the Adagrad step of the wide terms of phase 3 (at `wideLr`, required
    * with a wide part), mode 2 changes nothing. outDH (B, d) = this slice's part of dL/dH (the wide part has
    * no share in it).
    */
   netShardOutBackward(net: NetSpec, lse: Float64Array, hyper: { mode: 0 | 2; lr: number; beta1: number; beta2: number; eps: number; gradScale: number; wideLr?: number }, outDH: Float32Array): void;
   /**
-   * Phase 4: dH (n, d) (summed over the ranks) through the layers below the output for the n points of the
-   * last netShardForward on this thread. Mode 3 returns the gradient rows per layer (the output layer's
-   * entry empty), mode 0 applies them (Adam).
+   * Phase 5: Adam on the layers below the output from dH (n, d), dL/dH summed over the ranks, for the points of
+   * the last training netShardHidden on this thread: the middle layers and layer 0's bias as one process
+   * updates them (every rank alike), layer 0 in the rows of this rank's features only.
    */
-  netShardBackward(net: NetSpec, data: SparseDataset, n: number, dH: Float32Array, hyper: { mode: 0 | 3; lr: number; beta1: number; beta2: number; eps: number }): RowGradients[] | undefined;
+  netShardLowerBackward(net: NetSpec, data: SparseDataset, dH: Float32Array, hyper: { lr: number; beta1: number; beta2: number; eps: number }, featureOf: Int32Array): void;
   /**
    * Exact scores of this slice for the q = rows.length points `rows` of `data`, H (q, d) their hidden
    * activations (their features give the wide terms): outIdx/outVal (q, k) the k best (local row, logit),
