@@ -55,6 +55,8 @@ struct OutState {
   std::vector<uint64_t> pairs;        // (position in S << 32 | sample) of every owned label, sorted
   std::vector<float> invLabels;       // (B) 1 / (labels of sample i, all ranks)
   std::vector<uint32_t> mark, pos;    // (outDim) epoch marks, position in S
+  std::vector<uint64_t> inS;          // (outDim / 64) S as a bitset: the wide scan tests every pair's label
+                                      // against it (a few kB that stay in cache, where the marks do not)
   std::vector<net::WideTerm> wide;    // the batch's wide terms of labels in S (sample order)
   uint32_t epoch = 0;
   std::vector<float> wg, bg, mx, sum, lse, scale, dzt, g, gb, dHt;
@@ -277,7 +279,10 @@ Napi::Value NetShardOutForward(const Napi::CallbackInfo& info) {
   // as their logits are).
   o.wide.clear();
   if (L.hasWide) {
-    net::wide_terms(o.wide, L, data, rows, B, [&](uint32_t j) { return mark[j] == ep; });
+    uint64_t* inS = grow(o.inS, (size_t(N) + 63) / 64);
+    std::memset(inS, 0, sizeof(uint64_t) * ((size_t(N) + 63) / 64));
+    for (uint32_t j : o.S) inS[j >> 6] |= uint64_t(1) << (j & 63);
+    net::wide_terms(o.wide, L, data, rows, B, [inS](uint32_t j) { return (inS[j >> 6] >> (j & 63)) & 1; });
     for (const net::WideTerm& t : o.wide) zS[size_t(posS[t.label]) * ldn + t.sample] += t.x * L.wideW[t.entry];
   }
   float* mx = grow(o.mx, ldn);

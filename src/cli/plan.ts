@@ -60,7 +60,8 @@ export const planCmd = defineCommand({
     '--shape or --points --features --labels --avg-nnz --avg-labels. The speed model is measured: a probe (a few seconds to a minute) times the real ' +
     'kernels on a network of the planned widths on this machine (cached per CPU and widths; --recalibrate measures again). ' +
     'Modes: one process (W workers), replicated ranks (train --distributed: every rank holds the whole network) and label-sharded ranks ' +
-    '(each rank owns 1/R of the output labels: rows, moments, tables, wide pairs; the layers below are data-parallel).',
+    '(train --distributed --shard-labels, one thread per rank: each rank owns 1/R of the output labels (rows, moments, wide pairs) and ' +
+    '1/R of the input features\' rows of the first layer; every rank runs each step on the whole batch).',
   positionals: planPositionals,
   flags: planFlags,
   examples: [

@@ -15,6 +15,11 @@
 // Then: two rebuilds (B's tables, and B's rows in tables of 2^10 buckets) give the per-(row, table) and
 // per-bucket costs; fit() epochs with 1 and W workers the training loop's own per-sample cost and the
 // parallel efficiency; netApplyRows of mode-3 gradients the apply cost per float (as bench:distributed-cost).
+// Last, a label-sharded rank (probeShard): ShardedModel.step of rank 0 of 2 on the probe network's label and
+// feature slices, the exchange replaced by local copies, its phases timed by the step's own counters:
+//   SB: the planned active set; SC: 3x it (outputPerMac); SD: nnz / 4 (lowerPerMac, lowerPerSample);
+//   SBW, SA: without and with the planned wide part on the data's first points (widePerPair);
+//   perSample = SBW's step less the rest.
 import { cpus, homedir, totalmem } from 'node:os';
 import { join, dirname } from 'node:path';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -23,12 +28,14 @@ import type { ResolvedNetworkConfig, NetworkConfig } from '../network/config.js'
 import type { RowUpdate } from '../network/native-types.js';
 import { native } from '../native.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { probeDataset, workload, type Calibration, type DataShape } from './plan.js';
+import { probeDataset, workload, type Calibration, type DataShape, type ShardCalibration } from './plan.js';
+import { allocateRank, buildSliceWide, featureFrequencies, ShardedModel, shardFeatures, shardLabels } from './sharded.js';
+import type { Comm } from './distributed.js';
 import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
 import { InlineExecutor } from './executor.js';
 import { labelFrequencies } from './metrics.js';
 import { sharedSetLogQ } from './logq.js';
-import { buildWide } from '../network/wide.js';
+import { buildWide, emptyWide } from '../network/wide.js';
 import { subset } from '../../datasets/split-reader.js';
 
 /** Input rows and output labels of the probe network at most (fewer when the planned network is smaller). */
@@ -77,7 +84,8 @@ export async function readCachedCalibration(config: ResolvedNetworkConfig, file 
   try {
     const all = JSON.parse(await readFile(file, 'utf8')) as Record<string, Calibration>;
     const c = all?.[calibrationKey(config)];
-    return c && typeof c.lowerPerMac === 'number' ? c : null;
+    // An entry from before the sharded phases were timed (no `shard`) is measured again.
+    return c && typeof c.lowerPerMac === 'number' && typeof c.shard?.lowerPerMac === 'number' ? c : null;
   } catch {
     return null;
   }
@@ -188,6 +196,10 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   // probe's dimensions), else the synthetic points.
   const real = o.shape.head && o.shape.head.points >= 4 * batch ? foldIds(o.shape.head, Dp, Np, 32 * batch) : null;
   const dataW = real ?? data;
+  // The wide part is chosen on every point of the head (as the plan's scan estimate is): a part chosen on the
+  // timed points alone holds a few pairs per label, so a sample would scan about 10 instead of the ~1,600 of
+  // the real one (Amazon-670K shape), and the fixed costs of having a wide part would be priced per pair.
+  const wideOn = real && o.shape.head!.points > real.points ? foldIds(o.shape.head!, Dp, Np, o.shape.head!.points) : dataW;
   /** A probe network with its tables, logQ and wide part (chosen on `on`) as fit() sets them up. */
   const build2 = async (on: SparseDataset): Promise<Network> => {
     const net = await build(true);
@@ -225,7 +237,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   let BW = real ? time(netB, dataW) : B;
   let widePerPair = 0;
   if (out.wide) {
-    const netA = await build2(dataW);
+    const netA = await build2(wideOn);
     let A = time(netA, dataW);
     for (let i = 0; i < 2; i++) {
       const bw = time(netB, dataW), a = time(netA, dataW);
@@ -293,10 +305,174 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   }
   const applyPerFloat = floats > 0 ? secs / floats : 0;
   if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe fit ${JSON.stringify({ f1, parallelEfficiency })}\n`);
+  const shard = probeShard({ probeConfig, data, sparse, dataW, wideOn, batch, target, repeats, active, dense: !out.sampling, wide: !!out.wide, Np });
   return {
     cpu: cpus()[0]?.model ?? 'unknown', hidden: H, lowerPerMac, outputPerMac, widePerPair, perSample, applyPerFloat, rebuildPerRowTable, rebuildPerBucket,
-    parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
+    shard, parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
   };
+}
+
+/** Ranks the sharded probe stands for (it runs rank 0 of them). */
+const PROBE_RANKS = 2;
+
+/**
+ * A one-process stand-in for the communicator of rank 0 of `size` ranks: the all-reduces leave the rank's own
+ * values (its sums are what the timing needs, not the others'), an all-gather returns `size` copies of its
+ * part. Only the probe uses it: nothing it computes is a real job's result.
+ */
+function probeComm(size: number): Comm {
+  return {
+    rank: 0, size,
+    allreduceSum: () => {},
+    allgatherv: (b: Uint8Array) => {
+      const out = new Uint8Array(b.byteLength * size);
+      for (let r = 0; r < size; r++) out.set(b, r * b.byteLength);
+      return { data: out, counts: new Array<number>(size).fill(b.byteLength) };
+    },
+    bcast: () => {},
+    barrier: () => {},
+    abort: () => {
+      throw new Error('the sharded probe cannot abort');
+    },
+  };
+}
+
+/**
+ * The label-sharded costs (Calibration.shard): ShardedModel.step of rank 0 of PROBE_RANKS on the probe
+ * network's slices (labels by the probe data's counts, features by their nonzero counts), every phase on the
+ * whole batch, timed by the step's counters (lower: phases 1, 2 and 5; output: 3 and 4), each the fastest of
+ * `repeats` runs of about `target` seconds. One allocation of the rank's network serves every variant.
+ */
+function probeShard(o: {
+  probeConfig: (wide: boolean, outSize?: number) => NetworkConfig; data: SparseDataset; sparse: SparseDataset; dataW: SparseDataset; wideOn: SparseDataset;
+  batch: number; target: number; repeats: number; active: number; dense: boolean; wide: boolean; Np: number;
+}): ShardCalibration {
+  const R = PROBE_RANKS, comm = probeComm(R), batch = o.batch;
+  const adam = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
+  /** The global configuration of a variant: the planned active set times `times` (a dense output: `outSize` labels). */
+  const variant = (wide: boolean, times = 1, outSize = o.Np): NetworkConfig => {
+    const c = o.probeConfig(wide, outSize);
+    const last = c.layers.at(-1)!;
+    if (last.sampling) last.sampling = { ...last.sampling, minActive: Math.min(Math.floor(outSize / 4), times * o.active) };
+    return c;
+  };
+  const rankOf = (config: NetworkConfig) => {
+    const L = config.layers.at(-1)!.size;
+    const labelFreq = labelFrequencies(o.data.labelIndices.map((j) => j % L), L), featureFreq = featureFrequencies(o.data, config.inputDim);
+    const labels = shardLabels(labelFreq, R).labelsOf[0]!, features = shardFeatures(featureFreq, R).featuresOf[0]!;
+    return { spec: allocateRank(config, labels.length, features.length), labels, labelFreq, featureFreq };
+  };
+  let seed = 1;
+  /** Per sample of the batch: the step, its lower and output phases, and the active rows of the slice. */
+  const time = (model: ShardedModel, d: SparseDataset) => {
+    model.prepareLogQ(d.points, batch);
+    const step = () => {
+      const start = (seed * batch) % (d.points - batch);
+      model.step(d, { pointIds: Uint32Array.from({ length: batch }, (_, i) => start + i), seed: seed++, ...adam });
+    };
+    for (let i = 0; i < 4; i++) step();
+    const t = performance.now();
+    for (let i = 0; i < 2; i++) step();
+    const n = Math.max(2, Math.min(60, Math.round(o.target / Math.max(1e-6, (performance.now() - t) / 1000 / 2))));
+    let best = { step: Infinity, lower: 0, output: 0, active: 0 };
+    for (let r = 0; r < o.repeats; r++) {
+      const s0 = { ...model.report() }, t0 = performance.now();
+      for (let i = 0; i < n; i++) step();
+      const secs = (performance.now() - t0) / 1000, s1 = model.report();
+      if (secs < best.step * n * batch) {
+        best = {
+          step: secs / (n * batch), lower: (s1.lowerSeconds - s0.lowerSeconds) / (n * batch), output: (s1.outputSeconds - s0.outputSeconds) / (n * batch),
+          active: (s1.activePerStep * s1.steps - s0.activePerStep * s0.steps) / n,
+        };
+      }
+    }
+    return best;
+  };
+  const model = (config: NetworkConfig, spec: ReturnType<typeof rankOf>) => new ShardedModel(comm, config, { spec: spec.spec }, spec.labelFreq, spec.featureFreq);
+  const cfg = variant(false);
+  const rank = rankOf(cfg);
+  const H0 = cfg.layers[0]!.size, d = rank.spec.layers.at(-1)!.inDim;
+  let mid = 0;
+  for (let k = 1; k < cfg.layers.length - 1; k++) mid += cfg.layers[k - 1]!.size * cfg.layers[k]!.size;
+  // Layer 0's work on the rank's features: its nonzeros per sample of a dataset.
+  const owned = (ds: SparseDataset, features: Uint32Array) => {
+    const mine = new Uint8Array(ds.features);
+    for (const f of features) mine[f] = 1;
+    let n = 0;
+    for (let q = 0; q < ds.offsets[ds.points]!; q++) n += mine[ds.indices[q]!]!;
+    return n / ds.points;
+  };
+  const feats = shardFeatures(rank.featureFreq, R).featuresOf[0]!;
+  const SB = time(model(cfg, rank), o.data);
+  // Layer 0's cost per multiply-add and per sample from the predicted data and the same data with a quarter
+  // of its nonzeros (real rows keep their features' frequencies: lazy Adam's rows per multiply-add are the
+  // real ones), else the synthetic points and their sparse variant.
+  const lowData = o.dataW, lowSparse = o.dataW === o.data ? o.sparse : thinRows(o.dataW, 4);
+  const SL = lowData === o.data ? SB : time(model(cfg, rank), lowData);
+  const SD = time(model(cfg, rank), lowSparse);
+  let SC: ReturnType<typeof time>;
+  if (o.dense) {
+    const big = variant(false, 1, Math.min(4 * o.Np, o.Np + Math.max(64, o.Np)));
+    SC = time(model(big, rankOf(big)), o.data);
+  } else {
+    const c3 = variant(false, 3);
+    SC = time(model(c3, rank), o.data);
+  }
+  const pos = (x: number, floor: number) => (Number.isFinite(x) && x > floor ? x : floor);
+  const macB = owned(lowData, feats) * H0 + mid, macD = owned(lowSparse, feats) * H0 + mid;
+  const lowerPerMac = pos((SL.lower - SD.lower) / (macB - macD), 1e-13);
+  const lowerPerSample = pos(SL.lower - lowerPerMac * macB, 0);
+  const outputPerMac = pos((SC.output - SB.output) / ((SC.active - SB.active) * d), 1e-13);
+  // The wide part on the data whose costs are predicted: its pairs for the rank's labels (buildSliceWide),
+  // the same network with and without it, in turns.
+  let SBW = SL;
+  let widePerPair = 0;
+  if (o.wide) {
+    const cw = variant(true);
+    const out = rank.spec.layers.at(-1)!;
+    out.wide = emptyWide(cw.inputDim);
+    buildSliceWide(cw, { spec: rank.spec }, rank.labels, o.wideOn);
+    const wide = out.wide!;
+    const withWide = model(cw, rank);
+    let SA = time(withWide, o.dataW);
+    for (let i = 0; i < 2; i++) {
+      delete out.wide;
+      const bw = time(model(cfg, rank), o.dataW);
+      out.wide = wide;
+      const a = time(withWide, o.dataW);
+      if (bw.step < SBW.step) SBW = bw;
+      if (a.step < SA.step) SA = a;
+    }
+    let sum = 0;
+    for (let q = 0; q < o.dataW.offsets[o.dataW.points]!; q++) sum += wide.offsets[o.dataW.indices[q]! + 1]! - wide.offsets[o.dataW.indices[q]!]!;
+    const pairs = sum / o.dataW.points;
+    widePerPair = pairs > 0 ? pos((SA.output - SBW.output) / pairs, 0) : 0;
+    if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard wide ${JSON.stringify({ SA, pairs, points: o.dataW.points })}\n`);
+  }
+  const macW = owned(o.dataW, feats) * H0 + mid;
+  const perSample = pos(SBW.step - lowerPerMac * macW - lowerPerSample - outputPerMac * SBW.active * d, 0);
+  if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard ${JSON.stringify({ SB, SC, SL, SD, SBW, macB, macD, macW, widePerPair })}\n`);
+  return { lowerPerMac, lowerPerSample, outputPerMac, widePerPair, perSample };
+}
+
+/**
+ * `d` with every `k`-th nonzero of each row kept (the first, then every k-th; at least one), labels as they are,
+ * on SharedArrayBuffers: the same features' frequencies at 1/k of the nonzeros.
+ */
+export function thinRows(d: SparseDataset, k: number): SparseDataset {
+  const offsets = sharedUint32(d.points + 1);
+  let n = 0;
+  for (let i = 0; i < d.points; i++) n += Math.ceil((d.offsets[i + 1]! - d.offsets[i]!) / k);
+  const indices = sharedUint32(n), values = sharedFloat32(n);
+  let p = 0;
+  for (let i = 0; i < d.points; i++) {
+    for (let q = d.offsets[i]!; q < d.offsets[i + 1]!; q += k) {
+      indices[p] = d.indices[q]!;
+      values[p++] = d.values[q]!;
+    }
+    offsets[i + 1] = p;
+  }
+  return { ...d, offsets, indices, values };
 }
 
 /**

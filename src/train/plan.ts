@@ -1,8 +1,8 @@
 // The plan of a training job, before anything is allocated: the network the defaults build for a data
 // shape, the memory per rank by part, and the predicted samples/s of one process with W workers, of
-// today's replicated data-parallel ranks and of label-sharded ranks, from per-machine costs that a short
-// timing probe measures with the real kernels (`calibrate`). `sublinear plan` prints it; `train` prints
-// its one-line summary at start.
+// today's replicated data-parallel ranks and of label-sharded ranks (labels and input features sharded),
+// from per-machine costs that a short timing probe measures with the real kernels and the real sharded
+// phases (`calibrate`). `sublinear plan` prints it; `train` prints its one-line summary at start.
 //
 // Legend: N points, D features, L labels, B global batch, R ranks, b = B / R points per rank, W worker
 // threads per rank, H0 the first hidden layer's width, H the last hidden layer's width (the output
@@ -77,7 +77,7 @@ export function datasetShape(d: SparseDataset): DataShape {
 }
 
 /** Points of the data the wide part's cost is estimated on (the first ones). */
-export const WIDE_ESTIMATE_POINTS = 20000;
+export const WIDE_ESTIMATE_POINTS = 50000;
 
 /**
  * Wide pairs a training sample scans (the lists of its features), measured: the wide part is chosen as fit()
@@ -331,6 +331,11 @@ export interface Calibration {
   rebuildPerRowTable: number;
   /** Seconds per bucket (tables x 2^rangeBits) of a rebuild, whatever the rows. */
   rebuildPerBucket: number;
+  /**
+   * A label-sharded rank's costs, measured on the sharded phases themselves (ShardedModel.step of a rank of 2
+   * on the probe network, the exchange left out): they run on the whole global batch of B points.
+   */
+  shard: ShardCalibration;
   /** Throughput of W worker threads over W x one thread's, for W = the cores the probe had (1 when 1 core). */
   parallelEfficiency: number;
   /** Cores the parallel probe used. */
@@ -339,6 +344,20 @@ export interface Calibration {
   baseRssBytes: number;
   /** Seconds the probe took. */
   probeSeconds: number;
+}
+
+/** Per-sample costs of a label-sharded rank's step (seconds, one thread; per sample of the global batch). */
+export interface ShardCalibration {
+  /** Per multiply-add below the output: layer 0 over the rank's features (forward, backward, Adam of its rows) and the middle layers. */
+  lowerPerMac: number;
+  /** Per sample, what every rank repeats below the output: layer 0's bias, ReLU and dropout, the layouts of the batch. */
+  lowerPerSample: number;
+  /** Per output multiply-add of the rank's slice (active row x H: forward, softmax, backward and Adam). */
+  outputPerMac: number;
+  /** Per wide pair of the rank's labels a sample scans (term, gradient, Adagrad). */
+  widePerPair: number;
+  /** Per sample, the rest of a step (the output phases' fixed costs, the softmax statistics combined, TypeScript). */
+  perSample: number;
 }
 
 /** The machines of a job. */
@@ -401,31 +420,21 @@ export interface ExchangeInput {
 }
 
 /**
- * The collectives of one step of label-sharded training (rank r owns a slice of the labels; the layers
- * below the output are data-parallel):
- * - `hidden activations`: allgather of the last hidden layer, B x H x 4 bytes (every rank scores the global
- *   batch on its slice);
- * - `softmax stats`: allreduce of 3 floats per sample (max, sum of exponentials, true-label logits), 12 B bytes;
- * - `hidden gradient`: allreduce of dL/dH, B x H x 4 bytes (each rank's slice contributes to every sample);
- * - `lower ids`: allgather of the touched input-feature ids, 4 R U(b) bytes (+4 R counts);
- * - `lower rows`: the layer-0 gradient rows as today: allgather of R U(b) rows of H0 floats, or, when
- *   2 U(B) < R U(b), an allreduce over the union, U(B) x H0 x 4 bytes;
- * - `dense`: allreduce of layer 0's bias and the dense hidden layers, 4 x denseFloats bytes.
- * None of it grows with the number of labels.
+ * The collectives of one step of label-sharded training (rank r owns a slice of the labels and a slice of the
+ * input features' rows of layer 0; every phase runs on the global batch):
+ * - `pre-activations`: allreduce of layer 0's partial pre-activations, B x H0 x 4 bytes (each rank's features'
+ *   share of every sample);
+ * - `softmax stats`: allgather of 3 doubles per sample per rank (max, sum of exponentials, true-label logits),
+ *   24 B R bytes;
+ * - `hidden gradient`: allreduce of dL/dH, B x H x 4 bytes (each rank's slice contributes to every sample).
+ * Nothing else: no gradient rows. None of it grows with the number of labels or features.
  */
-export function shardedExchange(x: ExchangeInput): Collective[] {
+export function shardedExchange(x: { ranks: number; batch: number; firstWidth: number; lastWidth: number }): Collective[] {
   const { ranks: R, batch: B } = x;
-  const gathered = R * x.featuresPerRank;
-  const rowsReduced = 2 * x.featuresPerBatch < gathered;
   return [
-    { name: 'hidden activations', kind: 'allgather', bytes: 4 * B * x.lastWidth },
-    { name: 'softmax stats', kind: 'allreduce', bytes: 12 * B },
+    { name: 'pre-activations', kind: 'allreduce', bytes: 4 * B * x.firstWidth },
+    { name: 'softmax stats', kind: 'allgather', bytes: 24 * B * R },
     { name: 'hidden gradient', kind: 'allreduce', bytes: 4 * B * x.lastWidth },
-    { name: 'lower ids', kind: 'allgather', bytes: 4 * (gathered + R) },
-    rowsReduced
-      ? { name: 'lower rows (summed)', kind: 'allreduce', bytes: 4 * x.featuresPerBatch * x.firstWidth }
-      : { name: 'lower rows (gathered)', kind: 'allgather', bytes: 4 * gathered * x.firstWidth },
-    { name: 'dense', kind: 'allreduce', bytes: 4 * x.denseFloats },
   ];
 }
 
@@ -453,7 +462,10 @@ export function replicatedExchange(x: ExchangeInput): Collective[] {
 // ---------------------------------------------------------------------------------------------------------
 // Memory per rank.
 
-/** Memory of one rank: memory-plan.ts's parts, the output layer cut to the rank's slice when sharded. */
+/**
+ * Memory of one rank: memory-plan.ts's parts; sharded, the output layer cut to the rank's slice of the labels
+ * and layer 0 to its slice of the input features (their rows, moments and step counters).
+ */
 export function rankMemory(
   config: ResolvedNetworkConfig, shape: DataShape, o: { ranks: number; sharded: boolean; workers: number; batch: number; bestWeights: boolean; active: number },
 ): MemoryPlan {
@@ -461,7 +473,7 @@ export function rankMemory(
   const out = config.layers.at(-1)!;
   const slice = Math.ceil(out.size / R);
   const plan = planMemory({
-    inputDim: config.inputDim,
+    inputDim: o.sharded ? Math.ceil(config.inputDim / R) : config.inputDim,
     layers: config.layers.map((l, k) => {
       const last = k === config.layers.length - 1;
       const size = last ? slice : l.size;
@@ -487,8 +499,8 @@ export function rankMemory(
   }
   if (o.sharded && o.ranks > 1) {
     const H = config.layers.length > 1 ? config.layers.at(-2)!.size : config.inputDim;
-    // The global batch's activations and hidden gradients, received and summed (three B x H buffers).
-    const bytes = 3 * 4 * o.batch * H;
+    // The global batch's pre-activations (summed in place), hidden activations and hidden gradients.
+    const bytes = 4 * o.batch * (config.layers[0]!.size + 2 * H);
     plan.parts.push({ name: 'exchange buffers', bytes });
     plan.totalBytes += bytes;
   }
@@ -503,7 +515,7 @@ export type PlanMode = 'single' | 'replicated' | 'sharded';
 
 /** The cost of one step on one rank, by term (seconds), and what it moves. */
 export interface StepCost {
-  /** Forward, backward and update below the output layer, for the rank's b points, on its W workers. */
+  /** Forward, backward and update below the output layer, for the rank's b points on its W workers (sharded: its features' share of the global batch). */
   lower: number;
   /** The output layer (its slice when sharded) for the points it scores, on W workers. */
   output: number;
@@ -511,7 +523,7 @@ export interface StepCost {
   wide: number;
   /** Per-sample overhead. */
   overhead: number;
-  /** Applying the exchanged gradient rows of other ranks (lazy Adam, main thread). */
+  /** Applying the exchanged gradient rows of other ranks (lazy Adam, main thread; none when sharded). */
   apply: number;
   /** Hash-table rebuilds, amortised per step (the rank's slice when sharded). */
   rebuild: number;
@@ -567,7 +579,7 @@ export interface PlanInput {
   machine?: MachineSpec;
   /** Training keeps the best epoch's weights (no fixed epoch count; never in label-sharded mode, which needs --epochs). Default false. */
   bestWeights?: boolean;
-  /** Points of the data's head the wide part is estimated on. Default WIDE_ESTIMATE_POINTS (20,000). */
+  /** Points of the data's head the wide part is estimated on. Default WIDE_ESTIMATE_POINTS (50,000). */
   widePoints?: number;
 }
 
@@ -590,32 +602,38 @@ export function stepCost(
 ): StepCost {
   const R = o.mode === 'single' ? 1 : o.ranks;
   const B = o.batch, b = B / R;
-  const threads = Math.max(1, Math.min(o.workers, o.cores));
-  const speedup = threads > 1 ? threads * cal.parallelEfficiency : 1;
   const layers = config.layers;
   const H0 = layers[0]!.size, H = layers.length > 1 ? layers.at(-2)!.size : config.inputDim;
   const nnzPer = shape.nnz / shape.points;
-  const lower = (b * w.lowerMacs * cal.lowerPerMac) / speedup;
-  const overhead = (b * cal.perSample) / speedup;
-  // Sharded: every rank scores the global batch on its 1/R slice of the active set and of the wide pairs.
-  const outPoints = o.mode === 'sharded' ? B : b, outShare = o.mode === 'sharded' ? 1 / R : 1;
-  const output = (outPoints * w.outputMacs * outShare * cal.outputPerMac) / speedup;
-  const wide = (outPoints * w.widePairs * outShare * cal.widePerPair) / speedup;
-  // Rebuilds split their tables across the workers; a sharded rank has no tables (uniform negatives in its slice).
-  const rebuild = o.mode === 'sharded' ? 0 : (w.rebuildsPerStep * (w.rebuildRows * w.tables * cal.rebuildPerRowTable + w.buckets * cal.rebuildPerBucket)) / speedup;
   let collectives: Collective[] = [];
-  let apply = 0;
-  if (R > 1) {
-    const uB = expectedDistinct(B, shape.points, shape.features, nnzPer, shape.featureFreq);
-    const ub = expectedDistinct(b, shape.points, shape.features, nnzPer, shape.featureFreq);
-    let denseFloats = H0;
-    for (let k = 1; k < layers.length - 1; k++) denseFloats += layers[k - 1]!.size * layers[k]!.size + layers[k]!.size;
-    const x: ExchangeInput = { ranks: R, batch: B, firstWidth: H0, lastWidth: H, featuresPerRank: ub, featuresPerBatch: uB, denseFloats };
-    if (o.mode === 'sharded') {
-      collectives = shardedExchange(x);
-      // The other ranks' layer-0 rows are applied on every rank (its own were updated by its workers).
-      apply = Math.max(0, uB - ub) * H0 * cal.applyPerFloat;
-    } else {
+  let lower: number, output: number, wide: number, overhead: number, rebuild: number, apply = 0;
+  if (o.mode === 'sharded') {
+    // Every phase on the global batch of B points, one thread, priced by the sharded phases' own costs: layer 0
+    // over the rank's 1/R of the features (by nonzero count), the middle layers whole, the output layer and the
+    // wide part on the rank's 1/R of the active set and of the pairs; no tables (uniform negatives in the
+    // slice), no gradient rows to apply; the exchange is two B-row all-reduces and the softmax statistics.
+    const k = cal.shard;
+    lower = B * ((nnzPer * H0) / R + (w.lowerMacs - nnzPer * H0)) * k.lowerPerMac + B * k.lowerPerSample;
+    output = (B * w.outputMacs * k.outputPerMac) / R;
+    wide = (B * w.widePairs * k.widePerPair) / R;
+    overhead = B * k.perSample;
+    rebuild = 0;
+    if (R > 1) collectives = shardedExchange({ ranks: R, batch: B, firstWidth: H0, lastWidth: H });
+  } else {
+    const threads = Math.max(1, Math.min(o.workers, o.cores));
+    const speedup = threads > 1 ? threads * cal.parallelEfficiency : 1;
+    lower = (b * w.lowerMacs * cal.lowerPerMac) / speedup;
+    overhead = (b * cal.perSample) / speedup;
+    output = (b * w.outputMacs * cal.outputPerMac) / speedup;
+    wide = (b * w.widePairs * cal.widePerPair) / speedup;
+    // Rebuilds split their tables across the workers.
+    rebuild = (w.rebuildsPerStep * (w.rebuildRows * w.tables * cal.rebuildPerRowTable + w.buckets * cal.rebuildPerBucket)) / speedup;
+    if (R > 1) {
+      const uB = expectedDistinct(B, shape.points, shape.features, nnzPer, shape.featureFreq);
+      const ub = expectedDistinct(b, shape.points, shape.features, nnzPer, shape.featureFreq);
+      let denseFloats = H0;
+      for (let k = 1; k < layers.length - 1; k++) denseFloats += layers[k - 1]!.size * layers[k]!.size + layers[k]!.size;
+      const x: ExchangeInput = { ranks: R, batch: B, firstWidth: H0, lastWidth: H, featuresPerRank: ub, featuresPerBatch: uB, denseFloats };
       const out = layers.at(-1)!;
       const labelsPer = shape.labelNnz / shape.points;
       const sOf = (n: number) => {
@@ -693,10 +711,12 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
   for (const mode of modes) {
     for (const R of mode === 'single' ? [1] : ranksList.filter((r) => r > 1)) {
       for (const link of mode === 'single' ? [links[0]!] : links) {
-        // Label-sharded training runs a fixed number of epochs (--epochs): no copy of the best epoch's weights.
+        // Label-sharded training runs a fixed number of epochs (--epochs): no copy of the best epoch's weights;
+        // and one thread per rank (train --shard-labels refuses --workers above 1).
         const best = mode !== 'sharded' && !!input.bestWeights;
-        const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers, batch, bestWeights: best, active: w.active });
-        const step = stepCost(config, shape, w, cal, { mode, ranks: R, workers, batch, linkGbps: link, latency: machine.latency, cores: coresPerRank });
+        const W = mode === 'sharded' ? 1 : workers;
+        const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers: W, batch, bestWeights: best, active: w.active });
+        const step = stepCost(config, shape, w, cal, { mode, ranks: R, workers: W, batch, linkGbps: link, latency: machine.latency, cores: coresPerRank });
         const fits = memoryPerRank.totalBytes * machine.ranksPerMachine <= limit;
         const samplesPerSec = batch / step.total;
         const Rs = mode === 'sharded' ? R : 1;
@@ -706,11 +726,11 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
           if (part.name.startsWith('worker scratch')) {
             let act = 0;
             config.layers.forEach((l, k) => (act += k === config.layers.length - 1 && l.sampling ? w.active / Rs : l.size));
-            resident -= part.bytes - Math.max(1, workers) * 12 * batch * act;
+            resident -= part.bytes - Math.max(1, W) * 12 * batch * act;
           }
         }
         const c: PlanCandidate = {
-          mode, ranks: R, workers, batch, linkGbps: link, memoryPerRank, fits, peakRssBytes: cal.baseRssBytes + resident,
+          mode, ranks: R, workers: W, batch, linkGbps: link, memoryPerRank, fits, peakRssBytes: cal.baseRssBytes + resident,
           step, samplesPerSec, epochSeconds: shape.points / samplesPerSec,
         };
         if (mode === 'replicated' && wide) c.excluded = 'replicated ranks cannot train a wide part (give a --config without one, or shard the labels)';

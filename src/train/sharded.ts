@@ -68,8 +68,10 @@ export interface FeatureSharding {
 
 /**
  * Greedy balance of ids by frequency: ids by descending count (ties by id), each to the rank with the least
- * load so far (load = sum of counts; ties by fewer ids, then lower rank); an id's row = its position among its
- * rank's ids in id order. Deterministic in `freq`. Throws when there are fewer ids than ranks.
+ * load so far (load = sum of counts; ties by fewer ids, then lower rank); ids of count 0, which add no load,
+ * each to the rank with the fewest ids (ties: lower rank), so that they spread instead of piling on the least
+ * loaded rank. An id's row = its position among its rank's ids in id order. Deterministic in `freq`. Throws
+ * when there are fewer ids than ranks.
  */
 function balance(freq: Uint32Array, ranks: number, what: string): { owner: Uint32Array; local: Uint32Array; of: Uint32Array[]; load: number[] } {
   const L = freq.length;
@@ -82,7 +84,11 @@ function balance(freq: Uint32Array, ranks: number, what: string): { owner: Uint3
   for (let e = 0; e < L; e++) {
     const j = order[e]!;
     let best = 0;
-    for (let r = 1; r < ranks; r++) if (load[r]! < load[best]! || (load[r] === load[best] && count[r]! < count[best]!)) best = r;
+    if (freq[j] === 0) {
+      for (let r = 1; r < ranks; r++) if (count[r]! < count[best]!) best = r;
+    } else {
+      for (let r = 1; r < ranks; r++) if (load[r]! < load[best]! || (load[r] === load[best] && count[r]! < count[best]!)) best = r;
+    }
     owner[j] = best;
     load[best]! += freq[j]!;
     count[best]!++;
@@ -100,8 +106,9 @@ function balance(freq: Uint32Array, ranks: number, what: string): { owner: Uint3
 
 /**
  * Greedy balance by training frequency: labels by descending count (ties by id), each to the rank with the
- * least load so far (load = sum of counts; ties by fewer labels, then lower rank). Deterministic in `freq`.
- * Every rank owns at least one label (throws when there are fewer labels than ranks).
+ * least load so far (load = sum of counts; ties by fewer labels, then lower rank); labels never seen in
+ * training to the rank with the fewest labels. Deterministic in `freq`. Every rank owns at least one label
+ * (throws when there are fewer labels than ranks).
  */
 export function shardLabels(freq: Uint32Array, ranks: number): LabelSharding {
   const b = balance(freq, ranks, 'labels');

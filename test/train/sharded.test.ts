@@ -30,9 +30,13 @@ describe('shardLabels', () => {
     // 50 | 30 + 10 + ... | 20 + 9 + 8 + ...: loads within the largest count of each other.
     expect(s.load.reduce((a, b) => a + b)).toBe(130);
     expect(Math.max(...s.load) - Math.min(...s.load)).toBeLessThanOrEqual(10);
-    // Labels without training points are spread by count, not piled on one rank.
+    // Labels without training points are spread by count, not piled on one rank (here not on rank 2, the
+    // least loaded one after the counted labels).
     const zeros = shardLabels(new Uint32Array(10), 4);
     expect(zeros.labelsOf.map((a) => a.length)).toEqual([3, 3, 2, 2]);
+    const unseen = shardLabels(Uint32Array.from([9, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0]), 3);
+    expect(unseen.load).toEqual([9, 5, 3]);
+    expect(unseen.labelsOf.map((a) => a.length)).toEqual([4, 4, 3]);
     expect(shardLabels(freq, 3)).toEqual(s);
     for (const a of s.labelsOf) expect([...a]).toEqual([...a].sort((x, y) => x - y));
   });
