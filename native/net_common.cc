@@ -117,6 +117,26 @@ void advise_huge_pages(const void* p, size_t bytes) {
 #endif
 }
 
+size_t populate(void* p, size_t bytes) {
+  if (bytes == 0) return 0;
+#if defined(__linux__)
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t lo = a & ~(kPage - 1), hi = (a + bytes + kPage - 1) & ~(kPage - 1);
+#if defined(MADV_POPULATE_WRITE)
+  const int populateWrite = MADV_POPULATE_WRITE;
+#else
+  const int populateWrite = 23;  // MADV_POPULATE_WRITE, Linux >= 5.14
+#endif
+  if (madvise(reinterpret_cast<void*>(lo), hi - lo, populateWrite) == 0) return bytes;
+#endif
+  // Older kernels: rewrite one byte per page with its own value (nothing else runs on these arrays yet).
+  volatile unsigned char* c = static_cast<volatile unsigned char*>(p);
+  for (size_t i = 0; i < bytes; i += 4096) c[i] = c[i];
+  c[bytes - 1] = c[bytes - 1];
+  return bytes;
+}
+
 void apply_activation(float* x, size_t n, Activation a) {
   if (a != Activation::ReLU) return;
   for (size_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;

@@ -172,6 +172,11 @@ void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev,
 // thread-local list of advised ranges); failures are ignored (it is only a hint). No-op off Linux.
 void advise_huge_pages(const void* p, size_t bytes);
 
+// Maps every page of [p, p + bytes) now, as a write would, keeping its contents (MADV_POPULATE_WRITE, else a
+// rewrite of one byte per page): the first steps of training then do not stop at each untouched page of a new
+// network's moments. Returns the bytes populated. Callers run it before anything else uses the array.
+size_t populate(void* p, size_t bytes);
+
 // act applied in place to x[0..n); relu or identity.
 void apply_activation(float* x, size_t n, Activation a);
 

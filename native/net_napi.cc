@@ -130,6 +130,15 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
     // call would cost more than the slice), and the kernels skip a label >= outDim.
     if (off.data[0] != 0 || off.data[D] != nnz) throw ArgError("wide.offsets must run from 0 to labels.length");
     L.wideD = D;
+    Napi::Value bv = wo.Get("byLabel");
+    if (Present(bv)) {
+      Napi::Object bo = GetObject(bv, "wide.byLabel");
+      auto bOff = ExactArray<uint32_t>(bo, "offsets", size_t(L.outDim) + 1, "outDim + 1");
+      L.wideByFeat = ExactArray<uint32_t>(bo, "features", nnz, "labels.length").data;
+      L.wideByEntry = ExactArray<uint32_t>(bo, "entries", nnz, "labels.length").data;
+      if (bOff.data[0] != 0 || bOff.data[L.outDim] != nnz) throw ArgError("wide.byLabel.offsets must run from 0 to labels.length");
+      L.wideByOff = bOff.data;  // the entries and features read are checked where read (net_shard.cc)
+    }
   }
 }
 
@@ -431,6 +440,27 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// netPrefault(net) -> bytes: maps every page of the training state (weights, Adam moments, step counters, the
+// wide part's Adagrad sums) now, after the huge-page advice that training's first call gives (ParseLayer): a
+// fresh network's moments are otherwise first touched, page by page, during its first steps. Layer 0 may be a
+// feature slice (a label-sharded rank's network). Not concurrently with training on the same arrays.
+Napi::Value NetPrefault(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = ParseNet(info[0], true, true);
+  double bytes = 0;
+  for (const NetLayer& L : layers) {
+    const size_t w = size_t(L.inDim) * L.outDim;
+    for (float* a : {L.W, L.mW, L.vW}) bytes += double(net::populate(a, w * sizeof(float)));
+    for (float* a : {L.b, L.mb, L.vb}) bytes += double(net::populate(a, size_t(L.outDim) * sizeof(float)));
+    bytes += double(net::populate(L.rowSteps, size_t(L.rows()) * sizeof(uint32_t)));
+    if (L.hasWide) {
+      const size_t nnz = L.wideOff[L.wideD];
+      bytes += double(net::populate(L.wideW, nnz * sizeof(float)));
+      bytes += double(net::populate(L.wideAcc, nnz * sizeof(float)));
+    }
+  }
+  return Napi::Number::New(info.Env(), bytes);
+}
+
 }  // namespace
 
 // For the bindings of other files (net_shard.cc): the parsers above (a feature slice of layer 0 accepted).
@@ -445,6 +475,7 @@ void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetPredictSlice>(env, exports, "netPredictSlice");
   Export<NetClusterBuild>(env, exports, "netClusterBuild");
   Export<NetWideBuild>(env, exports, "netWideBuild");
+  Export<NetPrefault>(env, exports, "netPrefault");
   // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).
   exports.Set("netKernelIsa", Napi::String::New(env, nk::block_isa()));
 }

@@ -57,7 +57,12 @@ struct OutState {
   std::vector<uint32_t> mark, pos;    // (outDim) epoch marks, position in S
   std::vector<uint64_t> inS;          // (outDim / 64) S as a bitset: the wide scan tests every pair's label
                                       // against it (a few kB that stay in cache, where the marks do not)
-  std::vector<net::WideTerm> wide;    // the batch's wide terms of labels in S (sample order)
+  std::vector<net::WideTerm> wide;    // the batch's wide terms of labels in S
+  // The batch's features (a label-major wide part): featSlot (D, -1 when unused) -> slot; slot t's nonzeros
+  // are (sample, x) at [featStart[t], featStart[t + 1]) of featSample/featX, samples ascending.
+  std::vector<int32_t> featSlot;
+  std::vector<uint32_t> featIds, featStart, featSample, featCursor;
+  std::vector<float> featX;
   uint32_t epoch = 0;
   std::vector<float> wg, bg, mx, sum, lse, scale, dzt, g, gb, dHt;
 };
@@ -86,6 +91,59 @@ void load_inputs(OutState& o, const float* H, uint32_t B, uint32_t d) {
       X[size_t(i) * o.ldx + j] = H[size_t(i) * d + j];
       Xt[size_t(j) * o.ldn + i] = H[size_t(i) * d + j];
     }
+}
+
+// The wide terms of the labels in o.S for samples rows[0..B) into o.wide, from the label-major index (L.wideByOff):
+// per label of S (ascending), its pairs (features ascending), per pair the batch's samples holding its feature
+// (ascending). Only S's pairs are read (a few per label), where the feature-major scan reads every pair of every
+// nonzero of the batch. A logit's terms are added, and an entry's Adagrad steps taken, in the order the scan
+// gives them (features, resp. samples, ascending): the results are the same bits.
+void wide_terms_of_labels(OutState& o, const NetLayer& L, const CsrView& data, const uint32_t* rows, uint32_t B) {
+  const uint32_t D = L.wideD;
+  const size_t nnz = L.wideOff[D];
+  if (o.featSlot.size() < D) o.featSlot.assign(D, -1);
+  int32_t* slot = o.featSlot.data();
+  // The batch's distinct features (first-seen order) and, per feature, its (sample, x) in sample order.
+  o.featIds.clear();
+  size_t P = 0;
+  for (uint32_t i = 0; i < B; ++i) P += data.offsets[rows[i] + 1] - data.offsets[rows[i]];
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t q = data.offsets[rows[i]]; q < data.offsets[rows[i] + 1]; ++q) {
+      const uint32_t f = data.indices[q];  // < D: check_slice
+      if (slot[f] < 0) slot[f] = static_cast<int32_t>(o.featIds.size()), o.featIds.push_back(f);
+    }
+  const uint32_t nF = static_cast<uint32_t>(o.featIds.size());
+  uint32_t* start = grow(o.featStart, size_t(nF) + 1);
+  uint32_t* cur = grow(o.featCursor, nF);
+  uint32_t* smp = grow(o.featSample, P);
+  float* xs = grow(o.featX, P);
+  std::fill(start, start + nF + 1, 0u);
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t q = data.offsets[rows[i]]; q < data.offsets[rows[i] + 1]; ++q) ++start[slot[data.indices[q]] + 1];
+  for (uint32_t t = 0; t < nF; ++t) start[t + 1] += start[t], cur[t] = start[t];
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t q = data.offsets[rows[i]]; q < data.offsets[rows[i] + 1]; ++q) {
+      const uint32_t e = cur[slot[data.indices[q]]]++;
+      smp[e] = i, xs[e] = data.values[q];
+    }
+  for (uint32_t j : o.S) {
+    const uint32_t k0 = L.wideByOff[j], k1 = L.wideByOff[j + 1];
+    if (k1 < k0 || k1 > nnz) {
+      for (uint32_t f : o.featIds) slot[f] = -1;
+      throw ArgError("wide.byLabel.offsets of label " + std::to_string(j) + " are corrupt");
+    }
+    for (uint32_t k = k0; k < k1; ++k) {
+      const uint32_t f = L.wideByFeat[k], e = L.wideByEntry[k];
+      if (f >= D || e >= nnz) {  // in bounds; that (f, e) is a pair of j is TypeScript's (wideByLabel)
+        for (uint32_t g : o.featIds) slot[g] = -1;
+        throw ArgError("wide.byLabel[" + std::to_string(k) + "] names a feature or entry out of range");
+      }
+      const int32_t t = slot[f];
+      if (t < 0) continue;
+      for (uint32_t m = start[t]; m < start[t + 1]; ++m) o.wide.push_back({j, smp[m], e, xs[m]});
+    }
+  }
+  for (uint32_t f : o.featIds) slot[f] = -1;  // leave the map clean for the next batch
 }
 
 const NetLayer& output_of(const std::vector<NetLayer>& layers) {
@@ -278,7 +336,10 @@ Napi::Value NetShardOutForward(const Napi::CallbackInfo& info) {
   // The wide part: each sample's terms of labels in S join their logits (terms of other labels are dropped,
   // as their logits are).
   o.wide.clear();
-  if (L.hasWide) {
+  if (L.hasWide && L.wideByOff) {
+    wide_terms_of_labels(o, L, data, rows, B);
+    for (const net::WideTerm& t : o.wide) zS[size_t(posS[t.label]) * ldn + t.sample] += t.x * L.wideW[t.entry];
+  } else if (L.hasWide) {
     uint64_t* inS = grow(o.inS, (size_t(N) + 63) / 64);
     std::memset(inS, 0, sizeof(uint64_t) * ((size_t(N) + 63) / 64));
     for (uint32_t j : o.S) inS[j >> 6] |= uint64_t(1) << (j & 63);

@@ -5,6 +5,7 @@
 import { dirname, resolve } from 'node:path';
 import { resolveConfig, defaultConfig, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
+import { native } from '../native.js';
 import { applyInputScale, detectInputScale } from '../network/input-scale.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { batchSeed, epochOrder } from '../train/fit.js';
@@ -139,6 +140,9 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
     part = { spec, labels, features, labelFreq, featureFreq };
   }
   const net = { spec: part.spec };
+  // Every page of the rank's state mapped now: touched page by page in the first steps instead, each rank's
+  // faults would stall the other ranks too (a step waits for the slowest rank).
+  native().netPrefault(net.spec);
   const model = new ShardedModel(comm, config, net, part.labelFreq, part.featureFreq);
   const sharding = model.sharding;
   const mine = model.labels;

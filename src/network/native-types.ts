@@ -99,6 +99,13 @@ export interface WideState {
   weights: Float32Array;
   /** (nnz) Adagrad sums of squared gradients. */
   accum: Float32Array;
+  /**
+   * Optional label-major index of the same pairs (a label-sharded rank's: wideByLabel in src/train/sharded.ts):
+   * label j's pairs are k in [offsets[j], offsets[j + 1]) with feature features[k] and entry entries[k] (an
+   * index into labels/weights/accum), features ascending within a label. netShardOutForward then reads only
+   * the pairs of its active labels. Derived: never stored in files.
+   */
+  byLabel?: { offsets: Uint32Array; features: Uint32Array; entries: Uint32Array };
 }
 
 /** A k-means cluster index of a layer's neurons (augmented vectors [w_j, b_j]); see native/net_cluster.cc. */
@@ -279,6 +286,13 @@ export interface NativeNetwork {
     weights: Float32Array, bias: Float32Array, d: number, rows: Uint32Array, C: number, iters: number, sample: number, seed: number,
     outCentroids: Float32Array, outOffsets: Uint32Array, outMembers: Uint32Array,
   ): void;
+  /**
+   * Maps every page of `net`'s training state now (weights, Adam moments, step counters, the wide part's
+   * Adagrad sums), with the huge-page advice training's first call gives: a fresh network's moments are
+   * otherwise first touched page by page during its first steps. Layer 0 may be a label-sharded rank's feature
+   * slice. Returns the bytes mapped. Not while another thread trains on the same arrays.
+   */
+  netPrefault(net: NetSpec): number;
   /**
    * The wide part's pairs chosen from `data`'s rows `rows` (every row when null): see buildWide
    * (src/network/wide.ts) and native/net_wide.h wide_build; `slice`: only those labels, stored under their

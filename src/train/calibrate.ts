@@ -5,7 +5,9 @@
 // weights and Adam moments per layer (input features and output labels; default min(1.1 GB, 5% of the
 // machine's memory), so the Amazon-670K shape is probed at its full size: a layer of 65,536 rows was
 // measured 25-35% faster per row than the real 670,091, the rows staying closer in the caches). Its batches are timed with netTrainSlice (mode 0) after a warm-up, each the fastest of `repeats`
-// timings (the least disturbed by other work on the machine), varying one factor at a time:
+// timings (the least disturbed by other work on the machine; each the least of its wall-clock and CPU time, so
+// that time spent waiting for a core while other processes ran is not counted: `stopwatch`), varying one factor
+// at a time:
 //   B: no wide part, on seeded synthetic points of the shape's mean counts   C: B with 3x the active set
 //   E1, E2: a 64-label output, nnz and nnz / 4 nonzeros per point (the layers below the output)
 //   BW, A: B and the planned wide part on the data's first points (when the data is given)
@@ -38,7 +40,29 @@ import { sharedSetLogQ } from './logq.js';
 import { buildWide, emptyWide } from '../network/wide.js';
 import { subset } from '../../datasets/split-reader.js';
 
-/** Input rows and output labels of the probe network at most (fewer when the planned network is smaller). */
+/**
+ * A stopwatch of the calling thread's work: seconds since `start()`, the least of the wall-clock time and the
+ * process's CPU time. The probe's timed parts run on one thread, so on an idle machine the two agree; when
+ * other processes share the cores, the wall clock also counts the time this one waited for a core, which
+ * the CPU time leaves out: the probe then still measures what the machine does when the job has it.
+ */
+export function stopwatch(): { start: () => void; seconds: () => number; ratio: (threads?: number) => number } {
+  let w0 = 0, c0 = 0;
+  const cpu = () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  };
+  return {
+    start: () => {
+      w0 = performance.now() / 1000;
+      c0 = cpu();
+    },
+    seconds: () => Math.min(performance.now() / 1000 - w0, cpu() - c0),
+    /** CPU time over `threads` x the wall time since start(), at most 1: the share of the wall time its threads ran. */
+    ratio: (threads = 1) => Math.min(1, (cpu() - c0) / Math.max(1e-9, threads * (performance.now() / 1000 - w0))),
+  };
+}
+
 /** Default bytes of weights and moments per probe layer: min(1.1 GB, 5% of the machine's memory). */
 export function defaultProbeBytes(): number {
   return Math.floor(Math.min(1.1e9, 0.05 * totalmem()));
@@ -171,18 +195,19 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
     };
     for (let i = 0; i < 4; i++) step();
     let n = nBatches ?? 4;
+    const sw = stopwatch();
     if (nBatches === undefined) {
-      const t = performance.now();
+      sw.start();
       for (let i = 0; i < 2; i++) step();
-      const per = (performance.now() - t) / 1000 / 2;
+      const per = sw.seconds() / 2;
       n = Math.max(2, Math.min(60, Math.round(target / Math.max(1e-6, per))));
     }
     let best = Infinity, act = 0;
     for (let r = 0; r < repeats; r++) {
-      const t = performance.now();
+      sw.start();
       act = 0;
       for (let i = 0; i < n; i++) act += step();
-      best = Math.min(best, (performance.now() - t) / 1000 / (n * batch));
+      best = Math.min(best, sw.seconds() / (n * batch));
     }
     return { perSample: best, active: act / n };
   };
@@ -259,10 +284,11 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   if (out.sampling) {
     const timeRebuild = async (net: Network) => {
       let best = Infinity;
+      const sw = stopwatch();
       for (let r = 0; r < repeats; r++) {
-        const t = performance.now();
+        sw.start();
         await net.rebuildTables(new InlineExecutor());
-        best = Math.min(best, (performance.now() - t) / 1000);
+        best = Math.min(best, sw.seconds());
       }
       return best;
     };
@@ -279,10 +305,15 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   // epoch takes about `target` seconds.
   const fitPoints = Math.max(4 * batch, Math.min(dataW.points, Math.round(target / Math.max(1e-7, BW.perSample) / batch) * batch));
   const fitData = fitPoints === dataW.points ? dataW : subset(dataW, Uint32Array.from({ length: fitPoints }, (_, i) => i));
+  // The second epoch's wall time, scaled by the share of the run's wall time its threads had the cores (the
+  // CPU time over `workers` x the wall time; the worker threads do all but the batching).
   const fitRun = async (workers: number) => {
+    const sw = stopwatch();
+    sw.start();
     const st = await netB.fit(fitData, { epochs: 2, batchSize: batch, workers, validation: false, inputScaling: 'off', rebuild: { first: 1e9, maxInterval: 1e9 } });
+    const share = sw.ratio(Math.min(workers, cores));
     const h = st.history;
-    return (h[1]!.trainSeconds - h[0]!.trainSeconds) / fitData.points;
+    return ((h[1]!.trainSeconds - h[0]!.trainSeconds) / fitData.points) * share;
   };
   const f1 = Math.min(await fitRun(1), await fitRun(1));
   perSample += Math.max(0, f1 - BW.perSample);
@@ -295,21 +326,46 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
 
   // netApplyRows per float (lazy Adam of exchanged rows), on network B.
   let floats = 0, secs = 0;
+  const swApply = stopwatch();
   for (let s = 0; s < 8; s++) {
     const ids = Uint32Array.from({ length: batch }, (_, i) => s * batch + i);
     const g = native().netTrainSlice(netB.spec, data, ids, { mode: 3, ...adam, gradScale: 1 / batch, seed: s }, new Float64Array(4))!;
-    const t = performance.now();
+    swApply.start();
     native().netApplyRows(netB.spec, adam, g.map((x, layer) => ({ layer, ...x }) as RowUpdate));
-    secs += (performance.now() - t) / 1000;
+    secs += swApply.seconds();
     for (const x of g) floats += x.rows.length;
   }
   const applyPerFloat = floats > 0 ? secs / floats : 0;
   if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe fit ${JSON.stringify({ f1, parallelEfficiency })}\n`);
   const shard = probeShard({ probeConfig, data, sparse, dataW, wideOn, batch, target, repeats, active, dense: !out.sampling, wide: !!out.wide, Np });
+  const touchPerByte = probeTouch(H);
   return {
     cpu: cpus()[0]?.model ?? 'unknown', hidden: H, lowerPerMac, outputPerMac, widePerPair, perSample, applyPerFloat, rebuildPerRowTable, rebuildPerBucket,
-    shard, parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
+    shard, touchPerByte, parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
   };
+}
+
+/**
+ * Seconds per byte of fresh training state touched (Calibration.touchPerByte): a new layer of 131,072 rows of
+ * `width` weights, whose Adam moments nothing has touched, takes netApplyRows over every row twice (after a
+ * one-row call, which asks for huge pages as training's first call does); the first pass's extra time over
+ * the second, per byte of moments.
+ */
+function probeTouch(width: number): number {
+  const N = 131072;
+  const net = new Network({ inputDim: 1, seed: 1, layers: [{ size: width }, { size: N }] });
+  const adam = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
+  const ids = Uint32Array.from({ length: N }, (_, i) => i);
+  const rows = new Float32Array(N * width).fill(1e-3), rowBias = new Float32Array(N).fill(1e-3);
+  native().netApplyRows(net.spec, adam, [{ layer: 1, ids: ids.subarray(0, 1), rows: rows.subarray(0, width), rowBias: rowBias.subarray(0, 1) }]);
+  const sw = stopwatch();
+  const pass = () => {
+    sw.start();
+    native().netApplyRows(net.spec, adam, [{ layer: 1, ids, rows, rowBias }]);
+    return sw.seconds();
+  };
+  const first = pass(), second = Math.min(pass(), pass());
+  return Math.max(0, first - second) / (8 * N * (width + 1));
 }
 
 /** Ranks the sharded probe stands for (it runs rank 0 of them). */
@@ -371,17 +427,20 @@ function probeShard(o: {
       model.step(d, { pointIds: Uint32Array.from({ length: batch }, (_, i) => start + i), seed: seed++, ...adam });
     };
     for (let i = 0; i < 4; i++) step();
-    const t = performance.now();
+    const sw = stopwatch();
+    sw.start();
     for (let i = 0; i < 2; i++) step();
-    const n = Math.max(2, Math.min(60, Math.round(o.target / Math.max(1e-6, (performance.now() - t) / 1000 / 2))));
+    const n = Math.max(2, Math.min(60, Math.round(o.target / Math.max(1e-6, sw.seconds() / 2))));
     let best = { step: Infinity, lower: 0, output: 0, active: 0 };
     for (let r = 0; r < o.repeats; r++) {
-      const s0 = { ...model.report() }, t0 = performance.now();
+      const s0 = { ...model.report() };
+      sw.start();
       for (let i = 0; i < n; i++) step();
-      const secs = (performance.now() - t0) / 1000, s1 = model.report();
+      // The phases' counters are wall-clock times: scaled by the share of the wall time the process ran.
+      const secs = sw.seconds(), share = sw.ratio(), s1 = model.report();
       if (secs < best.step * n * batch) {
         best = {
-          step: secs / (n * batch), lower: (s1.lowerSeconds - s0.lowerSeconds) / (n * batch), output: (s1.outputSeconds - s0.outputSeconds) / (n * batch),
+          step: secs / (n * batch), lower: (share * (s1.lowerSeconds - s0.lowerSeconds)) / (n * batch), output: (share * (s1.outputSeconds - s0.outputSeconds)) / (n * batch),
           active: (s1.activePerStep * s1.steps - s0.activePerStep * s0.steps) / n,
         };
       }

@@ -30,7 +30,7 @@
 import type { SparseDataset } from '../../datasets/csr.js';
 import { native } from '../native.js';
 import type { NetworkConfig } from '../network/config.js';
-import type { LayerState, NetSpec } from '../network/native-types.js';
+import type { LayerState, NetSpec, WideState } from '../network/native-types.js';
 import { computeMetrics, inversePropensity, type Metrics } from './metrics.js';
 import { sharedSetLogQ } from './logq.js';
 import { initSeed } from '../network/state.js';
@@ -218,6 +218,26 @@ export function initFeatureRows(global: NetworkConfig, features: Uint32Array, l0
   initRowsOf(global, 0, features, D, H0, Math.sqrt(6 / (D + H0)), l0.weights);
 }
 
+/**
+ * The label-major index of a wide part of `labels` labels (WideState.byLabel): per label its pairs, features
+ * ascending (the feature-major order read label by label).
+ */
+export function wideByLabel(w: WideState, labels: number): NonNullable<WideState['byLabel']> {
+  const nnz = w.labels.length;
+  const offsets = new Uint32Array(labels + 1), features = new Uint32Array(nnz), entries = new Uint32Array(nnz);
+  for (let e = 0; e < nnz; e++) offsets[w.labels[e]! + 1]!++;
+  for (let j = 0; j < labels; j++) offsets[j + 1]! += offsets[j]!;
+  const cur = offsets.slice(0, labels);
+  for (let f = 0; f < w.inputDim; f++) {
+    for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) {
+      const k = cur[w.labels[e]!]!++;
+      features[k] = f;
+      entries[k] = e;
+    }
+  }
+  return { offsets, features, entries };
+}
+
 /** minActive of a slice: the global layer's (its default when not given) divided among the ranks. 0: dense. */
 export function sliceMinActive(global: NetworkConfig, ranks: number): number {
   const last = global.layers.at(-1)!;
@@ -343,7 +363,10 @@ export class ShardedModel {
     this.featureOf = new Int32Array(this.numFeatures).fill(-1);
     for (let e = 0; e < this.features.length; e++) this.featureOf[this.features[e]!] = e;
     this.minActive = sliceMinActive(global, comm.size);
-    this.wideLr = layers.at(-1)!.wide ? g.layers.at(-1)!.wide?.lr : undefined;
+    const wide = layers.at(-1)!.wide;
+    this.wideLr = wide ? g.layers.at(-1)!.wide?.lr : undefined;
+    // A step needs the wide terms of its active labels only: read label by label.
+    if (wide) wide.byLabel = wideByLabel(wide, this.labels.length);
   }
 
   /** Sets the slice's logQ for training on `points` points with batches of `batchSize` (sampled slices only). */

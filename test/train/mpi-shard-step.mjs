@@ -8,11 +8,12 @@
 // the step's exchange volume against its formula.
 // Arguments: `wide` (the output layer has a wide part: the reference's pairs are chosen over every label,
 // each rank holds its labels' share, and the line gives the largest differences of its wide weights and
-// Adagrad sums), `deep` (two hidden layers: the middle one computed and updated alike on every rank).
+// Adagrad sums; with `scan` too, the rank's wide part has no label-major index), `deep` (two hidden layers:
+// the middle one computed and updated alike on every rank).
 import { runAsRank } from '../../dist/src/train/distributed.js';
 import { native } from '../../dist/src/native.js';
 import { Network } from '../../dist/src/network/network.js';
-import { allocateRank, arraysChecksum, featureFrequencies, replicatedArrays, ShardedModel, shardFeatures, shardLabels } from '../../dist/src/train/sharded.js';
+import { allocateRank, arraysChecksum, featureFrequencies, replicatedArrays, ShardedModel, shardFeatures, shardLabels, wideByLabel } from '../../dist/src/train/sharded.js';
 import { labelFrequencies } from '../../dist/src/train/metrics.js';
 import { buildWide, pickWide } from '../../dist/src/network/wide.js';
 
@@ -87,7 +88,12 @@ const code = await runAsRank(io, async (dist) => {
     for (const a of ['bias', 'mBias', 'vBias', 'rowSteps']) so[a][e] = ro[a][j];
   });
   const model = new ShardedModel(comm, config, { spec }, labelFreq, featureFreq);
-  if (WIDE) so.wide = pickWide(ro.wide, model.localOf);
+  if (WIDE) {
+    so.wide = pickWide(ro.wide, model.localOf);
+    // As the model builds it for its own wide part: netShardOutForward reads the active labels' pairs label by
+    // label (`scan`: without it, every pair of the batch's features is read and filtered).
+    if (!process.argv.includes('scan')) so.wide.byLabel = wideByLabel(so.wide, mine.length);
+  }
 
   // dL/dH of a batch: sharded (phases 1-4, mode 2: nothing updated, summed over the ranks) against the
   // TypeScript reference from the full network's output layer.

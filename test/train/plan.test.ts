@@ -73,7 +73,10 @@ describe('memory per rank', () => {
     expect(part(4, 'layer 0 weights+Adam')).toBe(12 * 750 * 32 + 12 * 32);
     expect(part(1, 'layer 0 weights+Adam')).toBe(12 * 3000 * 32 + 12 * 32);
     expect(part(4, 'layer 0 step counters')).toBe(4 * (750 + 1));
-    expect(part(4, 'output layer wide part') - 4 * 3001).toBe(12 * Math.ceil((part(1, 'output layer wide part') - 4 * 3001) / 12 / 4));
+    // 12 bytes a pair (label, weight, Adagrad sum) and the label-major index's 8 a pair and 4 a label.
+    const pairs = (part(1, 'output layer wide part') - 4 * 3001 - 4 * 20001) / 20;
+    expect(Number.isInteger(pairs) && pairs > 0).toBe(true);
+    expect(part(4, 'output layer wide part')).toBe(4 * 3001 + 20 * Math.ceil(pairs / 4) + 4 * 5001);
     expect(part(4, 'exchange buffers')).toBe(4 * 128 * (32 + 2 * 32));
   });
 });
@@ -178,14 +181,14 @@ describe('planTraining', () => {
     expect(p.reason).toMatch(/sharded ranks are the fastest configuration that fits/);
   });
 
-  it('label-sharded candidates keep no best-epoch copy (they run --epochs): their wide part costs 12 bytes a pair, a single process\'s 16', () => {
+  it('label-sharded candidates keep no best-epoch copy (they run --epochs): their wide part costs 12 bytes a pair (and its label-major index 8), a single process\'s 16', () => {
     const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
     const p = planTraining({ shape, ranks: [2], bestWeights: true, modes: ['single', 'sharded'] }, CAL);
     const wide = (mode: string) => p.candidates.find((c) => c.mode === mode)!.memoryPerRank.parts.find((x) => x.name === 'output layer wide part')!.bytes;
     const c = p.config;
     const pairs = (wide('single') - 4 * (c.inputDim + 1)) / 16;
     expect(pairs).toBeGreaterThan(0);
-    expect(wide('sharded')).toBe(4 * (c.inputDim + 1) + 12 * Math.ceil(pairs / 2));
+    expect(wide('sharded')).toBe(4 * (c.inputDim + 1) + 12 * Math.ceil(pairs / 2) + 8 * Math.ceil(pairs / 2) + 4 * (200000 + 1));
   });
 
   it('keeps one process when more ranks are not 5% faster', () => {

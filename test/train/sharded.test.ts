@@ -337,9 +337,9 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     for (const np of [2, 4]) checkStep(np, 'deep');
   }, 120_000);
 
-  it('with a wide part: one sharded step equals the unsharded step under 1, 2 and 4 ranks (wide weights and Adagrad sums included)', () => {
-    for (const np of [1, 2, 4]) {
-      const lines = checkStep(np, 'wide');
+  it('with a wide part: one sharded step equals the unsharded step under 1, 2 and 4 ranks (wide weights and Adagrad sums included; its terms read label by label, or scanned)', () => {
+    for (const [np, how] of [[1, 'wide'], [2, 'wide'], [4, 'wide'], [2, 'scan']] as const) {
+      const lines = checkStep(np, 'wide', how);
       expect(lines.map((l) => l.widePairs).reduce((a: number, b: number) => a + b)).toBeGreaterThan(30);
       for (const l of lines) {
         expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-6 * Math.abs(l.refLoss));
