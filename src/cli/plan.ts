@@ -138,8 +138,7 @@ async function planCommand(o: PlanOptions, io: CliIO): Promise<number> {
   if (shape.features > resolved.inputDim) throw new Error(`${source} has ${shape.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const batch = o.batch ?? file?.training.batchSize ?? 128;
   const workers = o.workers ?? file?.training.workers;
-  const epochs = o.epochs ?? file?.training.epochs;
-  const bestWeights = epochs === undefined && file?.training.validation !== false;
+  const bestWeights = (o.epochs ?? file?.training.epochs) === undefined && file?.training.validation !== false;
 
   const cacheFile = o.calibration ?? defaultCalibrationFile();
   let cal = o.recalibrate ? null : await readCachedCalibration(resolved, cacheFile);
@@ -155,7 +154,6 @@ async function planCommand(o: PlanOptions, io: CliIO): Promise<number> {
   }
   const plan = planTraining({
     shape, config: resolved, batch, ...(workers !== undefined ? { workers } : {}), ranks, linkGbps: links, ...(modes ? { modes } : {}), bestWeights,
-    ...(epochs !== undefined ? { epochs } : {}),
     machine: { ...(o.cores !== undefined ? { cores: o.cores } : {}), ...(memoryBytes !== undefined ? { memoryBytes } : {}), linkGbps: links[0]!, latency: o.latencyUs * 1e-6 },
   }, cal);
   if (o.json) {
@@ -177,8 +175,7 @@ export function planJson(p: TrainingPlan, source: string, cached: boolean, cache
   const cand = (c: PlanCandidate) => ({
     mode: c.mode, ranks: c.ranks, workers: c.workers, batch: c.batch, linkGbps: c.linkGbps, fits: c.fits, ...(c.excluded ? { excluded: c.excluded } : {}),
     memoryPerRankBytes: c.memoryPerRank.totalBytes, memoryParts: c.memoryPerRank.parts, peakRssBytes: c.peakRssBytes,
-    samplesPerSec: c.samplesPerSec, epochSeconds: c.epochSeconds, touchBytes: c.touchBytes, touchSeconds: c.touchSeconds,
-    ...(c.runSamplesPerSec !== undefined ? { runSamplesPerSec: c.runSamplesPerSec } : {}),
+    samplesPerSec: c.samplesPerSec, epochSeconds: c.epochSeconds,
     stepSeconds: { lower: c.step.lower, output: c.step.output, wide: c.step.wide, overhead: c.step.overhead, apply: c.step.apply, rebuild: c.step.rebuild, exchange: c.step.exchange, total: c.step.total },
     receivedBytesPerStep: c.step.receivedBytes, exchangedBytesPerStep: c.step.exchangedBytes, collectives: c.step.collectives,
   });
@@ -199,7 +196,7 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
   lines.push(`measured on ${c.cpu}${cached ? ' (cached)' : ''}: lower ${n(c.lowerPerMac * 1e9, 3)} ns/MAC, output ${n(c.outputPerMac * 1e9, 3)} ns/MAC, ` +
     `wide ${n(c.widePerPair * 1e9, 1)} ns/pair, ${n(c.perSample * 1e6, 1)} us/sample, apply ${n(c.applyPerFloat * 1e9, 2)} ns/float, ` +
     `rebuild ${n(c.rebuildPerRowTable * 1e9, 1)} ns/(row x table) + ${n(c.rebuildPerBucket * 1e9, 2)} ns/bucket, ${c.parallelWorkers} workers at ${n(100 * c.parallelEfficiency)}% each, ` +
-    `first touch ${n((c.touchPerByte ?? 0) * 1e9, 2)} s/GB; label-sharded rank: lower ${n(c.shard.lowerPerMac * 1e9, 3)} ns/MAC + ${n(c.shard.lowerPerSample * 1e6, 1)} us/sample, ` +
+    `label-sharded rank: lower ${n(c.shard.lowerPerMac * 1e9, 3)} ns/MAC + ${n(c.shard.lowerPerSample * 1e6, 1)} us/sample, ` +
     `output ${n(c.shard.outputPerMac * 1e9, 3)} ns/MAC, wide ${n(c.shard.widePerPair * 1e9, 1)} ns/pair, ${n(c.shard.perSample * 1e6, 1)} us/sample`);
   lines.push(`per sample: ${n(w.lowerMacs)} MACs below the output, ${n(w.active)} active outputs x ${p.config.layers.length > 1 ? p.config.layers.at(-2)!.size : p.config.inputDim} = ${n(w.outputMacs)} MACs, ` +
     `${n(w.widePairs)} wide pairs; ${n(w.rebuildsPerStep, 4)} rebuilds per step`);
@@ -224,9 +221,6 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
   for (const x of p.candidates.filter((y) => y.excluded)) excluded.set(`${x.mode}: ${x.excluded}`, [...new Set([...(excluded.get(`${x.mode}: ${x.excluded}`) ?? []), String(x.ranks)])]);
   for (const [what, ranks] of excluded) lines.push(`excluded: ${what.replace(': ', ` x ${ranks.join(', ')}: `)}`);
   lines.push(`epoch of ${n(p.shape.points)} points: ${formatSeconds(p.chosen.epochSeconds)} (chosen configuration)`);
-  for (const x of p.candidates.filter((y) => y.runSamplesPerSec !== undefined && y.linkGbps === links[0])) {
-    lines.push(`over the run, ${x.mode === 'single' ? 'one process' : `${x.ranks} ${x.mode} ranks`}: ~${n(x.runSamplesPerSec!)} samples/s (the first touches of ${formatBytes(x.touchBytes)} of fresh training state per ${x.mode === 'single' ? 'process' : 'rank'}: ~${formatSeconds(x.touchSeconds)})`);
-  }
   lines.push(`memory per ${p.chosen.mode === 'single' ? 'process' : 'rank'}: ${formatBytes(p.chosen.memoryPerRank.totalBytes)} (${formatParts(p.chosen.memoryPerRank.parts)})`);
   lines.push(`chosen: ${p.reason}`);
   lines.push(formatPlanLine(p));

@@ -181,6 +181,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
     }
     const wc = net.config.layers.at(-1)!.wide;
     if (wc) last.wide = buildWide(data, null, Dp, last.outDim, wc.maxPerLabel, wc.init, wc.minShare);
+    native().netPrefault(net.spec); // as fit() and the sharded ranks do before their first step
     return net;
   };
   let seed = 1;
@@ -230,6 +231,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
     const net = await build(true);
     const wc = c.layers.at(-1)!.wide!;
     net.spec.layers.at(-1)!.wide = buildWide(on, null, Dp, Np, wc.maxPerLabel, wc.init, wc.minShare);
+    native().netPrefault(net.spec);
     return net;
   };
   const netB = await build(false);
@@ -338,34 +340,10 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const applyPerFloat = floats > 0 ? secs / floats : 0;
   if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe fit ${JSON.stringify({ f1, parallelEfficiency })}\n`);
   const shard = probeShard({ probeConfig, data, sparse, dataW, wideOn, batch, target, repeats, active, dense: !out.sampling, wide: !!out.wide, Np });
-  const touchPerByte = probeTouch(H);
   return {
     cpu: cpus()[0]?.model ?? 'unknown', hidden: H, lowerPerMac, outputPerMac, widePerPair, perSample, applyPerFloat, rebuildPerRowTable, rebuildPerBucket,
-    shard, touchPerByte, parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
+    shard, parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
   };
-}
-
-/**
- * Seconds per byte of fresh training state touched (Calibration.touchPerByte): a new layer of 131,072 rows of
- * `width` weights, whose Adam moments nothing has touched, takes netApplyRows over every row twice (after a
- * one-row call, which asks for huge pages as training's first call does); the first pass's extra time over
- * the second, per byte of moments.
- */
-function probeTouch(width: number): number {
-  const N = 131072;
-  const net = new Network({ inputDim: 1, seed: 1, layers: [{ size: width }, { size: N }] });
-  const adam = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
-  const ids = Uint32Array.from({ length: N }, (_, i) => i);
-  const rows = new Float32Array(N * width).fill(1e-3), rowBias = new Float32Array(N).fill(1e-3);
-  native().netApplyRows(net.spec, adam, [{ layer: 1, ids: ids.subarray(0, 1), rows: rows.subarray(0, width), rowBias: rowBias.subarray(0, 1) }]);
-  const sw = stopwatch();
-  const pass = () => {
-    sw.start();
-    native().netApplyRows(net.spec, adam, [{ layer: 1, ids, rows, rowBias }]);
-    return sw.seconds();
-  };
-  const first = pass(), second = Math.min(pass(), pass());
-  return Math.max(0, first - second) / (8 * N * (width + 1));
 }
 
 /** Ranks the sharded probe stands for (it runs rank 0 of them). */
@@ -416,7 +394,9 @@ function probeShard(o: {
     const L = config.layers.at(-1)!.size;
     const labelFreq = labelFrequencies(o.data.labelIndices.map((j) => j % L), L), featureFreq = featureFrequencies(o.data, config.inputDim);
     const labels = shardLabels(labelFreq, R).labelsOf[0]!, features = shardFeatures(featureFreq, R).featuresOf[0]!;
-    return { spec: allocateRank(config, labels.length, features.length), labels, labelFreq, featureFreq };
+    const spec = allocateRank(config, labels.length, features.length);
+    native().netPrefault(spec);
+    return { spec, labels, labelFreq, featureFreq };
   };
   let seed = 1;
   /** Per sample of the batch: the step, its lower and output phases, and the active rows of the slice. */
@@ -492,6 +472,7 @@ function probeShard(o: {
     out.wide = emptyWide(cw.inputDim);
     buildSliceWide(cw, { spec: rank.spec }, rank.labels, o.wideOn);
     const wide = out.wide!;
+    native().netPrefault(rank.spec);
     const withWide = model(cw, rank);
     let SA = time(withWide, o.dataW);
     for (let i = 0; i < 2; i++) {

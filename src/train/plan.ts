@@ -336,13 +336,6 @@ export interface Calibration {
    * on the probe network, the exchange left out): they run on the whole global batch of B points.
    */
   shard: ShardCalibration;
-  /**
-   * Seconds per byte of training state a fresh process touches for the first time (a new network's Adam
-   * moments and Adagrad sums are pages the kernels touch in the first steps: the system zeroes, and a virtual
-   * machine's host may first back, each of them). Timed on a fresh layer; it varies with what the machine's
-   * memory did before.
-   */
-  touchPerByte: number;
   /** Throughput of W worker threads over W x one thread's, for W = the cores the probe had (1 when 1 core). */
   parallelEfficiency: number;
   /** Cores the parallel probe used. */
@@ -567,11 +560,6 @@ export interface PlanCandidate {
   epochSeconds: number;
   /** Why it cannot run, when it cannot (memory, a wide part in replicated mode). */
   excluded?: string;
-  /** Bytes of training state a rank touches for the first time in its first steps (Adam moments, Adagrad sums), and the seconds that takes. */
-  touchBytes: number;
-  touchSeconds: number;
-  /** With PlanInput.epochs: samples/s over the whole run, the first touches included. */
-  runSamplesPerSec?: number;
 }
 
 /** Input of `planTraining`. */
@@ -594,8 +582,6 @@ export interface PlanInput {
   bestWeights?: boolean;
   /** Points of the data's head the wide part is estimated on. Default WIDE_ESTIMATE_POINTS (50,000). */
   widePoints?: number;
-  /** Epochs of the run (train --epochs): candidates then also give the samples/s over the run (runSamplesPerSec). */
-  epochs?: number;
 }
 
 export interface TrainingPlan {
@@ -744,18 +730,10 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
             resident -= part.bytes - Math.max(1, W) * 12 * batch * act;
           }
         }
-        // The first steps of a fresh process touch its Adam moments (2/3 of weights+Adam) and Adagrad sums.
-        let touchBytes = 4 * Math.ceil(w.widePairsExpected / Rs);
-        for (const part of memoryPerRank.parts) if (part.name.endsWith('weights+Adam')) touchBytes += (2 / 3) * part.bytes;
-        const touchSeconds = touchBytes * (cal.touchPerByte ?? 0);
         const c: PlanCandidate = {
           mode, ranks: R, workers: W, batch, linkGbps: link, memoryPerRank, fits, peakRssBytes: cal.baseRssBytes + resident,
-          step, samplesPerSec, epochSeconds: shape.points / samplesPerSec, touchBytes, touchSeconds,
+          step, samplesPerSec, epochSeconds: shape.points / samplesPerSec,
         };
-        if (input.epochs !== undefined) {
-          const n = input.epochs * shape.points;
-          c.runSamplesPerSec = n / (n / samplesPerSec + touchSeconds);
-        }
         if (mode === 'replicated' && wide) c.excluded = 'replicated ranks cannot train a wide part (give a --config without one, or shard the labels)';
         else if (!fits) c.excluded = `needs ${formatBytes(memoryPerRank.totalBytes * machine.ranksPerMachine)} per machine, more than 90% of ${formatBytes(machine.memoryBytes)}`;
         candidates.push(c);
