@@ -176,7 +176,7 @@ export function planJson(p: TrainingPlan, source: string, cached: boolean, cache
     mode: c.mode, ranks: c.ranks, workers: c.workers, batch: c.batch, linkGbps: c.linkGbps, fits: c.fits, ...(c.excluded ? { excluded: c.excluded } : {}),
     memoryPerRankBytes: c.memoryPerRank.totalBytes, memoryParts: c.memoryPerRank.parts, peakRssBytes: c.peakRssBytes,
     samplesPerSec: c.samplesPerSec, epochSeconds: c.epochSeconds,
-    stepSeconds: { lower: c.step.lower, output: c.step.output, wide: c.step.wide, overhead: c.step.overhead, apply: c.step.apply, rebuild: c.step.rebuild, exchange: c.step.exchange, total: c.step.total },
+    stepSeconds: { lower: c.step.lower, output: c.step.output, wide: c.step.wide, overhead: c.step.overhead, apply: c.step.apply, rebuild: c.step.rebuild, exchange: c.step.exchange, wait: c.step.wait, total: c.step.total },
     receivedBytesPerStep: c.step.receivedBytes, exchangedBytesPerStep: c.step.exchangedBytes, collectives: c.step.collectives,
   });
   return {
@@ -197,13 +197,14 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
     `wide ${n(c.widePerPair * 1e9, 1)} ns/pair, ${n(c.perSample * 1e6, 1)} us/sample, apply ${n(c.applyPerFloat * 1e9, 2)} ns/float, ` +
     `rebuild ${n(c.rebuildPerRowTable * 1e9, 1)} ns/(row x table) + ${n(c.rebuildPerBucket * 1e9, 2)} ns/bucket, ${c.parallelWorkers} workers at ${n(100 * c.parallelEfficiency)}% each, ` +
     `label-sharded rank: lower ${n(c.shard.lowerPerMac * 1e9, 3)} ns/MAC + ${n(c.shard.lowerPerSample * 1e6, 1)} us/sample, ` +
-    `output ${n(c.shard.outputPerMac * 1e9, 3)} ns/MAC, wide ${n(c.shard.widePerPair * 1e9, 1)} ns/pair, ${n(c.shard.perSample * 1e6, 1)} us/sample`);
+    `output ${n(c.shard.outputPerMac * 1e9, 3)} ns/MAC, wide ${n(c.shard.widePerPair * 1e9, 1)} ns/pair, ${n(c.shard.perSample * 1e6, 1)} us/sample, ` +
+    `spread ${n(c.shard.spreadPerSample * 1e6, 2)} us/sample`);
   lines.push(`per sample: ${n(w.lowerMacs)} MACs below the output, ${n(w.active)} active outputs x ${p.config.layers.length > 1 ? p.config.layers.at(-2)!.size : p.config.inputDim} = ${n(w.outputMacs)} MACs, ` +
     `${n(w.widePairs)} wide pairs; ${n(w.rebuildsPerStep, 4)} rebuilds per step`);
   lines.push('');
   // One row per mode and rank count; samples/s per link speed; the step's terms at the first link.
   const links = [...new Set(p.candidates.map((x) => x.linkGbps))];
-  lines.push(`| mode | ranks | workers | memory per rank | received per rank per step | step ms at ${links[0]} Gb/s (lower / output / wide / other / apply / rebuild / exchange) | ${links.map((l, i) => `${i === 0 ? 'samples/s at ' : ''}${l} Gb/s`).join(' | ')} |`);
+  lines.push(`| mode | ranks | workers | memory per rank | received per rank per step | step ms at ${links[0]} Gb/s (lower / output / wide / other / apply / rebuild / exchange / wait) | ${links.map((l, i) => `${i === 0 ? 'samples/s at ' : ''}${l} Gb/s`).join(' | ')} |`);
   lines.push(`|---|---|---|---|---|---|${links.map(() => '---').join('|')}|`);
   const groups = new Map<string, PlanCandidate[]>();
   for (const x of p.candidates) {
@@ -214,7 +215,7 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
     const x = g[0]!, s = x.step, ms = (v: number) => (v * 1000).toFixed(v * 1000 < 10 ? 2 : 1);
     const sps = links.map((l) => g.find((y) => y.linkGbps === l) ?? x).map((y) => n(y.samplesPerSec));
     lines.push(`| ${x.mode} | ${x.ranks} | ${x.workers} | ${formatBytes(x.memoryPerRank.totalBytes)}${x.excluded ? ' (excluded)' : ''} | ${formatBytes(s.receivedBytes)} | ` +
-      `${ms(s.total)} (${[s.lower, s.output, s.wide, s.overhead, s.apply, s.rebuild, s.exchange].map(ms).join(' / ')}) | ${sps.join(' | ')} |`);
+      `${ms(s.total)} (${[s.lower, s.output, s.wide, s.overhead, s.apply, s.rebuild, s.exchange, s.wait].map(ms).join(' / ')}) | ${sps.join(' | ')} |`);
   }
   lines.push('');
   const excluded = new Map<string, string[]>();

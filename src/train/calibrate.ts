@@ -19,9 +19,11 @@
 // parallel efficiency; netApplyRows of mode-3 gradients the apply cost per float (as bench:distributed-cost).
 // Last, a label-sharded rank (probeShard): ShardedModel.step of rank 0 of 2 on the probe network's label and
 // feature slices, the exchange replaced by local copies, its phases timed by the step's own counters:
-//   SB: the planned active set; SC: 3x it (outputPerMac); SD: nnz / 4 (lowerPerMac, lowerPerSample);
-//   SBW, SA: without and with the planned wide part on the data's first points (widePerPair);
-//   perSample = SBW's step less the rest.
+//   SB: the planned active set; SC: 3x it (outputPerMac);
+//   SL, SD: the data's first points and every 4th nonzero of them (lowerPerMac, lowerPerSample);
+//   SA: SL with the planned wide part (widePerPair); perSample = SL's step less the rest;
+//   the spread of the segments between the step's collectives over 64 steps of the planned network
+//   (spreadPerSample: the plan's waits for the slowest rank).
 import { cpus, homedir, totalmem } from 'node:os';
 import { join, dirname } from 'node:path';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -109,7 +111,7 @@ export async function readCachedCalibration(config: ResolvedNetworkConfig, file 
     const all = JSON.parse(await readFile(file, 'utf8')) as Record<string, Calibration>;
     const c = all?.[calibrationKey(config)];
     // An entry from before the sharded phases were timed (no `shard`) is measured again.
-    return c && typeof c.lowerPerMac === 'number' && typeof c.shard?.lowerPerMac === 'number' ? c : null;
+    return c && typeof c.lowerPerMac === 'number' && typeof c.shard?.lowerPerMac === 'number' && typeof c.shard.spreadPerSample === 'number' ? c : null;
   } catch {
     return null;
   }
@@ -491,8 +493,30 @@ function probeShard(o: {
   }
   const macW = owned(o.dataW, feats) * H0 + mid;
   const perSample = pos(SBW.step - lowerPerMac * macW - lowerPerSample - outputPerMac * SBW.active * d, 0);
+  // The spread of the segments between the step's collectives (ShardedModel.segments), on the planned network
+  // (its wide part included): per segment the standard deviation over 4 x 16 steps, summed. Phase 5 and the
+  // next step's phase 1 are one segment (no collective between them).
+  const planned = o.wide ? model(variant(true), rank) : model(cfg, rank);
+  const per: number[][] = [[], [], []];
+  let carry = 0;
+  for (let i = 0; i < 65; i++) {
+    const start = (seed * batch) % (o.dataW.points - batch);
+    planned.step(o.dataW, { pointIds: Uint32Array.from({ length: batch }, (_, q) => start + q), seed: seed++, ...adam });
+    const g = planned.segments;
+    if (i > 0) per[0]!.push(carry + g[0]!);
+    per[1]!.push(g[1]!);
+    per[2]!.push(g[2]!);
+    carry = g[3]!;
+  }
+  const sd = (x: number[]) => {
+    const m = x.reduce((a, b) => a + b, 0) / x.length;
+    return Math.sqrt(x.reduce((a, b) => a + (b - m) ** 2, 0) / Math.max(1, x.length - 1));
+  };
+  // The median of 4 groups of 16 steps: one group that other work on the machine disturbed does not count.
+  const groups = [0, 1, 2, 3].map((q) => per.reduce((a, x) => a + sd(x.slice(16 * q, 16 * q + 16)), 0)).sort((a, b) => a - b);
+  const spreadPerSample = (groups[1]! + groups[2]!) / 2 / batch;
   if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard ${JSON.stringify({ SB, SC, SL, SD, SBW, macB, macD, macW, widePerPair })}\n`);
-  return { lowerPerMac, lowerPerSample, outputPerMac, widePerPair, perSample };
+  return { lowerPerMac, lowerPerSample, outputPerMac, widePerPair, perSample, spreadPerSample };
 }
 
 /**

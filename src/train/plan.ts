@@ -358,6 +358,31 @@ export interface ShardCalibration {
   widePerPair: number;
   /** Per sample, the rest of a step (the output phases' fixed costs, the softmax statistics combined, TypeScript). */
   perSample: number;
+  /**
+   * Per sample, the summed standard deviations of a step's segments between two collectives (ShardedModel
+   * segments), measured on the probe's steps: a collective waits for the slowest of R ranks, about E[max of R
+   * standard normals] x that per segment (waitFactor).
+   */
+  spreadPerSample: number;
+}
+
+/**
+ * E[max of R independent standard normal draws] (0 for one): how far, in standard deviations, the slowest of R
+ * ranks is behind the mean at a collective. Numerically: the integral of x R phi(x) Phi(x)^(R-1).
+ */
+export function waitFactor(R: number): number {
+  if (R <= 1) return 0;
+  const phi = (x: number) => Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI);
+  // Phi by the Abramowitz-Stegun 7.1.26 erf approximation (error < 1.5e-7).
+  const Phi = (x: number) => {
+    const z = Math.abs(x) / Math.SQRT2, t = 1 / (1 + 0.3275911 * z);
+    const erf = 1 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-z * z);
+    return x >= 0 ? (1 + erf) / 2 : (1 - erf) / 2;
+  };
+  let sum = 0;
+  const h = 0.01;
+  for (let x = -8; x <= 8; x += h) sum += x * R * phi(x) * Math.pow(Phi(x), R - 1) * h;
+  return sum;
 }
 
 /** The machines of a job. */
@@ -530,6 +555,8 @@ export interface StepCost {
   rebuild: number;
   /** The exchange on the link. */
   exchange: number;
+  /** Label-sharded: the waits for the slowest rank at the step's collectives (ShardCalibration.spreadPerSample x waitFactor(R)). */
+  wait: number;
   /** Sum of the above. */
   total: number;
   /** Bytes one rank receives per step. */
@@ -607,19 +634,25 @@ export function stepCost(
   const H0 = layers[0]!.size, H = layers.length > 1 ? layers.at(-2)!.size : config.inputDim;
   const nnzPer = shape.nnz / shape.points;
   let collectives: Collective[] = [];
-  let lower: number, output: number, wide: number, overhead: number, rebuild: number, apply = 0;
+  let lower: number, output: number, wide: number, overhead: number, rebuild: number, apply = 0, wait = 0;
   if (o.mode === 'sharded') {
     // Every phase on the global batch of B points, one thread, priced by the sharded phases' own costs: layer 0
     // over the rank's 1/R of the features (by nonzero count), the middle layers whole, the output layer and the
     // wide part on the rank's 1/R of the active set and of the pairs; no tables (uniform negatives in the
     // slice), no gradient rows to apply; the exchange is two B-row all-reduces and the softmax statistics.
     const k = cal.shard;
-    lower = B * ((nnzPer * H0) / R + (w.lowerMacs - nnzPer * H0)) * k.lowerPerMac + B * k.lowerPerSample;
+    const lowerAt = (r: number) => B * ((nnzPer * H0) / r + (w.lowerMacs - nnzPer * H0)) * k.lowerPerMac + B * k.lowerPerSample;
+    const workAt = (r: number) => lowerAt(r) + (B * w.outputMacs * k.outputPerMac) / r + (B * w.widePairs * k.widePerPair) / r + B * k.perSample;
+    lower = lowerAt(R);
     output = (B * w.outputMacs * k.outputPerMac) / R;
     wide = (B * w.widePairs * k.widePerPair) / R;
     overhead = B * k.perSample;
     rebuild = 0;
-    if (R > 1) collectives = shardedExchange({ ranks: R, batch: B, firstWidth: H0, lastWidth: H });
+    if (R > 1) {
+      collectives = shardedExchange({ ranks: R, batch: B, firstWidth: H0, lastWidth: H });
+      // The segments' spread, measured on a rank of 2, scaled with the rank's work.
+      wait = waitFactor(R) * B * (k.spreadPerSample ?? 0) * (workAt(R) / workAt(2));
+    }
   } else {
     const threads = Math.max(1, Math.min(o.workers, o.cores));
     const speedup = threads > 1 ? threads * cal.parallelEfficiency : 1;
@@ -661,8 +694,8 @@ export function stepCost(
     receivedBytes += k.received;
     exchangedBytes += c.bytes;
   }
-  const total = lower + output + wide + overhead + apply + rebuild + exchange;
-  return { lower, output, wide, overhead, apply, rebuild, exchange, total, receivedBytes, exchangedBytes, collectives };
+  const total = lower + output + wide + overhead + apply + rebuild + exchange + wait;
+  return { lower, output, wide, overhead, apply, rebuild, exchange, wait, total, receivedBytes, exchangedBytes, collectives };
 }
 
 /** The machine with its defaults filled in. */

@@ -330,6 +330,13 @@ export class ShardedModel {
   private readonly sent = { preActivation: 0, stats: 0, dH: 0 };
   private activeSum = 0;
   readonly stats: ShardStats = { steps: 0, bytesSentPerStep: 0, split: { preActivation: 0, stats: 0, dH: 0 }, activePerStep: 0, lowerSeconds: 0, outputSeconds: 0, exchangeSeconds: 0, checks: 0, mismatches: 0 };
+  /**
+   * The last step's work between its collectives, seconds: phase 1 (before the pre-activations' all-reduce),
+   * phases 2 and 3 (before the statistics' all-gather), their combination and phase 4 (before the dH
+   * all-reduce), phase 5 (before the next step's first all-reduce). A collective waits for the slowest rank:
+   * the plan prices those waits from how much these vary (calibrate.ts).
+   */
+  readonly segments = new Float64Array(4);
 
   /**
    * @param global the whole network's configuration (what a single process would train).
@@ -459,6 +466,7 @@ export class ShardedModel {
     const s = this.stats;
     s.steps++;
     this.activeSum += active;
+    this.segments.set([(t1 - t0) / 1000, (t3 - t1) / 1000 - zSeconds, (t5 - t4) / 1000, (t7 - t6) / 1000]);
     s.lowerSeconds += (t1 - t0 + t2 - t1 - zSeconds * 1000 + t7 - t6) / 1000;
     s.outputSeconds += (t3 - t2 + t5 - t4) / 1000;
     s.exchangeSeconds += zSeconds + (t4 - t3 + t6 - t5) / 1000;

@@ -20,7 +20,7 @@ const calFile = join(dir, 'cal.json');
 const CAL: Calibration = {
   cpu: 'test', hidden: 0, lowerPerMac: 1e-9, outputPerMac: 1e-10, widePerPair: 1e-8, perSample: 1e-5, applyPerFloat: 2e-9,
   rebuildPerRowTable: 2e-8, rebuildPerBucket: 3e-9, parallelEfficiency: 1, parallelWorkers: 2, baseRssBytes: 50e6, probeSeconds: 0,
-  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6 },
+  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6, spreadPerSample: 1e-6 },
 };
 
 beforeAll(async () => {
@@ -100,7 +100,7 @@ describe('sublinear plan: output', () => {
     const sharded = j.candidates.find((x) => x.mode === 'sharded' && x.ranks === 2)!;
     expect(sharded.collectives.map((x) => x.name)).toEqual(['pre-activations', 'softmax stats', 'hidden gradient']);
     expect((sharded as unknown as { workers: number }).workers).toBe(1); // one thread per sharded rank
-    expect(Object.keys(sharded.stepSeconds)).toEqual(['lower', 'output', 'wide', 'overhead', 'apply', 'rebuild', 'exchange', 'total']);
+    expect(Object.keys(sharded.stepSeconds)).toEqual(['lower', 'output', 'wide', 'overhead', 'apply', 'rebuild', 'exchange', 'wait', 'total']);
     expect(j.line).toMatch(/^plan: (1 process x 1 worker|2 sharded ranks x 1 worker at 10 Gb\/s), batch 128: [\d.]+ MB per (process|rank) \(peak RSS ~[\d.]+ MB\), ~[\d,]+ samples\/s, [\d.]+ s per epoch$/);
   });
 

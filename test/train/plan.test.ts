@@ -13,7 +13,7 @@ import { allocateRank } from '../../src/train/sharded.js';
 import { networkBytes } from '../../src/network/allocate.js';
 import {
   collectiveCost, datasetShape, expectedDistinct, probeDataset, rankMemory, rebuildsPerStep, scanDataShape, shapeFromCounts,
-  shardedExchange, stepCost, planTraining, workload, type Calibration,
+  shardedExchange, stepCost, planTraining, waitFactor, workload, type Calibration,
 } from '../../src/train/plan.js';
 import { calibrate, calibrationKey, readCachedCalibration, writeCachedCalibration } from '../../src/train/calibrate.js';
 
@@ -24,7 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const CAL: Calibration = {
   cpu: 'test', hidden: 128, lowerPerMac: 1e-9, outputPerMac: 1e-10, widePerPair: 1e-8, perSample: 1e-5, applyPerFloat: 2e-9,
   rebuildPerRowTable: 2e-8, rebuildPerBucket: 3e-9, parallelEfficiency: 1, parallelWorkers: 2, baseRssBytes: 50e6, probeSeconds: 0,
-  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6 },
+  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6, spreadPerSample: 1e-6 },
 };
 
 const data = probeDataset({ points: 600, features: 3000, labels: 20000, avgNnz: 12, avgLabels: 3, seed: 3 });
@@ -108,6 +108,13 @@ describe('exchange', () => {
     expect(run(670000, 'replicated')).toBeGreaterThan(1.5 * run(67000, 'replicated'));
   });
 
+  it('waitFactor: the expected maximum of R standard normal draws', () => {
+    expect(waitFactor(1)).toBe(0);
+    expect(waitFactor(2)).toBeCloseTo(1 / Math.sqrt(Math.PI), 4);
+    expect(waitFactor(4)).toBeCloseTo(1.0294, 3);
+    expect(waitFactor(64)).toBeCloseTo(2.3422, 2);
+  });
+
   it('a sharded step prices the sharded phases: layer 0 and the output slice divided by R, nothing applied, no rebuilds', () => {
     const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
     const c = resolveConfig({ inputDim: 50000, layers: [{ size: 128 }, { size: 64 }, { size: 400000, sampling: { K: 5, L: 20, logQ: true, budget: 0 } }] });
@@ -120,6 +127,9 @@ describe('exchange', () => {
       expect(s.overhead).toBeCloseTo(128 * k.perSample, 12);
       expect(s.apply).toBe(0);
       expect(s.rebuild).toBe(0);
+      // The waits for the slowest rank grow with R (the expected maximum of R normal draws) and shrink with the work.
+      expect(s.wait).toBeGreaterThan(0);
+      expect(s.total).toBeCloseTo(s.lower + s.output + s.wide + s.overhead + s.exchange + s.wait, 12);
       expect(s.collectives.map((x) => x.name)).toEqual(['pre-activations', 'softmax stats', 'hidden gradient']);
     }
   });
