@@ -40,6 +40,7 @@ const planFlags = {
   workers: { type: 'integer', min: 1, max: 256, valueName: 'n', description: 'worker threads per rank (default: the defaults rule: the cores per rank with a sampled output layer, else 1)' },
   cores: { type: 'integer', min: 1, valueName: 'n', description: 'cores per machine (default: this machine\'s)' },
   memory: { type: 'string', valueName: 'bytes', description: 'memory per machine, e.g. 24GB; the plan keeps 90% (default: this machine\'s)' },
+  ranksPerMachine: { type: 'integer', min: 1, valueName: 'n', description: 'ranks started on each machine: they share its cores and memory (default 1)' },
   linkGbps: { type: 'string', valueName: 'list', description: 'link speeds in Gb/s, e.g. 10,25,100; the first is used to choose (default: 10)' },
   latencyUs: { type: 'number', min: 0, default: 20, valueName: 'us', description: 'latency of one message' },
   ranks: { type: 'string', valueName: 'list', description: 'rank counts to consider, e.g. 8,16,32,64 (default: 1, or powers of two up to --max-ranks)' },
@@ -154,7 +155,10 @@ async function planCommand(o: PlanOptions, io: CliIO): Promise<number> {
   }
   const plan = planTraining({
     shape, config: resolved, batch, ...(workers !== undefined ? { workers } : {}), ranks, linkGbps: links, ...(modes ? { modes } : {}), bestWeights,
-    machine: { ...(o.cores !== undefined ? { cores: o.cores } : {}), ...(memoryBytes !== undefined ? { memoryBytes } : {}), linkGbps: links[0]!, latency: o.latencyUs * 1e-6 },
+    machine: {
+      ...(o.cores !== undefined ? { cores: o.cores } : {}), ...(memoryBytes !== undefined ? { memoryBytes } : {}), linkGbps: links[0]!, latency: o.latencyUs * 1e-6,
+      ...(o.ranksPerMachine !== undefined ? { ranksPerMachine: o.ranksPerMachine } : {}),
+    },
   }, cal);
   if (o.json) {
     io.out(JSON.stringify(planJson(plan, source, cached, cacheFile)) + '\n');
@@ -198,7 +202,7 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
     `rebuild ${n(c.rebuildPerRowTable * 1e9, 1)} ns/(row x table) + ${n(c.rebuildPerBucket * 1e9, 2)} ns/bucket, ${c.parallelWorkers} workers at ${n(100 * c.parallelEfficiency)}% each, ` +
     `label-sharded rank: lower ${n(c.shard.lowerPerMac * 1e9, 3)} ns/MAC + ${n(c.shard.lowerPerSample * 1e6, 1)} us/sample, ` +
     `output ${n(c.shard.outputPerMac * 1e9, 3)} ns/MAC, wide ${n(c.shard.widePerPair * 1e9, 1)} ns/pair, ${n(c.shard.perSample * 1e6, 1)} us/sample, ` +
-    `spread ${n(c.shard.spreadPerSample * 1e6, 2)} us/sample`);
+    `spread ${n(c.shard.spreadPerSample * 1e6, 2)} us/sample, ${n(c.shard.coLocated ?? 1, 2)}x beside another rank`);
   lines.push(`per sample: ${n(w.lowerMacs)} MACs below the output, ${n(w.active)} active outputs x ${p.config.layers.length > 1 ? p.config.layers.at(-2)!.size : p.config.inputDim} = ${n(w.outputMacs)} MACs, ` +
     `${n(w.widePairs)} wide pairs; ${n(w.rebuildsPerStep, 4)} rebuilds per step`);
   lines.push('');

@@ -34,7 +34,12 @@ import { native } from '../native.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { probeDataset, workload, type Calibration, type DataShape, type ShardCalibration } from './plan.js';
 import { allocateRank, buildSliceWide, featureFrequencies, ShardedModel, shardFeatures, shardLabels } from './sharded.js';
-import type { Comm } from './distributed.js';
+import { abandon, probeBarrier, probeComm } from './probe-comm.js';
+import type { ProbeRankInput } from './probe-rank.js';
+import { Worker } from 'node:worker_threads';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../util/package-root.js';
 import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
 import { InlineExecutor } from './executor.js';
 import { labelFrequencies } from './metrics.js';
@@ -111,7 +116,7 @@ export async function readCachedCalibration(config: ResolvedNetworkConfig, file 
     const all = JSON.parse(await readFile(file, 'utf8')) as Record<string, Calibration>;
     const c = all?.[calibrationKey(config)];
     // An entry from before the sharded phases were timed (no `shard`) is measured again.
-    return c && typeof c.lowerPerMac === 'number' && typeof c.shard?.lowerPerMac === 'number' && typeof c.shard.spreadPerSample === 'number' ? c : null;
+    return c && typeof c.lowerPerMac === 'number' && typeof c.shard?.lowerPerMac === 'number' && typeof c.shard.spreadPerSample === 'number' && typeof c.shard.coLocated === 'number' ? c : null;
   } catch {
     return null;
   }
@@ -341,7 +346,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   }
   const applyPerFloat = floats > 0 ? secs / floats : 0;
   if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe fit ${JSON.stringify({ f1, parallelEfficiency })}\n`);
-  const shard = probeShard({ probeConfig, data, sparse, dataW, wideOn, batch, target, repeats, active, dense: !out.sampling, wide: !!out.wide, Np });
+  const shard = await probeShard({ probeConfig, data, sparse, dataW, wideOn, batch, target, repeats, active, dense: !out.sampling, wide: !!out.wide, Np, cores });
   return {
     cpu: cpus()[0]?.model ?? 'unknown', hidden: H, lowerPerMac, outputPerMac, widePerPair, perSample, applyPerFloat, rebuildPerRowTable, rebuildPerBucket,
     shard, parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
@@ -351,26 +356,12 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
 /** Ranks the sharded probe stands for (it runs rank 0 of them). */
 const PROBE_RANKS = 2;
 
-/**
- * A one-process stand-in for the communicator of rank 0 of `size` ranks: the all-reduces leave the rank's own
- * values (its sums are what the timing needs, not the others'), an all-gather returns `size` copies of its
- * part. Only the probe uses it: nothing it computes is a real job's result.
- */
-function probeComm(size: number): Comm {
-  return {
-    rank: 0, size,
-    allreduceSum: () => {},
-    allgatherv: (b: Uint8Array) => {
-      const out = new Uint8Array(b.byteLength * size);
-      for (let r = 0; r < size; r++) out.set(b, r * b.byteLength);
-      return { data: out, counts: new Array<number>(size).fill(b.byteLength) };
-    },
-    bcast: () => {},
-    barrier: () => {},
-    abort: () => {
-      throw new Error('the sharded probe cannot abort');
-    },
-  };
+/** The compiled probe-rank worker (probe-rank.ts), next to this module or in dist/; null when neither exists. */
+function probeRankFile(): string | null {
+  const here = fileURLToPath(new URL('./probe-rank.js', import.meta.url));
+  if (existsSync(here)) return here;
+  const built = join(packageRoot(), 'dist', 'src', 'train', 'probe-rank.js');
+  return existsSync(built) ? built : null;
 }
 
 /**
@@ -379,10 +370,10 @@ function probeComm(size: number): Comm {
  * whole batch, timed by the step's counters (lower: phases 1, 2 and 5; output: 3 and 4), each the fastest of
  * `repeats` runs of about `target` seconds. One allocation of the rank's network serves every variant.
  */
-function probeShard(o: {
+async function probeShard(o: {
   probeConfig: (wide: boolean, outSize?: number) => NetworkConfig; data: SparseDataset; sparse: SparseDataset; dataW: SparseDataset; wideOn: SparseDataset;
-  batch: number; target: number; repeats: number; active: number; dense: boolean; wide: boolean; Np: number;
-}): ShardCalibration {
+  batch: number; target: number; repeats: number; active: number; dense: boolean; wide: boolean; Np: number; cores: number;
+}): Promise<ShardCalibration> {
   const R = PROBE_RANKS, comm = probeComm(R), batch = o.batch;
   const adam = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
   /** The global configuration of a variant: the planned active set times `times` (a dense output: `outSize` labels). */
@@ -467,6 +458,7 @@ function probeShard(o: {
   // The wide part on the data whose costs are predicted: its pairs for the rank's labels (buildSliceWide),
   // the same network with and without it, in turns.
   let SBW = SL;
+  let SA0: ReturnType<typeof time> | null = null;
   let widePerPair = 0;
   if (o.wide) {
     const cw = variant(true);
@@ -489,6 +481,7 @@ function probeShard(o: {
     for (let q = 0; q < o.dataW.offsets[o.dataW.points]!; q++) sum += wide.offsets[o.dataW.indices[q]! + 1]! - wide.offsets[o.dataW.indices[q]!]!;
     const pairs = sum / o.dataW.points;
     widePerPair = pairs > 0 ? pos((SA.output - SBW.output) / pairs, 0) : 0;
+    SA0 = SA;
     if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard wide ${JSON.stringify({ SA, pairs, points: o.dataW.points })}\n`);
   }
   const macW = owned(o.dataW, feats) * H0 + mid;
@@ -515,8 +508,49 @@ function probeShard(o: {
   // The median of 4 groups of 16 steps: one group that other work on the machine disturbed does not count.
   const groups = [0, 1, 2, 3].map((q) => per.reduce((a, x) => a + sd(x.slice(16 * q, 16 * q + 16)), 0)).sort((a, b) => a - b);
   const spreadPerSample = (groups[1]! + groups[2]!) / 2 / batch;
+  // The planned network's step when another rank shares the machine: rank 1 in a worker thread, the
+  // collectives a spinning barrier of the two; rank 0's steps by the wall clock (the waits are real time),
+  // over its step alone. One core, or no compiled worker: 1.
+  let coLocated = 1;
+  const file = probeRankFile();
+  if (o.cores >= R && file) {
+    const config = o.wide ? variant(true) : cfg;
+    const alone = (SA0 ?? SBW).step;
+    const n = Math.max(8, Math.min(60, Math.round(o.target / Math.max(1e-6, alone * batch)))), warm = 4;
+    const barrier = probeBarrier(R);
+    const worker = new Worker(file, {
+      workerData: { config, data: o.dataW, wideOn: o.wideOn, labelFreq: rank.labelFreq, featureFreq: rank.featureFreq, barrier, steps: warm + n, batch, seed } satisfies ProbeRankInput,
+    });
+    const message = () => new Promise<string>((resolve) => {
+      worker.once('message', (m: string) => resolve(m));
+      worker.once('error', (e: Error) => resolve(`error: ${e.message}`));
+    });
+    try {
+      const ready = await message();
+      if (ready === 'ready') {
+        const twin = new ShardedModel(probeComm(R, 0, barrier), config, { spec: rank.spec }, rank.labelFreq, rank.featureFreq);
+        twin.prepareLogQ(o.dataW.points, batch);
+        const step = (i: number) => {
+          const start = ((seed + i) * batch) % (o.dataW.points - batch);
+          twin.step(o.dataW, { pointIds: Uint32Array.from({ length: batch }, (_, q) => start + q), seed: seed + i, ...adam });
+        };
+        for (let i = 0; i < warm; i++) step(i);
+        const t = performance.now();
+        for (let i = warm; i < warm + n; i++) step(i);
+        const perSampleCoLocated = (performance.now() - t) / 1000 / (n * batch);
+        await message();
+        coLocated = Math.max(1, perSampleCoLocated / alone);
+        if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard co-located ${JSON.stringify({ perSampleCoLocated, alone, coLocated })}\n`);
+      }
+    } catch {
+      abandon(barrier); // the worker stopped: the factor stays 1
+    } finally {
+      await worker.terminate();
+    }
+    seed += warm + n;
+  }
   if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard ${JSON.stringify({ SB, SC, SL, SD, SBW, macB, macD, macW, widePerPair })}\n`);
-  return { lowerPerMac, lowerPerSample, outputPerMac, widePerPair, perSample, spreadPerSample };
+  return { lowerPerMac, lowerPerSample, outputPerMac, widePerPair, perSample, spreadPerSample, coLocated };
 }
 
 /**

@@ -364,6 +364,12 @@ export interface ShardCalibration {
    * standard normals] x that per segment (waitFactor).
    */
   spreadPerSample: number;
+  /**
+   * A rank's step when another rank shares the probe's machine (2 ranks, each collective a spinning barrier of
+   * the two), over its step alone: the cores' and memory's sharing and the waits at the collectives. The plan
+   * applies it when MachineSpec.ranksPerMachine > 1. At least 1.
+   */
+  coLocated: number;
 }
 
 /**
@@ -626,7 +632,7 @@ export interface TrainingPlan {
 /** Predicted cost of one step of `mode` on R ranks with W workers each. */
 export function stepCost(
   config: ResolvedNetworkConfig, shape: DataShape, w: Workload, cal: Calibration,
-  o: { mode: PlanMode; ranks: number; workers: number; batch: number; linkGbps: number; latency: number; cores: number },
+  o: { mode: PlanMode; ranks: number; workers: number; batch: number; linkGbps: number; latency: number; cores: number; ranksPerMachine?: number },
 ): StepCost {
   const R = o.mode === 'single' ? 1 : o.ranks;
   const B = o.batch, b = B / R;
@@ -643,15 +649,19 @@ export function stepCost(
     const k = cal.shard;
     const lowerAt = (r: number) => B * ((nnzPer * H0) / r + (w.lowerMacs - nnzPer * H0)) * k.lowerPerMac + B * k.lowerPerSample;
     const workAt = (r: number) => lowerAt(r) + (B * w.outputMacs * k.outputPerMac) / r + (B * w.widePairs * k.widePerPair) / r + B * k.perSample;
-    lower = lowerAt(R);
-    output = (B * w.outputMacs * k.outputPerMac) / R;
-    wide = (B * w.widePairs * k.widePerPair) / R;
-    overhead = B * k.perSample;
+    // Ranks sharing a machine: each phase at the probe's co-located speed (which includes the waits of two
+    // ranks at their collectives; the model's waits beyond two ranks are added).
+    const shared = R > 1 && (o.ranksPerMachine ?? 1) > 1 ? Math.max(1, k.coLocated ?? 1) : 1;
+    lower = lowerAt(R) * shared;
+    output = ((B * w.outputMacs * k.outputPerMac) / R) * shared;
+    wide = ((B * w.widePairs * k.widePerPair) / R) * shared;
+    overhead = B * k.perSample * shared;
     rebuild = 0;
     if (R > 1) {
       collectives = shardedExchange({ ranks: R, batch: B, firstWidth: H0, lastWidth: H });
       // The segments' spread, measured on a rank of 2, scaled with the rank's work.
-      wait = waitFactor(R) * B * (k.spreadPerSample ?? 0) * (workAt(R) / workAt(2));
+      const f = shared > 1 ? Math.max(0, waitFactor(R) - waitFactor(2)) : waitFactor(R);
+      wait = f * B * (k.spreadPerSample ?? 0) * (workAt(R) / workAt(2));
     }
   } else {
     const threads = Math.max(1, Math.min(o.workers, o.cores));
@@ -750,8 +760,11 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
         const best = mode !== 'sharded' && !!input.bestWeights;
         const W = mode === 'sharded' ? 1 : workers;
         const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers: W, batch, bestWeights: best, active: w.active });
-        const step = stepCost(config, shape, w, cal, { mode, ranks: R, workers: W, batch, linkGbps: link, latency: machine.latency, cores: coresPerRank });
-        const fits = memoryPerRank.totalBytes * machine.ranksPerMachine <= limit;
+        // Ranks on one machine share its cores and memory (one process alone has them all).
+        const together = Math.min(R, machine.ranksPerMachine);
+        const cores = Math.max(1, Math.floor(machine.cores / together));
+        const step = stepCost(config, shape, w, cal, { mode, ranks: R, workers: W, batch, linkGbps: link, latency: machine.latency, cores, ranksPerMachine: together });
+        const fits = memoryPerRank.totalBytes * together <= limit;
         const samplesPerSec = batch / step.total;
         const Rs = mode === 'sharded' ? R : 1;
         let resident = memoryPerRank.totalBytes;
@@ -768,7 +781,7 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
           step, samplesPerSec, epochSeconds: shape.points / samplesPerSec,
         };
         if (mode === 'replicated' && wide) c.excluded = 'replicated ranks cannot train a wide part (give a --config without one, or shard the labels)';
-        else if (!fits) c.excluded = `needs ${formatBytes(memoryPerRank.totalBytes * machine.ranksPerMachine)} per machine, more than 90% of ${formatBytes(machine.memoryBytes)}`;
+        else if (!fits) c.excluded = `needs ${formatBytes(memoryPerRank.totalBytes * together)} per machine, more than 90% of ${formatBytes(machine.memoryBytes)}`;
         candidates.push(c);
       }
     }

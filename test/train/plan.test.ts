@@ -24,7 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const CAL: Calibration = {
   cpu: 'test', hidden: 128, lowerPerMac: 1e-9, outputPerMac: 1e-10, widePerPair: 1e-8, perSample: 1e-5, applyPerFloat: 2e-9,
   rebuildPerRowTable: 2e-8, rebuildPerBucket: 3e-9, parallelEfficiency: 1, parallelWorkers: 2, baseRssBytes: 50e6, probeSeconds: 0,
-  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6, spreadPerSample: 1e-6 },
+  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6, spreadPerSample: 1e-6, coLocated: 1.2 },
 };
 
 const data = probeDataset({ points: 600, features: 3000, labels: 20000, avgNnz: 12, avgLabels: 3, seed: 3 });
@@ -131,6 +131,11 @@ describe('exchange', () => {
       expect(s.wait).toBeGreaterThan(0);
       expect(s.total).toBeCloseTo(s.lower + s.output + s.wide + s.overhead + s.exchange + s.wait, 12);
       expect(s.collectives.map((x) => x.name)).toEqual(['pre-activations', 'softmax stats', 'hidden gradient']);
+      // Two ranks on each machine: every phase at the co-located speed, which includes two ranks' waits.
+      const two = stepCost(c, shape, w, CAL, { mode: 'sharded', ranks: R, workers: 1, batch: 128, linkGbps: 10, latency: 2e-5, cores: 1, ranksPerMachine: 2 });
+      expect(two.lower).toBeCloseTo(s.lower * k.coLocated, 12);
+      expect(two.output).toBeCloseTo(s.output * k.coLocated, 12);
+      expect(two.wait).toBeCloseTo((s.wait * (waitFactor(R) - waitFactor(2))) / waitFactor(R), 12);
     }
   });
 });
@@ -234,5 +239,13 @@ describe('calibrate', () => {
     await writeCachedCalibration(c, old as Calibration, file);
     expect(await readCachedCalibration(c, file)).toBeNull();
     expect(calibrationKey(c)).toMatch(/\|H0=32\|H=32\|sampled\|wide$/);
+    expect(cal.shard.coLocated).toBe(1); // one core: no second rank beside the probe's
+  }, 60_000);
+
+  it('times a label-sharded rank beside another (a worker thread, the collectives a barrier of the two)', async () => {
+    const cal = await calibrate({ config: resolveConfig(sampledWide), shape: datasetShape(data), seconds: 0.02, repeats: 1, cores: 2 });
+    // Exactly 1 only when the second rank did not run (a tiny network's steps are mostly the barrier's waits).
+    expect(Number.isFinite(cal.shard.coLocated) && cal.shard.coLocated > 1).toBe(true);
+    expect(cal.parallelWorkers).toBe(2);
   }, 60_000);
 });
