@@ -505,9 +505,10 @@ async function probeShard(o: {
     const m = x.reduce((a, b) => a + b, 0) / x.length;
     return Math.sqrt(x.reduce((a, b) => a + (b - m) ** 2, 0) / Math.max(1, x.length - 1));
   };
-  // The median of 4 groups of 16 steps: one group that other work on the machine disturbed does not count.
-  const groups = [0, 1, 2, 3].map((q) => per.reduce((a, x) => a + sd(x.slice(16 * q, 16 * q + 16)), 0)).sort((a, b) => a - b);
-  const spreadPerSample = (groups[1]! + groups[2]!) / 2 / batch;
+  // The least of 4 groups of 16 steps: the spread of the work itself, not of other work on the machine that
+  // stopped the probe now and then (the plan prices ranks on machines of their own with it; ranks sharing the
+  // probe's machine are priced by `coLocated` below, which counts those stops).
+  const spreadPerSample = Math.min(...[0, 1, 2, 3].map((q) => per.reduce((a, x) => a + sd(x.slice(16 * q, 16 * q + 16)), 0))) / batch;
   // The planned network's step when another rank shares the machine: rank 1 in a worker thread, the
   // collectives a spinning barrier of the two; rank 0's steps by the wall clock (the waits are real time),
   // over its step alone. One core, or no compiled worker: 1.
