@@ -452,16 +452,17 @@ async function probeShard(o: {
   }
   const pos = (x: number, floor: number) => (Number.isFinite(x) && x > floor ? x : floor);
   const macB = owned(lowData, feats) * H0 + mid, macD = owned(lowSparse, feats) * H0 + mid;
-  // A slope between two timings is what other work on the machine disturbs most: each is kept between half and
-  // all of the cost per unit at the planned point (its time over its units), so that the part it leaves to the
-  // per-sample term (the intercept) is between none and half of that time.
-  const slope = (y: number, y2: number, x: number, x2: number) => {
+  // A slope between two timings is what other work on the machine disturbs most. The phases' fixed parts (the
+  // transposes of a few B-row matrices, the bias and activation) are small next to their work per unit, so each
+  // slope is kept between `least` and all of the planned point's cost per unit (its time over its units): the
+  // rest is the phase's per-sample part.
+  const slope = (y: number, y2: number, x: number, x2: number, least: number) => {
     const ratio = pos(y / x, 1e-13), k = (y - y2) / (x - x2);
-    return Number.isFinite(k) ? Math.min(ratio, Math.max(0.5 * ratio, k)) : ratio;
+    return Number.isFinite(k) ? Math.min(ratio, Math.max(least * ratio, k)) : ratio;
   };
-  const lowerPerMac = slope(SL.lower, SD.lower, macB, macD);
+  const lowerPerMac = slope(SL.lower, SD.lower, macB, macD, 0.7);
   const lowerPerSample = pos(SL.lower - lowerPerMac * macB, 0);
-  const outputPerMac = slope(SB.output, SC.output, SB.active * d, SC.active * d);
+  const outputPerMac = slope(SB.output, SC.output, SB.active * d, SC.active * d, 0.9);
   // The wide part on the data whose costs are predicted: its pairs for the rank's labels (buildSliceWide),
   // the same network with and without it, in turns.
   let SBW = SL;
