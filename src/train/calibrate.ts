@@ -525,7 +525,7 @@ async function probeShard(o: {
   if (o.cores >= R && file) {
     const config = o.wide ? variant(true) : cfg;
     const alone = (SA0 ?? SBW).step;
-    const n = Math.max(9, Math.min(60, Math.round(o.target / Math.max(1e-6, alone * batch)))), warm = 4;
+    const n = Math.max(8, Math.min(60, Math.round(o.target / Math.max(1e-6, alone * batch)))), warm = 4;
     const barrier = probeBarrier(R);
     const worker = new Worker(file, {
       workerData: { config, data: o.dataW, wideOn: o.wideOn, labelFreq: rank.labelFreq, featureFreq: rank.featureFreq, barrier, steps: warm + n, batch, seed } satisfies ProbeRankInput,
@@ -544,17 +544,12 @@ async function probeShard(o: {
           twin.step(o.dataW, { pointIds: Uint32Array.from({ length: batch }, (_, q) => start + q), seed: seed + i, ...adam });
         };
         for (let i = 0; i < warm; i++) step(i);
-        // The least disturbed of 3 groups of steps (other work on the machine stops one rank or the other now
-        // and then; the probe prices the ranks' own sharing, as its other timings are the fastest of repeats).
-        const g = Math.floor(n / 3);
-        let best = Infinity;
-        for (let q = 0; q < 3; q++) {
-          const t = performance.now();
-          for (let i = warm + q * g; i < warm + (q + 1) * g; i++) step(i);
-          best = Math.min(best, (performance.now() - t) / 1000 / (g * batch));
-        }
-        for (let i = warm + 3 * g; i < warm + n; i++) step(i);
-        const perSampleCoLocated = best;
+        // All n steps, by the wall clock: ranks that share a machine also share its stops (other work on the
+        // machine stalls one rank, and the other waits for it), which the least disturbed steps would leave out
+        // (measured: the fastest third of the steps gave 1.12x where the runs showed 1.5x).
+        const t = performance.now();
+        for (let i = warm; i < warm + n; i++) step(i);
+        const perSampleCoLocated = (performance.now() - t) / 1000 / (n * batch);
         await message();
         coLocated = Math.max(1, perSampleCoLocated / alone);
         if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard co-located ${JSON.stringify({ perSampleCoLocated, alone, coLocated })}\n`);
