@@ -94,7 +94,18 @@ struct NetLayer {
   const uint32_t* wideLab = nullptr;  // (nnz) label ids < outDim
   float* wideW = nullptr;             // (nnz)
   float* wideAcc = nullptr;           // (nnz) Adagrad: sums of squared gradients
-  uint32_t wideD = 0;                 // features of wideOff (must equal layer 0's inDim)
+  uint32_t wideD = 0;                 // features of wideOff (must equal the network's input features)
+  // Optional label-major index of the same pairs (a label-sharded rank's, WideState.byLabel): label j's
+  // pairs are k in [wideByOff[j], wideByOff[j+1]), feature wideByFeat[k], entry wideByEntry[k] (an index into
+  // wideLab/wideW), features ascending within a label. Lets a phase that needs the terms of a few labels
+  // read only those labels' pairs instead of scanning every pair of the batch's features.
+  const uint32_t* wideByOff = nullptr;   // (outDim + 1)
+  const uint32_t* wideByFeat = nullptr;  // (nnz)
+  const uint32_t* wideByEntry = nullptr; // (nnz)
+  // Layer 0: the network's input features D. Equal to inDim, except in a label-sharded rank's network
+  // (net_shard.cc), whose layer 0 holds the rows of only some features (inDim of them, in a map the phases
+  // take: feature -> row or -1); only the netShard* phases accept such a layer.
+  uint32_t featureDim = 0;
   // rows of W: (inputMajor ? inDim : outDim); width of a row: (inputMajor ? outDim : inDim)
   uint32_t rows() const { return inputMajor ? inDim : outDim; }
   uint32_t width() const { return inputMajor ? outDim : inDim; }

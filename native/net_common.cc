@@ -118,6 +118,26 @@ void advise_huge_pages(const void* p, size_t bytes) {
 #endif
 }
 
+size_t populate(void* p, size_t bytes) {
+  if (bytes == 0) return 0;
+#if defined(__linux__)
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t lo = a & ~(kPage - 1), hi = (a + bytes + kPage - 1) & ~(kPage - 1);
+#if defined(MADV_POPULATE_WRITE)
+  const int populateWrite = MADV_POPULATE_WRITE;
+#else
+  const int populateWrite = 23;  // MADV_POPULATE_WRITE, Linux >= 5.14
+#endif
+  if (madvise(reinterpret_cast<void*>(lo), hi - lo, populateWrite) == 0) return bytes;
+#endif
+  // Older kernels: rewrite one byte per page with its own value (nothing else runs on these arrays yet).
+  volatile unsigned char* c = static_cast<volatile unsigned char*>(p);
+  for (size_t i = 0; i < bytes; i += 4096) c[i] = c[i];
+  c[bytes - 1] = c[bytes - 1];
+  return bytes;
+}
+
 void apply_activation(float* x, size_t n, Activation a) {
   if (a != Activation::ReLU) return;
   for (size_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
@@ -328,30 +348,40 @@ bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width,
   return true;
 }
 
+void finish_layer0(const NetLayer& L0, LayerBuf& b0, const ForwardCtx& c) {
+  const uint32_t n = c.n, ldn = c.ldn, d0 = L0.outDim;
+  float* A = b0.A.data();
+  apply_activation(A, size_t(n) * b0.lda, L0.act);
+  apply_dropout(L0, 0, b0, d0, c);
+  float* At = grow(b0.At, size_t(d0) * ldn);
+  nk::transpose(At, ldn, A, b0.lda, n, d0);
+  zero_pad_columns(At, d0, n, ldn);
+}
+
 void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& data, const ForwardCtx& c, Scratch& s) {
-  const uint32_t n = c.n, ldn = c.ldn;
+  const uint32_t n = c.n;
   if (s.layer.size() < nLayers) s.layer.resize(nLayers);
   // Layer 0: input-major rows of the sample's features.
-  {
-    const NetLayer& L0 = layers[0];
-    LayerBuf& b0 = s.layer[0];
-    const uint32_t d0 = L0.outDim;
-    b0.lda = nk::pad_to(d0, nk::kDimPad);
-    float* A = grow(b0.A, size_t(n) * b0.lda);
-    const uint32_t T = std::max(1u, std::min(c.threads, n / 8));  // at least 8 samples per thread
-    fork_join(T, [&](uint32_t t) {
-      uint32_t lo, hi;
-      split_range(n, T, t, 1, lo, hi);
-      nk::sparse_forward(A + size_t(lo) * b0.lda, b0.lda, L0.W, L0.b, d0, c.rows + lo, hi - lo, data.offsets,
-                         data.indices, data.values);
-    });
-    if (nLayers == 1) return;  // layer 0 is the output: A holds its logits
-    apply_activation(A, size_t(n) * b0.lda, L0.act);
-    apply_dropout(L0, 0, b0, d0, c);
-    float* At = grow(b0.At, size_t(d0) * ldn);
-    nk::transpose(At, ldn, A, b0.lda, n, d0);
-    zero_pad_columns(At, d0, n, ldn);
-  }
+  const NetLayer& L0 = layers[0];
+  LayerBuf& b0 = s.layer[0];
+  const uint32_t d0 = L0.outDim;
+  b0.lda = nk::pad_to(d0, nk::kDimPad);
+  float* A = grow(b0.A, size_t(n) * b0.lda);
+  const uint32_t T = std::max(1u, std::min(c.threads, n / 8));  // at least 8 samples per thread
+  fork_join(T, [&](uint32_t t) {
+    uint32_t lo, hi;
+    split_range(n, T, t, 1, lo, hi);
+    nk::sparse_forward(A + size_t(lo) * b0.lda, b0.lda, L0.W, L0.b, d0, c.rows + lo, hi - lo, data.offsets,
+                       data.indices, data.values);
+  });
+  if (nLayers == 1) return;  // layer 0 is the output: A holds its logits
+  finish_layer0(L0, b0, c);
+  forward_upper(layers, nLayers, c, s);
+}
+
+void forward_upper(const NetLayer* layers, uint32_t nLayers, const ForwardCtx& c, Scratch& s) {
+  const uint32_t n = c.n, ldn = c.ldn;
+  if (s.layer.size() < nLayers) s.layer.resize(nLayers);
   for (uint32_t k = 1; k + 1 < nLayers; ++k) {
     const NetLayer& Lk = layers[k];
     const LayerBuf& prev = s.layer[k - 1];
@@ -419,9 +449,9 @@ void net_check_layers(const NetLayer* layers, uint32_t nLayers) {
     if (L.hasWide) {
       if (!last || k == 0) throw ArgError(where + ".wide: only the output layer of a network with a hidden layer has a wide part");
       if (L.sampled && !L.sharedFill) throw ArgError(where + ".wide: a sampled output layer needs sharedFill for its wide part");
-      if (L.wideD != layers[0].inDim)
-        throw ArgError(where + ".wide.inputDim = " + std::to_string(L.wideD) + " differs from layer 0's inDim " +
-                       std::to_string(layers[0].inDim));
+      if (L.wideD != layers[0].featureDim)
+        throw ArgError(where + ".wide.inputDim = " + std::to_string(L.wideD) + " differs from the network's input features " +
+                       std::to_string(layers[0].featureDim));
     }
   }
 }

@@ -144,6 +144,13 @@ struct ForwardCtx {
 // Returns nothing; throws ArgError on corrupt tables.
 void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& data, const ForwardCtx& c, Scratch& s);
 
+// The parts of forward_hidden, for the label-sharded phases (net_shard.cc), which form layer 0's
+// pre-activation in s.layer[0].A themselves (lda = pad_to(o_0, kDimPad), padding zero):
+//   finish_layer0: layer 0's activation, dropout (training) and transposed copy At;
+//   forward_upper: layers 1 .. nLayers - 2 from s.layer[0].
+void finish_layer0(const NetLayer& L0, LayerBuf& b0, const ForwardCtx& c);
+void forward_upper(const NetLayer* layers, uint32_t nLayers, const ForwardCtx& c, Scratch& s);
+
 // Active sets of sampled layer k for all samples into buf.actOff/actIds/sampleOf: sample i's input is
 // row i of X (n, ldx). labels (optional, training the last layer): sample i's labels (the CSR label row of
 // c.rows[i]) are required ids and come first, in order. missed (optional): += labels found in none of the
@@ -170,6 +177,11 @@ void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev,
 // otherwise miss the TLB on every access (4 KiB pages). Done once per array per thread (a small
 // thread-local list of advised ranges); failures are ignored (it is only a hint). No-op off Linux.
 void advise_huge_pages(const void* p, size_t bytes);
+
+// Maps every page of [p, p + bytes) now, as a write would, keeping its contents (MADV_POPULATE_WRITE, else a
+// rewrite of one byte per page): the first steps of training then do not stop at each untouched page of a new
+// network's moments. Returns the bytes populated. Callers run it before anything else uses the array.
+size_t populate(void* p, size_t bytes);
 
 // act applied in place to x[0..n); relu or identity.
 void apply_activation(float* x, size_t n, Activation a);

@@ -195,6 +195,22 @@ SL_CLONES void sparse_forward(float* A, uint32_t lda, const float* W0, const flo
   }
 }
 
+SL_CLONES void sparse_partial_forward(float* Z, uint32_t ldz, const float* W0, uint32_t d0, const uint32_t* rows,
+                                      uint32_t n, const uint32_t* offsets, const uint32_t* indices, const float* values,
+                                      const int32_t* rowOf) {
+  for (uint32_t i = 0; i < n; ++i) {
+    float* z = Z + size_t(i) * ldz;
+    std::memset(z, 0, sizeof(float) * ldz);
+    const uint32_t r = rows[i];
+    const uint32_t q0 = offsets[r], q1 = offsets[r + 1];
+    for (uint32_t q = q0; q < q1; ++q) {
+      if (q + 4 < q1 && rowOf[indices[q + 4]] >= 0) prefetch_row(W0 + size_t(rowOf[indices[q + 4]]) * d0, d0);
+      const int32_t f = rowOf[indices[q]];
+      if (f >= 0) axpy_inl(z, values[q], W0 + size_t(f) * d0, d0);
+    }
+  }
+}
+
 void gather(float* out, const float* in, const uint32_t* idx, size_t n) {
   for (size_t e = 0; e < n; ++e) out[e] = in[idx[e]];
 }

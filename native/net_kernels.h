@@ -152,6 +152,12 @@ void gather(float* out, const float* in, const uint32_t* idx, size_t n);
 void sparse_forward(float* A, uint32_t lda, const float* W0, const float* bias, uint32_t d0, const uint32_t* rows,
                     uint32_t n, const uint32_t* offsets, const uint32_t* indices, const float* values);
 
+// Label-sharded training (net_shard.cc): Z (n, ldz) = sum over the CSR nonzeros f of each sample's input row
+// with rowOf[f] >= 0 of x_f * W0[rowOf[f], :] (W0: (rows held, d0) input-major, a slice of the features' rows;
+// no bias; columns d0 .. ldz zero). The caller checks every rowOf[f] it meets against the rows held.
+void sparse_partial_forward(float* Z, uint32_t ldz, const float* W0, uint32_t d0, const uint32_t* rows, uint32_t n,
+                            const uint32_t* offsets, const uint32_t* indices, const float* values, const int32_t* rowOf);
+
 // out (cols, ldo) = transpose of in (rows, ldi) restricted to rows x cols.
 void transpose(float* out, uint32_t ldo, const float* in, uint32_t ldi, uint32_t rows, uint32_t cols);
 

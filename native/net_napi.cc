@@ -49,6 +49,11 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
   const uint32_t im = GetU32Prop(o, "inputMajor");
   if (im > 1) throw ArgError("inputMajor must be 0 or 1");
   L.inputMajor = im == 1;
+  L.featureDim = L.inDim;
+  if (L.inputMajor && Present(o.Get("features"))) {
+    L.featureDim = GetU32Prop(o, "features");
+    if (L.featureDim < L.inDim) throw ArgError("features (the network's input features) must be >= inDim (the rows held)");
+  }
   Napi::Value dv = o.Get("dropout");
   L.dropout = Present(dv) ? static_cast<float>(dv.ToNumber().DoubleValue()) : 0.0f;
   if (!(L.dropout >= 0.0f && L.dropout < 1.0f)) throw ArgError("dropout must be in [0, 1)");
@@ -125,10 +130,21 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
     // call would cost more than the slice), and the kernels skip a label >= outDim.
     if (off.data[0] != 0 || off.data[D] != nnz) throw ArgError("wide.offsets must run from 0 to labels.length");
     L.wideD = D;
+    Napi::Value bv = wo.Get("byLabel");
+    if (Present(bv)) {
+      Napi::Object bo = GetObject(bv, "wide.byLabel");
+      auto bOff = ExactArray<uint32_t>(bo, "offsets", size_t(L.outDim) + 1, "outDim + 1");
+      L.wideByFeat = ExactArray<uint32_t>(bo, "features", nnz, "labels.length").data;
+      L.wideByEntry = ExactArray<uint32_t>(bo, "entries", nnz, "labels.length").data;
+      if (bOff.data[0] != 0 || bOff.data[L.outDim] != nnz) throw ArgError("wide.byLabel.offsets must run from 0 to labels.length");
+      L.wideByOff = bOff.data;  // the entries and features read are checked where read (net_shard.cc)
+    }
   }
 }
 
-const std::vector<NetLayer>& ParseNet(const Napi::Value& v, bool training) {
+// featureSlice: layer 0 may hold the rows of only some input features (a label-sharded rank's network); only
+// the netShard* phases (net_shard.cc), which take the feature -> row map, accept one.
+const std::vector<NetLayer>& ParseNet(const Napi::Value& v, bool training, bool featureSlice = false) {
   Napi::Object net = GetObject(v, "net");
   Napi::Value lv = net.Get("layers");
   if (!lv.IsArray()) throw ArgError("Expected an array for net.layers");
@@ -147,6 +163,9 @@ const std::vector<NetLayer>& ParseNet(const Napi::Value& v, bool training) {
     }
   }
   net_check_layers(layers.data(), n);
+  if (!featureSlice && layers[0].featureDim != layers[0].inDim)
+    throw ArgError("net.layers[0] holds the rows of " + std::to_string(layers[0].inDim) + " of " + std::to_string(layers[0].featureDim) +
+                   " input features (a label-sharded rank's network): only the netShard* phases take it");
   return layers;
 }
 
@@ -437,10 +456,31 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// netPrefault(net) -> bytes: maps every page of the training state (weights, Adam moments, step counters, the
+// wide part's Adagrad sums) now, after the huge-page advice that training's first call gives (ParseLayer): a
+// fresh network's moments are otherwise first touched, page by page, during its first steps. Layer 0 may be a
+// feature slice (a label-sharded rank's network). Not concurrently with training on the same arrays.
+Napi::Value NetPrefault(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = ParseNet(info[0], true, true);
+  double bytes = 0;
+  for (const NetLayer& L : layers) {
+    const size_t w = size_t(L.inDim) * L.outDim;
+    for (float* a : {L.W, L.mW, L.vW}) bytes += double(net::populate(a, w * sizeof(float)));
+    for (float* a : {L.b, L.mb, L.vb}) bytes += double(net::populate(a, size_t(L.outDim) * sizeof(float)));
+    bytes += double(net::populate(L.rowSteps, size_t(L.rows()) * sizeof(uint32_t)));
+    if (L.hasWide) {
+      const size_t nnz = L.wideOff[L.wideD];
+      bytes += double(net::populate(L.wideW, nnz * sizeof(float)));
+      bytes += double(net::populate(L.wideAcc, nnz * sizeof(float)));
+    }
+  }
+  return Napi::Number::New(info.Env(), bytes);
+}
+
 }  // namespace
 
-// For the bindings of other files (net_shard.cc): the parsers above, unchanged.
-const std::vector<NetLayer>& net_parse_layers(const Napi::Value& v, bool training) { return ParseNet(v, training); }
+// For the bindings of other files (net_shard.cc): the parsers above (a feature slice of layer 0 accepted).
+const std::vector<NetLayer>& net_parse_layers(const Napi::Value& v, bool training) { return ParseNet(v, training, true); }
 CsrView net_parse_data(const Napi::Value& v, bool labels) { return ParseData(v, labels); }
 void net_parse_adam(const Napi::Object& o, TrainHyper& h) { ParseAdam(o, h); }
 void net_parse_wide_lr(const Napi::Object& o, TrainHyper& h) { ParseWideLr(o, h); }
@@ -451,6 +491,7 @@ void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetPredictSlice>(env, exports, "netPredictSlice");
   Export<NetClusterBuild>(env, exports, "netClusterBuild");
   Export<NetWideBuild>(env, exports, "netWideBuild");
+  Export<NetPrefault>(env, exports, "netPrefault");
   // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).
   exports.Set("netKernelIsa", Napi::String::New(env, nk::block_isa()));
 }

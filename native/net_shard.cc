@@ -1,7 +1,12 @@
 // Label-sharded training and prediction: the phases of net_shard.h and their bindings.
-//   netShardForward(net, data, pointIds, training: 0|1, seed, numLabels, outH (n, d)) -> n
+//   netShardInput(net, data, pointIds, training: 0|1, featureOf: Int32Array (D), outZ (pointIds.length, o_0)) -> n
 //       training: the points with labels only (the others are skipped, as by netTrainSlice), in order;
-//       prediction: every point, exact (no sampled hidden layer is sampled).
+//       prediction: every point. outZ[i] = sum over point i's features f held here (featureOf[f] >= 0, the row
+//       of f in layer 0, which holds the rows of this rank's features) of x_f W0[featureOf[f], :], no bias.
+//   netShardHidden(net, Z (n, o_0), training: 0|1, seed, outH (n, d)) -> n
+//       Z summed over the ranks: A0 = act(b0 + Z), dropout (training: sample i's mask from seed and its
+//       position in the pointIds of netShardInput, as netTrainSlice draws it), then the layers between layer 0
+//       and the output, every neuron (a sampled middle layer: its candidates); outH = the last hidden layer.
 //   netShardOutForward(net, data, rows (B), H (B, d), localOf: Int32Array (numLabels), seed, minActive,
 //       logQ: Float32Array (outDim) | null, outStats (B, 3)) -> |S|: outStats[i] = [max, sum of exp(z - max),
 //       sum of the logits of i's labels this rank owns]. The active set S: every row when minActive is 0 or
@@ -11,13 +16,16 @@
 //   netShardOutBackward(net, lse: Float64Array (B), hyper { mode 0 | 2, lr, beta1, beta2, eps, gradScale,
 //       wideLr (mode 0 with a wide part) }, outDH (B, d)) -> undefined (mode 2: dH only, nothing updated);
 //       mode 0 also takes each wide term's Adagrad step (g = dz x), as net_train.cc's shared-set path does
-//   netShardBackward(net, data, n, dH (n, d), hyper { mode 0 | 3, lr, beta1, beta2, eps }) -> mode 3: the
-//       gradient rows per layer as netTrainSlice's mode 3 (the output layer's entry empty)
+//   netShardLowerBackward(net, data, dH (n, d), hyper { lr, beta1, beta2, eps }, featureOf (D)) -> undefined
+//       Adam on the layers below the output from dH summed over the ranks (net_shard_lower_backward): the
+//       middle layers and layer 0's bias alike on every rank, layer 0's rows of the features held here.
 //   netShardScore(net, data, rows (q), H (q, d), k, outIdx (q, k), outVal (q, k), outStats (q, 2))
 //       exact scores of this rank's output rows for the points rows of data (their wide terms; H their hidden
 //       activations): the k best (logit, local id) per query, descending, ties by the smaller id, and
 //       [max, sum of exp(z - max)] of every query's logits over the slice.
-// Shapes are re-checked here; TypeScript (src/train/sharded.ts) owns every array.
+// The feature and label maps are checked where they are read (the entries of the batch's features and labels:
+// -1 or a row held), before any weight changes. Shapes are re-checked here; TypeScript (src/train/sharded.ts)
+// owns every array.
 #include "net_shard.h"
 
 #include <algorithm>
@@ -47,12 +55,18 @@ struct OutState {
   std::vector<uint64_t> pairs;        // (position in S << 32 | sample) of every owned label, sorted
   std::vector<float> invLabels;       // (B) 1 / (labels of sample i, all ranks)
   std::vector<uint32_t> mark, pos;    // (outDim) epoch marks, position in S
-  std::vector<net::WideTerm> wide;    // the batch's wide terms of labels in S (sample order)
+  std::vector<uint64_t> inS;          // (outDim / 64) S as a bitset: the wide scan tests every pair's label
+                                      // against it (a few kB that stay in cache, where the marks do not)
+  std::vector<net::WideTerm> wide;    // the batch's wide terms of labels in S
+  // The batch's features (a label-major wide part): featSlot (D, -1 when unused) -> slot; slot t's nonzeros
+  // are (sample, x) at [featStart[t], featStart[t + 1]) of featSample/featX, samples ascending.
+  std::vector<int32_t> featSlot;
+  std::vector<uint32_t> featIds, featStart, featSample, featCursor;
+  std::vector<float> featX;
   uint32_t epoch = 0;
   std::vector<float> wg, bg, mx, sum, lse, scale, dzt, g, gb, dHt;
 };
 thread_local OutState tlOut;
-thread_local std::vector<nk::GradRows> tlSink;
 
 // Rows S[r0 .. r0 + R) of L into wg (R, d) and their biases (+ logQ when given) into bg (R).
 void gather_rows(const NetLayer& L, const uint32_t* S, uint32_t r0, uint32_t R, float* wg, float* bg, const float* logQ) {
@@ -79,26 +93,102 @@ void load_inputs(OutState& o, const float* H, uint32_t B, uint32_t d) {
     }
 }
 
+// The wide terms of the labels in o.S for samples rows[0..B) into o.wide, from the label-major index (L.wideByOff):
+// per label of S (ascending), its pairs (features ascending), per pair the batch's samples holding its feature
+// (ascending). Only S's pairs are read (a few per label), where the feature-major scan reads every pair of every
+// nonzero of the batch. A logit's terms are added, and an entry's Adagrad steps taken, in the order the scan
+// gives them (features, resp. samples, ascending): the results are the same bits.
+void wide_terms_of_labels(OutState& o, const NetLayer& L, const CsrView& data, const uint32_t* rows, uint32_t B) {
+  const uint32_t D = L.wideD;
+  const size_t nnz = L.wideOff[D];
+  if (o.featSlot.size() < D) o.featSlot.assign(D, -1);
+  int32_t* slot = o.featSlot.data();
+  // The batch's distinct features (first-seen order) and, per feature, its (sample, x) in sample order.
+  o.featIds.clear();
+  size_t P = 0;
+  for (uint32_t i = 0; i < B; ++i) P += data.offsets[rows[i] + 1] - data.offsets[rows[i]];
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t q = data.offsets[rows[i]]; q < data.offsets[rows[i] + 1]; ++q) {
+      const uint32_t f = data.indices[q];  // < D: check_slice
+      if (slot[f] < 0) slot[f] = static_cast<int32_t>(o.featIds.size()), o.featIds.push_back(f);
+    }
+  const uint32_t nF = static_cast<uint32_t>(o.featIds.size());
+  uint32_t* start = grow(o.featStart, size_t(nF) + 1);
+  uint32_t* cur = grow(o.featCursor, nF);
+  uint32_t* smp = grow(o.featSample, P);
+  float* xs = grow(o.featX, P);
+  std::fill(start, start + nF + 1, 0u);
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t q = data.offsets[rows[i]]; q < data.offsets[rows[i] + 1]; ++q) ++start[slot[data.indices[q]] + 1];
+  for (uint32_t t = 0; t < nF; ++t) start[t + 1] += start[t], cur[t] = start[t];
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t q = data.offsets[rows[i]]; q < data.offsets[rows[i] + 1]; ++q) {
+      const uint32_t e = cur[slot[data.indices[q]]]++;
+      smp[e] = i, xs[e] = data.values[q];
+    }
+  for (uint32_t j : o.S) {
+    const uint32_t k0 = L.wideByOff[j], k1 = L.wideByOff[j + 1];
+    if (k1 < k0 || k1 > nnz) {
+      for (uint32_t f : o.featIds) slot[f] = -1;
+      throw ArgError("wide.byLabel.offsets of label " + std::to_string(j) + " are corrupt");
+    }
+    for (uint32_t k = k0; k < k1; ++k) {
+      const uint32_t f = L.wideByFeat[k], e = L.wideByEntry[k];
+      if (f >= D || e >= nnz) {  // in bounds; that (f, e) is a pair of j is TypeScript's (wideByLabel)
+        for (uint32_t g : o.featIds) slot[g] = -1;
+        throw ArgError("wide.byLabel[" + std::to_string(k) + "] names a feature or entry out of range");
+      }
+      const int32_t t = slot[f];
+      if (t < 0) continue;
+      for (uint32_t m = start[t]; m < start[t + 1]; ++m) o.wide.push_back({j, smp[m], e, xs[m]});
+    }
+  }
+  for (uint32_t f : o.featIds) slot[f] = -1;  // leave the map clean for the next batch
+}
+
 const NetLayer& output_of(const std::vector<NetLayer>& layers) {
   if (layers.size() < 2) throw ArgError("a sharded network needs a hidden layer below its output layer");
   return layers.back();
 }
 
-// netShardForward(net, data, pointIds, training, seed, numLabels, outH) -> n
-Napi::Value NetShardForward(const Napi::CallbackInfo& info) {
+// State of phases 1, 2 and 5 on this thread (their arrays are in net::Scratch: rowsOfSlice, posOfSlice, layer).
+struct LowerState {
+  uint32_t n = 0;        // points of the batch (netShardInput)
+  int stage = 0;         // 0 none, 1 after netShardInput, 2 after netShardHidden
+  bool training = false;
+};
+thread_local LowerState tlLower;
+
+// featureOf (D): checks its length and, for the features of the points rows[0..n), that each entry is -1 or a
+// row of layer 0 (< inDim). Throws ArgError naming the first bad entry.
+const int32_t* check_feature_map(const Span<int32_t>& featureOf, const NetLayer& L0, const CsrView& data, const uint32_t* rows,
+                                 uint32_t n) {
+  if (featureOf.size != L0.featureDim)
+    throw ArgError("featureOf has " + std::to_string(featureOf.size) + " elements, expected the network's " + std::to_string(L0.featureDim) + " input features");
+  const int32_t rowsHeld = static_cast<int32_t>(L0.inDim);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t q = data.offsets[rows[i]]; q < data.offsets[rows[i] + 1]; ++q) {
+      const int32_t r = featureOf.data[data.indices[q]];
+      if (r < -1 || r >= rowsHeld)
+        throw ArgError("featureOf[" + std::to_string(data.indices[q]) + "] = " + std::to_string(r) + " is not -1 or a row of layer 0 (< " + std::to_string(rowsHeld) + ")");
+    }
+  return featureOf.data;
+}
+
+// netShardInput(net, data, pointIds, training, featureOf, outZ) -> n
+Napi::Value NetShardInput(const Napi::CallbackInfo& info) {
   const std::vector<NetLayer>& layers = net_parse_layers(info[0], true);
   const bool training = GetU32(info[3], "training") != 0;
   const CsrView data = net_parse_data(info[1], training);
   auto pointIds = GetArray<uint32_t>(info[2], "pointIds");
-  const uint32_t seed = GetU32(info[4], "seed");
-  const uint32_t numLabels = GetU32(info[5], "numLabels");
-  const NetLayer& last = output_of(layers);
-  const uint32_t nLayers = static_cast<uint32_t>(layers.size()), d = last.inDim;
+  const NetLayer& L0 = layers[0];
+  output_of(layers);
   if (pointIds.size > 0xFFFFFFFFu) throw ArgError("pointIds is too long");
-  const uint32_t nAll = static_cast<uint32_t>(pointIds.size);
-  auto outH = GetArray<float>(info[6], "outH", size_t(nAll) * d);
-  net::check_slice(data, pointIds.data, nAll, layers[0].inDim, training, numLabels);
-  net::FtzScope ftz;
+  const uint32_t nAll = static_cast<uint32_t>(pointIds.size), d0 = L0.outDim;
+  auto outZ = GetArray<float>(info[5], "outZ", size_t(nAll) * d0);
+  tlLower.stage = 0;
+  // Labels are only counted here (labelOffsets has points + 1 entries: net_parse_data); netShardOutForward checks them.
+  net::check_slice(data, pointIds.data, nAll, L0.featureDim, false, 0);
   net::Scratch& s = net::scratch();
   uint32_t* rows = grow(s.rowsOfSlice, nAll);
   uint32_t* pos = grow(s.posOfSlice, nAll);
@@ -107,19 +197,57 @@ Napi::Value NetShardForward(const Napi::CallbackInfo& info) {
     const uint32_t r = pointIds.data[i];
     if (!training || data.labelOffsets[r + 1] > data.labelOffsets[r]) rows[n] = r, pos[n] = i, ++n;
   }
-  if (n == 0) return Napi::Number::New(info.Env(), 0);
+  const int32_t* featureOf = check_feature_map(GetArray<int32_t>(info[4], "featureOf"), L0, data, rows, n);
+  net::FtzScope ftz;
+  if (n > 0) nk::sparse_partial_forward(outZ.data, d0, L0.W, d0, rows, n, data.offsets, data.indices, data.values, featureOf);
+  tlLower = LowerState{n, 1, training};
+  return Napi::Number::New(info.Env(), n);
+}
+
+// netShardHidden(net, Z, training, seed, outH) -> n
+Napi::Value NetShardHidden(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = net_parse_layers(info[0], true);
+  const NetLayer& last = output_of(layers);
+  const NetLayer& L0 = layers[0];
+  const bool training = GetU32(info[2], "training") != 0;
+  const uint32_t seed = GetU32(info[3], "seed");
+  LowerState& st = tlLower;
+  if (st.stage != 1 || st.training != training)
+    throw ArgError("netShardHidden: no netShardInput (with the same training flag) on this thread before it");
+  const uint32_t n = st.n, d0 = L0.outDim, d = last.inDim, nLayers = static_cast<uint32_t>(layers.size());
+  auto Z = GetArray<float>(info[1], "Z", size_t(n) * d0);
+  auto outH = GetArray<float>(info[4], "outH", size_t(n) * d);
+  st.stage = 0;
+  if (n == 0) {
+    st.stage = 2;
+    return Napi::Number::New(info.Env(), 0);
+  }
+  net::FtzScope ftz;
+  net::Scratch& s = net::scratch();
+  if (s.layer.size() < nLayers) s.layer.resize(nLayers);
   net::ForwardCtx c;
   c.n = n;
   c.ldn = nk::pad_to(n, nk::kSamplePad);
-  c.rows = rows;
+  c.rows = s.rowsOfSlice.data();
   c.useSampling = training;
   c.training = training;
   c.seed = seed;
   c.fillSeed = seed;
-  c.positions = pos;
-  net::forward_hidden(layers.data(), nLayers, data, c, s);
+  c.positions = s.posOfSlice.data();
+  net::LayerBuf& b0 = s.layer[0];
+  b0.lda = nk::pad_to(d0, nk::kDimPad);
+  float* A = grow(b0.A, size_t(n) * b0.lda);
+  for (uint32_t i = 0; i < n; ++i) {
+    float* a = A + size_t(i) * b0.lda;
+    const float* z = Z.data + size_t(i) * d0;
+    for (uint32_t j = 0; j < d0; ++j) a[j] = L0.b[j] + z[j];
+    std::memset(a + d0, 0, sizeof(float) * (b0.lda - d0));
+  }
+  net::finish_layer0(L0, b0, c);
+  net::forward_upper(layers.data(), nLayers, c, s);
   const net::LayerBuf& top = s.layer[nLayers - 2];
   for (uint32_t i = 0; i < n; ++i) std::memcpy(outH.data + size_t(i) * d, top.A.data() + size_t(i) * top.lda, sizeof(float) * d);
+  st.stage = 2;
   return Napi::Number::New(info.Env(), n);
 }
 
@@ -145,9 +273,14 @@ Napi::Value NetShardOutForward(const Napi::CallbackInfo& info) {
   }
   auto stats = GetArray<double>(info[8], "outStats", size_t(B) * 3);
   if (localOf.size > 0xFFFFFFFFu) throw ArgError("localOf is too long");
-  net::check_slice(data, rowsA.data, B, layers[0].inDim, true, static_cast<uint32_t>(localOf.size));
-  for (size_t j = 0; j < localOf.size; ++j)
-    if (localOf.data[j] >= int32_t(N)) throw ArgError("localOf[" + std::to_string(j) + "] = " + std::to_string(localOf.data[j]) + " is >= the output slice's " + std::to_string(N) + " rows");
+  net::check_slice(data, rowsA.data, B, layers[0].featureDim, true, static_cast<uint32_t>(localOf.size));
+  // The entries of the batch's labels (the only ones read): -1 (another rank's) or a row of the slice.
+  for (uint32_t i = 0; i < B; ++i)
+    for (uint32_t q = data.labelOffsets[rowsA.data[i]]; q < data.labelOffsets[rowsA.data[i] + 1]; ++q) {
+      const int32_t lo = localOf.data[data.labelIndices[q]];
+      if (lo < -1 || lo >= int32_t(N))
+        throw ArgError("localOf[" + std::to_string(data.labelIndices[q]) + "] = " + std::to_string(lo) + " is not -1 or a row of the output slice (< " + std::to_string(N) + ")");
+    }
   net::FtzScope ftz;
   OutState& o = tlOut;
   o.ready = false;
@@ -203,8 +336,14 @@ Napi::Value NetShardOutForward(const Napi::CallbackInfo& info) {
   // The wide part: each sample's terms of labels in S join their logits (terms of other labels are dropped,
   // as their logits are).
   o.wide.clear();
-  if (L.hasWide) {
-    net::wide_terms(o.wide, L, data, rows, B, [&](uint32_t j) { return mark[j] == ep; });
+  if (L.hasWide && L.wideByOff) {
+    wide_terms_of_labels(o, L, data, rows, B);
+    for (const net::WideTerm& t : o.wide) zS[size_t(posS[t.label]) * ldn + t.sample] += t.x * L.wideW[t.entry];
+  } else if (L.hasWide) {
+    uint64_t* inS = grow(o.inS, (size_t(N) + 63) / 64);
+    std::memset(inS, 0, sizeof(uint64_t) * ((size_t(N) + 63) / 64));
+    for (uint32_t j : o.S) inS[j >> 6] |= uint64_t(1) << (j & 63);
+    net::wide_terms(o.wide, L, data, rows, B, [inS](uint32_t j) { return (inS[j >> 6] >> (j & 63)) & 1; });
     for (const net::WideTerm& t : o.wide) zS[size_t(posS[t.label]) * ldn + t.sample] += t.x * L.wideW[t.entry];
   }
   float* mx = grow(o.mx, ldn);
@@ -293,56 +432,26 @@ Napi::Value NetShardOutBackward(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// netShardBackward(net, data, n, dH, hyper) -> mode 3: gradient rows per layer
-Napi::Value NetShardBackward(const Napi::CallbackInfo& info) {
+// netShardLowerBackward(net, data, dH, hyper, featureOf)
+Napi::Value NetShardLowerBackward(const Napi::CallbackInfo& info) {
   const std::vector<NetLayer>& layers = net_parse_layers(info[0], true);
   const CsrView data = net_parse_data(info[1], false);
-  const uint32_t n = GetU32(info[2], "n");
   const NetLayer& last = output_of(layers);
-  auto dH = GetArray<float>(info[3], "dH");
-  if (dH.size != size_t(n) * last.inDim) throw ArgError("dH has " + std::to_string(dH.size) + " elements, expected n * d = " + std::to_string(size_t(n) * last.inDim));
-  Napi::Object ho = GetObject(info[4], "hyper");
+  LowerState& st = tlLower;
+  if (st.stage != 2 || !st.training) throw ArgError("netShardLowerBackward: no training netShardHidden on this thread before it");
+  const uint32_t n = st.n;
+  auto dH = GetArray<float>(info[2], "dH", size_t(n) * last.inDim);
   TrainHyper h;
-  h.mode = GetU32Prop(ho, "mode");
-  if (h.mode != 0 && h.mode != 3) throw ArgError("hyper.mode must be 0 (adam) or 3 (sparse gradient)");
-  if (h.mode == 0) net_parse_adam(ho, h);
-  if (tlSink.size() < layers.size()) tlSink.resize(layers.size());
-  h.sink = tlSink.data();
+  h.mode = 0;
+  net_parse_adam(GetObject(info[3], "hyper"), h);
   const net::Scratch& s = net::scratch();
-  if (s.rowsOfSlice.size() < n) throw ArgError("netShardBackward: no netShardForward of this slice on this thread");
   for (uint32_t i = 0; i < n; ++i)
-    if (s.rowsOfSlice[i] >= data.points) throw ArgError("netShardBackward: the forward's rows are not in data");
-  net_backward_lower(layers.data(), static_cast<uint32_t>(layers.size()), data, n, dH.data, h);
-  if (h.mode != 3) return info.Env().Undefined();
-  Napi::Env env = info.Env();
-  Napi::Array out = Napi::Array::New(env, layers.size());
-  for (uint32_t k = 0; k < layers.size(); ++k) {
-    const nk::GradRows& gr = tlSink[k];
-    Napi::Object ob = Napi::Object::New(env);
-    auto ids = Napi::Uint32Array::New(env, gr.ids.size());
-    std::copy(gr.ids.begin(), gr.ids.end(), ids.Data());
-    auto rows = Napi::Float32Array::New(env, gr.rows.size());
-    std::copy(gr.rows.begin(), gr.rows.end(), rows.Data());
-    ob.Set("ids", ids);
-    ob.Set("rows", rows);
-    if (layers[k].inputMajor) {
-      ob.Set("rowBias", env.Null());
-      if (gr.hasBiasVector) {
-        auto bv = Napi::Float32Array::New(env, gr.biasVector.size());
-        std::copy(gr.biasVector.begin(), gr.biasVector.end(), bv.Data());
-        ob.Set("biasVector", bv);
-      } else {
-        ob.Set("biasVector", env.Null());
-      }
-    } else {
-      auto rb = Napi::Float32Array::New(env, gr.rowBias.size());
-      std::copy(gr.rowBias.begin(), gr.rowBias.end(), rb.Data());
-      ob.Set("rowBias", rb);
-      ob.Set("biasVector", env.Null());
-    }
-    out.Set(k, ob);
-  }
-  return out;
+    if (s.rowsOfSlice[i] >= data.points) throw ArgError("netShardLowerBackward: the forward's rows are not in data");
+  net::check_slice(data, s.rowsOfSlice.data(), n, layers[0].featureDim, false, 0);
+  const int32_t* featureOf = check_feature_map(GetArray<int32_t>(info[4], "featureOf"), layers[0], data, s.rowsOfSlice.data(), n);
+  st.stage = 0;
+  net_shard_lower_backward(layers.data(), static_cast<uint32_t>(layers.size()), data, n, dH.data, h, featureOf);
+  return info.Env().Undefined();
 }
 
 // netShardScore(net, data, rows, H, k, outIdx, outVal, outStats)
@@ -357,7 +466,7 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
   const uint32_t k = GetU32(info[4], "k");
   if (k == 0) throw ArgError("k must be positive");
   auto H = GetArray<float>(info[3], "H", size_t(q) * d);
-  net::check_slice(data, rowsA.data, q, layers[0].inDim, false, 0);
+  net::check_slice(data, rowsA.data, q, layers[0].featureDim, false, 0);
   auto outIdx = GetArray<uint32_t>(info[5], "outIdx", size_t(q) * k);
   auto outVal = GetArray<float>(info[6], "outVal", size_t(q) * k);
   auto outStats = GetArray<double>(info[7], "outStats", size_t(q) * 2);
@@ -440,10 +549,11 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
 }  // namespace
 
 void RegisterShard(Napi::Env env, Napi::Object exports) {
-  Export<NetShardForward>(env, exports, "netShardForward");
+  Export<NetShardInput>(env, exports, "netShardInput");
+  Export<NetShardHidden>(env, exports, "netShardHidden");
   Export<NetShardOutForward>(env, exports, "netShardOutForward");
   Export<NetShardOutBackward>(env, exports, "netShardOutBackward");
-  Export<NetShardBackward>(env, exports, "netShardBackward");
+  Export<NetShardLowerBackward>(env, exports, "netShardLowerBackward");
   Export<NetShardScore>(env, exports, "netShardScore");
 }
 

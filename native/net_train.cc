@@ -510,9 +510,11 @@ void backward_hidden(const NetLayer& L, uint32_t k, const Slice& sl, const float
   }
 }
 
-// Backward and update of layer 0 from dz0 (n, lda0) = dL/dz_0 (rows of the slice's samples).
+// Backward and update of layer 0 from dz0 (n, lda0) = dL/dz_0 (rows of the slice's samples). rowOf (label-sharded
+// training: layer 0 holds a slice of the features' rows): feature f's row, or -1 for the features of other ranks
+// (skipped); every rowOf[f] of the slice's features is < L0.inDim (checked by the caller). Null: row f.
 void backward_layer0(const NetLayer& L0, const Slice& sl, const float* dz0, uint32_t lda0, const TrainHyper& h,
-                     net::Scratch& s) {
+                     net::Scratch& s, const int32_t* rowOf = nullptr) {
   const uint32_t n = sl.n, d0 = L0.outDim;
   const CsrView& data = *sl.data;
   // Bias gradient: sum over samples.
@@ -527,11 +529,15 @@ void backward_layer0(const NetLayer& L0, const Slice& sl, const float* dz0, uint
   float* fc = grow(s.l0Coef, P);
   size_t p = 0;
   for (uint32_t i = 0; i < n; ++i)
-    for (uint32_t q = data.offsets[sl.rows[i]], q1 = data.offsets[sl.rows[i] + 1]; q < q1; ++q, ++p) {
-      fr[p] = data.indices[q];
+    for (uint32_t q = data.offsets[sl.rows[i]], q1 = data.offsets[sl.rows[i] + 1]; q < q1; ++q) {
+      const int32_t row = rowOf ? rowOf[data.indices[q]] : static_cast<int32_t>(data.indices[q]);
+      if (row < 0) continue;
+      fr[p] = static_cast<uint32_t>(row);
       fs[p] = i;
       fc[p] = data.values[q];
+      ++p;
     }
+  P = p;
   net::build_index(s.l0Index, fr, fs, P, L0.inDim, s);
   float* coef = grow(s.l0Index.coef, P);
   nk::gather(coef, fc, s.l0Index.entPos.data(), P);
@@ -572,8 +578,10 @@ void backward_layer0(const NetLayer& L0, const Slice& sl, const float* dz0, uint
 
 // Backward pass and update of layers kLast-1 .. 0 from s.dAt = dL/dA_{kLast-1}^T (layers[kLast].inDim,
 // sl.ldn), after a forward pass of slice `sl` on this thread (s.layer): net_train_slice below the output
-// layer, and net_backward_lower (sharded training) from a dH the ranks summed.
-void backward_lower(const NetLayer* layers, uint32_t kLast, const Slice& sl, const TrainHyper& h, net::Scratch& s) {
+// layer, and net_shard_lower_backward (label-sharded training, layer 0 a feature slice: rowOf) from a dH the
+// ranks summed.
+void backward_lower(const NetLayer* layers, uint32_t kLast, const Slice& sl, const TrainHyper& h, net::Scratch& s,
+                    const int32_t* rowOf = nullptr) {
   const uint32_t n = sl.n;
   for (uint32_t k = kLast - 1; k >= 1; --k) {
     float* dAtPrev = grow(s.dAtPrev, size_t(layers[k].inDim) * sl.ldn);
@@ -597,7 +605,7 @@ void backward_lower(const NetLayer* layers, uint32_t kLast, const Slice& sl, con
       for (uint32_t j = 0; j < L0.outDim; ++j) row[j] *= keep[size_t(i) * lda0 + j];
     std::memset(row + L0.outDim, 0, sizeof(float) * (lda0 - L0.outDim));
   }
-  backward_layer0(L0, sl, dz0, lda0, h, s);
+  backward_layer0(L0, sl, dz0, lda0, h, s, rowOf);
 }
 
 }  // namespace
@@ -672,20 +680,21 @@ void net_train_slice(double* stats, const NetLayer* layers, uint32_t nLayers, co
   stats[kStatMissed] = missed;
 }
 
-// Sharded training (net_shard.cc): the backward pass and update (mode 0) or gradient rows (mode 3, into
-// h.sink) of layers kLast-1 .. 0 of the slice whose forward net_shard_forward left in the calling thread's
-// scratch (s.rowsOfSlice[0..n), s.layer), from dH (n, d) = dL/dA_{kLast-1}, row-major with row stride d =
-// layers[kLast].inDim. The same code as the tail of net_train_slice, entered with a given dH.
-void net_backward_lower(const NetLayer* layers, uint32_t nLayers, const CsrView& data, uint32_t n, const float* dH,
-                        const TrainHyper& h) {
-  if (nLayers < 2) throw ArgError("net_backward_lower: the network needs a hidden layer below its output");
+// Label-sharded training (net_shard.cc): the backward pass and Adam update of layers kLast-1 .. 0 of the global
+// batch whose forward the phases netShardInput + netShardHidden left in the calling thread's scratch
+// (s.rowsOfSlice[0..n), s.layer), from dH (n, d) = dL/dA_{kLast-1} summed over the ranks, row-major with row
+// stride d = layers[kLast].inDim. Layers 1 .. kLast-1 and layer 0's bias are updated as a single process does
+// (every rank alike); layer 0 only in the rows it holds (rowOf: feature -> row or -1, every entry of the batch's
+// features checked < layers[0].inDim by the caller). The tail of net_train_slice entered with a given dH.
+void net_shard_lower_backward(const NetLayer* layers, uint32_t nLayers, const CsrView& data, uint32_t n, const float* dH,
+                              const TrainHyper& h, const int32_t* rowOf) {
+  if (nLayers < 2) throw ArgError("net_shard_lower_backward: the network needs a hidden layer below its output");
+  if (h.mode != 0) throw ArgError("net_shard_lower_backward: mode 0 (adam) only");
   const uint32_t kLast = nLayers - 1;
   net::FtzScope ftz;
   net::Scratch& s = net::scratch();
-  if (h.mode == 3)
-    for (uint32_t k = 0; k < nLayers; ++k) h.sink[k].clear();
   if (n == 0) return;
-  if (s.layer.size() < nLayers || s.rowsOfSlice.size() < n) throw ArgError("net_backward_lower: no forward pass of this slice on this thread");
+  if (s.layer.size() < nLayers || s.rowsOfSlice.size() < n) throw ArgError("net_shard_lower_backward: no forward pass of this batch on this thread");
   const uint32_t ldn = nk::pad_to(n, nk::kSamplePad);
   const Slice sl{n, ldn, s.rowsOfSlice.data(), &data};
   const uint32_t dPrev = layers[kLast].inDim;
@@ -693,7 +702,7 @@ void net_backward_lower(const NetLayer* layers, uint32_t nLayers, const CsrView&
   std::memset(dAt, 0, sizeof(float) * size_t(dPrev) * ldn);
   for (uint32_t i = 0; i < n; ++i)
     for (uint32_t j = 0; j < dPrev; ++j) dAt[size_t(j) * ldn + i] = dH[size_t(i) * dPrev + j];
-  backward_lower(layers, kLast, sl, h, s);
+  backward_lower(layers, kLast, sl, h, s, rowOf);
 }
 
 }  // namespace sl

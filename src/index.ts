@@ -18,8 +18,8 @@ export {
 } from './train/checkpoint.js';
 export { MemoryLimitError } from './train/memory-plan.js';
 export {
-  planTraining, scanDataShape, datasetShape, shapeFromCounts, stepCost, shardedExchange, replicatedExchange, collectiveCost, rankMemory, workload,
-  formatPlanLine, PLAN_SHAPES, type TrainingPlan, type PlanInput, type PlanCandidate, type PlanMode, type DataShape, type Calibration, type MachineSpec,
+  planTraining, scanDataShape, datasetShape, shapeFromCounts, stepCost, shardedExchange, replicatedExchange, collectiveCost, rankMemory, workload, waitFactor,
+  formatPlanLine, PLAN_SHAPES, type TrainingPlan, type PlanInput, type PlanCandidate, type PlanMode, type DataShape, type Calibration, type ShardCalibration, type MachineSpec,
   type StepCost, type Collective, type ExchangeInput, type Workload,
 } from './train/plan.js';
 export { calibrate, readCachedCalibration, writeCachedCalibration, defaultCalibrationFile, type CalibrateOptions } from './train/calibrate.js';

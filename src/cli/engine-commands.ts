@@ -123,8 +123,9 @@ export const trainCmd = defineCommand({
     },
     shardLabels: {
       type: 'boolean',
-      description: 'with --distributed: each rank owns a slice of the output labels (balanced by label frequency) and holds only their rows and wide part; ' +
-        'the layers below train data-parallel; needs --epochs; checkpoints resume under any number of ranks',
+      description: 'with --distributed: each rank owns a slice of the output labels (balanced by label frequency) and holds only their rows and wide part, ' +
+        'and a slice of the input features (balanced by nonzero count) and holds only their rows of the first layer; every rank runs each step on the whole batch; ' +
+        'needs --epochs; checkpoints resume under any number of ranks',
     },
   },
   examples: [

@@ -1,11 +1,11 @@
-// `sublinear eval --model <sharded checkpoint> --distributed` (under mpirun): each rank loads only its slice of
-// a label-sharded checkpoint (re-sharded to this job's ranks), scores every label of its slice for each test
-// point, and the ranks' top-k are merged (src/train/sharded.ts, ShardedModel.evaluate); rank 0 prints.
+// `sublinear eval --model <sharded checkpoint> --distributed` (under mpirun): each rank loads only its slices of
+// a label-sharded checkpoint (labels and input features, re-sharded to this job's ranks), scores every label of
+// its slice for each test point, and the ranks' top-k are merged (src/train/sharded.ts, ShardedModel.evaluate);
+// rank 0 prints.
 import { applyInputScale } from '../network/input-scale.js';
-import { Network } from '../network/network.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { loadShardedPart, newestShardCheckpoint, readShardManifest } from '../train/shard-checkpoint.js';
-import { shardLabels, sliceConfig, ShardedModel } from '../train/sharded.js';
+import { ShardedModel } from '../train/sharded.js';
 import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from './args.js';
 import { checkEvaluable, checkFits, metricLine, type Out } from './engine.js';
@@ -23,13 +23,13 @@ export async function evalShardedOn(o: EvalCliOptions, io: Out, dist: Distribute
   }
   const manifest = await readShardManifest(picked);
   const L = manifest.config.layers.at(-1)!.size;
-  const part = await loadShardedPart(picked, manifest, dist.rank, dist.size, (rows) => new Network(sliceConfig(manifest.config, rows)), shardLabels);
+  const part = await loadShardedPart(picked, manifest, dist.rank, dist.size);
   const ks = o.k !== undefined ? parseKs(o.k, L) : [1, 3, 5].filter((k) => k <= L);
   let test = await loadData(o.test, o.format as 'xc' | 'libsvm' | undefined, 'test data', quiet, undefined, o.zeroBased);
   checkEvaluable(test, o.test);
   checkFits(test, o.test, manifest.config.inputDim, L);
   if (part.inputScale) test = applyInputScale(test, part.inputScale);
-  const model = new ShardedModel(dist.comm, manifest.config, part.net, shardLabels(part.labelFreq, dist.size), part.labelFreq);
+  const model = new ShardedModel(dist.comm, manifest.config, { spec: part.spec }, part.labelFreq, part.featureFreq);
   const t0 = performance.now();
   const m = model.evaluate(test, ks, manifest.trainPoints, { A: o.propensityA, B: o.propensityB });
   const seconds = (performance.now() - t0) / 1000;

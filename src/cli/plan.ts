@@ -40,6 +40,7 @@ const planFlags = {
   workers: { type: 'integer', min: 1, max: 256, valueName: 'n', description: 'worker threads per rank (default: the defaults rule: the cores per rank with a sampled output layer, else 1)' },
   cores: { type: 'integer', min: 1, valueName: 'n', description: 'cores per machine (default: this machine\'s)' },
   memory: { type: 'string', valueName: 'bytes', description: 'memory per machine, e.g. 24GB; the plan keeps 90% (default: this machine\'s)' },
+  ranksPerMachine: { type: 'integer', min: 1, valueName: 'n', description: 'ranks started on each machine: they share its cores and memory (default 1)' },
   linkGbps: { type: 'string', valueName: 'list', description: 'link speeds in Gb/s, e.g. 10,25,100; the first is used to choose (default: 10)' },
   latencyUs: { type: 'number', min: 0, default: 20, valueName: 'us', description: 'latency of one message' },
   ranks: { type: 'string', valueName: 'list', description: 'rank counts to consider, e.g. 8,16,32,64 (default: 1, or powers of two up to --max-ranks)' },
@@ -60,7 +61,8 @@ export const planCmd = defineCommand({
     '--shape or --points --features --labels --avg-nnz --avg-labels. The speed model is measured: a probe (a few seconds to a minute) times the real ' +
     'kernels on a network of the planned widths on this machine (cached per CPU and widths; --recalibrate measures again). ' +
     'Modes: one process (W workers), replicated ranks (train --distributed: every rank holds the whole network) and label-sharded ranks ' +
-    '(each rank owns 1/R of the output labels: rows, moments, tables, wide pairs; the layers below are data-parallel).',
+    '(train --distributed --shard-labels, one thread per rank: each rank owns 1/R of the output labels (rows, moments, wide pairs) and ' +
+    '1/R of the input features\' rows of the first layer; every rank runs each step on the whole batch).',
   positionals: planPositionals,
   flags: planFlags,
   examples: [
@@ -153,7 +155,10 @@ async function planCommand(o: PlanOptions, io: CliIO): Promise<number> {
   }
   const plan = planTraining({
     shape, config: resolved, batch, ...(workers !== undefined ? { workers } : {}), ranks, linkGbps: links, ...(modes ? { modes } : {}), bestWeights,
-    machine: { ...(o.cores !== undefined ? { cores: o.cores } : {}), ...(memoryBytes !== undefined ? { memoryBytes } : {}), linkGbps: links[0]!, latency: o.latencyUs * 1e-6 },
+    machine: {
+      ...(o.cores !== undefined ? { cores: o.cores } : {}), ...(memoryBytes !== undefined ? { memoryBytes } : {}), linkGbps: links[0]!, latency: o.latencyUs * 1e-6,
+      ...(o.ranksPerMachine !== undefined ? { ranksPerMachine: o.ranksPerMachine } : {}),
+    },
   }, cal);
   if (o.json) {
     io.out(JSON.stringify(planJson(plan, source, cached, cacheFile)) + '\n');
@@ -175,7 +180,7 @@ export function planJson(p: TrainingPlan, source: string, cached: boolean, cache
     mode: c.mode, ranks: c.ranks, workers: c.workers, batch: c.batch, linkGbps: c.linkGbps, fits: c.fits, ...(c.excluded ? { excluded: c.excluded } : {}),
     memoryPerRankBytes: c.memoryPerRank.totalBytes, memoryParts: c.memoryPerRank.parts, peakRssBytes: c.peakRssBytes,
     samplesPerSec: c.samplesPerSec, epochSeconds: c.epochSeconds,
-    stepSeconds: { lower: c.step.lower, output: c.step.output, wide: c.step.wide, overhead: c.step.overhead, apply: c.step.apply, rebuild: c.step.rebuild, exchange: c.step.exchange, total: c.step.total },
+    stepSeconds: { lower: c.step.lower, output: c.step.output, wide: c.step.wide, overhead: c.step.overhead, apply: c.step.apply, rebuild: c.step.rebuild, exchange: c.step.exchange, wait: c.step.wait, total: c.step.total },
     receivedBytesPerStep: c.step.receivedBytes, exchangedBytesPerStep: c.step.exchangedBytes, collectives: c.step.collectives,
   });
   return {
@@ -194,13 +199,16 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
   lines.push(`machines: ${m.cores} cores, ${formatBytes(m.memoryBytes)} each; links ${[...new Set(p.candidates.map((x) => x.linkGbps))].join(', ')} Gb/s, ${n(m.latency * 1e6)} us latency`);
   lines.push(`measured on ${c.cpu}${cached ? ' (cached)' : ''}: lower ${n(c.lowerPerMac * 1e9, 3)} ns/MAC, output ${n(c.outputPerMac * 1e9, 3)} ns/MAC, ` +
     `wide ${n(c.widePerPair * 1e9, 1)} ns/pair, ${n(c.perSample * 1e6, 1)} us/sample, apply ${n(c.applyPerFloat * 1e9, 2)} ns/float, ` +
-    `rebuild ${n(c.rebuildPerRowTable * 1e9, 1)} ns/(row x table) + ${n(c.rebuildPerBucket * 1e9, 2)} ns/bucket, ${c.parallelWorkers} workers at ${n(100 * c.parallelEfficiency)}% each`);
+    `rebuild ${n(c.rebuildPerRowTable * 1e9, 1)} ns/(row x table) + ${n(c.rebuildPerBucket * 1e9, 2)} ns/bucket, ${c.parallelWorkers} workers at ${n(100 * c.parallelEfficiency)}% each, ` +
+    `label-sharded rank: lower ${n(c.shard.lowerPerMac * 1e9, 3)} ns/MAC + ${n(c.shard.lowerPerSample * 1e6, 1)} us/sample, ` +
+    `output ${n(c.shard.outputPerMac * 1e9, 3)} ns/MAC, wide ${n(c.shard.widePerPair * 1e9, 1)} ns/pair, ${n(c.shard.perSample * 1e6, 1)} us/sample, ` +
+    `spread ${n(c.shard.spreadPerSample * 1e6, 2)} us/sample, ${n(c.shard.coLocated ?? 1, 2)}x beside another rank`);
   lines.push(`per sample: ${n(w.lowerMacs)} MACs below the output, ${n(w.active)} active outputs x ${p.config.layers.length > 1 ? p.config.layers.at(-2)!.size : p.config.inputDim} = ${n(w.outputMacs)} MACs, ` +
     `${n(w.widePairs)} wide pairs; ${n(w.rebuildsPerStep, 4)} rebuilds per step`);
   lines.push('');
   // One row per mode and rank count; samples/s per link speed; the step's terms at the first link.
   const links = [...new Set(p.candidates.map((x) => x.linkGbps))];
-  lines.push(`| mode | ranks | workers | memory per rank | received per rank per step | step ms at ${links[0]} Gb/s (lower / output / wide / other / apply / rebuild / exchange) | ${links.map((l, i) => `${i === 0 ? 'samples/s at ' : ''}${l} Gb/s`).join(' | ')} |`);
+  lines.push(`| mode | ranks | workers | memory per rank | received per rank per step | step ms at ${links[0]} Gb/s (lower / output / wide / other / apply / rebuild / exchange / wait) | ${links.map((l, i) => `${i === 0 ? 'samples/s at ' : ''}${l} Gb/s`).join(' | ')} |`);
   lines.push(`|---|---|---|---|---|---|${links.map(() => '---').join('|')}|`);
   const groups = new Map<string, PlanCandidate[]>();
   for (const x of p.candidates) {
@@ -211,7 +219,7 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
     const x = g[0]!, s = x.step, ms = (v: number) => (v * 1000).toFixed(v * 1000 < 10 ? 2 : 1);
     const sps = links.map((l) => g.find((y) => y.linkGbps === l) ?? x).map((y) => n(y.samplesPerSec));
     lines.push(`| ${x.mode} | ${x.ranks} | ${x.workers} | ${formatBytes(x.memoryPerRank.totalBytes)}${x.excluded ? ' (excluded)' : ''} | ${formatBytes(s.receivedBytes)} | ` +
-      `${ms(s.total)} (${[s.lower, s.output, s.wide, s.overhead, s.apply, s.rebuild, s.exchange].map(ms).join(' / ')}) | ${sps.join(' | ')} |`);
+      `${ms(s.total)} (${[s.lower, s.output, s.wide, s.overhead, s.apply, s.rebuild, s.exchange, s.wait].map(ms).join(' / ')}) | ${sps.join(' | ')} |`);
   }
   lines.push('');
   const excluded = new Map<string, string[]>();

@@ -1,11 +1,11 @@
 // `sublinear predict --model <sharded checkpoint> --input data.txt --distributed` (under mpirun): each rank
-// loads only its slice of a label-sharded checkpoint (re-sharded to this job's ranks) and scores every label
-// of its slice; the ranks' top-k are merged (ShardedModel.predictTopK) and rank 0 writes the predictions.
+// loads only its slices of a label-sharded checkpoint (labels and input features, re-sharded to this job's
+// ranks) and scores every label of its slice; the ranks' top-k are merged (ShardedModel.predictTopK) and rank 0
+// writes the predictions.
 import { applyInputScale } from '../network/input-scale.js';
-import { Network } from '../network/network.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { loadShardedPart, newestShardCheckpoint, readShardManifest } from '../train/shard-checkpoint.js';
-import { shardLabels, sliceConfig, ShardedModel } from '../train/sharded.js';
+import { ShardedModel } from '../train/sharded.js';
 import { UsageError } from './args.js';
 import type { Out } from './engine.js';
 import { loadData } from './data-loading.js';
@@ -24,11 +24,11 @@ export async function predictShardedOn(o: PredictCliOptions, io: Out, dist: Dist
   if (o.threshold !== undefined && !(o.threshold > 0 && o.threshold <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] but received ${o.threshold}`);
   const k = o.k ?? (o.threshold !== undefined ? Math.min(L, Math.floor(1 / o.threshold) + 1) : 5);
   if (k > L) throw new UsageError(`option --k ${k} exceeds the model's ${L} labels`);
-  const part = await loadShardedPart(picked, manifest, dist.rank, dist.size, (rows) => new Network(sliceConfig(manifest.config, rows)), shardLabels);
+  const part = await loadShardedPart(picked, manifest, dist.rank, dist.size);
   let data = await loadData(o.input, o.inputFormat as 'xc' | 'libsvm' | undefined, 'input', quiet, undefined, o.zeroBased);
   if (data.features > manifest.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${manifest.config.inputDim}`);
   if (part.inputScale) data = applyInputScale(data, part.inputScale);
-  const model = new ShardedModel(dist.comm, manifest.config, part.net, shardLabels(part.labelFreq, dist.size), part.labelFreq);
+  const model = new ShardedModel(dist.comm, manifest.config, { spec: part.spec }, part.labelFreq, part.featureFreq);
   const p = model.predictTopK(data, k);
   if (dist.isRoot) await writePredictions({ points: data.points, k, labels: p.labels, scores: p.scores, outputsScoredPerPoint: L }, o.format ?? 'xc', L, io, undefined, o.threshold);
   return 0;

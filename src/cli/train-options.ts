@@ -67,8 +67,9 @@ export interface TrainCliOptions {
   distributed?: boolean;
   /**
    * With `distributed`: label-sharded training (src/train/sharded.ts): each rank owns a slice of the output
-   * labels (balanced by training frequency) and only its rows; the lower layers train data-parallel.
-   * Needs `epochs`. Default false.
+   * labels (balanced by training frequency) and only its rows, and a slice of the input features (balanced by
+   * nonzero count) and only their rows of layer 0; every rank runs each step on the whole batch. Needs
+   * `epochs`. Default false.
    */
   shardLabels?: boolean;
 }

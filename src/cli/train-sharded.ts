@@ -1,18 +1,22 @@
 // `sublinear train --distributed --shard-labels` (under mpirun): label-sharded training (src/train/sharded.ts).
-// Every rank reads the training data (or its %r shard, exchanged), owns a slice of the output labels and
-// trains with the others step by step; rank 0 prints, writes the shared part of checkpoints and the model.
+// Every rank reads the training data (or its %r shard, exchanged), owns a slice of the output labels and a
+// slice of the input features' rows of layer 0, and trains with the others step by step; rank 0 prints, writes
+// the shared part of checkpoints and the model.
 import { dirname, resolve } from 'node:path';
 import { resolveConfig, defaultConfig, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
+import { native } from '../native.js';
 import { applyInputScale, detectInputScale } from '../network/input-scale.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { batchSeed, epochOrder } from '../train/fit.js';
 import { mpi } from '../train/mpi.js';
-import { buildSliceWide, initSliceRows, shardLabels, sliceConfig, ShardedModel, type LabelSharding } from '../train/sharded.js';
+import {
+  allocateRank, buildSliceWide, featureFrequencies, initFeatureRows, initSliceRows, rankBytes, shardFeatures, shardLabels, ShardedModel,
+} from '../train/sharded.js';
 import { allocateWide, mergeWide, wideProblem } from '../network/wide.js';
 import type { WideState } from '../network/native-types.js';
 import {
-  loadShardedPart, newestShardCheckpoint, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta,
+  loadShardedPart, newestShardCheckpoint, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta, type ShardPart,
 } from '../train/shard-checkpoint.js';
 import { labelFrequencies } from '../train/metrics.js';
 import { formatBytes } from '../train/memory-plan.js';
@@ -116,38 +120,43 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   }
   if (L < dist.size) throw new UsageError(`cannot shard ${L} labels over ${dist.size} ranks`);
 
-  // The sharding: by training label counts (the checkpoint's when resuming, so a resume re-shards alike).
-  let labelFreq = labelFrequencies(train.labelIndices, L);
-  let net: Network;
+  // The shardings: labels by training counts, input features by nonzero counts (the checkpoint's when resuming,
+  // so that a resume re-shards alike).
+  let part: ShardPart;
   if (manifest) {
-    const part = await loadShardedPart(ckptPath!, manifest, dist.rank, dist.size, (rows) => new Network(sliceConfig(config, rows)), shardLabels);
-    net = part.net;
-    labelFreq = part.labelFreq;
+    if (manifest.layout === undefined) say(`${ckptPath}: written before the input layer was sharded; its layer 0 is re-sharded by this data's feature counts\n`);
+    part = await loadShardedPart(ckptPath!, manifest, dist.rank, dist.size, { featureFreq: featureFrequencies(train, resolved.inputDim) });
   } else {
-    net = new Network(sliceConfig(config, shardLabels(labelFreq, dist.size).labelsOf[dist.rank]!.length));
+    const labelFreq = labelFrequencies(train.labelIndices, L), featureFreq = featureFrequencies(train, resolved.inputDim);
+    if (resolved.inputDim < dist.size) throw new UsageError(`cannot shard ${resolved.inputDim} input features over ${dist.size} ranks`);
+    const labels = shardLabels(labelFreq, dist.size).labelsOf[dist.rank]!, features = shardFeatures(featureFreq, dist.size).featuresOf[dist.rank]!;
+    const spec = allocateRank(config, labels.length, features.length);
+    // The rows of this rank's features and labels initialised as the whole network's rows of the same ids (the
+    // middle layers are initialised whole, alike on every rank): the initial model does not depend on the
+    // number of ranks. The wide pairs of this rank's labels are chosen as a single process chooses them.
+    initFeatureRows(config, features, spec.layers[0]!);
+    initSliceRows(config, labels, spec.layers.at(-1)!);
+    buildSliceWide(config, { spec }, labels, train);
+    part = { spec, labels, features, labelFreq, featureFreq };
   }
-  const sharding: LabelSharding = shardLabels(labelFreq, dist.size);
-  const mine = sharding.labelsOf[dist.rank]!;
-  if (!manifest) {
-    // Identical lower layers on every rank (rank 0's initial state), and the slice's rows initialised as the
-    // whole network's rows of its labels: the initial model does not depend on the number of ranks.
-    for (const l of net.spec.layers.slice(0, -1)) for (const a of [l.weights, l.bias]) comm.bcast(a, 0);
-    initSliceRows(config, mine, net.spec.layers.at(-1)!);
-    // The wide pairs of this rank's labels, chosen as a single process chooses them (a resume reads its own).
-    buildSliceWide(config, net, mine, train);
-  }
-  const model = new ShardedModel(comm, config, net, sharding, labelFreq);
+  const net = { spec: part.spec };
+  // Every page of the rank's state mapped now: touched page by page in the first steps instead, each rank's
+  // faults would stall the other ranks too (a step waits for the slowest rank).
+  native().netPrefault(net.spec);
+  const model = new ShardedModel(comm, config, net, part.labelFreq, part.featureFreq);
+  const sharding = model.sharding;
+  const mine = model.labels;
   const batchSize = o.batch ?? 128;
   const lr = o.lr ?? file?.training.lr ?? (resolved.layers.at(-1)!.sampling ? 1e-2 : 1e-3);
   model.prepareLogQ(train.points, batchSize);
   const epochs = o.epochs;
   const seed = resolved.seed;
-  const sliceBytes = net.memoryBytes();
-  const loads = sharding.load;
+  const sliceBytes = rankBytes(net.spec);
+  const loads = sharding.load, featureLoads = model.featureSharding.load;
   const widePairs = net.spec.layers.at(-1)!.wide?.labels.length;
   say(`network: ${resolved.inputDim} -> ${resolved.layers.map((l) => l.size).join(' -> ')}; label-sharded over ${dist.size} rank(s): ` +
-    `${mine.length} labels here (${formatBytes(sliceBytes)} state per rank${widePairs !== undefined ? `, ${widePairs} wide pairs` : ''}), label-count load ${Math.min(...loads)}..${Math.max(...loads)}; ` +
-    `minActive ${model.minActive} per slice\n`);
+    `${mine.length} labels and ${model.features.length} input features here (${formatBytes(sliceBytes)} state per rank${widePairs !== undefined ? `, ${widePairs} wide pairs` : ''}), ` +
+    `label-count load ${Math.min(...loads)}..${Math.max(...loads)}, feature nonzeros ${Math.min(...featureLoads)}..${Math.max(...featureLoads)}; minActive ${model.minActive} per slice\n`);
 
   const period = checkpointPeriod(o.checkpointEvery);
   let lastCkptAt = performance.now(), lastCkptBatch = manifest?.batchesDone ?? 0;
@@ -156,7 +165,7 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const checkpoint = async (epoch: number, batch: number, batchesDone: number) => {
     if (!o.checkpoint) return;
     const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config, ranks: dist.size, epoch, batch, batchesDone, trainPoints: train.points, settings };
-    const at = await writeShardCheckpoint(o.checkpoint, dist.rank, net.spec, mine, labelFreq, meta, () => comm.barrier(), scaling.scale);
+    const at = await writeShardCheckpoint(o.checkpoint, dist.rank, { ...part, labels: mine, features: model.features }, meta, () => comm.barrier(), scaling.scale);
     checkpoints++;
     lastCkptAt = performance.now();
     lastCkptBatch = batchesDone;
@@ -193,6 +202,8 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
     }
     startBatch = 0;
     samples += n;
+    // The replicated parts (layer 0's bias, the middle layers) compared across the ranks once an epoch.
+    if (!model.verify()) say(`epoch ${epoch + 1}: the ranks' replicated parts differed; rank 0's were broadcast\n`);
     const secs = (performance.now() - te) / 1000;
     history.push({ epoch: epoch + 1, loss: lossSum / Math.max(1, n), samplesPerSecond: n / Math.max(secs, 1e-9) });
     say(`epoch ${epoch + 1}/${epochs}: loss ${(lossSum / Math.max(1, n)).toFixed(4)}, ${Math.round(n / Math.max(secs, 1e-9))} samples/s\n`);
@@ -232,59 +243,82 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   if (o.json && dist.isRoot) {
     io.out(JSON.stringify({
       shardLabels: true, ranks: dist.size, mpi: dist.library, labels: L, labelsPerRank: sharding.labelsOf.map((a) => a.length), loadPerRank: loads,
+      featuresPerRank: model.featureSharding.featuresOf.map((a) => a.length), featureLoadPerRank: featureLoads,
       epochs, batchSize, lr, minActivePerSlice: model.minActive, trainSeconds, trainCpuSecondsPerRank: Array.from(trainCpu), samplesPerSecond: samples / Math.max(trainSeconds, 1e-9),
       history, metrics, predictSeconds, peakRssMBPerRank: Array.from(rss), sliceStateBytes: sliceBytes, widePairsPerRank: widePairsAll,
       exchange: { steps: x.steps, bytesSentPerStep: x.bytesSentPerStep, split: x.split, activeRowsPerStep: x.activePerStep,
-        lowerSeconds: x.lowerSeconds, outputSeconds: x.outputSeconds, exchangeSeconds: x.exchangeSeconds, applySeconds: x.applySeconds },
+        lowerSeconds: x.lowerSeconds, outputSeconds: x.outputSeconds, exchangeSeconds: x.exchangeSeconds },
+      checksum: { checks: x.checks, mismatches: x.mismatches },
       checkpoints, save: o.save ?? null,
     }) + '\n');
   }
   return 0;
 }
 
+type Gatherv = (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] };
+
 /**
- * The whole model on rank 0 (null elsewhere): the lower layers as they are, the output rows gathered slice by
- * slice (MPI_Gatherv) into their global rows, and the wide part's pairs merged into one feature-major CSR over
- * every label (gatherWide). An ordinary model file: a single process loads it. Rank 0 allocates the network
+ * Rows of a sliced layer gathered on rank 0 (a collective): each rank's rows (`weights`, rows of `width`, and
+ * `bias` (one per row) when given) sent in rounds of at most 64 MiB (MPI_Gatherv); rank 0 calls `place(r, e,
+ * row, bias)` for the e-th row of rank r (`idsOf[r]` names them).
+ */
+function gatherRows(
+  gatherv: Gatherv, size: number, idsOf: Uint32Array[], rank: number, width: number, weights: Float32Array, bias: Float32Array | null,
+  place: ((r: number, e: number, row: Float32Array, b: number) => void) | null,
+): void {
+  const per = width + (bias ? 1 : 0);
+  const rowsPerRound = Math.max(1, Math.floor((64 << 20) / (4 * per)));
+  const mine = idsOf[rank]!.length;
+  const maxRows = Math.max(...idsOf.map((a) => a.length));
+  for (let r0 = 0; r0 < maxRows; r0 += rowsPerRound) {
+    const n = Math.max(0, Math.min(rowsPerRound, mine - r0));
+    const msg = new Float32Array(n * per);
+    if (n > 0) {
+      msg.set(weights.subarray(r0 * width, (r0 + n) * width), 0);
+      if (bias) msg.set(bias.subarray(r0, r0 + n), n * width);
+    }
+    const g = gatherv(new Uint8Array(msg.buffer), 0);
+    if (!place) continue;
+    let base = g.data.byteOffset;
+    for (let r = 0; r < size; r++) {
+      const bytes = g.counts[r]!;
+      const cnt = bytes / (4 * per);
+      const f = new Float32Array(g.data.buffer.slice(base, base + bytes));
+      for (let e = 0; e < cnt; e++) place(r, r0 + e, f.subarray(e * width, (e + 1) * width), bias ? f[cnt * width + e]! : 0);
+      base += bytes;
+    }
+  }
+}
+
+/**
+ * The whole model on rank 0 (null elsewhere): layer 0's rows gathered slice by slice (MPI_Gatherv) into their
+ * global rows, its bias and the middle layers as they are (every rank holds them alike), the output rows
+ * gathered into their global rows, and the wide part's pairs merged into one feature-major CSR over every
+ * label (gatherWide). An ordinary model file: a single process loads it. Rank 0 allocates the network
  * inference-sized (a model file holds no optimizer state).
  */
-async function gatherModel(model: ShardedModel, rank: number, size: number, gatherv: (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] }, trainPoints: number, batchesDone: number): Promise<Network | null> {
-  const out = model.net.spec.layers.at(-1)!;
-  const d = out.inDim;
+async function gatherModel(model: ShardedModel, rank: number, size: number, gatherv: Gatherv, trainPoints: number, batchesDone: number): Promise<Network | null> {
+  const layers = model.net.spec.layers;
+  const out = layers.at(-1)!, l0 = layers[0]!;
+  const d = out.inDim, H0 = l0.outDim;
   const full = rank === 0 ? new Network(model.global, { inference: true }) : null;
   if (out.wide) {
     const w = gatherWide(model, out.wide, size, gatherv);
     if (full) full.spec.layers.at(-1)!.wide = w!;
   }
-  const rowsPerRound = Math.max(1, Math.floor((64 << 20) / (4 * (d + 1))));
-  const maxRows = Math.max(...model.sharding.labelsOf.map((a) => a.length));
-  for (let r0 = 0; r0 < maxRows; r0 += rowsPerRound) {
-    const n = Math.max(0, Math.min(rowsPerRound, model.labels.length - r0));
-    const msg = new Float32Array(n * (d + 1));
-    if (n > 0) {
-      msg.set(out.weights.subarray(r0 * d, (r0 + n) * d), 0);
-      msg.set(out.bias.subarray(r0, r0 + n), n * d);
-    }
-    const g = gatherv(new Uint8Array(msg.buffer), 0);
-    if (!full) continue;
-    const fo = full.spec.layers.at(-1)!;
-    let base = g.data.byteOffset;
-    for (let r = 0; r < size; r++) {
-      const bytes = g.counts[r]!;
-      const cnt = bytes / (4 * (d + 1));
-      const f = new Float32Array(g.data.buffer.slice(base, base + bytes));
-      const labels = model.sharding.labelsOf[r]!;
-      for (let e = 0; e < cnt; e++) {
-        const j = labels[r0 + e]!;
-        fo.weights.set(f.subarray(e * d, (e + 1) * d), j * d);
-        fo.bias[j] = f[cnt * d + e]!;
-      }
-      base += bytes;
-    }
-  }
+  const fo = full?.spec.layers.at(-1), f0 = full?.spec.layers[0];
+  gatherRows(gatherv, size, model.sharding.labelsOf, rank, d, out.weights, out.bias, fo ? (r, e, row, b) => {
+    const j = model.sharding.labelsOf[r]![e]!;
+    fo.weights.set(row, j * d);
+    fo.bias[j] = b;
+  } : null);
+  gatherRows(gatherv, size, model.featureSharding.featuresOf, rank, H0, l0.weights, null, f0 ? (r, e, row) => {
+    f0.weights.set(row, model.featureSharding.featuresOf[r]![e]! * H0);
+  } : null);
   if (!full) return null;
-  model.net.spec.layers.slice(0, -1).forEach((l, k) => {
-    const t = full.spec.layers[k]!;
+  full.spec.layers[0]!.bias.set(l0.bias);
+  layers.slice(1, -1).forEach((l, i) => {
+    const t = full.spec.layers[i + 1]!;
     t.weights.set(l.weights);
     t.bias.set(l.bias);
   });
@@ -301,7 +335,7 @@ async function gatherModel(model: ShardedModel, rank: number, size: number, gath
  * rank 0 merges each feature's lists in ascending label order (mergeWide). No Adagrad sums: a model file
  * holds none.
  */
-function gatherWide(model: ShardedModel, mine: WideState, size: number, gatherv: (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] }): WideState | null {
+function gatherWide(model: ShardedModel, mine: WideState, size: number, gatherv: Gatherv): WideState | null {
   const D = mine.inputDim, rank = model.comm.rank;
   const total = new Float64Array(D);
   for (let f = 0; f < D; f++) total[f] = mine.offsets[f + 1]! - mine.offsets[f]!;

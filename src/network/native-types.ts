@@ -50,6 +50,12 @@ export interface LayerState {
   inputMajor: 0 | 1;
   /** Training only: inverted dropout of a dense hidden layer's outputs, in [0, 1). Absent: 0. */
   dropout?: number;
+  /**
+   * Layer 0 of a label-sharded rank (src/train/sharded.ts) only: the network's input features D, when the
+   * layer holds the rows of only inDim of them (that rank's features; the phases of NativeShard take the
+   * feature -> row map). Only the NativeShard phases accept such a layer. Absent: inDim.
+   */
+  features?: number;
   /** inputMajor ? (inDim, outDim) : (outDim, inDim), row-major. */
   weights: Float32Array;
   /** (outDim). */
@@ -93,6 +99,13 @@ export interface WideState {
   weights: Float32Array;
   /** (nnz) Adagrad sums of squared gradients. */
   accum: Float32Array;
+  /**
+   * Optional label-major index of the same pairs (a label-sharded rank's: wideByLabel in src/train/sharded.ts):
+   * label j's pairs are k in [offsets[j], offsets[j + 1]) with feature features[k] and entry entries[k] (an
+   * index into labels/weights/accum), features ascending within a label. netShardOutForward then reads only
+   * the pairs of its active labels. Derived: never stored in files.
+   */
+  byLabel?: { offsets: Uint32Array; features: Uint32Array; entries: Uint32Array };
 }
 
 /** A k-means cluster index of a layer's neurons (augmented vectors [w_j, b_j]); see native/net_cluster.cc. */
@@ -284,6 +297,13 @@ export interface NativeNetwork {
     outCentroids: Float32Array, outOffsets: Uint32Array, outMembers: Uint32Array,
   ): void;
   /**
+   * Maps every page of `net`'s training state now (weights, Adam moments, step counters, the wide part's
+   * Adagrad sums), with the huge-page advice training's first call gives: a fresh network's moments are
+   * otherwise first touched page by page during its first steps. Layer 0 may be a label-sharded rank's feature
+   * slice. Returns the bytes mapped. Not while another thread trains on the same arrays.
+   */
+  netPrefault(net: NetSpec): number;
+  /**
    * The wide part's pairs chosen from `data`'s rows `rows` (every row when null): see buildWide
    * (src/network/wide.ts) and native/net_wide.h wide_build; `slice`: only those labels, stored under their
    * positions in it. Fresh arrays: offsets (inputDim + 1), labels and weights (nnz).
@@ -296,20 +316,30 @@ export interface NativeNetwork {
 
 /**
  * Label-sharded training and prediction (native/net_shard.h, src/train/sharded.ts): the training step split
- * into phases so that MPI ranks can exchange O(batch x hidden) values between them. `net`'s output layer is
- * this rank's slice of the labels (dense: no sampling; its wide part, if any, holds the pairs of the slice's
- * labels under their rows); d = its inDim. Phases 1 and 4 keep
- * their state in the calling thread's scratch, 2 and 3 in another: call them in order on one thread.
+ * into phases so that MPI ranks can exchange O(batch x hidden) values between them. Every phase runs on the
+ * whole global batch. `net` is a rank's network: layer 0 holds the rows of the rank's input features (inDim of
+ * them, `features` = D; `featureOf` (D) maps a feature to its row or -1), the layers between layer 0 and the
+ * output are whole, and the output layer is the rank's slice of the labels (dense: no sampling; its wide part,
+ * if any, holds the pairs of the slice's labels under their rows); d = the output layer's inDim. Phases 1, 2
+ * and 5 keep their state in the calling thread's scratch, 3 and 4 in another: call them in order on one thread.
  */
 export interface NativeShard {
   /**
-   * Phase 1: forward of the layers below the output. training = 1: the points of `pointIds` that have labels
-   * (in order; seeds as netTrainSlice's `seed`), into outH (n, d); returns n. training = 0: every point,
-   * exact. outH must hold pointIds.length * d floats.
+   * Phase 1: layer 0's partial pre-activation over this rank's features. training = 1: the points of
+   * `pointIds` that have labels (in order); training = 0: every point. outZ (pointIds.length, o_0): row i of
+   * the first n = sum over point i's features f with featureOf[f] >= 0 of x_f W0[featureOf[f], :] (no bias);
+   * returns n. The caller sums the rows over the ranks (MPI_Allreduce) before phase 2.
    */
-  netShardForward(net: NetSpec, data: SparseDataset, pointIds: Uint32Array, training: 0 | 1, seed: number, numLabels: number, outH: Float32Array): number;
+  netShardInput(net: NetSpec, data: SparseDataset, pointIds: Uint32Array, training: 0 | 1, featureOf: Int32Array, outZ: Float32Array): number;
   /**
-   * Phase 2 over the global batch: `rows` (B) its labelled points, H (B, d) their hidden activations,
+   * Phase 2: from Z (n, o_0), the summed pre-activations of the points of the last netShardInput on this
+   * thread: layer 0's bias, activation and (training) dropout (each point's mask drawn from `seed` and its
+   * position in that call's pointIds, as netTrainSlice with that seed draws it), then the layers between
+   * layer 0 and the output, into outH (n, d). Returns n.
+   */
+  netShardHidden(net: NetSpec, Z: Float32Array, training: 0 | 1, seed: number, outH: Float32Array): number;
+  /**
+   * Phase 3 over the global batch: `rows` (B) its labelled points, H (B, d) their hidden activations,
    * localOf (numLabels) global label -> row of this slice or -1. outStats (B, 3) = [max logit, sum of
    * exp(z - max), sum of the logits of the sample's labels in this slice] over the active set S (every row
    * when minActive is 0, else the batch's labels here plus uniform rows up to minActive; logQ added to S's
@@ -317,18 +347,18 @@ export interface NativeShard {
    */
   netShardOutForward(net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array, localOf: Int32Array, seed: number, minActive: number, logQ: Float32Array | null, outStats: Float64Array): number;
   /**
-   * Phase 3: from the global log-sum-exp of every sample (B), dz = (softmax - y) * gradScale on S; mode 0
-   * takes the Adam step of S's rows and the Adagrad step of the wide terms of phase 2 (at `wideLr`, required
+   * Phase 4: from the global log-sum-exp of every sample (B), dz = (softmax - y) * gradScale on S; mode 0
+   * takes the Adam step of S's rows and the Adagrad step of the wide terms of phase 3 (at `wideLr`, required
    * with a wide part), mode 2 changes nothing. outDH (B, d) = this slice's part of dL/dH (the wide part has
    * no share in it).
    */
   netShardOutBackward(net: NetSpec, lse: Float64Array, hyper: { mode: 0 | 2; lr: number; beta1: number; beta2: number; eps: number; gradScale: number; wideLr?: number }, outDH: Float32Array): void;
   /**
-   * Phase 4: dH (n, d) (summed over the ranks) through the layers below the output for the n points of the
-   * last netShardForward on this thread. Mode 3 returns the gradient rows per layer (the output layer's
-   * entry empty), mode 0 applies them (Adam).
+   * Phase 5: Adam on the layers below the output from dH (n, d), dL/dH summed over the ranks, for the points of
+   * the last training netShardHidden on this thread: the middle layers and layer 0's bias as one process
+   * updates them (every rank alike), layer 0 in the rows of this rank's features only.
    */
-  netShardBackward(net: NetSpec, data: SparseDataset, n: number, dH: Float32Array, hyper: { mode: 0 | 3; lr: number; beta1: number; beta2: number; eps: number }): RowGradients[] | undefined;
+  netShardLowerBackward(net: NetSpec, data: SparseDataset, dH: Float32Array, hyper: { lr: number; beta1: number; beta2: number; eps: number }, featureOf: Int32Array): void;
   /**
    * Exact scores of this slice for the q = rows.length points `rows` of `data`, H (q, d) their hidden
    * activations (their features give the wide terms): outIdx/outVal (q, k) the k best (local row, logit),

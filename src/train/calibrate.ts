@@ -5,7 +5,9 @@
 // weights and Adam moments per layer (input features and output labels; default min(1.1 GB, 5% of the
 // machine's memory), so the Amazon-670K shape is probed at its full size: a layer of 65,536 rows was
 // measured 25-35% faster per row than the real 670,091, the rows staying closer in the caches). Its batches are timed with netTrainSlice (mode 0) after a warm-up, each the fastest of `repeats`
-// timings (the least disturbed by other work on the machine), varying one factor at a time:
+// timings (the least disturbed by other work on the machine; each the least of its wall-clock and CPU time, so
+// that time spent waiting for a core while other processes ran is not counted: `stopwatch`), varying one factor
+// at a time:
 //   B: no wide part, on seeded synthetic points of the shape's mean counts   C: B with 3x the active set
 //   E1, E2: a 64-label output, nnz and nnz / 4 nonzeros per point (the layers below the output)
 //   BW, A: B and the planned wide part on the data's first points (when the data is given)
@@ -15,6 +17,13 @@
 // Then: two rebuilds (B's tables, and B's rows in tables of 2^10 buckets) give the per-(row, table) and
 // per-bucket costs; fit() epochs with 1 and W workers the training loop's own per-sample cost and the
 // parallel efficiency; netApplyRows of mode-3 gradients the apply cost per float (as bench:distributed-cost).
+// Last, a label-sharded rank (probeShard): ShardedModel.step of rank 0 of 2 on the probe network's label and
+// feature slices, the exchange replaced by local copies, its phases timed by the step's own counters:
+//   SB: the planned active set; SC: 3x it (outputPerMac);
+//   SL, SD: the data's first points and every 4th nonzero of them (lowerPerMac, lowerPerSample);
+//   SA: SL with the planned wide part (widePerPair); perSample = SL's step less the rest;
+//   the spread of the segments between the step's collectives over 64 steps of the planned network
+//   (spreadPerSample: the plan's waits for the slowest rank).
 import { cpus, homedir, totalmem } from 'node:os';
 import { join, dirname } from 'node:path';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -23,15 +32,44 @@ import type { ResolvedNetworkConfig, NetworkConfig } from '../network/config.js'
 import type { RowUpdate } from '../network/native-types.js';
 import { native } from '../native.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { probeDataset, workload, type Calibration, type DataShape } from './plan.js';
+import { probeDataset, workload, type Calibration, type DataShape, type ShardCalibration } from './plan.js';
+import { allocateRank, buildSliceWide, featureFrequencies, ShardedModel, shardFeatures, shardLabels } from './sharded.js';
+import { abandon, probeBarrier, probeComm } from './probe-comm.js';
+import type { ProbeRankInput } from './probe-rank.js';
+import { Worker } from 'node:worker_threads';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { packageRoot } from '../util/package-root.js';
 import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
 import { InlineExecutor } from './executor.js';
 import { labelFrequencies } from './metrics.js';
 import { sharedSetLogQ } from './logq.js';
-import { buildWide } from '../network/wide.js';
+import { buildWide, emptyWide } from '../network/wide.js';
 import { subset } from '../../datasets/split-reader.js';
 
-/** Input rows and output labels of the probe network at most (fewer when the planned network is smaller). */
+/**
+ * A stopwatch of the calling thread's work: seconds since `start()`, the least of the wall-clock time and the
+ * process's CPU time. The probe's timed parts run on one thread, so on an idle machine the two agree; when
+ * other processes share the cores, the wall clock also counts the time this one waited for a core, which
+ * the CPU time leaves out: the probe then still measures what the machine does when the job has it.
+ */
+export function stopwatch(): { start: () => void; seconds: () => number; ratio: (threads?: number) => number } {
+  let w0 = 0, c0 = 0;
+  const cpu = () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1e6;
+  };
+  return {
+    start: () => {
+      w0 = performance.now() / 1000;
+      c0 = cpu();
+    },
+    seconds: () => Math.min(performance.now() / 1000 - w0, cpu() - c0),
+    /** CPU time over `threads` x the wall time since start(), at most 1: the share of the wall time its threads ran. */
+    ratio: (threads = 1) => Math.min(1, (cpu() - c0) / Math.max(1e-9, threads * (performance.now() / 1000 - w0))),
+  };
+}
+
 /** Default bytes of weights and moments per probe layer: min(1.1 GB, 5% of the machine's memory). */
 export function defaultProbeBytes(): number {
   return Math.floor(Math.min(1.1e9, 0.05 * totalmem()));
@@ -77,7 +115,8 @@ export async function readCachedCalibration(config: ResolvedNetworkConfig, file 
   try {
     const all = JSON.parse(await readFile(file, 'utf8')) as Record<string, Calibration>;
     const c = all?.[calibrationKey(config)];
-    return c && typeof c.lowerPerMac === 'number' ? c : null;
+    // An entry from before the sharded phases were timed (no `shard`) is measured again.
+    return c && typeof c.lowerPerMac === 'number' && typeof c.shard?.lowerPerMac === 'number' && typeof c.shard.spreadPerSample === 'number' && typeof c.shard.coLocated === 'number' ? c : null;
   } catch {
     return null;
   }
@@ -149,6 +188,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
     }
     const wc = net.config.layers.at(-1)!.wide;
     if (wc) last.wide = buildWide(data, null, Dp, last.outDim, wc.maxPerLabel, wc.init, wc.minShare);
+    native().netPrefault(net.spec); // as fit() and the sharded ranks do before their first step
     return net;
   };
   let seed = 1;
@@ -163,18 +203,19 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
     };
     for (let i = 0; i < 4; i++) step();
     let n = nBatches ?? 4;
+    const sw = stopwatch();
     if (nBatches === undefined) {
-      const t = performance.now();
+      sw.start();
       for (let i = 0; i < 2; i++) step();
-      const per = (performance.now() - t) / 1000 / 2;
+      const per = sw.seconds() / 2;
       n = Math.max(2, Math.min(60, Math.round(target / Math.max(1e-6, per))));
     }
     let best = Infinity, act = 0;
     for (let r = 0; r < repeats; r++) {
-      const t = performance.now();
+      sw.start();
       act = 0;
       for (let i = 0; i < n; i++) act += step();
-      best = Math.min(best, (performance.now() - t) / 1000 / (n * batch));
+      best = Math.min(best, sw.seconds() / (n * batch));
     }
     return { perSample: best, active: act / n };
   };
@@ -188,11 +229,16 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   // probe's dimensions), else the synthetic points.
   const real = o.shape.head && o.shape.head.points >= 4 * batch ? foldIds(o.shape.head, Dp, Np, 32 * batch) : null;
   const dataW = real ?? data;
+  // The wide part is chosen on every point of the head (as the plan's scan estimate is): a part chosen on the
+  // timed points alone holds a few pairs per label, so a sample would scan about 10 instead of the ~1,600 of
+  // the real one (Amazon-670K shape), and the fixed costs of having a wide part would be priced per pair.
+  const wideOn = real && o.shape.head!.points > real.points ? foldIds(o.shape.head!, Dp, Np, o.shape.head!.points) : dataW;
   /** A probe network with its tables, logQ and wide part (chosen on `on`) as fit() sets them up. */
   const build2 = async (on: SparseDataset): Promise<Network> => {
     const net = await build(true);
     const wc = c.layers.at(-1)!.wide!;
     net.spec.layers.at(-1)!.wide = buildWide(on, null, Dp, Np, wc.maxPerLabel, wc.init, wc.minShare);
+    native().netPrefault(net.spec);
     return net;
   };
   const netB = await build(false);
@@ -225,7 +271,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   let BW = real ? time(netB, dataW) : B;
   let widePerPair = 0;
   if (out.wide) {
-    const netA = await build2(dataW);
+    const netA = await build2(wideOn);
     let A = time(netA, dataW);
     for (let i = 0; i < 2; i++) {
       const bw = time(netB, dataW), a = time(netA, dataW);
@@ -247,10 +293,11 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   if (out.sampling) {
     const timeRebuild = async (net: Network) => {
       let best = Infinity;
+      const sw = stopwatch();
       for (let r = 0; r < repeats; r++) {
-        const t = performance.now();
+        sw.start();
         await net.rebuildTables(new InlineExecutor());
-        best = Math.min(best, (performance.now() - t) / 1000);
+        best = Math.min(best, sw.seconds());
       }
       return best;
     };
@@ -267,10 +314,15 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   // epoch takes about `target` seconds.
   const fitPoints = Math.max(4 * batch, Math.min(dataW.points, Math.round(target / Math.max(1e-7, BW.perSample) / batch) * batch));
   const fitData = fitPoints === dataW.points ? dataW : subset(dataW, Uint32Array.from({ length: fitPoints }, (_, i) => i));
+  // The second epoch's wall time, scaled by the share of the run's wall time its threads had the cores (the
+  // CPU time over `workers` x the wall time; the worker threads do all but the batching).
   const fitRun = async (workers: number) => {
+    const sw = stopwatch();
+    sw.start();
     const st = await netB.fit(fitData, { epochs: 2, batchSize: batch, workers, validation: false, inputScaling: 'off', rebuild: { first: 1e9, maxInterval: 1e9 } });
+    const share = sw.ratio(Math.min(workers, cores));
     const h = st.history;
-    return (h[1]!.trainSeconds - h[0]!.trainSeconds) / fitData.points;
+    return ((h[1]!.trainSeconds - h[0]!.trainSeconds) / fitData.points) * share;
   };
   const f1 = Math.min(await fitRun(1), await fitRun(1));
   perSample += Math.max(0, f1 - BW.perSample);
@@ -283,20 +335,254 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
 
   // netApplyRows per float (lazy Adam of exchanged rows), on network B.
   let floats = 0, secs = 0;
+  const swApply = stopwatch();
   for (let s = 0; s < 8; s++) {
     const ids = Uint32Array.from({ length: batch }, (_, i) => s * batch + i);
     const g = native().netTrainSlice(netB.spec, data, ids, { mode: 3, ...adam, gradScale: 1 / batch, seed: s }, new Float64Array(4))!;
-    const t = performance.now();
+    swApply.start();
     native().netApplyRows(netB.spec, adam, g.map((x, layer) => ({ layer, ...x }) as RowUpdate));
-    secs += (performance.now() - t) / 1000;
+    secs += swApply.seconds();
     for (const x of g) floats += x.rows.length;
   }
   const applyPerFloat = floats > 0 ? secs / floats : 0;
   if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe fit ${JSON.stringify({ f1, parallelEfficiency })}\n`);
+  const shard = await probeShard({ probeConfig, data, sparse, dataW, wideOn, batch, target, repeats, active, dense: !out.sampling, wide: !!out.wide, Np, cores });
   return {
     cpu: cpus()[0]?.model ?? 'unknown', hidden: H, lowerPerMac, outputPerMac, widePerPair, perSample, applyPerFloat, rebuildPerRowTable, rebuildPerBucket,
-    parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
+    shard, parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
   };
+}
+
+/** Ranks the sharded probe stands for (it runs rank 0 of them). */
+const PROBE_RANKS = 2;
+
+/** The compiled probe-rank worker (probe-rank.ts), next to this module or in dist/; null when neither exists. */
+function probeRankFile(): string | null {
+  const here = fileURLToPath(new URL('./probe-rank.js', import.meta.url));
+  if (existsSync(here)) return here;
+  const built = join(packageRoot(), 'dist', 'src', 'train', 'probe-rank.js');
+  return existsSync(built) ? built : null;
+}
+
+/**
+ * The label-sharded costs (Calibration.shard): ShardedModel.step of rank 0 of PROBE_RANKS on the probe
+ * network's slices (labels by the probe data's counts, features by their nonzero counts), every phase on the
+ * whole batch, timed by the step's counters (lower: phases 1, 2 and 5; output: 3 and 4), each the fastest of
+ * `repeats` runs of about `target` seconds. One allocation of the rank's network serves every variant.
+ */
+async function probeShard(o: {
+  probeConfig: (wide: boolean, outSize?: number) => NetworkConfig; data: SparseDataset; sparse: SparseDataset; dataW: SparseDataset; wideOn: SparseDataset;
+  batch: number; target: number; repeats: number; active: number; dense: boolean; wide: boolean; Np: number; cores: number;
+}): Promise<ShardCalibration> {
+  const R = PROBE_RANKS, comm = probeComm(R), batch = o.batch;
+  const adam = { lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
+  /** The global configuration of a variant: the planned active set times `times` (a dense output: `outSize` labels). */
+  const variant = (wide: boolean, times = 1, outSize = o.Np): NetworkConfig => {
+    const c = o.probeConfig(wide, outSize);
+    const last = c.layers.at(-1)!;
+    if (last.sampling) last.sampling = { ...last.sampling, minActive: Math.min(Math.floor(outSize / 4), times * o.active) };
+    return c;
+  };
+  const rankOf = (config: NetworkConfig) => {
+    const L = config.layers.at(-1)!.size;
+    const labelFreq = labelFrequencies(o.data.labelIndices.map((j) => j % L), L), featureFreq = featureFrequencies(o.data, config.inputDim);
+    const labels = shardLabels(labelFreq, R).labelsOf[0]!, features = shardFeatures(featureFreq, R).featuresOf[0]!;
+    const spec = allocateRank(config, labels.length, features.length);
+    native().netPrefault(spec);
+    return { spec, labels, labelFreq, featureFreq };
+  };
+  let seed = 1;
+  /** Per sample of the batch: the step, its lower and output phases, and the active rows of the slice. */
+  const time = (model: ShardedModel, d: SparseDataset) => {
+    model.prepareLogQ(d.points, batch);
+    const step = () => {
+      const start = (seed * batch) % (d.points - batch);
+      model.step(d, { pointIds: Uint32Array.from({ length: batch }, (_, i) => start + i), seed: seed++, ...adam });
+    };
+    for (let i = 0; i < 4; i++) step();
+    const sw = stopwatch();
+    sw.start();
+    for (let i = 0; i < 2; i++) step();
+    const n = Math.max(2, Math.min(60, Math.round(o.target / Math.max(1e-6, sw.seconds() / 2))));
+    let best = { step: Infinity, lower: 0, output: 0, active: 0 };
+    for (let r = 0; r < o.repeats; r++) {
+      const s0 = { ...model.report() };
+      sw.start();
+      for (let i = 0; i < n; i++) step();
+      // The phases' counters are wall-clock times: scaled by the share of the wall time the process ran.
+      const secs = sw.seconds(), share = sw.ratio(), s1 = model.report();
+      if (secs < best.step * n * batch) {
+        best = {
+          step: secs / (n * batch), lower: (share * (s1.lowerSeconds - s0.lowerSeconds)) / (n * batch), output: (share * (s1.outputSeconds - s0.outputSeconds)) / (n * batch),
+          active: (s1.activePerStep * s1.steps - s0.activePerStep * s0.steps) / n,
+        };
+      }
+    }
+    return best;
+  };
+  const model = (config: NetworkConfig, spec: ReturnType<typeof rankOf>) => new ShardedModel(comm, config, { spec: spec.spec }, spec.labelFreq, spec.featureFreq);
+  const cfg = variant(false);
+  const rank = rankOf(cfg);
+  const H0 = cfg.layers[0]!.size, d = rank.spec.layers.at(-1)!.inDim;
+  let mid = 0;
+  for (let k = 1; k < cfg.layers.length - 1; k++) mid += cfg.layers[k - 1]!.size * cfg.layers[k]!.size;
+  // Layer 0's work on the rank's features: its nonzeros per sample of a dataset.
+  const owned = (ds: SparseDataset, features: Uint32Array) => {
+    const mine = new Uint8Array(ds.features);
+    for (const f of features) mine[f] = 1;
+    let n = 0;
+    for (let q = 0; q < ds.offsets[ds.points]!; q++) n += mine[ds.indices[q]!]!;
+    return n / ds.points;
+  };
+  const feats = shardFeatures(rank.featureFreq, R).featuresOf[0]!;
+  const SB = time(model(cfg, rank), o.data);
+  // Layer 0's cost per multiply-add and per sample from the predicted data and the same data with a quarter
+  // of its nonzeros (real rows keep their features' frequencies: lazy Adam's rows per multiply-add are the
+  // real ones), else the synthetic points and their sparse variant.
+  const lowData = o.dataW, lowSparse = o.dataW === o.data ? o.sparse : thinRows(o.dataW, 4);
+  const SL = lowData === o.data ? SB : time(model(cfg, rank), lowData);
+  const SD = time(model(cfg, rank), lowSparse);
+  let SC: ReturnType<typeof time>;
+  if (o.dense) {
+    const big = variant(false, 1, Math.min(4 * o.Np, o.Np + Math.max(64, o.Np)));
+    SC = time(model(big, rankOf(big)), o.data);
+  } else {
+    const c3 = variant(false, 3);
+    SC = time(model(c3, rank), o.data);
+  }
+  const pos = (x: number, floor: number) => (Number.isFinite(x) && x > floor ? x : floor);
+  const macB = owned(lowData, feats) * H0 + mid, macD = owned(lowSparse, feats) * H0 + mid;
+  // A slope between two timings is what other work on the machine disturbs most. The phases' fixed parts (the
+  // transposes of a few B-row matrices, the bias and activation) are small next to their work per unit, so each
+  // slope is kept between `least` and all of the planned point's cost per unit (its time over its units): the
+  // rest is the phase's per-sample part.
+  const slope = (y: number, y2: number, x: number, x2: number, least: number) => {
+    const ratio = pos(y / x, 1e-13), k = (y - y2) / (x - x2);
+    return Number.isFinite(k) ? Math.min(ratio, Math.max(least * ratio, k)) : ratio;
+  };
+  const lowerPerMac = slope(SL.lower, SD.lower, macB, macD, 0.7);
+  const lowerPerSample = pos(SL.lower - lowerPerMac * macB, 0);
+  const outputPerMac = slope(SB.output, SC.output, SB.active * d, SC.active * d, 0.9);
+  // The wide part on the data whose costs are predicted: its pairs for the rank's labels (buildSliceWide),
+  // the same network with and without it, in turns.
+  let SBW = SL;
+  let SA0: ReturnType<typeof time> | null = null;
+  let widePerPair = 0;
+  if (o.wide) {
+    const cw = variant(true);
+    const out = rank.spec.layers.at(-1)!;
+    out.wide = emptyWide(cw.inputDim);
+    buildSliceWide(cw, { spec: rank.spec }, rank.labels, o.wideOn);
+    const wide = out.wide!;
+    native().netPrefault(rank.spec);
+    const withWide = model(cw, rank);
+    let SA = time(withWide, o.dataW);
+    for (let i = 0; i < 2; i++) {
+      delete out.wide;
+      const bw = time(model(cfg, rank), o.dataW);
+      out.wide = wide;
+      const a = time(withWide, o.dataW);
+      if (bw.step < SBW.step) SBW = bw;
+      if (a.step < SA.step) SA = a;
+    }
+    let sum = 0;
+    for (let q = 0; q < o.dataW.offsets[o.dataW.points]!; q++) sum += wide.offsets[o.dataW.indices[q]! + 1]! - wide.offsets[o.dataW.indices[q]!]!;
+    const pairs = sum / o.dataW.points;
+    widePerPair = pairs > 0 ? pos((SA.output - SBW.output) / pairs, 0) : 0;
+    SA0 = SA;
+    if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard wide ${JSON.stringify({ SA, pairs, points: o.dataW.points })}\n`);
+  }
+  const macW = owned(o.dataW, feats) * H0 + mid;
+  const perSample = pos(SBW.step - lowerPerMac * macW - lowerPerSample - outputPerMac * SBW.active * d, 0);
+  // The spread of the segments between the step's collectives (ShardedModel.segments), on the planned network
+  // (its wide part included): per segment the standard deviation over 4 x 16 steps, summed. Phase 5 and the
+  // next step's phase 1 are one segment (no collective between them).
+  const planned = o.wide ? model(variant(true), rank) : model(cfg, rank);
+  const per: number[][] = [[], [], []];
+  let carry = 0;
+  for (let i = 0; i < 65; i++) {
+    const start = (seed * batch) % (o.dataW.points - batch);
+    planned.step(o.dataW, { pointIds: Uint32Array.from({ length: batch }, (_, q) => start + q), seed: seed++, ...adam });
+    const g = planned.segments;
+    if (i > 0) per[0]!.push(carry + g[0]!);
+    per[1]!.push(g[1]!);
+    per[2]!.push(g[2]!);
+    carry = g[3]!;
+  }
+  const sd = (x: number[]) => {
+    const m = x.reduce((a, b) => a + b, 0) / x.length;
+    return Math.sqrt(x.reduce((a, b) => a + (b - m) ** 2, 0) / Math.max(1, x.length - 1));
+  };
+  // The least of 4 groups of 16 steps: the spread of the work itself, not of other work on the machine that
+  // stopped the probe now and then (the plan prices ranks on machines of their own with it; ranks sharing the
+  // probe's machine are priced by `coLocated` below, which counts those stops).
+  const spreadPerSample = Math.min(...[0, 1, 2, 3].map((q) => per.reduce((a, x) => a + sd(x.slice(16 * q, 16 * q + 16)), 0))) / batch;
+  // The planned network's step when another rank shares the machine: rank 1 in a worker thread, the
+  // collectives a spinning barrier of the two; rank 0's steps by the wall clock (the waits are real time),
+  // over its step alone. One core, or no compiled worker: 1.
+  let coLocated = 1;
+  const file = probeRankFile();
+  if (o.cores >= R && file) {
+    const config = o.wide ? variant(true) : cfg;
+    const alone = (SA0 ?? SBW).step;
+    const n = Math.max(8, Math.min(60, Math.round(o.target / Math.max(1e-6, alone * batch)))), warm = 4;
+    const barrier = probeBarrier(R);
+    const worker = new Worker(file, {
+      workerData: { config, data: o.dataW, wideOn: o.wideOn, labelFreq: rank.labelFreq, featureFreq: rank.featureFreq, barrier, steps: warm + n, batch, seed } satisfies ProbeRankInput,
+    });
+    const message = () => new Promise<string>((resolve) => {
+      worker.once('message', (m: string) => resolve(m));
+      worker.once('error', (e: Error) => resolve(`error: ${e.message}`));
+    });
+    try {
+      const ready = await message();
+      if (ready === 'ready') {
+        const twin = new ShardedModel(probeComm(R, 0, barrier), config, { spec: rank.spec }, rank.labelFreq, rank.featureFreq);
+        twin.prepareLogQ(o.dataW.points, batch);
+        const step = (i: number) => {
+          const start = ((seed + i) * batch) % (o.dataW.points - batch);
+          twin.step(o.dataW, { pointIds: Uint32Array.from({ length: batch }, (_, q) => start + q), seed: seed + i, ...adam });
+        };
+        for (let i = 0; i < warm; i++) step(i);
+        // All n steps, by the wall clock: ranks that share a machine also share its stops (other work on the
+        // machine stalls one rank, and the other waits for it), which the least disturbed steps would leave out
+        // (measured: the fastest third of the steps gave 1.12x where the runs showed 1.5x).
+        const t = performance.now();
+        for (let i = warm; i < warm + n; i++) step(i);
+        const perSampleCoLocated = (performance.now() - t) / 1000 / (n * batch);
+        await message();
+        coLocated = Math.max(1, perSampleCoLocated / alone);
+        if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard co-located ${JSON.stringify({ perSampleCoLocated, alone, coLocated })}\n`);
+      }
+    } catch {
+      abandon(barrier); // the worker stopped: the factor stays 1
+    } finally {
+      await worker.terminate();
+    }
+    seed += warm + n;
+  }
+  if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard ${JSON.stringify({ SB, SC, SL, SD, SBW, macB, macD, macW, widePerPair })}\n`);
+  return { lowerPerMac, lowerPerSample, outputPerMac, widePerPair, perSample, spreadPerSample, coLocated };
+}
+
+/**
+ * `d` with every `k`-th nonzero of each row kept (the first, then every k-th; at least one), labels as they are,
+ * on SharedArrayBuffers: the same features' frequencies at 1/k of the nonzeros.
+ */
+export function thinRows(d: SparseDataset, k: number): SparseDataset {
+  const offsets = sharedUint32(d.points + 1);
+  let n = 0;
+  for (let i = 0; i < d.points; i++) n += Math.ceil((d.offsets[i + 1]! - d.offsets[i]!) / k);
+  const indices = sharedUint32(n), values = sharedFloat32(n);
+  let p = 0;
+  for (let i = 0; i < d.points; i++) {
+    for (let q = d.offsets[i]!; q < d.offsets[i + 1]!; q += k) {
+      indices[p] = d.indices[q]!;
+      values[p++] = d.values[q]!;
+    }
+    offsets[i + 1] = p;
+  }
+  return { ...d, offsets, indices, values };
 }
 
 /**

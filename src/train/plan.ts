@@ -1,8 +1,8 @@
 // The plan of a training job, before anything is allocated: the network the defaults build for a data
 // shape, the memory per rank by part, and the predicted samples/s of one process with W workers, of
-// today's replicated data-parallel ranks and of label-sharded ranks, from per-machine costs that a short
-// timing probe measures with the real kernels (`calibrate`). `sublinear plan` prints it; `train` prints
-// its one-line summary at start.
+// today's replicated data-parallel ranks and of label-sharded ranks (labels and input features sharded),
+// from per-machine costs that a short timing probe measures with the real kernels and the real sharded
+// phases (`calibrate`). `sublinear plan` prints it; `train` prints its one-line summary at start.
 //
 // Legend: N points, D features, L labels, B global batch, R ranks, b = B / R points per rank, W worker
 // threads per rank, H0 the first hidden layer's width, H the last hidden layer's width (the output
@@ -77,7 +77,7 @@ export function datasetShape(d: SparseDataset): DataShape {
 }
 
 /** Points of the data the wide part's cost is estimated on (the first ones). */
-export const WIDE_ESTIMATE_POINTS = 20000;
+export const WIDE_ESTIMATE_POINTS = 50000;
 
 /**
  * Wide pairs a training sample scans (the lists of its features), measured: the wide part is chosen as fit()
@@ -331,6 +331,11 @@ export interface Calibration {
   rebuildPerRowTable: number;
   /** Seconds per bucket (tables x 2^rangeBits) of a rebuild, whatever the rows. */
   rebuildPerBucket: number;
+  /**
+   * A label-sharded rank's costs, measured on the sharded phases themselves (ShardedModel.step of a rank of 2
+   * on the probe network, the exchange left out): they run on the whole global batch of B points.
+   */
+  shard: ShardCalibration;
   /** Throughput of W worker threads over W x one thread's, for W = the cores the probe had (1 when 1 core). */
   parallelEfficiency: number;
   /** Cores the parallel probe used. */
@@ -339,6 +344,51 @@ export interface Calibration {
   baseRssBytes: number;
   /** Seconds the probe took. */
   probeSeconds: number;
+}
+
+/** Per-sample costs of a label-sharded rank's step (seconds, one thread; per sample of the global batch). */
+export interface ShardCalibration {
+  /** Per multiply-add below the output: layer 0 over the rank's features (forward, backward, Adam of its rows) and the middle layers. */
+  lowerPerMac: number;
+  /** Per sample, what every rank repeats below the output: layer 0's bias, ReLU and dropout, the layouts of the batch. */
+  lowerPerSample: number;
+  /** Per output multiply-add of the rank's slice (active row x H: forward, softmax, backward and Adam). */
+  outputPerMac: number;
+  /** Per wide pair of the rank's labels a sample scans (term, gradient, Adagrad). */
+  widePerPair: number;
+  /** Per sample, the rest of a step (the output phases' fixed costs, the softmax statistics combined, TypeScript). */
+  perSample: number;
+  /**
+   * Per sample, the summed standard deviations of a step's segments between two collectives (ShardedModel
+   * segments), measured on the probe's steps: a collective waits for the slowest of R ranks, about E[max of R
+   * standard normals] x that per segment (waitFactor).
+   */
+  spreadPerSample: number;
+  /**
+   * A rank's step when another rank shares the probe's machine (2 ranks, each collective a spinning barrier of
+   * the two), over its step alone: the cores' and memory's sharing and the waits at the collectives. The plan
+   * applies it when MachineSpec.ranksPerMachine > 1. At least 1.
+   */
+  coLocated: number;
+}
+
+/**
+ * E[max of R independent standard normal draws] (0 for one): how far, in standard deviations, the slowest of R
+ * ranks is behind the mean at a collective. Numerically: the integral of x R phi(x) Phi(x)^(R-1).
+ */
+export function waitFactor(R: number): number {
+  if (R <= 1) return 0;
+  const phi = (x: number) => Math.exp(-x * x / 2) / Math.sqrt(2 * Math.PI);
+  // Phi by the Abramowitz-Stegun 7.1.26 erf approximation (error < 1.5e-7).
+  const Phi = (x: number) => {
+    const z = Math.abs(x) / Math.SQRT2, t = 1 / (1 + 0.3275911 * z);
+    const erf = 1 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-z * z);
+    return x >= 0 ? (1 + erf) / 2 : (1 - erf) / 2;
+  };
+  let sum = 0;
+  const h = 0.01;
+  for (let x = -8; x <= 8; x += h) sum += x * R * phi(x) * Math.pow(Phi(x), R - 1) * h;
+  return sum;
 }
 
 /** The machines of a job. */
@@ -401,31 +451,21 @@ export interface ExchangeInput {
 }
 
 /**
- * The collectives of one step of label-sharded training (rank r owns a slice of the labels; the layers
- * below the output are data-parallel):
- * - `hidden activations`: allgather of the last hidden layer, B x H x 4 bytes (every rank scores the global
- *   batch on its slice);
- * - `softmax stats`: allreduce of 3 floats per sample (max, sum of exponentials, true-label logits), 12 B bytes;
- * - `hidden gradient`: allreduce of dL/dH, B x H x 4 bytes (each rank's slice contributes to every sample);
- * - `lower ids`: allgather of the touched input-feature ids, 4 R U(b) bytes (+4 R counts);
- * - `lower rows`: the layer-0 gradient rows as today: allgather of R U(b) rows of H0 floats, or, when
- *   2 U(B) < R U(b), an allreduce over the union, U(B) x H0 x 4 bytes;
- * - `dense`: allreduce of layer 0's bias and the dense hidden layers, 4 x denseFloats bytes.
- * None of it grows with the number of labels.
+ * The collectives of one step of label-sharded training (rank r owns a slice of the labels and a slice of the
+ * input features' rows of layer 0; every phase runs on the global batch):
+ * - `pre-activations`: allreduce of layer 0's partial pre-activations, B x H0 x 4 bytes (each rank's features'
+ *   share of every sample);
+ * - `softmax stats`: allgather of 3 doubles per sample per rank (max, sum of exponentials, true-label logits),
+ *   24 B R bytes;
+ * - `hidden gradient`: allreduce of dL/dH, B x H x 4 bytes (each rank's slice contributes to every sample).
+ * Nothing else: no gradient rows. None of it grows with the number of labels or features.
  */
-export function shardedExchange(x: ExchangeInput): Collective[] {
+export function shardedExchange(x: { ranks: number; batch: number; firstWidth: number; lastWidth: number }): Collective[] {
   const { ranks: R, batch: B } = x;
-  const gathered = R * x.featuresPerRank;
-  const rowsReduced = 2 * x.featuresPerBatch < gathered;
   return [
-    { name: 'hidden activations', kind: 'allgather', bytes: 4 * B * x.lastWidth },
-    { name: 'softmax stats', kind: 'allreduce', bytes: 12 * B },
+    { name: 'pre-activations', kind: 'allreduce', bytes: 4 * B * x.firstWidth },
+    { name: 'softmax stats', kind: 'allgather', bytes: 24 * B * R },
     { name: 'hidden gradient', kind: 'allreduce', bytes: 4 * B * x.lastWidth },
-    { name: 'lower ids', kind: 'allgather', bytes: 4 * (gathered + R) },
-    rowsReduced
-      ? { name: 'lower rows (summed)', kind: 'allreduce', bytes: 4 * x.featuresPerBatch * x.firstWidth }
-      : { name: 'lower rows (gathered)', kind: 'allgather', bytes: 4 * gathered * x.firstWidth },
-    { name: 'dense', kind: 'allreduce', bytes: 4 * x.denseFloats },
   ];
 }
 
@@ -453,7 +493,10 @@ export function replicatedExchange(x: ExchangeInput): Collective[] {
 // ---------------------------------------------------------------------------------------------------------
 // Memory per rank.
 
-/** Memory of one rank: memory-plan.ts's parts, the output layer cut to the rank's slice when sharded. */
+/**
+ * Memory of one rank: memory-plan.ts's parts; sharded, the output layer cut to the rank's slice of the labels
+ * and layer 0 to its slice of the input features (their rows, moments and step counters).
+ */
 export function rankMemory(
   config: ResolvedNetworkConfig, shape: DataShape, o: { ranks: number; sharded: boolean; workers: number; batch: number; bestWeights: boolean; active: number },
 ): MemoryPlan {
@@ -461,7 +504,7 @@ export function rankMemory(
   const out = config.layers.at(-1)!;
   const slice = Math.ceil(out.size / R);
   const plan = planMemory({
-    inputDim: config.inputDim,
+    inputDim: o.sharded ? Math.ceil(config.inputDim / R) : config.inputDim,
     layers: config.layers.map((l, k) => {
       const last = k === config.layers.length - 1;
       const size = last ? slice : l.size;
@@ -480,15 +523,16 @@ export function rankMemory(
   }
   const pairs = widePairsOf(config, shape);
   if (pairs > 0) {
-    // memory-plan.ts's wide part (planNetworkMemory), the pairs of the rank's labels only.
-    const bytes = 4 * (config.inputDim + 1) + (o.bestWeights ? 16 : 12) * Math.ceil(pairs / R);
+    // memory-plan.ts's wide part (planNetworkMemory), the pairs of the rank's labels only; a sharded rank also
+    // holds their label-major index (WideState.byLabel: 8 bytes a pair, 4 a label).
+    const bytes = 4 * (config.inputDim + 1) + (o.bestWeights ? 16 : 12) * Math.ceil(pairs / R) + (o.sharded ? 8 * Math.ceil(pairs / R) + 4 * (slice + 1) : 0);
     plan.parts.push({ name: 'output layer wide part', bytes });
     plan.totalBytes += bytes;
   }
   if (o.sharded && o.ranks > 1) {
     const H = config.layers.length > 1 ? config.layers.at(-2)!.size : config.inputDim;
-    // The global batch's activations and hidden gradients, received and summed (three B x H buffers).
-    const bytes = 3 * 4 * o.batch * H;
+    // The global batch's pre-activations (summed in place), hidden activations and hidden gradients.
+    const bytes = 4 * o.batch * (config.layers[0]!.size + 2 * H);
     plan.parts.push({ name: 'exchange buffers', bytes });
     plan.totalBytes += bytes;
   }
@@ -503,7 +547,7 @@ export type PlanMode = 'single' | 'replicated' | 'sharded';
 
 /** The cost of one step on one rank, by term (seconds), and what it moves. */
 export interface StepCost {
-  /** Forward, backward and update below the output layer, for the rank's b points, on its W workers. */
+  /** Forward, backward and update below the output layer, for the rank's b points on its W workers (sharded: its features' share of the global batch). */
   lower: number;
   /** The output layer (its slice when sharded) for the points it scores, on W workers. */
   output: number;
@@ -511,12 +555,14 @@ export interface StepCost {
   wide: number;
   /** Per-sample overhead. */
   overhead: number;
-  /** Applying the exchanged gradient rows of other ranks (lazy Adam, main thread). */
+  /** Applying the exchanged gradient rows of other ranks (lazy Adam, main thread; none when sharded). */
   apply: number;
   /** Hash-table rebuilds, amortised per step (the rank's slice when sharded). */
   rebuild: number;
   /** The exchange on the link. */
   exchange: number;
+  /** Label-sharded: the waits for the slowest rank at the step's collectives (ShardCalibration.spreadPerSample x waitFactor(R)). */
+  wait: number;
   /** Sum of the above. */
   total: number;
   /** Bytes one rank receives per step. */
@@ -567,7 +613,7 @@ export interface PlanInput {
   machine?: MachineSpec;
   /** Training keeps the best epoch's weights (no fixed epoch count; never in label-sharded mode, which needs --epochs). Default false. */
   bestWeights?: boolean;
-  /** Points of the data's head the wide part is estimated on. Default WIDE_ESTIMATE_POINTS (20,000). */
+  /** Points of the data's head the wide part is estimated on. Default WIDE_ESTIMATE_POINTS (50,000). */
   widePoints?: number;
 }
 
@@ -586,36 +632,52 @@ export interface TrainingPlan {
 /** Predicted cost of one step of `mode` on R ranks with W workers each. */
 export function stepCost(
   config: ResolvedNetworkConfig, shape: DataShape, w: Workload, cal: Calibration,
-  o: { mode: PlanMode; ranks: number; workers: number; batch: number; linkGbps: number; latency: number; cores: number },
+  o: { mode: PlanMode; ranks: number; workers: number; batch: number; linkGbps: number; latency: number; cores: number; ranksPerMachine?: number },
 ): StepCost {
   const R = o.mode === 'single' ? 1 : o.ranks;
   const B = o.batch, b = B / R;
-  const threads = Math.max(1, Math.min(o.workers, o.cores));
-  const speedup = threads > 1 ? threads * cal.parallelEfficiency : 1;
   const layers = config.layers;
   const H0 = layers[0]!.size, H = layers.length > 1 ? layers.at(-2)!.size : config.inputDim;
   const nnzPer = shape.nnz / shape.points;
-  const lower = (b * w.lowerMacs * cal.lowerPerMac) / speedup;
-  const overhead = (b * cal.perSample) / speedup;
-  // Sharded: every rank scores the global batch on its 1/R slice of the active set and of the wide pairs.
-  const outPoints = o.mode === 'sharded' ? B : b, outShare = o.mode === 'sharded' ? 1 / R : 1;
-  const output = (outPoints * w.outputMacs * outShare * cal.outputPerMac) / speedup;
-  const wide = (outPoints * w.widePairs * outShare * cal.widePerPair) / speedup;
-  // Rebuilds split their tables across the workers; a sharded rank has no tables (uniform negatives in its slice).
-  const rebuild = o.mode === 'sharded' ? 0 : (w.rebuildsPerStep * (w.rebuildRows * w.tables * cal.rebuildPerRowTable + w.buckets * cal.rebuildPerBucket)) / speedup;
   let collectives: Collective[] = [];
-  let apply = 0;
-  if (R > 1) {
-    const uB = expectedDistinct(B, shape.points, shape.features, nnzPer, shape.featureFreq);
-    const ub = expectedDistinct(b, shape.points, shape.features, nnzPer, shape.featureFreq);
-    let denseFloats = H0;
-    for (let k = 1; k < layers.length - 1; k++) denseFloats += layers[k - 1]!.size * layers[k]!.size + layers[k]!.size;
-    const x: ExchangeInput = { ranks: R, batch: B, firstWidth: H0, lastWidth: H, featuresPerRank: ub, featuresPerBatch: uB, denseFloats };
-    if (o.mode === 'sharded') {
-      collectives = shardedExchange(x);
-      // The other ranks' layer-0 rows are applied on every rank (its own were updated by its workers).
-      apply = Math.max(0, uB - ub) * H0 * cal.applyPerFloat;
-    } else {
+  let lower: number, output: number, wide: number, overhead: number, rebuild: number, apply = 0, wait = 0;
+  if (o.mode === 'sharded') {
+    // Every phase on the global batch of B points, one thread, priced by the sharded phases' own costs: layer 0
+    // over the rank's 1/R of the features (by nonzero count), the middle layers whole, the output layer and the
+    // wide part on the rank's 1/R of the active set and of the pairs; no tables (uniform negatives in the
+    // slice), no gradient rows to apply; the exchange is two B-row all-reduces and the softmax statistics.
+    const k = cal.shard;
+    const lowerAt = (r: number) => B * ((nnzPer * H0) / r + (w.lowerMacs - nnzPer * H0)) * k.lowerPerMac + B * k.lowerPerSample;
+    const workAt = (r: number) => lowerAt(r) + (B * w.outputMacs * k.outputPerMac) / r + (B * w.widePairs * k.widePerPair) / r + B * k.perSample;
+    // Ranks sharing a machine: each phase at the probe's co-located speed (which includes the waits of two
+    // ranks at their collectives; the model's waits beyond two ranks are added).
+    const shared = R > 1 && (o.ranksPerMachine ?? 1) > 1 ? Math.max(1, k.coLocated ?? 1) : 1;
+    lower = lowerAt(R) * shared;
+    output = ((B * w.outputMacs * k.outputPerMac) / R) * shared;
+    wide = ((B * w.widePairs * k.widePerPair) / R) * shared;
+    overhead = B * k.perSample * shared;
+    rebuild = 0;
+    if (R > 1) {
+      collectives = shardedExchange({ ranks: R, batch: B, firstWidth: H0, lastWidth: H });
+      // The segments' spread, measured on a rank of 2, scaled with the rank's work.
+      const f = shared > 1 ? Math.max(0, waitFactor(R) - waitFactor(2)) : waitFactor(R);
+      wait = f * B * (k.spreadPerSample ?? 0) * (workAt(R) / workAt(2));
+    }
+  } else {
+    const threads = Math.max(1, Math.min(o.workers, o.cores));
+    const speedup = threads > 1 ? threads * cal.parallelEfficiency : 1;
+    lower = (b * w.lowerMacs * cal.lowerPerMac) / speedup;
+    overhead = (b * cal.perSample) / speedup;
+    output = (b * w.outputMacs * cal.outputPerMac) / speedup;
+    wide = (b * w.widePairs * cal.widePerPair) / speedup;
+    // Rebuilds split their tables across the workers.
+    rebuild = (w.rebuildsPerStep * (w.rebuildRows * w.tables * cal.rebuildPerRowTable + w.buckets * cal.rebuildPerBucket)) / speedup;
+    if (R > 1) {
+      const uB = expectedDistinct(B, shape.points, shape.features, nnzPer, shape.featureFreq);
+      const ub = expectedDistinct(b, shape.points, shape.features, nnzPer, shape.featureFreq);
+      let denseFloats = H0;
+      for (let k = 1; k < layers.length - 1; k++) denseFloats += layers[k - 1]!.size * layers[k]!.size + layers[k]!.size;
+      const x: ExchangeInput = { ranks: R, batch: B, firstWidth: H0, lastWidth: H, featuresPerRank: ub, featuresPerBatch: uB, denseFloats };
       const out = layers.at(-1)!;
       const labelsPer = shape.labelNnz / shape.points;
       const sOf = (n: number) => {
@@ -642,8 +704,8 @@ export function stepCost(
     receivedBytes += k.received;
     exchangedBytes += c.bytes;
   }
-  const total = lower + output + wide + overhead + apply + rebuild + exchange;
-  return { lower, output, wide, overhead, apply, rebuild, exchange, total, receivedBytes, exchangedBytes, collectives };
+  const total = lower + output + wide + overhead + apply + rebuild + exchange + wait;
+  return { lower, output, wide, overhead, apply, rebuild, exchange, wait, total, receivedBytes, exchangedBytes, collectives };
 }
 
 /** The machine with its defaults filled in. */
@@ -693,28 +755,33 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
   for (const mode of modes) {
     for (const R of mode === 'single' ? [1] : ranksList.filter((r) => r > 1)) {
       for (const link of mode === 'single' ? [links[0]!] : links) {
-        // Label-sharded training runs a fixed number of epochs (--epochs): no copy of the best epoch's weights.
+        // Label-sharded training runs a fixed number of epochs (--epochs): no copy of the best epoch's weights;
+        // and one thread per rank (train --shard-labels refuses --workers above 1).
         const best = mode !== 'sharded' && !!input.bestWeights;
-        const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers, batch, bestWeights: best, active: w.active });
-        const step = stepCost(config, shape, w, cal, { mode, ranks: R, workers, batch, linkGbps: link, latency: machine.latency, cores: coresPerRank });
-        const fits = memoryPerRank.totalBytes * machine.ranksPerMachine <= limit;
+        const W = mode === 'sharded' ? 1 : workers;
+        const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers: W, batch, bestWeights: best, active: w.active });
+        // Ranks on one machine share its cores and memory (one process alone has them all).
+        const together = Math.min(R, machine.ranksPerMachine);
+        const cores = Math.max(1, Math.floor(machine.cores / together));
+        const step = stepCost(config, shape, w, cal, { mode, ranks: R, workers: W, batch, linkGbps: link, latency: machine.latency, cores, ranksPerMachine: together });
+        const fits = memoryPerRank.totalBytes * together <= limit;
         const samplesPerSec = batch / step.total;
         const Rs = mode === 'sharded' ? R : 1;
         let resident = memoryPerRank.totalBytes;
         for (const part of memoryPerRank.parts) {
-          if (part.name === 'output layer wide part') resident -= (best ? 16 : 12) * (Math.ceil(w.widePairsTotal / Rs) - Math.ceil(w.widePairsExpected / Rs));
+          if (part.name === 'output layer wide part') resident -= (best ? 16 : mode === 'sharded' ? 20 : 12) * (Math.ceil(w.widePairsTotal / Rs) - Math.ceil(w.widePairsExpected / Rs));
           if (part.name.startsWith('worker scratch')) {
             let act = 0;
             config.layers.forEach((l, k) => (act += k === config.layers.length - 1 && l.sampling ? w.active / Rs : l.size));
-            resident -= part.bytes - Math.max(1, workers) * 12 * batch * act;
+            resident -= part.bytes - Math.max(1, W) * 12 * batch * act;
           }
         }
         const c: PlanCandidate = {
-          mode, ranks: R, workers, batch, linkGbps: link, memoryPerRank, fits, peakRssBytes: cal.baseRssBytes + resident,
+          mode, ranks: R, workers: W, batch, linkGbps: link, memoryPerRank, fits, peakRssBytes: cal.baseRssBytes + resident,
           step, samplesPerSec, epochSeconds: shape.points / samplesPerSec,
         };
         if (mode === 'replicated' && wide) c.excluded = 'replicated ranks cannot train a wide part (give a --config without one, or shard the labels)';
-        else if (!fits) c.excluded = `needs ${formatBytes(memoryPerRank.totalBytes * machine.ranksPerMachine)} per machine, more than 90% of ${formatBytes(machine.memoryBytes)}`;
+        else if (!fits) c.excluded = `needs ${formatBytes(memoryPerRank.totalBytes * together)} per machine, more than 90% of ${formatBytes(machine.memoryBytes)}`;
         candidates.push(c);
       }
     }

@@ -1,23 +1,29 @@
 // Checkpoints of label-sharded training (src/train/sharded.ts): one directory per checkpoint,
 // `<dir>/sharded-<batchesDone>/`, holding
-//   shared.bin        rank 0: the lower layers' whole training state, the training label counts, and in its
+//   shared.bin        rank 0: the replicated parts (layer 0's bias with its moments and step count, the middle
+//                     layers' whole state), the training label counts and feature nonzero counts, and in its
 //                     meta the global network configuration, the position and the run's settings;
 //   slice-<r>.bin     rank r: its output rows (weights, bias, Adam moments, step counters) and their global
 //                     label ids (`labels`); with a wide part, its labels' pairs as a feature-major CSR over
-//                     the input features with global label ids (`wide.offsets|labels|weights|accum`);
+//                     the input features with global label ids (`wide.offsets|labels|weights|accum`); its rows
+//                     of layer 0 (`in.weights|mWeights|vWeights|rowSteps`) and their global feature ids
+//                     (`features`);
 //   manifest.json     written by rank 0 last, after every rank's file is on disk (a barrier): the commit
 //                     point. A directory without it is an unfinished write and is ignored (and removed by
 //                     the next checkpoint).
 // Every file goes through writeFileAtomic (writeBinFile). Only the 2 newest complete checkpoints are kept.
-// `loadShardedPart` re-shards on load: under any number of ranks, each rank recomputes the sharding from the
-// saved label counts and copies its labels' rows and wide pairs out of the old slices (one file at a time).
+// `loadShardedPart` re-shards on load: under any number of ranks, each rank recomputes both shardings from the
+// saved counts and copies its labels' rows and wide pairs and its features' rows out of the old slices (one
+// file at a time). Checkpoints written before layer 0 was sharded (manifest without `layout`: layer 0 whole in
+// shared.bin) are read too: each rank copies its features' rows out of shared.bin's layer 0.
 import { readdir, rm, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import type { NetworkConfig } from '../network/config.js';
+import { resolveConfig, type NetworkConfig } from '../network/config.js';
 import type { LayerState, NetSpec, WideState } from '../network/native-types.js';
 import { mergeWide, pickWide, wideProblem } from '../network/wide.js';
+import { allocateRank, replicatedArrays, shardFeatures, shardLabels } from './sharded.js';
 
 /** What a sharded checkpoint records besides the weights. */
 export interface ShardCheckpointMeta {
@@ -33,18 +39,32 @@ export interface ShardCheckpointMeta {
   trainPoints: number;
   /** The run's settings (training data, epochs, batch, lr, seed, ...), for --resume. */
   settings: Record<string, unknown>;
+  /**
+   * 2: layer 0 by feature slices (in the slice files), the feature counts in shared.bin. Absent: written before
+   * layer 0 was sharded (layer 0 whole in shared.bin, no feature counts).
+   */
+  layout?: 2;
 }
 
 /** The manifest's name inside a checkpoint directory. */
 export const MANIFEST = 'manifest.json';
 const KEEP = 2;
 
-const LAYER_ARRAYS = ['weights', 'bias', 'mWeights', 'vWeights', 'mBias', 'vBias', 'rowSteps', 'biasSteps'] as const;
+/** Layout version written by writeShardCheckpoint. */
+export const SHARD_LAYOUT = 2;
 
-function layerSections(prefix: string, l: LayerState): Record<string, SectionArray> {
-  const out: Record<string, SectionArray> = {};
-  for (const a of LAYER_ARRAYS) out[`${prefix}.${a}`] = l[a];
-  return out;
+/** One rank's part of a label-sharded network: its network and what its slices are. */
+export interface ShardPart {
+  /** The rank's network (allocateRank). */
+  spec: NetSpec;
+  /** Its labels, by row of its output layer (global ids, ascending). */
+  labels: Uint32Array;
+  /** Its input features, by row of its layer 0 (global ids, ascending). */
+  features: Uint32Array;
+  /** (labels) training counts: the label sharding's input. */
+  labelFreq: Uint32Array;
+  /** (features) nonzero counts: the feature sharding's input. */
+  featureFreq: Uint32Array;
 }
 
 /** The directory of the checkpoint after `batchesDone` batches. */
@@ -58,14 +78,16 @@ export function shardCheckpointDir(dir: string, batchesDone: number): string {
  * unfinished ones.
  */
 export async function writeShardCheckpoint(
-  dir: string, rank: number, spec: NetSpec, labels: Uint32Array, labelFreq: Uint32Array, meta: ShardCheckpointMeta, barrier: () => void,
-  inputScale: Float32Array | null = null,
+  dir: string, rank: number, part: ShardPart, meta: ShardCheckpointMeta, barrier: () => void, inputScale: Float32Array | null = null,
 ): Promise<string> {
   const target = shardCheckpointDir(dir, meta.batchesDone);
   const { mkdir } = await import('node:fs/promises');
   await mkdir(target, { recursive: true });
-  const last = spec.layers.at(-1)!;
-  const slice: Record<string, SectionArray> = { ...layerSections('out', last), labels };
+  const { spec, labels, features } = part;
+  const last = spec.layers.at(-1)!, l0 = spec.layers[0]!;
+  const slice: Record<string, SectionArray> = { labels, features };
+  for (const a of ['weights', 'bias', 'mWeights', 'vWeights', 'mBias', 'vBias', 'rowSteps', 'biasSteps'] as const) slice[`out.${a}`] = last[a];
+  for (const a of ['weights', 'mWeights', 'vWeights', 'rowSteps'] as const) slice[`in.${a}`] = l0[a];
   if (last.wide) {
     // Global label ids (a slice's rows are its labels in ascending order: they stay ascending per feature).
     const w = last.wide;
@@ -75,14 +97,14 @@ export async function writeShardCheckpoint(
     slice['wide.accum'] = w.accum;
   }
   await writeBinFile(join(target, `slice-${rank}.bin`), { kind: 'checkpoint', meta: { format: 'sublinear-shard-slice', rank }, sections: slice });
+  const m: ShardCheckpointMeta = { ...meta, layout: SHARD_LAYOUT };
   if (rank === 0) {
-    const sections: Record<string, SectionArray> = { labelFreq, ...(inputScale ? { inputScale } : {}) };
-    spec.layers.slice(0, -1).forEach((l, k) => Object.assign(sections, layerSections(`layer${k}`, l)));
-    await writeBinFile(join(target, 'shared.bin'), { kind: 'checkpoint', meta, sections });
+    const sections: Record<string, SectionArray> = { labelFreq: part.labelFreq, featureFreq: part.featureFreq, ...(inputScale ? { inputScale } : {}), ...replicatedArrays(spec) };
+    await writeBinFile(join(target, 'shared.bin'), { kind: 'checkpoint', meta: m, sections });
   }
   barrier();
   if (rank === 0) {
-    await writeFileAtomic(join(target, MANIFEST), [Buffer.from(JSON.stringify({ ...meta, files: ['shared.bin', ...Array.from({ length: meta.ranks }, (_, r) => `slice-${r}.bin`)] }, null, 1) + '\n')]);
+    await writeFileAtomic(join(target, MANIFEST), [Buffer.from(JSON.stringify({ ...m, files: ['shared.bin', ...Array.from({ length: meta.ranks }, (_, r) => `slice-${r}.bin`)] }, null, 1) + '\n')]);
     const all = await listShardCheckpoints(dir);
     const complete = all.filter((c) => c.complete);
     for (const c of all) {
@@ -137,58 +159,130 @@ export async function readShardManifest(ckpt: string): Promise<ShardCheckpointMe
   if (m?.format !== 'sublinear-sharded-checkpoint' || !Number.isInteger(m.ranks) || m.ranks < 1 || !m.config) {
     throw new Error(`${file}: not the manifest of a sharded checkpoint`);
   }
+  if (m.layout !== undefined && m.layout !== SHARD_LAYOUT) throw new Error(`${file}: layout ${m.layout} is not one this sublinear reads (${SHARD_LAYOUT}, or none)`);
   return m;
 }
 
+/** Section `name` of `file` as a `T` of `length` elements (any length when undefined); throws naming the file. */
+function section<T extends SectionArray>(file: string, s: Record<string, SectionArray>, name: string, ctor: new (...a: never[]) => T, length?: number): T {
+  const a = s[name];
+  if (!(a instanceof ctor)) throw new Error(`${file}: no ${name} section of the expected type`);
+  if (length !== undefined && a.length !== length) throw new Error(`${file}: ${name} has ${a.length} elements, expected ${length}`);
+  return a;
+}
+
 /**
- * Reads the shared part into `spec`'s lower layers (same shapes); returns the training label counts and the
- * input divisors (null when the training data was used as it is).
+ * One rank's part of a sharded checkpoint under `size` ranks (any number): both shardings recomputed from the
+ * saved counts, the rank's network allocated (allocateRank) and filled: the replicated parts from shared.bin,
+ * its labels' rows and wide pairs and its features' rows of layer 0 from the old slices, one file at a time.
+ * `featureFreq`: the feature counts to shard by when the checkpoint has none (written before layer 0 was
+ * sharded; default: every feature counts 1). Throws naming the file when a section is missing or malformed
+ * or a row is missing.
  */
-export async function readSharedPart(ckpt: string, spec: NetSpec): Promise<{ labelFreq: Uint32Array; inputScale: Float32Array | null }> {
-  const into: Record<string, SectionArray> = {};
-  spec.layers.slice(0, -1).forEach((l, k) => Object.assign(into, layerSections(`layer${k}`, l)));
-  const f = await readBinFile(join(ckpt, 'shared.bin'), { kind: 'checkpoint', into });
-  const freq = f.sections.labelFreq;
-  if (!(freq instanceof Uint32Array)) throw new Error(`${join(ckpt, 'shared.bin')}: no labelFreq section`);
-  const scale = f.sections.inputScale;
-  if (scale !== undefined && !(scale instanceof Float32Array && scale.length === spec.layers[0]!.inDim)) throw new Error(`${join(ckpt, 'shared.bin')}: its inputScale section does not match the network's inputs`);
-  return { labelFreq: freq, inputScale: (scale as Float32Array | undefined) ?? null };
+export async function loadShardedPart(
+  ckpt: string, manifest: ShardCheckpointMeta, rank: number, size: number, opts: { featureFreq?: Uint32Array } = {},
+): Promise<ShardPart & { inputScale: Float32Array | null }> {
+  const config = manifest.config;
+  const g = resolveConfig(config);
+  const D = g.inputDim, L = g.layers.at(-1)!.size, H0 = g.layers[0]!.size;
+  const sharedFile = join(ckpt, 'shared.bin');
+  const shared = await readBinFile(sharedFile, { kind: 'checkpoint' });
+  const ss = shared.sections as Record<string, SectionArray>;
+  const labelFreq = section(sharedFile, ss, 'labelFreq', Uint32Array);
+  if (labelFreq.length !== L) throw new Error(`${sharedFile}: ${labelFreq.length} label counts for a network of ${L} labels`);
+  const legacy = manifest.layout === undefined;
+  const featureFreq = legacy ? (opts.featureFreq ?? new Uint32Array(D).fill(1)) : section(sharedFile, ss, 'featureFreq', Uint32Array, D);
+  if (featureFreq.length !== D) throw new Error(`${sharedFile}: ${featureFreq.length} feature counts for a network of ${D} input features`);
+  const scale = ss.inputScale;
+  if (scale !== undefined && !(scale instanceof Float32Array && scale.length === D)) throw new Error(`${sharedFile}: its inputScale section does not match the network's inputs`);
+  const labels = shardLabels(labelFreq, size).labelsOf[rank]!;
+  const features = shardFeatures(featureFreq, size).featuresOf[rank]!;
+  const spec = allocateRank(config, labels.length, features.length);
+  for (const [name, a] of Object.entries(replicatedArrays(spec))) a.set(section(sharedFile, ss, name, a.constructor as never, a.length) as never);
+  const l0 = spec.layers[0]!;
+  if (legacy) {
+    // Layer 0 whole in shared.bin: this rank's features' rows.
+    const w = section(sharedFile, ss, 'layer0.weights', Float32Array, D * H0), m = section(sharedFile, ss, 'layer0.mWeights', Float32Array, D * H0);
+    const v = section(sharedFile, ss, 'layer0.vWeights', Float32Array, D * H0), steps = section(sharedFile, ss, 'layer0.rowSteps', Uint32Array, D);
+    features.forEach((f, e) => {
+      l0.weights.set(w.subarray(f * H0, (f + 1) * H0), e * H0);
+      l0.mWeights.set(m.subarray(f * H0, (f + 1) * H0), e * H0);
+      l0.vWeights.set(v.subarray(f * H0, (f + 1) * H0), e * H0);
+      l0.rowSteps[e] = steps[f]!;
+    });
+  }
+  await readSliceRows(ckpt, manifest.ranks, { labels, numLabels: L, out: spec.layers.at(-1)!, features: legacy ? null : features, numFeatures: D, l0 });
+  return { spec, labels, features, labelFreq, featureFreq, inputScale: (scale as Float32Array | undefined) ?? null };
 }
 
 /**
  * Copies the rows of `labels` (this rank's labels, by row) out of the checkpoint's slices into `out` (this
- * rank's output layer), reading one slice file at a time; with a wide part (`out.wide`), its labels' pairs
- * too, under their rows. Throws naming the file when a label is missing or a section is malformed.
+ * rank's output layer), and, given `features`, the rows of those features into `l0` (this rank's layer 0),
+ * reading one slice file at a time; with a wide part (`out.wide`), its labels' pairs too, under their rows.
+ * Throws naming the file when an id is out of range or held twice, or a section is malformed, and naming the
+ * checkpoint when a row is missing.
  */
-export async function readSliceRows(ckpt: string, ranks: number, labels: Uint32Array, numLabels: number, out: LayerState): Promise<void> {
+async function readSliceRows(
+  ckpt: string, ranks: number,
+  o: { labels: Uint32Array; numLabels: number; out: LayerState; features: Uint32Array | null; numFeatures: number; l0: LayerState },
+): Promise<void> {
+  const { labels, numLabels, out, features, numFeatures, l0 } = o;
   const rowOf = new Int32Array(numLabels).fill(-1);
   labels.forEach((j, e) => { rowOf[j] = e; });
-  const d = out.inDim;
-  let found = 0;
+  const featureRow = new Int32Array(features ? numFeatures : 0).fill(-1);
+  features?.forEach((f, e) => { featureRow[f] = e; });
+  const seenLabel = new Uint8Array(numLabels), seenFeature = new Uint8Array(features ? numFeatures : 0);
+  const d = out.inDim, H0 = l0.outDim;
+  let found = 0, foundFeatures = 0;
   const wideParts: WideState[] = [];
   for (let r = 0; r < ranks; r++) {
     const file = join(ckpt, `slice-${r}.bin`);
-    const f = await readBinFile(join(ckpt, `slice-${r}.bin`), { kind: 'checkpoint' });
+    const f = await readBinFile(file, { kind: 'checkpoint' });
     const s = f.sections as Record<string, SectionArray>;
     const lab = s.labels as Uint32Array | undefined, W = s['out.weights'] as Float32Array | undefined;
-    if (!lab || !W || W.length !== lab.length * d) throw new Error(`${file}: not a slice of this network (rows of ${d} weights expected)`);
+    if (!(lab instanceof Uint32Array) || !(W instanceof Float32Array) || W.length !== lab.length * d) throw new Error(`${file}: not a slice of this network (rows of ${d} weights expected)`);
+    const oW = [section(file, s, 'out.mWeights', Float32Array, W.length), section(file, s, 'out.vWeights', Float32Array, W.length)];
+    const oB = [section(file, s, 'out.bias', Float32Array, lab.length), section(file, s, 'out.mBias', Float32Array, lab.length), section(file, s, 'out.vBias', Float32Array, lab.length)];
+    const oSteps = section(file, s, 'out.rowSteps', Uint32Array, lab.length);
     for (let e = 0; e < lab.length; e++) {
       const j = lab[e]!;
       if (j >= numLabels) throw new Error(`${file}: label ${j} is >= the network's ${numLabels} labels`);
+      if (seenLabel[j]) throw new Error(`${file}: label ${j} is held by two slices`);
+      seenLabel[j] = 1;
       const row = rowOf[j]!;
       if (row < 0) continue;
       found++;
       out.weights.set(W.subarray(e * d, (e + 1) * d), row * d);
-      (out.mWeights).set((s['out.mWeights'] as Float32Array).subarray(e * d, (e + 1) * d), row * d);
-      (out.vWeights).set((s['out.vWeights'] as Float32Array).subarray(e * d, (e + 1) * d), row * d);
-      out.bias[row] = (s['out.bias'] as Float32Array)[e]!;
-      out.mBias[row] = (s['out.mBias'] as Float32Array)[e]!;
-      out.vBias[row] = (s['out.vBias'] as Float32Array)[e]!;
-      out.rowSteps[row] = (s['out.rowSteps'] as Uint32Array)[e]!;
+      out.mWeights.set(oW[0]!.subarray(e * d, (e + 1) * d), row * d);
+      out.vWeights.set(oW[1]!.subarray(e * d, (e + 1) * d), row * d);
+      out.bias[row] = oB[0]![e]!;
+      out.mBias[row] = oB[1]![e]!;
+      out.vBias[row] = oB[2]![e]!;
+      out.rowSteps[row] = oSteps[e]!;
+    }
+    if (features) {
+      const ids = section(file, s, 'features', Uint32Array);
+      const iW = section(file, s, 'in.weights', Float32Array, ids.length * H0);
+      const iM = section(file, s, 'in.mWeights', Float32Array, ids.length * H0), iV = section(file, s, 'in.vWeights', Float32Array, ids.length * H0);
+      const iSteps = section(file, s, 'in.rowSteps', Uint32Array, ids.length);
+      for (let e = 0; e < ids.length; e++) {
+        const x = ids[e]!;
+        if (x >= numFeatures) throw new Error(`${file}: feature ${x} is >= the network's ${numFeatures} input features`);
+        if (seenFeature[x]) throw new Error(`${file}: feature ${x} is held by two slices`);
+        seenFeature[x] = 1;
+        const row = featureRow[x]!;
+        if (row < 0) continue;
+        foundFeatures++;
+        l0.weights.set(iW.subarray(e * H0, (e + 1) * H0), row * H0);
+        l0.mWeights.set(iM.subarray(e * H0, (e + 1) * H0), row * H0);
+        l0.vWeights.set(iV.subarray(e * H0, (e + 1) * H0), row * H0);
+        l0.rowSteps[row] = iSteps[e]!;
+      }
     }
     if (out.wide) wideParts.push(pickWide(storedWide(file, s, out.wide.inputDim, numLabels), rowOf));
   }
   if (found !== labels.length) throw new Error(`${ckpt}: its slices hold ${found} of this rank's ${labels.length} labels`);
+  if (features && foundFeatures !== features.length) throw new Error(`${ckpt}: its slices hold ${foundFeatures} of this rank's ${features.length} input features`);
   if (out.wide) out.wide = mergeWide(wideParts, out.wide.inputDim);
 }
 
@@ -203,24 +297,4 @@ function storedWide(file: string, s: Record<string, SectionArray>, inputDim: num
   if (!bad) for (let e = 0; e < weights.length; e++) if (!Number.isFinite(weights[e]!)) { bad = `wide.weights[${e}] = ${weights[e]} is not finite`; break; }
   if (bad) throw new Error(`${file}: ${bad}`);
   return w;
-}
-
-/**
- * One rank's part of a sharded checkpoint under `size` ranks (any number): the slice network of `makeNet`
- * (called with the global config and this rank's row count), its lower layers and rows read, re-sharded by
- * the saved label counts.
- */
-export async function loadShardedPart<N extends { spec: NetSpec }>(
-  ckpt: string, manifest: ShardCheckpointMeta, rank: number, size: number,
-  makeNet: (rows: number) => N, shard: (freq: Uint32Array, ranks: number) => { labelsOf: Uint32Array[] },
-): Promise<{ net: N; labelFreq: Uint32Array; inputScale: Float32Array | null; labels: Uint32Array }> {
-  const probe = makeNet(1);
-  const { labelFreq } = await readSharedPart(ckpt, probe.spec);
-  const labels = shard(labelFreq, size).labelsOf[rank]!;
-  const net = makeNet(labels.length);
-  const { inputScale } = await readSharedPart(ckpt, net.spec);
-  const L = manifest.config.layers.at(-1)!.size;
-  if (labelFreq.length !== L) throw new Error(`${join(ckpt, 'shared.bin')}: ${labelFreq.length} label counts for a network of ${L} labels`);
-  await readSliceRows(ckpt, manifest.ranks, labels, L, net.spec.layers.at(-1)!);
-  return { net, labelFreq, inputScale, labels };
 }

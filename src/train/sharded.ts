@@ -1,37 +1,43 @@
 // Label-sharded training across MPI ranks (`mpirun -np R sublinear train ... --distributed --shard-labels`).
 //
-// Rank r owns a slice of the output labels, balanced by training frequency (shardLabels): its rows, biases,
-// Adam moments and step counters, and nothing of the other slices. The layers below the output are
-// replicated and trained data-parallel. One global step of a batch P (the same batch on every rank):
-//   1. rank r runs the lower layers' forward on its part P_r = P[r n / R, (r + 1) n / R) (netShardForward)
-//      and the parts' last hidden activations are gathered: H (B, d), B = the batch's labelled points;
-//   2. every rank scores the whole batch on its slice (netShardOutForward): its active set S_r is every row
-//      of the slice (dense output) or the batch's labels it owns plus uniform rows of the slice up to
+// Rank r owns a slice of the output labels, balanced by training frequency (shardLabels): their rows, biases,
+// Adam moments and step counters; and a slice of the input features, balanced by their nonzero counts
+// (shardFeatures): their rows of layer 0 (input-major) with moments and step counters. Layer 0's bias and the
+// layers between layer 0 and the output are replicated: every rank computes them on the whole batch and
+// updates them alike. Every rank reads the whole training data, so it has every point's sparse input. One
+// global step of a batch P (the same batch on every rank), every phase on the whole batch:
+//   1. layer 0's partial pre-activation over the rank's features, Z_r (B, H0) (netShardInput); the Z_r are
+//      summed over the ranks (MPI_Allreduce), so every rank holds the pre-activation Z of every point;
+//   2. every rank adds the bias, applies ReLU and dropout (each point's mask drawn from the batch seed and its
+//      position in the batch: the same on every rank, and what one process with one worker draws) and the
+//      middle layers, if any: H (B, d), the same on every rank (netShardHidden);
+//   3. every rank scores the whole batch on its label slice (netShardOutForward): its active set S_r is every
+//      row of the slice (dense output) or the batch's labels it owns plus uniform rows of the slice up to
 //      minActive / R, with the logQ correction of that sampling; per sample it returns the max and sum of
 //      exp of its logits and the sum of its own labels' logits (3 doubles), gathered by every rank and
 //      combined into the global log-sum-exp (the softmax of a single process over the union of the S_r);
-//   3. each rank computes dz on its S_r, takes the Adam step of those rows (no exchange of output rows) and
-//      its part of dL/dH (B, d) (netShardOutBackward); the parts are summed (MPI_Allreduce);
 //      the output layer's wide part is sharded with the labels: rank r holds the wide pairs of its labels
-//      (built from the training data as a single process builds them, buildSliceWide), adds their terms to
-//      S_r's logits in phase 2 and takes their Adagrad steps in phase 3 (they have no share in dL/dH);
-//   4. rank r backpropagates its points' rows of dL/dH through the lower layers (netShardBackward, sparse
-//      gradient rows) and every rank's rows are gathered and applied in rank order by every rank
-//      (netApplyRows), so the lower layers stay identical on every rank.
-// Per step a rank sends O(batch x hidden) values whatever the number of labels: its part of H, 3 doubles per
-// sample, the dH all-reduce and its lower layers' gradient rows.
+//      (built from the training data as a single process builds them, buildSliceWide) and adds their terms to
+//      S_r's logits;
+//   4. each rank computes dz on its S_r, takes the Adam step of those rows and the Adagrad step of its wide
+//      terms (no exchange of output rows), and its part of dL/dH (B, d) (netShardOutBackward); the parts are
+//      summed (MPI_Allreduce);
+//   5. every rank backpropagates dL/dH through the middle layers and layer 0's bias (alike on every rank) and
+//      takes the Adam step of layer 0's rows of its own features, one per row per global batch with the
+//      batch's summed gradient (netShardLowerBackward).
+// Per step a rank exchanges the Z all-reduce (4 B H0 bytes), 3 doubles per sample and the dH all-reduce
+// (4 B d bytes): nothing grows with the number of labels or features.
 import type { SparseDataset } from '../../datasets/csr.js';
 import { native } from '../native.js';
-import { Network } from '../network/network.js';
 import type { NetworkConfig } from '../network/config.js';
-import type { RowGradients, RowUpdate } from '../network/native-types.js';
+import type { LayerState, NetSpec, WideState } from '../network/native-types.js';
 import { computeMetrics, inversePropensity, type Metrics } from './metrics.js';
 import { sharedSetLogQ } from './logq.js';
 import { initSeed } from '../network/state.js';
 import { resolveConfig } from '../network/config.js';
-import { buildWide, wideProblem } from '../network/wide.js';
+import { allocateNetwork, networkBytes } from '../network/allocate.js';
+import { buildWide, emptyWide, wideProblem } from '../network/wide.js';
 import { Xoshiro128 } from '../util/rng.js';
-import type { LayerState } from '../network/native-types.js';
 import type { Comm } from './distributed.js';
 
 /** The labels of each rank: balanced by training frequency. */
@@ -47,15 +53,30 @@ export interface LabelSharding {
   load: number[];
 }
 
+/** The input features of each rank (their rows of layer 0): balanced by nonzero count. */
+export interface FeatureSharding {
+  ranks: number;
+  /** (features) rank owning each feature. */
+  owner: Uint32Array;
+  /** (features) the feature's row in its owner's layer 0. */
+  local: Uint32Array;
+  /** Per rank, its features by row (ascending global ids). */
+  featuresOf: Uint32Array[];
+  /** Per rank, the sum of its features' nonzero counts. */
+  load: number[];
+}
+
 /**
- * Greedy balance by training frequency: labels by descending count (ties by id), each to the rank with the
- * least load so far (load = sum of counts; ties by fewer labels, then lower rank). Deterministic in `freq`.
- * Every rank owns at least one label (throws when there are fewer labels than ranks).
+ * Greedy balance of ids by frequency: ids by descending count (ties by id), each to the rank with the least
+ * load so far (load = sum of counts; ties by fewer ids, then lower rank); ids of count 0, which add no load,
+ * each to the rank with the fewest ids (ties: lower rank), so that they spread instead of piling on the least
+ * loaded rank. An id's row = its position among its rank's ids in id order. Deterministic in `freq`. Throws
+ * when there are fewer ids than ranks.
  */
-export function shardLabels(freq: Uint32Array, ranks: number): LabelSharding {
+function balance(freq: Uint32Array, ranks: number, what: string): { owner: Uint32Array; local: Uint32Array; of: Uint32Array[]; load: number[] } {
   const L = freq.length;
   if (!Number.isInteger(ranks) || ranks < 1) throw new Error(`Expected positive integer for ranks but received ${ranks}`);
-  if (L < ranks) throw new Error(`cannot shard ${L} labels over ${ranks} ranks: every rank needs at least one label`);
+  if (L < ranks) throw new Error(`cannot shard ${L} ${what} over ${ranks} ranks: every rank needs at least one ${what.replace(/s$/, '')}`);
   const order = Uint32Array.from({ length: L }, (_, j) => j).sort((a, b) => freq[b]! - freq[a]! || a - b);
   const load = new Array<number>(ranks).fill(0);
   const count = new Array<number>(ranks).fill(0);
@@ -63,39 +84,92 @@ export function shardLabels(freq: Uint32Array, ranks: number): LabelSharding {
   for (let e = 0; e < L; e++) {
     const j = order[e]!;
     let best = 0;
-    for (let r = 1; r < ranks; r++) if (load[r]! < load[best]! || (load[r] === load[best] && count[r]! < count[best]!)) best = r;
+    if (freq[j] === 0) {
+      for (let r = 1; r < ranks; r++) if (count[r]! < count[best]!) best = r;
+    } else {
+      for (let r = 1; r < ranks; r++) if (load[r]! < load[best]! || (load[r] === load[best] && count[r]! < count[best]!)) best = r;
+    }
     owner[j] = best;
     load[best]! += freq[j]!;
     count[best]!++;
   }
-  const labelsOf = count.map((c) => new Uint32Array(c));
+  const of = count.map((c) => new Uint32Array(c));
   const fill = new Array<number>(ranks).fill(0);
   const local = new Uint32Array(L);
   for (let j = 0; j < L; j++) {
     const r = owner[j]!;
     local[j] = fill[r]!;
-    labelsOf[r]![fill[r]!++] = j;
+    of[r]![fill[r]!++] = j;
   }
-  return { ranks, owner, local, labelsOf, load };
+  return { owner, local, of, load };
 }
 
 /**
- * The network a rank allocates: the global configuration with the output layer cut to `rows` (its slice),
- * dense (the slice samples its negatives itself: no hash tables), with the global layer's wide part (its
- * pairs those of the slice's labels, under their rows: buildSliceWide). The wide part's hard negatives
+ * Greedy balance by training frequency: labels by descending count (ties by id), each to the rank with the
+ * least load so far (load = sum of counts; ties by fewer labels, then lower rank); labels never seen in
+ * training to the rank with the fewest labels. Deterministic in `freq`. Every rank owns at least one label
+ * (throws when there are fewer labels than ranks).
+ */
+export function shardLabels(freq: Uint32Array, ranks: number): LabelSharding {
+  const b = balance(freq, ranks, 'labels');
+  return { ranks, owner: b.owner, local: b.local, labelsOf: b.of, load: b.load };
+}
+
+/**
+ * The input features of each rank, balanced as shardLabels balances labels, by nonzero count (`freq`: the
+ * training points holding each feature), so that every rank does about the same share of layer 0's forward
+ * and backward. Deterministic in `freq`; throws when there are fewer features than ranks.
+ */
+export function shardFeatures(freq: Uint32Array, ranks: number): FeatureSharding {
+  const b = balance(freq, ranks, 'features');
+  return { ranks, owner: b.owner, local: b.local, featuresOf: b.of, load: b.load };
+}
+
+/** (features) the training points holding each feature of `data` (features >= its feature ids). */
+export function featureFrequencies(data: SparseDataset, features: number): Uint32Array {
+  const f = new Uint32Array(features);
+  const nnz = data.offsets[data.points]!;
+  for (let q = 0; q < nnz; q++) {
+    const x = data.indices[q]!;
+    if (x >= features) throw new Error(`Expected feature ids < ${features} but received ${x} at position ${q}`);
+    f[x]!++;
+  }
+  return f;
+}
+
+/**
+ * The configuration of a rank's network: the global configuration with the output layer cut to `rows` (its
+ * label slice), dense (the slice samples its negatives itself: no hash tables), with the global layer's wide
+ * part (its pairs those of the slice's labels, under their rows: buildSliceWide), and, given `features`, the
+ * input cut to that many features (layer 0's rows of the rank's features). The wide part's hard negatives
  * (`wide.negatives`) are not sharded: train --shard-labels refuses them.
  */
-export function sliceConfig(global: NetworkConfig, rows: number): NetworkConfig {
+export function sliceConfig(global: NetworkConfig, rows: number, features?: number): NetworkConfig {
   const layers = global.layers.map((l) => ({ ...l }));
   const last = layers.at(-1)!;
   layers[layers.length - 1] = { size: rows, activation: last.activation, ...(last.wide ? { wide: { ...last.wide } } : {}) };
-  return { ...global, layers };
+  return { ...global, ...(features !== undefined ? { inputDim: features } : {}), layers };
 }
 
 /**
- * Builds the wide part of a rank's slice `net` (a sliceConfig network whose layer has one) from the training
- * data: the pairs a single process's fit() chooses for the slice's labels (`labels`, ascending global ids),
- * under their rows. Memory and time about 1 / R of the whole wide part's.
+ * Allocates a rank's network: layer 0 with the rows of `features` input features (`features` field = the
+ * global input dimension), the middle layers whole (initialised as the whole network's), the output layer
+ * with `rows` rows, and an empty wide part over the global input features when the layer has one. Layer 0's
+ * and the output's rows are initialised as initFeatureRows / initSliceRows set them, by the caller.
+ */
+export function allocateRank(global: NetworkConfig, rows: number, features: number): NetSpec {
+  const g = resolveConfig(global);
+  const spec = allocateNetwork(resolveConfig(sliceConfig(global, rows, features)));
+  spec.layers[0]!.features = g.inputDim;
+  const out = spec.layers.at(-1)!;
+  if (out.wide) out.wide = emptyWide(g.inputDim);
+  return spec;
+}
+
+/**
+ * Builds the wide part of a rank's network `net` (allocateRank's, whose output layer has one) from the
+ * training data: the pairs a single process's fit() chooses for the slice's labels (`labels`, ascending global
+ * ids), under their rows. Memory and time about 1 / R of the whole wide part's.
  */
 export function buildSliceWide(global: NetworkConfig, net: { spec: { layers: LayerState[] } }, labels: Uint32Array, data: SparseDataset): void {
   const g = resolveConfig(global);
@@ -108,24 +182,60 @@ export function buildSliceWide(global: NetworkConfig, net: { spec: { layers: Lay
 }
 
 /**
+ * Sets the rows of layer `k` of the whole network that `ids` (ascending) name, row e of `weights` (rows of
+ * `width` floats) = global row ids[e], from the global layer's seeded Glorot stream (run through, other rows
+ * skipped), as allocateLayers initialises the whole layer.
+ */
+function initRowsOf(global: NetworkConfig, k: number, ids: Uint32Array, rowsTotal: number, width: number, limit: number, weights: Float32Array): void {
+  const rng = new Xoshiro128(initSeed(global.seed ?? 1, k));
+  let e = 0;
+  for (let j = 0; j < rowsTotal && e < ids.length; j++) {
+    if (ids[e] !== j) {
+      for (let i = 0; i < width; i++) rng.nextFloat();
+      continue;
+    }
+    for (let i = 0; i < width; i++) weights[e * width + i] = (2 * rng.nextFloat() - 1) * limit;
+    e++;
+  }
+}
+
+/**
  * Initialises a slice's output rows exactly as the whole network's rows of the same labels (Glorot uniform of
- * the global layer, from its seeded stream: the stream is run through, rows not in the slice skipped), so
- * that the initial model does not depend on the number of ranks.
+ * the global layer, from its seeded stream), so that the initial model does not depend on the number of ranks.
  */
 export function initSliceRows(global: NetworkConfig, labels: Uint32Array, out: LayerState): void {
   const k = global.layers.length - 1;
   const L = global.layers[k]!.size, d = out.inDim;
-  const limit = Math.sqrt(6 / (d + L));
-  const rng = new Xoshiro128(initSeed(global.seed ?? 1, k));
-  let e = 0;
-  for (let j = 0; j < L && e < labels.length; j++) {
-    if (labels[e] !== j) {
-      for (let i = 0; i < d; i++) rng.nextFloat();
-      continue;
+  initRowsOf(global, k, labels, L, d, Math.sqrt(6 / (d + L)), out.weights);
+}
+
+/**
+ * Initialises a rank's layer-0 rows (its `features`, ascending) exactly as the whole network's rows of the same
+ * features, so that the initial model does not depend on the number of ranks.
+ */
+export function initFeatureRows(global: NetworkConfig, features: Uint32Array, l0: LayerState): void {
+  const D = resolveConfig(global).inputDim, H0 = l0.outDim;
+  initRowsOf(global, 0, features, D, H0, Math.sqrt(6 / (D + H0)), l0.weights);
+}
+
+/**
+ * The label-major index of a wide part of `labels` labels (WideState.byLabel): per label its pairs, features
+ * ascending (the feature-major order read label by label).
+ */
+export function wideByLabel(w: WideState, labels: number): NonNullable<WideState['byLabel']> {
+  const nnz = w.labels.length;
+  const offsets = new Uint32Array(labels + 1), features = new Uint32Array(nnz), entries = new Uint32Array(nnz);
+  for (let e = 0; e < nnz; e++) offsets[w.labels[e]! + 1]!++;
+  for (let j = 0; j < labels; j++) offsets[j + 1]! += offsets[j]!;
+  const cur = offsets.slice(0, labels);
+  for (let f = 0; f < w.inputDim; f++) {
+    for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) {
+      const k = cur[w.labels[e]!]!++;
+      features[k] = f;
+      entries[k] = e;
     }
-    for (let i = 0; i < d; i++) out.weights[e * d + i] = (2 * rng.nextFloat() - 1) * limit;
-    e++;
   }
+  return { offsets, features, entries };
 }
 
 /** minActive of a slice: the global layer's (its default when not given) divided among the ranks. 0: dense. */
@@ -136,20 +246,53 @@ export function sliceMinActive(global: NetworkConfig, ranks: number): number {
   return Math.max(1, Math.ceil(m / ranks));
 }
 
+/**
+ * The arrays every rank holds alike (layer 0's bias with its moments and step count, the middle layers), by
+ * name: what the checksum compares and a checkpoint's shared part stores.
+ */
+export function replicatedArrays(spec: NetSpec): Record<string, Float32Array | Uint32Array> {
+  const out: Record<string, Float32Array | Uint32Array> = {};
+  const l0 = spec.layers[0]!;
+  for (const a of ['bias', 'mBias', 'vBias', 'biasSteps'] as const) out[`layer0.${a}`] = l0[a];
+  spec.layers.slice(1, -1).forEach((l, i) => {
+    for (const a of ['weights', 'bias', 'mWeights', 'vWeights', 'mBias', 'vBias', 'rowSteps', 'biasSteps'] as const) out[`layer${i + 1}.${a}`] = l[a];
+  });
+  return out;
+}
+
+/** 64-bit checksum (hex) of the bit patterns of `arrays`, in key order. */
+export function arraysChecksum(arrays: Record<string, Float32Array | Uint32Array>): string {
+  let h1 = 0x811c9dc5 | 0, h2 = 0x01000193 | 0;
+  for (const name of Object.keys(arrays).sort()) {
+    const a = arrays[name]!;
+    const u = new Uint32Array(a.buffer, a.byteOffset, a.length);
+    let x1 = Math.imul(h1 ^ name.length, 0x9e3779b1), x2 = Math.imul(h2 ^ u.length, 0x85ebca77);
+    for (let i = 0; i < u.length; i++) {
+      x1 = Math.imul(x1 ^ u[i]!, 0x9e3779b1) ^ (x1 >>> 15);
+      x2 = Math.imul(x2 ^ u[i]!, 0x85ebca77) ^ (x2 >>> 13);
+    }
+    h1 = x1 ^ Math.imul(x2, 0xc2b2ae3d);
+    h2 = x2 ^ Math.imul(x1, 0x27d4eb2f);
+  }
+  return (h1 >>> 0).toString(16).padStart(8, '0') + (h2 >>> 0).toString(16).padStart(8, '0');
+}
+
 /** Exchange statistics of the sharded steps (per rank). */
 export interface ShardStats {
   steps: number;
-  /** Mean bytes this rank sent per step (its part of H, its softmax statistics, the dH all-reduce's share, its lower layers' rows). */
+  /** Mean bytes this rank sent per step (its share of the Z all-reduce, its softmax statistics, its share of the dH all-reduce). */
   bytesSentPerStep: number;
-  /** The same, split: hidden activations, softmax statistics, dH all-reduce, lower layers' gradient rows. */
-  split: { hidden: number; stats: number; dH: number; lowerRows: number };
+  /** The same, split: layer 0's pre-activation sums, softmax statistics, dH all-reduce. */
+  split: { preActivation: number; stats: number; dH: number };
   /** Mean active rows of this rank's slice per step. */
   activePerStep: number;
-  /** Seconds in the lower layers' forward + backward, the output slice's forward + backward, the exchanges, the lower layers' update. */
+  /** Seconds in the layers below the output (phases 1, 2, 5: forward, backward and update), the output slice (3, 4), the exchanges. */
   lowerSeconds: number;
   outputSeconds: number;
   exchangeSeconds: number;
-  applySeconds: number;
+  /** Cross-rank comparisons of the replicated parts (replicatedArrays) and how many differed (each repaired from rank 0). */
+  checks: number;
+  mismatches: number;
 }
 
 /** Hyper-parameters of one sharded step. */
@@ -162,45 +305,75 @@ export interface ShardStep {
   eps: number;
 }
 
-const PART_SEED_STEP = 0x9e3779b9;
-
-/** One rank's part of a label-sharded network: the replicated lower layers and its slice of the output layer. */
+/**
+ * One rank's part of a label-sharded network: its label slice of the output layer, its feature slice of layer
+ * 0's rows, and the replicated rest.
+ */
 export class ShardedModel {
+  readonly sharding: LabelSharding;
+  readonly featureSharding: FeatureSharding;
   /** (labels) global label -> row of this rank's slice, -1 for the other ranks' labels. */
   readonly localOf: Int32Array;
+  /** (features) global feature -> row of this rank's layer 0, -1 for the other ranks' features. */
+  readonly featureOf: Int32Array;
   /** This rank's labels by row (global ids). */
   readonly labels: Uint32Array;
+  /** This rank's input features by row of layer 0 (global ids). */
+  readonly features: Uint32Array;
   readonly minActive: number;
   /** -log q_j of this slice's rows (sampled slices), or null. */
   logQ: Float32Array | null = null;
   readonly numLabels: number;
+  readonly numFeatures: number;
   /** Adagrad rate of the wide part (the global layer's wide.lr), or undefined without one. */
   readonly wideLr: number | undefined;
-  private readonly sent = { hidden: 0, stats: 0, dH: 0, lowerRows: 0 };
+  private readonly sent = { preActivation: 0, stats: 0, dH: 0 };
   private activeSum = 0;
-  readonly stats: ShardStats = { steps: 0, bytesSentPerStep: 0, split: { hidden: 0, stats: 0, dH: 0, lowerRows: 0 }, activePerStep: 0, lowerSeconds: 0, outputSeconds: 0, exchangeSeconds: 0, applySeconds: 0 };
+  readonly stats: ShardStats = { steps: 0, bytesSentPerStep: 0, split: { preActivation: 0, stats: 0, dH: 0 }, activePerStep: 0, lowerSeconds: 0, outputSeconds: 0, exchangeSeconds: 0, checks: 0, mismatches: 0 };
+  /**
+   * The last step's work between its collectives, seconds: phase 1 (before the pre-activations' all-reduce),
+   * phases 2 and 3 (before the statistics' all-gather), their combination and phase 4 (before the dH
+   * all-reduce), phase 5 (before the next step's first all-reduce). A collective waits for the slowest rank:
+   * the plan prices those waits from how much these vary (calibrate.ts).
+   */
+  readonly segments = new Float64Array(4);
 
   /**
    * @param global the whole network's configuration (what a single process would train).
-   * @param net this rank's network (sliceConfig of `global`), weights as they are.
-   * @param labelFreq (labels) training counts (the sharding's and logQ's input).
+   * @param net this rank's network (allocateRank of `global` for its slices), weights as they are.
+   * @param labelFreq (labels) training counts (the label sharding's and logQ's input).
+   * @param featureFreq (features) nonzero counts (the feature sharding's input).
    */
   constructor(
     readonly comm: Comm,
     readonly global: NetworkConfig,
-    readonly net: Network,
-    readonly sharding: LabelSharding,
+    readonly net: { spec: NetSpec },
     readonly labelFreq: Uint32Array,
+    readonly featureFreq: Uint32Array,
   ) {
-    this.numLabels = global.layers.at(-1)!.size;
-    if (sharding.owner.length !== this.numLabels) throw new Error(`the sharding covers ${sharding.owner.length} labels, the network has ${this.numLabels}`);
-    if (sharding.ranks !== comm.size) throw new Error(`the sharding is for ${sharding.ranks} ranks, the job has ${comm.size}`);
-    this.labels = sharding.labelsOf[comm.rank]!;
-    if (net.config.layers.at(-1)!.size !== this.labels.length) throw new Error(`rank ${comm.rank}'s slice has ${net.config.layers.at(-1)!.size} rows, its labels are ${this.labels.length}`);
+    const g = resolveConfig(global);
+    this.numLabels = g.layers.at(-1)!.size;
+    this.numFeatures = g.inputDim;
+    if (labelFreq.length !== this.numLabels) throw new Error(`${labelFreq.length} label counts for a network of ${this.numLabels} labels`);
+    if (featureFreq.length !== this.numFeatures) throw new Error(`${featureFreq.length} feature counts for a network of ${this.numFeatures} input features`);
+    this.sharding = shardLabels(labelFreq, comm.size);
+    this.featureSharding = shardFeatures(featureFreq, comm.size);
+    this.labels = this.sharding.labelsOf[comm.rank]!;
+    this.features = this.featureSharding.featuresOf[comm.rank]!;
+    const layers = net.spec.layers;
+    if (layers.at(-1)!.outDim !== this.labels.length) throw new Error(`rank ${comm.rank}'s slice has ${layers.at(-1)!.outDim} rows, its labels are ${this.labels.length}`);
+    if (layers[0]!.inDim !== this.features.length || layers[0]!.features !== this.numFeatures) {
+      throw new Error(`rank ${comm.rank}'s layer 0 holds ${layers[0]!.inDim} rows of ${layers[0]!.features ?? layers[0]!.inDim} features, its features are ${this.features.length} of ${this.numFeatures}`);
+    }
     this.localOf = new Int32Array(this.numLabels).fill(-1);
     for (let e = 0; e < this.labels.length; e++) this.localOf[this.labels[e]!] = e;
+    this.featureOf = new Int32Array(this.numFeatures).fill(-1);
+    for (let e = 0; e < this.features.length; e++) this.featureOf[this.features[e]!] = e;
     this.minActive = sliceMinActive(global, comm.size);
-    this.wideLr = net.spec.layers.at(-1)!.wide ? resolveConfig(global).layers.at(-1)!.wide?.lr : undefined;
+    const wide = layers.at(-1)!.wide;
+    this.wideLr = wide ? g.layers.at(-1)!.wide?.lr : undefined;
+    // A step needs the wide terms of its active labels only: read label by label.
+    if (wide) wide.byLabel = wideByLabel(wide, this.labels.length);
   }
 
   /** Sets the slice's logQ for training on `points` points with batches of `batchSize` (sampled slices only). */
@@ -219,93 +392,89 @@ export class ShardedModel {
     return this.net.spec.layers.at(-1)!.inDim;
   }
 
+  /**
+   * H (n, d) of the points of the last netShardInput on this thread, given their partial pre-activations Z
+   * (n, H0): Z summed over the ranks, then phase 2. Every rank returns the same H.
+   */
+  private hidden(Z: Float32Array, training: 0 | 1, seed: number): { H: Float32Array; seconds: number } {
+    const n = Z.length / this.net.spec.layers[0]!.outDim;
+    const t = performance.now();
+    if (this.comm.size > 1) this.comm.allreduceSum(Z);
+    const seconds = (performance.now() - t) / 1000;
+    const H = new Float32Array(n * this.hiddenDim);
+    native().netShardHidden(this.net.spec, Z, training, seed >>> 0, H);
+    return { H, seconds };
+  }
+
   /** One global step (a collective: every rank calls it with the same batch). Returns the batch's loss sum and trained samples. */
   step(data: SparseDataset, t: ShardStep): { lossSum: number; samples: number } {
-    const { rank, size } = this.comm;
+    const { size } = this.comm;
     const nat = native();
     const spec = this.net.spec;
-    const d = this.hiddenDim;
+    const H0 = spec.layers[0]!.outDim, d = this.hiddenDim;
     const P = t.pointIds, n = P.length;
-    const t0 = performance.now();
-    // The labelled points of each rank's part, in batch order (every rank computes all of them alike).
-    const lo = (r: number) => Math.floor((r * n) / size);
-    const counts = new Array<number>(size).fill(0);
-    const rowsGlobal = new Uint32Array(n);
+    // The batch's labelled points, in batch order (the native phases skip the others alike).
+    const all = new Uint32Array(n);
     let B = 0;
-    for (let r = 0; r < size; r++) {
-      for (let i = lo(r); i < lo(r + 1); i++) {
-        const p = P[i]!;
-        if (data.labelOffsets[p + 1]! > data.labelOffsets[p]!) rowsGlobal[B++] = p, counts[r]!++;
-      }
+    for (let i = 0; i < n; i++) {
+      const p = P[i]!;
+      if (data.labelOffsets[p + 1]! > data.labelOffsets[p]!) all[B++] = p;
     }
-    const rows = rowsGlobal.subarray(0, B);
-    const first = counts.slice(0, rank).reduce((a, b) => a + b, 0);
-    const mine = P.subarray(lo(rank), lo(rank + 1));
-    const Hmine = new Float32Array(mine.length * d);
-    const nMine = nat.netShardForward(spec, data, mine, 1, (t.seed + rank * PART_SEED_STEP) >>> 0, this.numLabels, Hmine);
-    if (nMine !== counts[rank]) throw new Error(`rank ${rank}: ${nMine} labelled points in its part, expected ${counts[rank]}`);
+    const rows = all.subarray(0, B);
+    const t0 = performance.now();
+    // 1. Layer 0's partial pre-activation of every labelled point over this rank's features.
+    const Z = new Float32Array(n * H0);
+    const nIn = nat.netShardInput(spec, data, P, 1, this.featureOf, Z);
+    if (nIn !== B) throw new Error(`rank ${this.comm.rank}: ${nIn} labelled points in the batch, expected ${B}`);
     const t1 = performance.now();
-    // 1. H of the whole batch.
-    const hBytes = new Uint8Array(Hmine.buffer, 0, nMine * d * 4);
-    const H = size > 1 ? f32(this.comm.allgatherv(hBytes).data) : Hmine.subarray(0, B * d);
-    if (H.length !== B * d) throw new Error(`the gathered hidden activations hold ${H.length} floats, expected ${B * d}`);
+    // 2. Z summed over the ranks; bias, ReLU, dropout and the middle layers: H (B, d), alike on every rank.
+    const { H, seconds: zSeconds } = this.hidden(Z.subarray(0, B * H0), 1, t.seed);
     const t2 = performance.now();
-    // 2. Softmax statistics of this slice; combined over the ranks.
+    // 3. Softmax statistics of this slice; combined over the ranks.
     const st = new Float64Array(3 * B);
     const active = nat.netShardOutForward(spec, data, rows, H, this.localOf, t.seed >>> 0, this.minActive, this.logQ, st);
     const t3 = performance.now();
-    const all = size > 1 ? f64(this.comm.allgatherv(new Uint8Array(st.buffer)).data) : st;
+    const allSt = size > 1 ? f64(this.comm.allgatherv(new Uint8Array(st.buffer)).data) : st;
     const t4 = performance.now();
     const lse = new Float64Array(B);
     let lossSum = 0;
     for (let i = 0; i < B; i++) {
       let M = -Infinity;
-      for (let r = 0; r < size; r++) M = Math.max(M, all[r * 3 * B + 3 * i]!);
+      for (let r = 0; r < size; r++) M = Math.max(M, allSt[r * 3 * B + 3 * i]!);
       let s = 0, zl = 0;
       for (let r = 0; r < size; r++) {
-        const m = all[r * 3 * B + 3 * i]!;
-        if (m > -Infinity) s += all[r * 3 * B + 3 * i + 1]! * Math.exp(m - M);
-        zl += all[r * 3 * B + 3 * i + 2]!;
+        const m = allSt[r * 3 * B + 3 * i]!;
+        if (m > -Infinity) s += allSt[r * 3 * B + 3 * i + 1]! * Math.exp(m - M);
+        zl += allSt[r * 3 * B + 3 * i + 2]!;
       }
       lse[i] = M + Math.log(s);
       const p = rows[i]!;
       lossSum += lse[i]! - zl / (data.labelOffsets[p + 1]! - data.labelOffsets[p]!);
     }
-    // 3. This slice's update and its part of dL/dH, summed over the ranks.
+    // 4. This slice's update and its part of dL/dH, summed over the ranks.
     const dH = new Float32Array(B * d);
-    nat.netShardOutBackward(spec, lse, { mode: 0, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps, gradScale: 1 / Math.max(1, n), ...(this.wideLr !== undefined ? { wideLr: this.wideLr } : {}) }, dH);
+    const adam = { lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps };
+    nat.netShardOutBackward(spec, lse, { mode: 0, ...adam, gradScale: 1 / Math.max(1, n), ...(this.wideLr !== undefined ? { wideLr: this.wideLr } : {}) }, dH);
     const t5 = performance.now();
     if (size > 1) this.comm.allreduceSum(dH);
     const t6 = performance.now();
-    // 4. The lower layers: backward of this rank's points, rows gathered and applied in rank order.
-    const grads = nat.netShardBackward(spec, data, nMine, dH.subarray(first * d, (first + nMine) * d), { mode: 3, lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps })!;
+    // 5. The layers below the output: the middle layers and layer 0's bias alike on every rank, layer 0's rows
+    //    of this rank's features.
+    nat.netShardLowerBackward(spec, data, dH, adam, this.featureOf);
     const t7 = performance.now();
-    const lower = spec.layers.length - 1;
-    const msg = packRows(grads.slice(0, lower), spec.layers.map((l) => l.inputMajor === 1));
-    const g = size > 1 ? this.comm.allgatherv(msg) : { data: msg, counts: [msg.byteLength] };
-    const t8 = performance.now();
-    const updates: RowUpdate[] = [];
-    let base = 0;
-    for (let r = 0; r < size; r++) {
-      const c = g.counts[r]!;
-      updates.push(...unpackRows(g.data.subarray(base, base + c), lower, spec.layers.map((l) => (l.inputMajor ? l.outDim : l.inDim)), spec.layers.map((l) => l.inputMajor === 1), r));
-      base += c;
-    }
-    nat.netApplyRows(spec, { lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps }, updates);
-    const t9 = performance.now();
 
     const s = this.stats;
     s.steps++;
     this.activeSum += active;
-    s.lowerSeconds += (t1 - t0 + t7 - t6) / 1000;
+    this.segments.set([(t1 - t0) / 1000, (t3 - t1) / 1000 - zSeconds, (t5 - t4) / 1000, (t7 - t6) / 1000]);
+    s.lowerSeconds += (t1 - t0 + t2 - t1 - zSeconds * 1000 + t7 - t6) / 1000;
     s.outputSeconds += (t3 - t2 + t5 - t4) / 1000;
-    s.exchangeSeconds += (t2 - t1 + t4 - t3 + t6 - t5 + t8 - t7) / 1000;
-    s.applySeconds += (t9 - t8) / 1000;
+    s.exchangeSeconds += zSeconds + (t4 - t3 + t6 - t5) / 1000;
     if (size > 1) {
-      this.sent.hidden += hBytes.byteLength;
+      const ring = (2 * (size - 1)) / size;
+      this.sent.preActivation += ring * 4 * B * H0;
       this.sent.stats += st.byteLength;
-      this.sent.dH += (2 * (size - 1) / size) * dH.byteLength;
-      this.sent.lowerRows += msg.byteLength;
+      this.sent.dH += ring * dH.byteLength;
     }
     return { lossSum, samples: n };
   }
@@ -313,34 +482,55 @@ export class ShardedModel {
   /** Mean exchange volume and time so far. */
   report(): ShardStats {
     const n = Math.max(1, this.stats.steps);
-    const split = { hidden: this.sent.hidden / n, stats: this.sent.stats / n, dH: this.sent.dH / n, lowerRows: this.sent.lowerRows / n };
-    return { ...this.stats, split, bytesSentPerStep: split.hidden + split.stats + split.dH + split.lowerRows, activePerStep: this.activeSum / n };
+    const split = { preActivation: this.sent.preActivation / n, stats: this.sent.stats / n, dH: this.sent.dH / n };
+    return { ...this.stats, split, bytesSentPerStep: split.preActivation + split.stats + split.dH, activePerStep: this.activeSum / n };
   }
 
   /**
-   * Top-k of every point of `data` over all labels (a collective): rank r runs the lower layers on its part
-   * of each chunk, the hidden rows are gathered, every rank scores them exactly on its slice (the network's
-   * logits plus the wide terms of its labels), and the ranks'
-   * top-k are gathered and merged (descending score, ties by the smaller label id). Every rank returns the
-   * whole result: labels (points, k) and their softmax probabilities over all labels.
+   * Compares the checksum of the replicated parts (replicatedArrays) across the ranks (a collective); on a
+   * mismatch, broadcasts rank 0's. They stay identical when every rank's MPI_Allreduce returns the same sums;
+   * this checks it. Returns whether they were identical.
+   */
+  verify(): boolean {
+    this.stats.checks++;
+    if (this.comm.size === 1) return true;
+    const arrays = replicatedArrays(this.net.spec);
+    const mine = arraysChecksum(arrays);
+    const g = this.comm.allgatherv(new TextEncoder().encode(mine));
+    const text = new TextDecoder().decode(g.data);
+    // Every rank sees the same checksums, so every rank decides alike.
+    const identical = Array.from({ length: this.comm.size }, (_, r) => text.slice(16 * r, 16 * r + 16)).every((c) => c === mine);
+    if (!identical) {
+      this.stats.mismatches++;
+      for (const a of Object.values(arrays)) this.comm.bcast(a, 0);
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Top-k of every point of `data` over all labels (a collective): for each chunk, every rank forms the
+   * partial pre-activations of its features, the ranks sum them, every rank runs the rest of the lower layers
+   * and scores every point exactly on its slice (the network's logits plus the wide terms of its labels), and
+   * the ranks' top-k are gathered and merged (descending score, ties by the smaller label id). Every rank
+   * returns the whole result: labels (points, k) and their softmax probabilities over all labels.
    */
   predictTopK(data: SparseDataset, k: number, chunk = 1024): { labels: Uint32Array; scores: Float32Array } {
-    const { rank, size } = this.comm;
+    const { size } = this.comm;
     const nat = native();
     const spec = this.net.spec;
-    const d = this.hiddenDim;
+    const H0 = spec.layers[0]!.outDim;
     const N = data.points;
     const outLabels = new Uint32Array(N * k).fill(0xffffffff);
     const outScores = new Float32Array(N * k);
     for (let c0 = 0; c0 < N; c0 += chunk) {
       const q = Math.min(chunk, N - c0);
-      const lo = c0 + Math.floor((rank * q) / size), hi = c0 + Math.floor(((rank + 1) * q) / size);
-      const ids = Uint32Array.from({ length: hi - lo }, (_, i) => lo + i);
-      const Hm = new Float32Array(ids.length * d);
-      if (ids.length) nat.netShardForward(spec, data, ids, 0, 0, this.numLabels, Hm);
-      const H = size > 1 ? f32(this.comm.allgatherv(new Uint8Array(Hm.buffer)).data) : Hm;
+      const ids = Uint32Array.from({ length: q }, (_, i) => c0 + i);
+      const Z = new Float32Array(q * H0);
+      nat.netShardInput(spec, data, ids, 0, this.featureOf, Z);
+      const { H } = this.hidden(Z, 0, 0);
       const idx = new Uint32Array(q * k), val = new Float32Array(q * k), st = new Float64Array(q * 2);
-      nat.netShardScore(spec, data, Uint32Array.from({ length: q }, (_, i) => c0 + i), H, k, idx, val, st);
+      nat.netShardScore(spec, data, ids, H, k, idx, val, st);
       for (let e = 0; e < idx.length; e++) if (idx[e] !== 0xffffffff) idx[e] = this.labels[idx[e]!]!;
       // [idx u32 (q k)][val f32 (q k)][stats f64 (2 q)], 8-aligned.
       const bytes = 8 * q * k + 16 * q;
@@ -385,61 +575,11 @@ export class ShardedModel {
   }
 }
 
-function f32(b: Uint8Array): Float32Array {
-  return b.byteOffset % 4 === 0 ? new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4) : new Float32Array(b.slice().buffer);
+/** Bytes of a rank's network (weights, moments, step counters, wide part). */
+export function rankBytes(spec: NetSpec): number {
+  return networkBytes(spec);
 }
 
 function f64(b: Uint8Array): Float64Array {
   return b.byteOffset % 8 === 0 ? new Float64Array(b.buffer, b.byteOffset, b.byteLength / 8) : new Float64Array(b.slice().buffer);
-}
-
-/**
- * Gradient rows of the lower layers as one message: per layer [u32 n][u32 hasBiasVector][n ids][n x width
- * rows][n rowBias (neuron-major)][biasVector (input-major, when present)]; all 4-byte words.
- */
-export function packRows(grads: RowGradients[], inputMajor: boolean[]): Uint8Array {
-  let words = 0;
-  grads.forEach((g, k) => {
-    words += 2 + g.ids.length + g.rows.length + (inputMajor[k] ? (g.biasVector?.length ?? 0) : g.ids.length);
-  });
-  const out = new Uint8Array(4 * words);
-  const u = new Uint32Array(out.buffer), f = new Float32Array(out.buffer);
-  let p = 0;
-  grads.forEach((g, k) => {
-    u[p++] = g.ids.length;
-    u[p++] = inputMajor[k] && g.biasVector ? 1 : 0;
-    u.set(g.ids, p); p += g.ids.length;
-    f.set(g.rows, p); p += g.rows.length;
-    if (!inputMajor[k]) { f.set(g.rowBias!, p); p += g.ids.length; }
-    else if (g.biasVector) { f.set(g.biasVector, p); p += g.biasVector.length; }
-  });
-  return out;
-}
-
-/** The RowUpdates of one rank's packRows message (`layers` lower layers of the given widths); names the rank when it is malformed. */
-export function unpackRows(msg: Uint8Array, layers: number, width: number[], inputMajor: boolean[], rank: number): RowUpdate[] {
-  const fail = () => new Error(`rank ${rank}'s gradient-row message is malformed (${msg.byteLength} bytes)`);
-  if (msg.byteLength % 4) throw fail();
-  const copy = msg.byteOffset % 4 ? msg.slice() : msg;
-  const u = new Uint32Array(copy.buffer, copy.byteOffset, copy.byteLength / 4), f = new Float32Array(copy.buffer, copy.byteOffset, copy.byteLength / 4);
-  const out: RowUpdate[] = [];
-  let p = 0;
-  for (let k = 0; k < layers; k++) {
-    if (p + 2 > u.length) throw fail();
-    const n = u[p++]!, hasBv = u[p++]!;
-    const w = width[k]!;
-    const need = n + n * w + (inputMajor[k] ? 0 : n);
-    if (p + need > u.length) throw fail();
-    const ids = u.subarray(p, p + n); p += n;
-    const rows = f.subarray(p, p + n * w); p += n * w;
-    let rowBias: Float32Array | null = null, biasVector: Float32Array | null = null;
-    if (!inputMajor[k]) { rowBias = f.subarray(p, p + n); p += n; }
-    else if (hasBv) {
-      if (p + w > u.length) throw fail(); // an input-major layer's bias vector has its row width (outDim)
-      biasVector = f.subarray(p, p + w); p += w;
-    }
-    if (n > 0 || biasVector) out.push({ layer: k, ids, rows, rowBias, biasVector });
-  }
-  if (p !== u.length) throw fail();
-  return out;
 }

@@ -20,6 +20,7 @@ const calFile = join(dir, 'cal.json');
 const CAL: Calibration = {
   cpu: 'test', hidden: 0, lowerPerMac: 1e-9, outputPerMac: 1e-10, widePerPair: 1e-8, perSample: 1e-5, applyPerFloat: 2e-9,
   rebuildPerRowTable: 2e-8, rebuildPerBucket: 3e-9, parallelEfficiency: 1, parallelWorkers: 2, baseRssBytes: 50e6, probeSeconds: 0,
+  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6, spreadPerSample: 1e-6, coLocated: 1.2 },
 };
 
 beforeAll(async () => {
@@ -77,7 +78,7 @@ describe('sublinear plan: data errors', () => {
 
 describe('sublinear plan: output', () => {
   it('--json: the network, memory per rank from memory-plan.ts, per-rank cost terms, the choice', async () => {
-    const r = run(['plan', tiny, '--calibration', calFile, '--ranks', '1,2', '--epochs', '3', '--json', '--quiet']);
+    const r = run(['plan', tiny, '--calibration', calFile, '--ranks', '1,2', '--modes', 'single,sharded', '--epochs', '3', '--json', '--quiet']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as {
@@ -97,8 +98,9 @@ describe('sublinear plan: output', () => {
     expect(['single', 'sharded']).toContain(j.chosen.mode);
     expect(single.receivedBytesPerStep).toBe(0);
     const sharded = j.candidates.find((x) => x.mode === 'sharded' && x.ranks === 2)!;
-    expect(sharded.collectives.map((x) => x.name)).toEqual(['hidden activations', 'softmax stats', 'hidden gradient', 'lower ids', expect.stringMatching(/^lower rows/), 'dense']);
-    expect(Object.keys(sharded.stepSeconds)).toEqual(['lower', 'output', 'wide', 'overhead', 'apply', 'rebuild', 'exchange', 'total']);
+    expect(sharded.collectives.map((x) => x.name)).toEqual(['pre-activations', 'softmax stats', 'hidden gradient']);
+    expect((sharded as unknown as { workers: number }).workers).toBe(1); // one thread per sharded rank
+    expect(Object.keys(sharded.stepSeconds)).toEqual(['lower', 'output', 'wide', 'overhead', 'apply', 'rebuild', 'exchange', 'wait', 'total']);
     expect(j.line).toMatch(/^plan: (1 process x 1 worker|2 sharded ranks x 1 worker at 10 Gb\/s), batch 128: [\d.]+ MB per (process|rank) \(peak RSS ~[\d.]+ MB\), ~[\d,]+ samples\/s, [\d.]+ s per epoch$/);
   });
 
@@ -109,7 +111,7 @@ describe('sublinear plan: output', () => {
     expect(r.stdout).toMatch(/^network: 337067 -> 1024 -> 2812281 \(sampled dwta K=7 L=50, wide\)$/m);
     expect(r.stdout).toMatch(/^excluded: single x 1: needs [\d.]+ GB per machine, more than 90% of 24.0 GB$/m);
     expect(r.stdout).toMatch(/^\| mode \| ranks \| workers \| memory per rank \| received per rank per step \| step ms at 10 Gb\/s .* \| samples\/s at 10 Gb\/s \| 100 Gb\/s \|$/m);
-    expect(r.stdout).toMatch(/^\| sharded \| 16 \| 2 \| [\d.]+ GB \| [\d.]+ MB \| [\d.]+ \(/m);
+    expect(r.stdout).toMatch(/^\| sharded \| 16 \| 1 \| [\d.]+ GB \| [\d.]+ MB \| [\d.]+ \(/m);
     expect(r.stdout).toMatch(/^chosen: \d+ sharded ranks are the fastest configuration that fits \(one process does not fit\)$/m);
   });
 

@@ -2,8 +2,7 @@
 // rank 1 dies (SIGKILL) after two steps while rank 0 goes on into the next step's collectives: mpirun must
 // end the job naming rank 1 (no rank waits forever). Uses the compiled dist/.
 import { runAsRank } from '../../dist/src/train/distributed.js';
-import { Network } from '../../dist/src/network/network.js';
-import { ShardedModel, shardLabels, sliceConfig } from '../../dist/src/train/sharded.js';
+import { allocateRank, featureFrequencies, ShardedModel, shardFeatures, shardLabels } from '../../dist/src/train/sharded.js';
 import { labelFrequencies } from '../../dist/src/train/metrics.js';
 
 const D = 20, L = 6, N = 32;
@@ -17,10 +16,9 @@ const data = {
 for (let i = 0; i < N; i++) data.indices.set([i % (D - 1), (i % (D - 1)) + 1], 2 * i);
 const io = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
 const code = await runAsRank(io, async (dist) => {
-  const freq = labelFrequencies(data.labelIndices, L);
-  const sharding = shardLabels(freq, dist.size);
-  const net = new Network(sliceConfig(config, sharding.labelsOf[dist.rank].length));
-  const model = new ShardedModel(dist.comm, config, net, sharding, freq);
+  const freq = labelFrequencies(data.labelIndices, L), featureFreq = featureFrequencies(data, D);
+  const spec = allocateRank(config, shardLabels(freq, dist.size).labelsOf[dist.rank].length, shardFeatures(featureFreq, dist.size).featuresOf[dist.rank].length);
+  const model = new ShardedModel(dist.comm, config, { spec }, freq, featureFreq);
   const ids = Uint32Array.from({ length: 16 }, (_, i) => i);
   for (let t = 0; t < 50; t++) {
     if (t === 2 && dist.rank === 1) process.kill(process.pid, 'SIGKILL');

@@ -9,10 +9,11 @@ import { readXC, toShared } from '../../datasets/index.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { Network } from '../../src/network/network.js';
 import { planNetworkMemory } from '../../src/train/memory-plan.js';
-import { sliceConfig } from '../../src/train/sharded.js';
+import { allocateRank } from '../../src/train/sharded.js';
+import { networkBytes } from '../../src/network/allocate.js';
 import {
   collectiveCost, datasetShape, expectedDistinct, probeDataset, rankMemory, rebuildsPerStep, scanDataShape, shapeFromCounts,
-  shardedExchange, stepCost, planTraining, workload, type Calibration,
+  shardedExchange, stepCost, planTraining, waitFactor, workload, type Calibration,
 } from '../../src/train/plan.js';
 import { calibrate, calibrationKey, readCachedCalibration, writeCachedCalibration } from '../../src/train/calibrate.js';
 
@@ -23,6 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const CAL: Calibration = {
   cpu: 'test', hidden: 128, lowerPerMac: 1e-9, outputPerMac: 1e-10, widePerPair: 1e-8, perSample: 1e-5, applyPerFloat: 2e-9,
   rebuildPerRowTable: 2e-8, rebuildPerBucket: 3e-9, parallelEfficiency: 1, parallelWorkers: 2, baseRssBytes: 50e6, probeSeconds: 0,
+  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6, spreadPerSample: 1e-6, coLocated: 1.2 },
 };
 
 const data = probeDataset({ points: 600, features: 3000, labels: 20000, avgNnz: 12, avgLabels: 3, seed: 3 });
@@ -47,7 +49,7 @@ describe('memory per rank', () => {
     }
   });
 
-  it('the network parts equal a real allocation, whole and as a 1/R label slice (which has no hash tables)', () => {
+  it('the network parts equal a real allocation, whole and as a rank\'s 1/R of the labels and of the input features (no hash tables)', () => {
     const c = resolveConfig(sampledWide);
     const shape = datasetShape(data);
     const whole = rankMemory(c, shape, { ranks: 1, sharded: false, workers: 1, batch: 128, bestWeights: false, active: 100 });
@@ -56,21 +58,26 @@ describe('memory per rank', () => {
       const bytes = (name: string) => plan.parts.filter((p) => p.name.startsWith(name)).reduce((s, p) => s + p.bytes, 0);
       // A network with no wide pairs yet holds only the wide part's offsets (inputDim + 1 u32).
       const networkParts = bytes('output layer weights') + bytes('output layer step') + bytes('output layer hash') + bytes('layer 0') + 4 * (c.inputDim + 1);
-      const real = R === 1 ? new Network(sampledWide) : new Network(sliceConfig(sampledWide, Math.ceil(20000 / R)));
-      expect(networkParts).toBe(real.memoryBytes());
+      const real = R === 1 ? new Network(sampledWide).memoryBytes() : networkBytes(allocateRank(sampledWide, Math.ceil(20000 / R), Math.ceil(3000 / R)));
+      expect(networkParts).toBe(real);
       if (R > 1) expect(bytes('output layer hash')).toBe(0);
     }
     expect(whole.parts.some((p) => p.name === 'output layer hash tables')).toBe(true);
   });
 
-  it('sharding divides the output layer and its wide part, not the layers below', () => {
+  it('sharding divides the output layer, its wide part and layer 0\'s rows (its bias stays whole)', () => {
     const c = resolveConfig(sampledWide);
     const shape = datasetShape(data);
     const part = (R: number, name: string) => rankMemory(c, shape, { ranks: R, sharded: true, workers: 1, batch: 128, bestWeights: false, active: 100 }).parts.find((p) => p.name === name)!.bytes;
     expect(part(4, 'output layer weights+Adam')).toBe(12 * 32 * 5000 + 12 * 5000);
-    expect(part(4, 'layer 0 weights+Adam')).toBe(part(1, 'layer 0 weights+Adam'));
-    expect(part(4, 'output layer wide part') - 4 * 3001).toBe(12 * Math.ceil((part(1, 'output layer wide part') - 4 * 3001) / 12 / 4));
-    expect(part(4, 'exchange buffers')).toBe(3 * 4 * 128 * 32);
+    expect(part(4, 'layer 0 weights+Adam')).toBe(12 * 750 * 32 + 12 * 32);
+    expect(part(1, 'layer 0 weights+Adam')).toBe(12 * 3000 * 32 + 12 * 32);
+    expect(part(4, 'layer 0 step counters')).toBe(4 * (750 + 1));
+    // 12 bytes a pair (label, weight, Adagrad sum) and the label-major index's 8 a pair and 4 a label.
+    const pairs = (part(1, 'output layer wide part') - 4 * 3001 - 4 * 20001) / 20;
+    expect(Number.isInteger(pairs) && pairs > 0).toBe(true);
+    expect(part(4, 'output layer wide part')).toBe(4 * 3001 + 20 * Math.ceil(pairs / 4) + 4 * 5001);
+    expect(part(4, 'exchange buffers')).toBe(4 * 128 * (32 + 2 * 32));
   });
 });
 
@@ -82,29 +89,54 @@ describe('exchange', () => {
     expect(collectiveCost({ name: 'x', kind: 'allgather', bytes: 1000 }, 1, 8, 1e-6)).toEqual({ received: 0, seconds: 0 });
   });
 
-  it('label-sharded step: O(batch x hidden) terms, the lower rows gathered or summed', () => {
-    const base = { ranks: 4, batch: 128, firstWidth: 64, lastWidth: 256, featuresPerRank: 1000, featuresPerBatch: 3000, denseFloats: 64 };
-    const c = shardedExchange(base);
-    expect(c).toEqual([
-      { name: 'hidden activations', kind: 'allgather', bytes: 4 * 128 * 256 },
-      { name: 'softmax stats', kind: 'allreduce', bytes: 12 * 128 },
+  it('label-sharded step: the pre-activations and dL/dH all-reduced, the softmax statistics gathered; no gradient rows', () => {
+    expect(shardedExchange({ ranks: 4, batch: 128, firstWidth: 64, lastWidth: 256 })).toEqual([
+      { name: 'pre-activations', kind: 'allreduce', bytes: 4 * 128 * 64 },
+      { name: 'softmax stats', kind: 'allgather', bytes: 24 * 128 * 4 },
       { name: 'hidden gradient', kind: 'allreduce', bytes: 4 * 128 * 256 },
-      { name: 'lower ids', kind: 'allgather', bytes: 4 * (4000 + 4) },
-      { name: 'lower rows (gathered)', kind: 'allgather', bytes: 4 * 4000 * 64 },
-      { name: 'dense', kind: 'allreduce', bytes: 4 * 64 },
     ]);
-    // Overlapping parts (2 |union| < sum): summed over the union.
-    expect(shardedExchange({ ...base, featuresPerBatch: 1500 })[4]).toEqual({ name: 'lower rows (summed)', kind: 'allreduce', bytes: 4 * 1500 * 64 });
   });
 
-  it('bytes per sharded step do not grow with the labels; replicated ones do', () => {
-    const run = (labels: number, mode: 'sharded' | 'replicated') => {
-      const shape = shapeFromCounts({ points: 100000, features: 50000, labels, avgNnz: 40, avgLabels: 4 });
-      const c = resolveConfig({ inputDim: 50000, layers: [{ size: 128 }, { size: labels, sampling: { K: 5, L: 20, logQ: true, budget: 0 } }] });
+  it('bytes per sharded step grow with neither the labels nor the features; replicated ones do', () => {
+    const run = (labels: number, mode: 'sharded' | 'replicated', features = 50000) => {
+      const shape = shapeFromCounts({ points: 100000, features, labels, avgNnz: 40, avgLabels: 4 });
+      const c = resolveConfig({ inputDim: features, layers: [{ size: 128 }, { size: labels, sampling: { K: 5, L: 20, logQ: true, budget: 0 } }] });
       return stepCost(c, shape, workload(c, shape, 128), CAL, { mode, ranks: 8, workers: 1, batch: 128, linkGbps: 10, latency: 2e-5, cores: 1 }).receivedBytes;
     };
     expect(run(670000, 'sharded')).toBe(run(67000, 'sharded'));
+    expect(run(670000, 'sharded')).toBe(run(670000, 'sharded', 500000));
     expect(run(670000, 'replicated')).toBeGreaterThan(1.5 * run(67000, 'replicated'));
+  });
+
+  it('waitFactor: the expected maximum of R standard normal draws', () => {
+    expect(waitFactor(1)).toBe(0);
+    expect(waitFactor(2)).toBeCloseTo(1 / Math.sqrt(Math.PI), 4);
+    expect(waitFactor(4)).toBeCloseTo(1.0294, 3);
+    expect(waitFactor(64)).toBeCloseTo(2.3422, 2);
+  });
+
+  it('a sharded step prices the sharded phases: layer 0 and the output slice divided by R, nothing applied, no rebuilds', () => {
+    const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
+    const c = resolveConfig({ inputDim: 50000, layers: [{ size: 128 }, { size: 64 }, { size: 400000, sampling: { K: 5, L: 20, logQ: true, budget: 0 } }] });
+    const w = workload(c, shape, 128);
+    const k = CAL.shard;
+    for (const R of [2, 8]) {
+      const s = stepCost(c, shape, w, CAL, { mode: 'sharded', ranks: R, workers: 1, batch: 128, linkGbps: 10, latency: 2e-5, cores: 1 });
+      expect(s.lower).toBeCloseTo(128 * ((40 * 128) / R + 128 * 64) * k.lowerPerMac + 128 * k.lowerPerSample, 12);
+      expect(s.output).toBeCloseTo((128 * w.outputMacs * k.outputPerMac) / R, 12);
+      expect(s.overhead).toBeCloseTo(128 * k.perSample, 12);
+      expect(s.apply).toBe(0);
+      expect(s.rebuild).toBe(0);
+      // The waits for the slowest rank grow with R (the expected maximum of R normal draws) and shrink with the work.
+      expect(s.wait).toBeGreaterThan(0);
+      expect(s.total).toBeCloseTo(s.lower + s.output + s.wide + s.overhead + s.exchange + s.wait, 12);
+      expect(s.collectives.map((x) => x.name)).toEqual(['pre-activations', 'softmax stats', 'hidden gradient']);
+      // Two ranks on each machine: every phase at the co-located speed, which includes two ranks' waits.
+      const two = stepCost(c, shape, w, CAL, { mode: 'sharded', ranks: R, workers: 1, batch: 128, linkGbps: 10, latency: 2e-5, cores: 1, ranksPerMachine: 2 });
+      expect(two.lower).toBeCloseTo(s.lower * k.coLocated, 12);
+      expect(two.output).toBeCloseTo(s.output * k.coLocated, 12);
+      expect(two.wait).toBeCloseTo((s.wait * (waitFactor(R) - waitFactor(2))) / waitFactor(R), 12);
+    }
   });
 });
 
@@ -164,14 +196,14 @@ describe('planTraining', () => {
     expect(p.reason).toMatch(/sharded ranks are the fastest configuration that fits/);
   });
 
-  it('label-sharded candidates keep no best-epoch copy (they run --epochs): their wide part costs 12 bytes a pair, a single process\'s 16', () => {
+  it('label-sharded candidates keep no best-epoch copy (they run --epochs): their wide part costs 12 bytes a pair (and its label-major index 8), a single process\'s 16', () => {
     const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
     const p = planTraining({ shape, ranks: [2], bestWeights: true, modes: ['single', 'sharded'] }, CAL);
     const wide = (mode: string) => p.candidates.find((c) => c.mode === mode)!.memoryPerRank.parts.find((x) => x.name === 'output layer wide part')!.bytes;
     const c = p.config;
     const pairs = (wide('single') - 4 * (c.inputDim + 1)) / 16;
     expect(pairs).toBeGreaterThan(0);
-    expect(wide('sharded')).toBe(4 * (c.inputDim + 1) + 12 * Math.ceil(pairs / 2));
+    expect(wide('sharded')).toBe(4 * (c.inputDim + 1) + 12 * Math.ceil(pairs / 2) + 8 * Math.ceil(pairs / 2) + 4 * (200000 + 1));
   });
 
   it('keeps one process when more ranks are not 5% faster', () => {
@@ -189,6 +221,11 @@ describe('calibrate', () => {
     for (const k of ['lowerPerMac', 'outputPerMac', 'widePerPair', 'perSample', 'applyPerFloat', 'rebuildPerRowTable', 'rebuildPerBucket'] as const) {
       expect(Number.isFinite(cal[k]) && cal[k] >= 0, k).toBe(true);
     }
+    for (const k of ['lowerPerMac', 'lowerPerSample', 'outputPerMac', 'widePerPair', 'perSample'] as const) {
+      expect(Number.isFinite(cal.shard[k]) && cal.shard[k] >= 0, `shard.${k}`).toBe(true);
+    }
+    expect(cal.shard.lowerPerMac).toBeGreaterThan(0);
+    expect(cal.shard.outputPerMac).toBeGreaterThan(0);
     expect(cal.lowerPerMac).toBeGreaterThan(0);
     expect(cal.outputPerMac).toBeGreaterThan(0);
     expect(cal.parallelEfficiency).toBe(1);
@@ -197,6 +234,18 @@ describe('calibrate', () => {
     await writeCachedCalibration(c, cal, file);
     expect(await readCachedCalibration(c, file)).toEqual(cal);
     expect(await readCachedCalibration(resolveConfig(dense), file)).toBeNull();
+    // An entry from before the sharded phases were timed is measured again.
+    const { shard: _s, ...old } = cal;
+    await writeCachedCalibration(c, old as Calibration, file);
+    expect(await readCachedCalibration(c, file)).toBeNull();
     expect(calibrationKey(c)).toMatch(/\|H0=32\|H=32\|sampled\|wide$/);
+    expect(cal.shard.coLocated).toBe(1); // one core: no second rank beside the probe's
+  }, 60_000);
+
+  it('times a label-sharded rank beside another (a worker thread, the collectives a barrier of the two)', async () => {
+    const cal = await calibrate({ config: resolveConfig(sampledWide), shape: datasetShape(data), seconds: 0.02, repeats: 1, cores: 2 });
+    // Exactly 1 only when the second rank did not run (a tiny network's steps are mostly the barrier's waits).
+    expect(Number.isFinite(cal.shard.coLocated) && cal.shard.coLocated > 1).toBe(true);
+    expect(cal.parallelWorkers).toBe(2);
   }, 60_000);
 });

@@ -1,21 +1,23 @@
-// Label-sharded training (src/train/sharded.ts, `train --distributed --shard-labels`): the sharding, the
-// row messages, and under `mpirun` (spawning the compiled CLI and test/train/mpi-shard-step.mjs): one
-// sharded step against the unsharded step, 2- and 4-rank runs against one process, checkpoints of 2 ranks
-// resumed under 1 and 4, the saved model read by a single process, and a dying rank named; the same with an
-// output layer that has a wide part (sharded with the labels). The MPI parts are skipped, saying why, where
+// Label-sharded training (src/train/sharded.ts, `train --distributed --shard-labels`): the label and feature
+// shardings, checkpoints re-sharded without MPI, and under `mpirun` (spawning the compiled CLI and
+// test/train/mpi-shard-step.mjs): one sharded step against the unsharded step (dropout on; a middle layer;
+// a wide part), 2- and 4-rank runs against one process, checkpoints of 2 ranks resumed under 1 and 4, the
+// saved model read by a single process, and a dying rank named. The MPI parts are skipped, saying why, where
 // mpirun or the MPI addon is missing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
 import { mpiAddonPath } from '../../src/train/mpi.js';
-import { buildSliceWide, packRows, shardLabels, sliceConfig, sliceMinActive, unpackRows } from '../../src/train/sharded.js';
+import {
+  allocateRank, buildSliceWide, featureFrequencies, initFeatureRows, initSliceRows, replicatedArrays, shardFeatures, shardLabels, sliceConfig, sliceMinActive,
+} from '../../src/train/sharded.js';
 import { Network } from '../../src/network/network.js';
 import { buildWide } from '../../src/network/wide.js';
-import { loadShardedPart, writeShardCheckpoint, type ShardCheckpointMeta } from '../../src/train/shard-checkpoint.js';
+import { loadShardedPart, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta, type ShardPart } from '../../src/train/shard-checkpoint.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 import { randomData } from '../network/helpers.js';
 
@@ -28,9 +30,13 @@ describe('shardLabels', () => {
     // 50 | 30 + 10 + ... | 20 + 9 + 8 + ...: loads within the largest count of each other.
     expect(s.load.reduce((a, b) => a + b)).toBe(130);
     expect(Math.max(...s.load) - Math.min(...s.load)).toBeLessThanOrEqual(10);
-    // Labels without training points are spread by count, not piled on one rank.
+    // Labels without training points are spread by count, not piled on one rank (here not on rank 2, the
+    // least loaded one after the counted labels).
     const zeros = shardLabels(new Uint32Array(10), 4);
     expect(zeros.labelsOf.map((a) => a.length)).toEqual([3, 3, 2, 2]);
+    const unseen = shardLabels(Uint32Array.from([9, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0]), 3);
+    expect(unseen.load).toEqual([9, 5, 3]);
+    expect(unseen.labelsOf.map((a) => a.length)).toEqual([4, 4, 3]);
     expect(shardLabels(freq, 3)).toEqual(s);
     for (const a of s.labelsOf) expect([...a]).toEqual([...a].sort((x, y) => x - y));
   });
@@ -44,92 +50,189 @@ describe('shardLabels', () => {
     expect(sliceConfig(global, 250).layers.at(-1)).toEqual({ size: 250, activation: undefined, wide: { maxPerLabel: 5 } });
     expect(sliceConfig({ inputDim: 10, layers: [{ size: 8 }, { size: 1000 }] }, 250).layers.at(-1)).toEqual({ size: 250, activation: undefined });
     expect(sliceConfig(global, 250).layers[0]).toEqual({ size: 8 });
+    expect(sliceConfig(global, 250).inputDim).toBe(10);
+    expect(sliceConfig(global, 250, 4).inputDim).toBe(4);
     expect(sliceMinActive(global, 4)).toBe(26);
     expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 100_000, sampling: {} }] }, 2)).toBe(250);
     expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 10 }] }, 2)).toBe(0);
   });
 });
 
-describe('sharded checkpoints with a wide part (no MPI: the ranks\' calls made one after another)', () => {
-  const global = { inputDim: 30, seed: 2, layers: [{ size: 8 }, { size: 14, wide: { maxPerLabel: 4, init: 2, minShare: 0.2 } }] };
+describe('shardFeatures', () => {
+  it('balances the nonzero counts greedily, gives every feature one row of one rank, and is deterministic', () => {
+    const data = randomData(400, 300, 10, 31, { maxNnz: 12, labelCounts: [1] });
+    const freq = featureFrequencies(data as never, 300);
+    expect(freq.reduce((a, b) => a + b, 0)).toBe(data.offsets[data.points]);
+    for (const R of [2, 3, 4]) {
+      const s = shardFeatures(freq, R);
+      expect(s.featuresOf.map((a) => a.length).reduce((a, b) => a + b)).toBe(300);
+      for (let f = 0; f < 300; f++) expect(s.featuresOf[s.owner[f]!]![s.local[f]!]).toBe(f);
+      for (const a of s.featuresOf) expect([...a]).toEqual([...a].sort((x, y) => x - y));
+      // Loads within the largest single count of each other (the greedy bound).
+      expect(Math.max(...s.load) - Math.min(...s.load)).toBeLessThanOrEqual(Math.max(...freq));
+      expect(s.load.reduce((a, b) => a + b)).toBe(data.offsets[data.points]);
+      expect(shardFeatures(Uint32Array.from(freq), R)).toEqual(s);
+    }
+    expect(() => shardFeatures(new Uint32Array(2), 3)).toThrow('cannot shard 2 features over 3 ranks');
+    expect(() => featureFrequencies(data as never, 100)).toThrow('Expected feature ids < 100');
+  });
+
+  it('a rank\'s layer 0 holds the rows of its features only, initialised as the whole network\'s rows of the same features', () => {
+    const global = { inputDim: 50, seed: 4, layers: [{ size: 6 }, { size: 9 }, { size: 20 }] };
+    const whole = new Network(global);
+    const freq = Uint32Array.from({ length: 50 }, (_, f) => (f * 7) % 11);
+    const labels = Uint32Array.from([1, 5, 19]);
+    const s = shardFeatures(freq, 3);
+    for (let r = 0; r < 3; r++) {
+      const spec = allocateRank(global, labels.length, s.featuresOf[r]!.length);
+      const l0 = spec.layers[0]!;
+      expect(l0.inDim).toBe(s.featuresOf[r]!.length);
+      expect(l0.features).toBe(50);
+      expect(l0.weights.length).toBe(6 * l0.inDim);
+      expect(l0.mWeights.length).toBe(6 * l0.inDim);
+      initFeatureRows(global, s.featuresOf[r]!, l0);
+      initSliceRows(global, labels, spec.layers.at(-1)!);
+      s.featuresOf[r]!.forEach((f, e) => expect([...l0.weights.subarray(e * 6, (e + 1) * 6)]).toEqual([...whole.spec.layers[0]!.weights.subarray(f * 6, (f + 1) * 6)]));
+      labels.forEach((j, e) => expect([...spec.layers[2]!.weights.subarray(e * 9, (e + 1) * 9)]).toEqual([...whole.spec.layers[2]!.weights.subarray(j * 9, (j + 1) * 9)]));
+      expect([...spec.layers[1]!.weights]).toEqual([...whole.spec.layers[1]!.weights]);
+    }
+  });
+});
+
+describe('sharded checkpoints (no MPI: the ranks\' calls made one after another)', () => {
+  const global = { inputDim: 30, seed: 2, layers: [{ size: 8 }, { size: 5 }, { size: 14, wide: { maxPerLabel: 4, init: 2, minShare: 0.2 } }] };
   const data = randomData(60, 30, 14, 224, { maxNnz: 8, labelCounts: [1, 2, 3] });
   const freq = new Uint32Array(14);
   for (const j of data.labelIndices) freq[j]!++;
+  const featureFreq = featureFrequencies(data as never, 30);
   const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config: global, ranks: 2, epoch: 1, batch: 0, batchesDone: 7, trainPoints: 60, settings: {} };
-  const makeNet = (rows: number) => new Network(sliceConfig(global, rows));
+  /** Rank r of R's part with recognisable values: row weights, moments and steps that name their global ids. */
+  const partOf = (r: number, R: number): ShardPart => {
+    const labels = shardLabels(freq, R).labelsOf[r]!, features = shardFeatures(featureFreq, R).featuresOf[r]!;
+    const spec = allocateRank(global, labels.length, features.length);
+    buildSliceWide(global, { spec }, labels, data as never);
+    const l0 = spec.layers[0]!, out = spec.layers.at(-1)!;
+    features.forEach((f, e) => {
+      for (let i = 0; i < 8; i++) l0.weights[e * 8 + i] = f + i / 10, l0.mWeights[e * 8 + i] = -f, l0.vWeights[e * 8 + i] = 2 * f;
+      l0.rowSteps[e] = 100 + f;
+    });
+    labels.forEach((j, e) => {
+      for (let i = 0; i < 5; i++) out.weights[e * 5 + i] = j + i / 10, out.mWeights[e * 5 + i] = -j;
+      out.bias[e] = j;
+      out.rowSteps[e] = 200 + j;
+    });
+    for (const a of Object.values(replicatedArrays(spec))) for (let i = 0; i < a.length; i++) a[i] = i + 1;
+    // Adagrad sums that name their pair: 1000 x feature + global label.
+    const w = out.wide!;
+    for (let f = 0; f < 30; f++) for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) w.accum[e] = 1000 * f + labels[w.labels[e]!]!;
+    return { spec, labels, features, labelFreq: freq, featureFreq };
+  };
   let tmp = '';
+  let ckpt = '';
+  let written: ShardCheckpointMeta;
   afterAll(async () => {
     if (tmp) await rm(tmp, { recursive: true, force: true });
   });
 
-  it('2 slices written, read back under 3 ranks: every rank gets exactly its labels\' pairs, weights and Adagrad sums', async () => {
-    tmp = await mkdtemp(join(tmpdir(), 'sublinear-shard-wide-'));
-    const two = shardLabels(freq, 2);
-    for (let r = 0; r < 2; r++) {
-      const net = makeNet(two.labelsOf[r]!.length);
-      buildSliceWide(global, net, two.labelsOf[r]!, data as never);
-      // Adagrad sums that name their pair: 1000 x feature + global label.
-      const w = net.spec.layers.at(-1)!.wide!;
-      for (let f = 0; f < 30; f++) for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) w.accum[e] = 1000 * f + two.labelsOf[r]![w.labels[e]!]!;
-      await writeShardCheckpoint(tmp, r, net.spec, two.labelsOf[r]!, freq, meta, () => {});
-    }
-    const ckpt = readdirSync(tmp).filter((n) => n.startsWith('sharded-')).map((n) => join(tmp, n))[0]!;
+  it('2 slices written, read back under 1, 3 and 4 ranks: every rank gets exactly its features\' and labels\' rows, wide pairs and Adagrad sums, and the replicated parts', async () => {
+    tmp = await mkdtemp(join(tmpdir(), 'sublinear-shard-ckpt-'));
+    for (let r = 0; r < 2; r++) await writeShardCheckpoint(tmp, r, partOf(r, 2), meta, () => {});
+    ckpt = readdirSync(tmp).filter((n) => n.startsWith('sharded-')).map((n) => join(tmp, n))[0]!;
+    written = await readShardManifest(ckpt);
+    expect(written.layout).toBe(2);
     const whole = buildWide(data as never, null, 30, 14, 4, 2, 0.2);
-    const three = shardLabels(freq, 3);
-    let pairs = 0;
-    for (let r = 0; r < 3; r++) {
-      const part = await loadShardedPart(ckpt, meta, r, 3, makeNet, shardLabels);
-      const labels = three.labelsOf[r]!;
-      expect(Array.from(part.labels)).toEqual(Array.from(labels));
-      const w = part.net.spec.layers.at(-1)!.wide!;
-      const got: string[] = [], want: string[] = [];
-      for (let f = 0; f < 30; f++) {
-        for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) {
-          const j = labels[w.labels[e]!]!;
-          got.push(`${f},${j},${w.weights[e]}`);
-          expect(w.accum[e]).toBe(1000 * f + j);
+    for (const R of [1, 3, 4]) {
+      let pairs = 0, rows = 0;
+      for (let r = 0; r < R; r++) {
+        const part = await loadShardedPart(ckpt, written, r, R);
+        const want = partOf(r, R);
+        expect(Array.from(part.labels)).toEqual(Array.from(want.labels));
+        expect(Array.from(part.features)).toEqual(Array.from(want.features));
+        expect(Array.from(part.featureFreq)).toEqual(Array.from(featureFreq));
+        for (const k of [0, 1, 2]) {
+          for (const a of ['weights', 'bias', 'mWeights', 'vWeights', 'rowSteps', 'biasSteps'] as const) {
+            expect(Array.from(part.spec.layers[k]![a]), `layer ${k} ${a} (rank ${r} of ${R})`).toEqual(Array.from(want.spec.layers[k]![a]));
+          }
         }
-        for (let e = whole.offsets[f]!; e < whole.offsets[f + 1]!; e++) if (labels.includes(whole.labels[e]!)) want.push(`${f},${whole.labels[e]},${whole.weights[e]}`);
+        rows += part.spec.layers[0]!.inDim;
+        const w = part.spec.layers.at(-1)!.wide!;
+        const got: string[] = [], wantPairs: string[] = [];
+        for (let f = 0; f < 30; f++) {
+          for (let e = w.offsets[f]!; e < w.offsets[f + 1]!; e++) {
+            const j = part.labels[w.labels[e]!]!;
+            got.push(`${f},${j},${w.weights[e]}`);
+            expect(w.accum[e]).toBe(1000 * f + j);
+          }
+          for (let e = whole.offsets[f]!; e < whole.offsets[f + 1]!; e++) if (part.labels.includes(whole.labels[e]!)) wantPairs.push(`${f},${whole.labels[e]},${whole.weights[e]}`);
+        }
+        expect(got).toEqual(wantPairs);
+        pairs += w.labels.length;
       }
-      expect(got).toEqual(want);
-      pairs += w.labels.length;
+      expect(pairs).toBe(whole.labels.length);
+      expect(rows).toBe(30);
     }
-    expect(pairs).toBe(whole.labels.length);
   });
 
-  it('a slice file whose wide part is damaged or missing is refused, naming the file and the problem', async () => {
-    const ckpt = readdirSync(tmp).filter((n) => n.startsWith('sharded-')).map((n) => join(tmp, n))[0]!;
+  it('a checkpoint written before layer 0 was sharded (layer 0 whole in shared.bin) is read: each rank takes its features\' rows', async () => {
+    const old = join(tmp, 'legacy');
+    cpSync(ckpt, old, { recursive: true });
+    // shared.bin as it was: layer 0 whole (each row naming its feature), no feature counts; slices without layer 0.
+    const sf = await readBinFile(join(old, 'shared.bin'));
+    const { featureFreq: _f, ...sections } = sf.sections;
+    const W = new Float32Array(30 * 8), steps = new Uint32Array(30);
+    for (let f = 0; f < 30; f++) {
+      for (let i = 0; i < 8; i++) W[f * 8 + i] = f + i / 10;
+      steps[f] = 100 + f;
+    }
+    const { layout: _l, ...oldMeta } = sf.meta as ShardCheckpointMeta;
+    const M = W.map((x) => -Math.floor(x)), V = W.map((x) => 2 * Math.floor(x));
+    await writeBinFile(join(old, 'shared.bin'), { kind: 'checkpoint', meta: oldMeta, sections: { ...sections, 'layer0.weights': W, 'layer0.mWeights': M, 'layer0.vWeights': V, 'layer0.rowSteps': steps } });
+    for (let r = 0; r < 2; r++) {
+      const f = await readBinFile(join(old, `slice-${r}.bin`));
+      const { features: _a, 'in.weights': _b, 'in.mWeights': _c, 'in.vWeights': _d, 'in.rowSteps': _e, ...rest } = f.sections;
+      await writeBinFile(join(old, `slice-${r}.bin`), { kind: 'checkpoint', meta: f.meta, sections: rest });
+    }
+    for (const R of [1, 3]) {
+      for (let r = 0; r < R; r++) {
+        const part = await loadShardedPart(old, oldMeta as ShardCheckpointMeta, r, R, { featureFreq });
+        const want = partOf(r, R);
+        expect(Array.from(part.features)).toEqual(Array.from(want.features));
+        for (const a of ['weights', 'mWeights', 'vWeights', 'rowSteps', 'bias'] as const) expect(Array.from(part.spec.layers[0]![a])).toEqual(Array.from(want.spec.layers[0]![a]));
+        expect(Array.from(part.spec.layers.at(-1)!.weights)).toEqual(Array.from(want.spec.layers.at(-1)!.weights));
+      }
+    }
+  });
+
+  it('a damaged or incomplete slice file is refused, naming the file and the problem', async () => {
     const file = join(ckpt, 'slice-1.bin');
     const f = await readBinFile(file);
-    const bad = (f.sections['wide.labels'] as Uint32Array).slice();
-    bad[0] = 99;
-    await writeBinFile(file, { kind: 'checkpoint', meta: f.meta, sections: { ...f.sections, 'wide.labels': bad } });
-    await expect(loadShardedPart(ckpt, meta, 0, 2, makeNet, shardLabels)).rejects.toThrow(`${file}: wide.labels[0] = 99 is not a label id (< 14)`);
+    const put = (sections: Record<string, unknown>) => writeBinFile(file, { kind: 'checkpoint', meta: f.meta, sections: sections as never });
+    const badLabels = (f.sections['wide.labels'] as Uint32Array).slice();
+    badLabels[0] = 99;
+    await put({ ...f.sections, 'wide.labels': badLabels });
+    await expect(loadShardedPart(ckpt, written, 0, 2)).rejects.toThrow(`${file}: wide.labels[0] = 99 is not a label id (< 14)`);
     const { ['wide.accum']: _, ...rest } = f.sections;
-    await writeBinFile(file, { kind: 'checkpoint', meta: f.meta, sections: rest });
-    await expect(loadShardedPart(ckpt, meta, 0, 2, makeNet, shardLabels)).rejects.toThrow(`${file}: no wide part (wide.offsets, wide.labels, wide.weights, wide.accum), but the network has one`);
-  });
-});
-
-describe('packRows / unpackRows', () => {
-  it('round-trips the gradient rows of input-major and neuron-major layers', () => {
-    const grads = [
-      { ids: Uint32Array.from([3, 7]), rows: Float32Array.from([1, 2, 3, 4, 5, 6]), rowBias: null, biasVector: Float32Array.from([9, 8, 7]) },
-      { ids: Uint32Array.from([1]), rows: Float32Array.from([1, 1, 1]), rowBias: Float32Array.from([0.5]), biasVector: null },
-    ];
-    const msg = packRows(grads, [true, false]);
-    const u = unpackRows(msg, 2, [3, 3], [true, false], 0);
-    expect(u).toHaveLength(2);
-    expect([...u[0]!.ids]).toEqual([3, 7]);
-    expect([...u[0]!.rows]).toEqual([1, 2, 3, 4, 5, 6]);
-    expect([...u[0]!.biasVector!]).toEqual([9, 8, 7]);
-    expect([...u[1]!.rowBias!]).toEqual([0.5]);
-  });
-
-  it('names the rank whose message is malformed', () => {
-    const msg = packRows([{ ids: Uint32Array.from([3]), rows: Float32Array.from([1, 2]), rowBias: null, biasVector: null }], [true]);
-    expect(() => unpackRows(msg.subarray(0, msg.length - 4), 1, [2], [true], 3)).toThrow("rank 3's gradient-row message is malformed");
-    expect(() => unpackRows(msg, 1, [3], [true], 1)).toThrow("rank 1's gradient-row message is malformed");
+    await put(rest);
+    await expect(loadShardedPart(ckpt, written, 0, 2)).rejects.toThrow(`${file}: no wide part (wide.offsets, wide.labels, wide.weights, wide.accum), but the network has one`);
+    const feats = (f.sections.features as Uint32Array).slice();
+    feats[0] = 31;
+    await put({ ...f.sections, features: feats });
+    await expect(loadShardedPart(ckpt, written, 0, 2)).rejects.toThrow(`${file}: feature 31 is >= the network's 30 input features`);
+    const other = (await readBinFile(join(ckpt, 'slice-0.bin'))).sections.features as Uint32Array;
+    feats[0] = other[0]!;
+    await put({ ...f.sections, features: feats });
+    await expect(loadShardedPart(ckpt, written, 0, 2)).rejects.toThrow(`${file}: feature ${other[0]} is held by two slices`);
+    await put({ ...f.sections, 'in.weights': (f.sections['in.weights'] as Float32Array).subarray(8) });
+    await expect(loadShardedPart(ckpt, written, 0, 2)).rejects.toThrow(`${file}: in.weights has`);
+    const { ['in.rowSteps']: _r, ...noSteps } = f.sections;
+    await put(noSteps);
+    await expect(loadShardedPart(ckpt, written, 0, 2)).rejects.toThrow(`${file}: no in.rowSteps section`);
+    // A torn file (its checksum) is named too.
+    await put(f.sections);
+    const bytes = readFileSync(file);
+    bytes[bytes.length - 40] ^= 0xff;
+    writeFileSync(file, bytes);
+    await expect(loadShardedPart(ckpt, written, 0, 2)).rejects.toThrow(file);
   });
 });
 
@@ -168,7 +271,10 @@ function single(...args: string[]): Run {
 const lastJson = (s: string) => JSON.parse(s.trim().split('\n').at(-1)!);
 
 /** A line of test/train/mpi-shard-step.mjs (one rank). */
-type StepLine = { labels: number; dHDiff: number; lowerDiff: number; outDiff: number; stepsDiff: number; loss: number; refLoss: number; wideDiff: number; accumDiff: number; widePairs: number; wideMoved: number };
+type StepLine = {
+  labels: number; features: number; dHDiff: number; layer0Diff: number; replicatedDiff: number; outDiff: number; stepsDiff: number; loss: number; refLoss: number;
+  wideDiff: number; accumDiff: number; widePairs: number; wideMoved: number; checksums: string[]; bytesPerStep: number; bytesWant: number;
+};
 
 /** One sharded step under np ranks against the unsharded step (test/train/mpi-shard-step.mjs with args): the checks of every variant; the ranks' lines. */
 function checkStep(np: number, ...args: string[]): StepLine[] {
@@ -177,12 +283,22 @@ function checkStep(np: number, ...args: string[]): StepLine[] {
   const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as StepLine);
   expect(lines).toHaveLength(np);
   expect(lines.map((l) => l.labels).reduce((a, b) => a + b)).toBe(11);
+  expect(lines.map((l) => l.features).reduce((a, b) => a + b)).toBe(40);
   for (const l of lines) {
     expect(l.dHDiff).toBeLessThan(1e-5);
-    expect(l.lowerDiff).toBeLessThan(1e-6);
+    // Layer 0 gathered from every rank's feature slice, the replicated parts and this rank's output rows: the
+    // unsharded step's, up to float rounding (the pre-activations are summed in another order).
+    expect(l.layer0Diff).toBeLessThan(1e-6);
+    expect(l.replicatedDiff).toBeLessThan(1e-6);
     expect(l.outDiff).toBeLessThan(1e-6);
     expect(l.stepsDiff).toBe(0);
     expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-4 * Math.abs(l.refLoss));
+    // Every rank's replicated parts are bit-identical.
+    expect(l.checksums).toHaveLength(np);
+    expect(new Set(l.checksums).size).toBe(1);
+    expect(l.checksums).toEqual(lines[0]!.checksums);
+    // The exchange: the Z and dH all-reduces and 24 bytes per sample, nothing else.
+    expect(l.bytesPerStep).toBeCloseTo(l.bytesWant, 6);
   }
   return lines;
 }
@@ -216,13 +332,14 @@ afterAll(async () => {
 });
 
 describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpirun${reason ? ` (skipped: ${reason})` : ''}`, () => {
-  it('one sharded step equals the unsharded step (2 and 4 ranks); dL/dH summed over the shards matches a TypeScript reference', () => {
+  it('one sharded step equals the unsharded step with dropout on (2 and 4 ranks; with a middle layer too); dL/dH summed over the shards matches a TypeScript reference', () => {
     for (const np of [2, 4]) checkStep(np);
+    for (const np of [2, 4]) checkStep(np, 'deep');
   }, 120_000);
 
-  it('with a wide part: one sharded step equals the unsharded step under 1, 2 and 4 ranks (wide weights and Adagrad sums included)', () => {
-    for (const np of [1, 2, 4]) {
-      const lines = checkStep(np, 'wide');
+  it('with a wide part: one sharded step equals the unsharded step under 1, 2 and 4 ranks (wide weights and Adagrad sums included; its terms read label by label, or scanned)', () => {
+    for (const [np, how] of [[1, 'wide'], [2, 'wide'], [4, 'wide'], [2, 'scan']] as const) {
+      const lines = checkStep(np, 'wide', how);
       expect(lines.map((l) => l.widePairs).reduce((a: number, b: number) => a + b)).toBeGreaterThan(30);
       for (const l of lines) {
         expect(Math.abs(l.loss - l.refLoss)).toBeLessThan(1e-6 * Math.abs(l.refLoss));
@@ -323,6 +440,7 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     const full = mpirun(2, CLI, 'train', ...common, '--epochs', '3', '--distributed', '--shard-labels', '--json');
     expect(full.code, full.stderr).toBe(0);
     const want = lastJson(full.stdout).metrics.p1 as number;
+    const wantLoss = lastJson(full.stdout).history.at(-1).loss as number;
     const done = readdirSync(ck).filter((n) => n.startsWith('sharded-')).sort();
     expect(done.length).toBeGreaterThanOrEqual(1);
     expect(done.length).toBeLessThanOrEqual(2);
@@ -338,6 +456,10 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
       const j = lastJson(r.stdout);
       expect(j.ranks).toBe(np);
       expect(Math.abs(j.metrics.p1 - want)).toBeLessThanOrEqual(0.01);
+      // The third epoch continues the uninterrupted run's: its loss up to float rounding (the shards sum in
+      // another order under another number of ranks).
+      expect(j.history.map((h: { epoch: number }) => h.epoch)).toEqual([3]);
+      expect(Math.abs(j.history[0].loss - wantLoss)).toBeLessThan(1e-4 * wantLoss);
       // The resumed run checkpoints into the directory it resumed from; the torn one is removed.
       const names = readdirSync(c);
       expect(names).not.toContain('sharded-9999999999');
