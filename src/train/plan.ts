@@ -240,6 +240,11 @@ export interface Workload {
   rebuildRows: number;
   /** Hash tables of the sampled output layer. */
   tables: number;
+  /**
+   * Training queries hash tables (Network.tablesInTraining). Without, fit() builds none: the output layer's
+   * tables stay allocated and untouched, so they are not resident.
+   */
+  tablesQueried: boolean;
   /** Buckets of the sampled output layer's tables (tables x 2^rangeBits). */
   buckets: number;
   /** Rebuilds per training step of the default schedule over the first epoch. */
@@ -300,11 +305,13 @@ export function workload(config: ResolvedNetworkConfig, shape: DataShape, batch:
     widePairs = (nnzPer * widePairsTotal) / shape.features;
   }
   const steps = Math.ceil(shape.points / batch);
+  const tablesQueried = layers.some((l, k) => !!l.sampling && (k < layers.length - 1 || l.sampling.budget > 0 || !l.sampling.sharedFill));
   return {
     lowerMacs, outputMacs: active * H, active, widePairs, widePairsTotal, widePairsExpected,
     rebuildRows: out.sampling ? out.size : 0, tables: out.sampling ? out.sampling.L : 0, buckets: out.sampling ? out.sampling.L * 2 ** out.sampling.rangeBits : 0,
     // Scheduled rebuilds only where training queries the tables (Network.tablesInTraining).
-    rebuildsPerStep: out.sampling && layers.some((l, k) => l.sampling && (k < layers.length - 1 || l.sampling.budget > 0 || !l.sampling.sharedFill)) ? rebuildsPerStep(steps) : 0,
+    rebuildsPerStep: tablesQueried ? rebuildsPerStep(steps) : 0,
+    tablesQueried,
   };
 }
 
@@ -585,7 +592,9 @@ export interface PlanCandidate {
    * Predicted peak resident memory per rank: the process's measured base, plus the plan's parts with two
    * upper bounds replaced by expectations: the wide part's pairs (`Workload.widePairsExpected`) and the
    * worker scratch (the kernels apply gradients row by row, so only the activations, deltas and active ids
-   * of a batch, 12 x batch x the active neurons of every layer per worker, are resident).
+   * of a batch, 12 x batch x the active neurons of every layer per worker, are resident); and without the
+   * output layer's hash tables where training queries none (`Workload.tablesQueried`: allocated, never
+   * touched).
    */
   peakRssBytes: number;
   step: StepCost;
@@ -769,6 +778,7 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
         const Rs = mode === 'sharded' ? R : 1;
         let resident = memoryPerRank.totalBytes;
         for (const part of memoryPerRank.parts) {
+          if (part.name === 'output layer hash tables' && !w.tablesQueried) resident -= part.bytes;
           if (part.name === 'output layer wide part') resident -= (best ? 16 : mode === 'sharded' ? 20 : 12) * (Math.ceil(w.widePairsTotal / Rs) - Math.ceil(w.widePairsExpected / Rs));
           if (part.name.startsWith('worker scratch')) {
             let act = 0;

@@ -206,6 +206,21 @@ describe('planTraining', () => {
     expect(wide('sharded')).toBe(4 * (c.inputDim + 1) + 12 * Math.ceil(pairs / 2) + 8 * Math.ceil(pairs / 2) + 4 * (200000 + 1));
   });
 
+  it('the output layer\'s hash tables are not resident when training queries none (the defaults: budget 0)', () => {
+    const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
+    const idle = resolveConfig(defaultConfig(shape));
+    const used = resolveConfig(defaultConfig(shape));
+    used.layers[1]!.sampling!.budget = 32;
+    const one = (config: typeof idle) => planTraining({ shape, config, modes: ['single'] }, CAL).candidates[0]!;
+    const a = one(idle), b = one(used);
+    const tables = a.memoryPerRank.parts.find((x) => x.name === 'output layer hash tables')!.bytes;
+    expect(tables).toBeGreaterThan(0);
+    expect(a.memoryPerRank.totalBytes).toBe(b.memoryPerRank.totalBytes); // allocated either way
+    // The table candidates (budget 32) add a little resident scratch besides the tables themselves.
+    expect(b.peakRssBytes - a.peakRssBytes - tables).toBeGreaterThanOrEqual(0);
+    expect(b.peakRssBytes - a.peakRssBytes - tables).toBeLessThan(tables / 100);
+  });
+
   it('keeps one process when more ranks are not 5% faster', () => {
     const shape = shapeFromCounts({ points: 5000, features: 2000, labels: 100, avgNnz: 20, avgLabels: 2 });
     const p = planTraining({ shape, ranks: [2, 4], linkGbps: [0.01] }, CAL);
