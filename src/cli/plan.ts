@@ -38,6 +38,7 @@ const planFlags = {
   batch: { type: 'integer', min: 1, valueName: 'n', description: 'global batch (default 128, or the --config file\'s batchSize)' },
   epochs: { type: 'integer', min: 1, valueName: 'n', description: 'a fixed number of epochs, as train --epochs (then no copy of the best epoch\'s weights is kept); default: held-out early stopping' },
   workers: { type: 'integer', min: 1, max: 256, valueName: 'n', description: 'worker threads per rank (default: the defaults rule: the cores per rank with a sampled output layer, else 1)' },
+  threads: { type: 'integer', min: 1, max: 256, valueName: 'n', description: 'one process: threads sharing each batch (default: the defaults rule: the cores with a dense output layer and one worker, else 1)' },
   cores: { type: 'integer', min: 1, valueName: 'n', description: 'cores per machine (default: this machine\'s)' },
   memory: { type: 'string', valueName: 'bytes', description: 'memory per machine, e.g. 24GB; the plan keeps 90% (default: this machine\'s)' },
   ranksPerMachine: { type: 'integer', min: 1, valueName: 'n', description: 'ranks started on each machine: they share its cores and memory (default 1)' },
@@ -139,6 +140,7 @@ async function planCommand(o: PlanOptions, io: CliIO): Promise<number> {
   if (shape.features > resolved.inputDim) throw new Error(`${source} has ${shape.features} features but the configuration's inputDim is ${resolved.inputDim}`);
   const batch = o.batch ?? file?.training.batchSize ?? 128;
   const workers = o.workers ?? file?.training.workers;
+  const threads = o.threads ?? file?.training.threads;
   const bestWeights = (o.epochs ?? file?.training.epochs) === undefined && file?.training.validation !== false;
 
   const cacheFile = o.calibration ?? defaultCalibrationFile();
@@ -154,7 +156,7 @@ async function planCommand(o: PlanOptions, io: CliIO): Promise<number> {
     }
   }
   const plan = planTraining({
-    shape, config: resolved, batch, ...(workers !== undefined ? { workers } : {}), ranks, linkGbps: links, ...(modes ? { modes } : {}), bestWeights,
+    shape, config: resolved, batch, ...(workers !== undefined ? { workers } : {}), ...(threads !== undefined ? { threads } : {}), ranks, linkGbps: links, ...(modes ? { modes } : {}), bestWeights,
     machine: {
       ...(o.cores !== undefined ? { cores: o.cores } : {}), ...(memoryBytes !== undefined ? { memoryBytes } : {}), linkGbps: links[0]!, latency: o.latencyUs * 1e-6,
       ...(o.ranksPerMachine !== undefined ? { ranksPerMachine: o.ranksPerMachine } : {}),
@@ -177,7 +179,7 @@ function powersOfTwo(max: number): number[] {
 /** The plan as JSON: everything but the data's frequency arrays. */
 export function planJson(p: TrainingPlan, source: string, cached: boolean, cacheFile: string): unknown {
   const cand = (c: PlanCandidate) => ({
-    mode: c.mode, ranks: c.ranks, workers: c.workers, batch: c.batch, linkGbps: c.linkGbps, fits: c.fits, ...(c.excluded ? { excluded: c.excluded } : {}),
+    mode: c.mode, ranks: c.ranks, workers: c.workers, threads: c.threads, batch: c.batch, linkGbps: c.linkGbps, fits: c.fits, ...(c.excluded ? { excluded: c.excluded } : {}),
     memoryPerRankBytes: c.memoryPerRank.totalBytes, memoryParts: c.memoryPerRank.parts, peakRssBytes: c.peakRssBytes,
     samplesPerSec: c.samplesPerSec, epochSeconds: c.epochSeconds,
     stepSeconds: { lower: c.step.lower, output: c.step.output, wide: c.step.wide, overhead: c.step.overhead, apply: c.step.apply, rebuild: c.step.rebuild, exchange: c.step.exchange, wait: c.step.wait, total: c.step.total },
@@ -200,6 +202,7 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
   lines.push(`measured on ${c.cpu}${cached ? ' (cached)' : ''}: lower ${n(c.lowerPerMac * 1e9, 3)} ns/MAC, output ${n(c.outputPerMac * 1e9, 3)} ns/MAC, ` +
     `wide ${n(c.widePerPair * 1e9, 1)} ns/pair, ${n(c.perSample * 1e6, 1)} us/sample, apply ${n(c.applyPerFloat * 1e9, 2)} ns/float, ` +
     `rebuild ${n(c.rebuildPerRowTable * 1e9, 1)} ns/(row x table) + ${n(c.rebuildPerBucket * 1e9, 2)} ns/bucket, ${c.parallelWorkers} workers at ${n(100 * c.parallelEfficiency)}% each, ` +
+    (c.threadSpeedup !== undefined ? `1 worker with ${c.parallelWorkers} threads per batch ${n(c.threadSpeedup, 2)}x one, ` : '') +
     `label-sharded rank: lower ${n(c.shard.lowerPerMac * 1e9, 3)} ns/MAC + ${n(c.shard.lowerPerSample * 1e6, 1)} us/sample, ` +
     `output ${n(c.shard.outputPerMac * 1e9, 3)} ns/MAC, wide ${n(c.shard.widePerPair * 1e9, 1)} ns/pair, ${n(c.shard.perSample * 1e6, 1)} us/sample, ` +
     `spread ${n(c.shard.spreadPerSample * 1e6, 2)} us/sample, ${n(c.shard.coLocated ?? 1, 2)}x beside another rank`);
@@ -218,7 +221,7 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
   for (const g of groups.values()) {
     const x = g[0]!, s = x.step, ms = (v: number) => (v * 1000).toFixed(v * 1000 < 10 ? 2 : 1);
     const sps = links.map((l) => g.find((y) => y.linkGbps === l) ?? x).map((y) => n(y.samplesPerSec));
-    lines.push(`| ${x.mode} | ${x.ranks} | ${x.workers} | ${formatBytes(x.memoryPerRank.totalBytes)}${x.excluded ? ' (excluded)' : ''} | ${formatBytes(s.receivedBytes)} | ` +
+    lines.push(`| ${x.mode} | ${x.ranks} | ${x.workers}${x.threads > 1 ? ` (x ${x.threads} threads)` : ''} | ${formatBytes(x.memoryPerRank.totalBytes)}${x.excluded ? ' (excluded)' : ''} | ${formatBytes(s.receivedBytes)} | ` +
       `${ms(s.total)} (${[s.lower, s.output, s.wide, s.overhead, s.apply, s.rebuild, s.exchange, s.wait].map(ms).join(' / ')}) | ${sps.join(' | ')} |`);
   }
   lines.push('');

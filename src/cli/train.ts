@@ -243,7 +243,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   if (o.save && writer) await checkOutputFile(o.save, '--save', modelFileBytes(net));
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
   if (!quiet) io.err(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)${threads > 1 ? ` x ${threads} threads per batch` : ''}\n`);
-  if (!quiet) io.err(`${runPlanLine(resolved, train, { workers, batch: batchSize ?? 128, bestWeights, ranks: dist ? dist.size : 1, mode: dist ? 'replicated' : 'single', ...(dist ? { cores: coresPerRank(defaultWorkers()) } : {}) }, await readCachedCalibration(resolved))}\n`);
+  if (!quiet) io.err(`${runPlanLine(resolved, train, { workers, threads, batch: batchSize ?? 128, bestWeights, ranks: dist ? dist.size : 1, mode: dist ? 'replicated' : 'single', ...(dist ? { cores: coresPerRank(defaultWorkers()) } : {}) }, await readCachedCalibration(resolved))}\n`);
   // Without --save (or a checkpoint) the trained weights are kept nowhere: say so before training.
   if (!o.save && !o.checkpoint && !o.unsavedOk && writer) {
     io.err('sublinear: warning: no --save: the trained model will not be kept (give --save <model> to keep it)\n');

@@ -316,21 +316,28 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const fitData = fitPoints === dataW.points ? dataW : subset(dataW, Uint32Array.from({ length: fitPoints }, (_, i) => i));
   // The second epoch's wall time, scaled by the share of the run's wall time its threads had the cores (the
   // CPU time over `workers` x the wall time; the worker threads do all but the batching).
-  const fitRun = async (workers: number) => {
+  const fitRun = async (workers: number, threads = 1) => {
     const sw = stopwatch();
     sw.start();
-    const st = await netB.fit(fitData, { epochs: 2, batchSize: batch, workers, validation: false, inputScaling: 'off', rebuild: { first: 1e9, maxInterval: 1e9 } });
-    const share = sw.ratio(Math.min(workers, cores));
+    const st = await netB.fit(fitData, { epochs: 2, batchSize: batch, workers, threads, validation: false, inputScaling: 'off', rebuild: { first: 1e9, maxInterval: 1e9 } });
+    // (Intra-batch threads are idle in a batch's serial parts: their run is taken as timed.)
+    const share = threads > 1 ? 1 : sw.ratio(Math.min(workers, cores));
     const h = st.history;
     return ((h[1]!.trainSeconds - h[0]!.trainSeconds) / fitData.points) * share;
   };
   const f1 = Math.min(await fitRun(1), await fitRun(1));
   perSample += Math.max(0, f1 - BW.perSample);
   let parallelEfficiency = 1;
+  let threadSpeedup: number | undefined;
   const W = Math.max(1, cores);
   if (W > 1) {
     const fW = Math.min(await fitRun(W), await fitRun(W));
     parallelEfficiency = Math.min(1, Math.max(0.05, f1 / fW / W));
+    // A dense output layer trains on one worker whose batches the cores share (FitOptions.threads).
+    if (!out.sampling) {
+      const fT = Math.min(await fitRun(1, W), await fitRun(1, W));
+      threadSpeedup = Math.min(W, Math.max(0.2, f1 / fT));
+    }
   }
 
   // netApplyRows per float (lazy Adam of exchanged rows), on network B.
@@ -349,7 +356,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const shard = await probeShard({ probeConfig, data, sparse, dataW, wideOn, batch, target, repeats, active, dense: !out.sampling, wide: !!out.wide, Np, cores });
   return {
     cpu: cpus()[0]?.model ?? 'unknown', hidden: H, lowerPerMac, outputPerMac, widePerPair, perSample, applyPerFloat, rebuildPerRowTable, rebuildPerBucket,
-    shard, parallelEfficiency, parallelWorkers: W, baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
+    shard, parallelEfficiency, parallelWorkers: W, ...(threadSpeedup !== undefined ? { threadSpeedup } : {}), baseRssBytes, probeSeconds: (performance.now() - t0) / 1000,
   };
 }
 

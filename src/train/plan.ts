@@ -347,6 +347,12 @@ export interface Calibration {
   parallelEfficiency: number;
   /** Cores the parallel probe used. */
   parallelWorkers: number;
+  /**
+   * Throughput of one worker whose batches `parallelWorkers` intra-batch threads share (FitOptions.threads)
+   * over one thread's, measured on a dense output layer's probe network (absent in calibrations of sampled
+   * networks and in older ones: no speed-up is assumed).
+   */
+  threadSpeedup?: number;
   /** Resident memory of this process before the probe allocated anything (Node + the addon), bytes. */
   baseRssBytes: number;
   /** Seconds the probe took. */
@@ -584,6 +590,8 @@ export interface PlanCandidate {
   mode: PlanMode;
   ranks: number;
   workers: number;
+  /** Intra-batch threads per process (single mode; 1 elsewhere). */
+  threads: number;
   batch: number;
   linkGbps: number;
   memoryPerRank: MemoryPlan;
@@ -613,6 +621,11 @@ export interface PlanInput {
   batch?: number;
   /** Worker threads per rank. Default: the defaults rule (the cores per rank with a sampled output, else 1). */
   workers?: number;
+  /**
+   * Intra-batch threads of one process (FitOptions.threads). Default: the defaults rule (the cores with a
+   * dense output layer and one worker, else 1).
+   */
+  threads?: number;
   /** Rank counts to consider. Default [1]. */
   ranks?: number[];
   /** Link speeds to consider (Gb/s). Default [machine.linkGbps]. */
@@ -641,7 +654,7 @@ export interface TrainingPlan {
 /** Predicted cost of one step of `mode` on R ranks with W workers each. */
 export function stepCost(
   config: ResolvedNetworkConfig, shape: DataShape, w: Workload, cal: Calibration,
-  o: { mode: PlanMode; ranks: number; workers: number; batch: number; linkGbps: number; latency: number; cores: number; ranksPerMachine?: number },
+  o: { mode: PlanMode; ranks: number; workers: number; batch: number; linkGbps: number; latency: number; cores: number; ranksPerMachine?: number; threads?: number },
 ): StepCost {
   const R = o.mode === 'single' ? 1 : o.ranks;
   const B = o.batch, b = B / R;
@@ -674,7 +687,11 @@ export function stepCost(
     }
   } else {
     const threads = Math.max(1, Math.min(o.workers, o.cores));
-    const speedup = threads > 1 ? threads * cal.parallelEfficiency : 1;
+    // One worker whose batches T intra-batch threads share: the probe's measured speed-up with its cores,
+    // in proportion for fewer threads.
+    const T = Math.max(1, Math.min(o.threads ?? 1, o.cores));
+    const shared = threads === 1 && T > 1 && cal.threadSpeedup ? 1 + ((cal.threadSpeedup - 1) * (T - 1)) / Math.max(1, cal.parallelWorkers - 1) : 1;
+    const speedup = threads > 1 ? threads * cal.parallelEfficiency : shared;
     lower = (b * w.lowerMacs * cal.lowerPerMac) / speedup;
     overhead = (b * cal.perSample) / speedup;
     output = (b * w.outputMacs * cal.outputPerMac) / speedup;
@@ -757,7 +774,10 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
   const modes = input.modes ?? ['single', 'replicated', 'sharded'];
   const limit = Math.floor(0.9 * machine.memoryBytes);
   const coresPerRank = Math.max(1, Math.floor(machine.cores / machine.ranksPerMachine));
-  const workers = input.workers ?? defaultTraining(config, coresPerRank).workers;
+  const dflt = defaultTraining(config, coresPerRank);
+  const workers = input.workers ?? dflt.workers;
+  // Intra-batch threads (FitOptions.threads): by default every core of a lone worker training a dense output.
+  const threads = input.threads ?? (workers <= 1 ? dflt.threads : 1);
   const w = workload(config, shape, batch, input.widePoints);
   const wide = !!config.layers.at(-1)!.wide;
   const candidates: PlanCandidate[] = [];
@@ -772,7 +792,7 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
         // Ranks on one machine share its cores and memory (one process alone has them all).
         const together = Math.min(R, machine.ranksPerMachine);
         const cores = Math.max(1, Math.floor(machine.cores / together));
-        const step = stepCost(config, shape, w, cal, { mode, ranks: R, workers: W, batch, linkGbps: link, latency: machine.latency, cores, ranksPerMachine: together });
+        const step = stepCost(config, shape, w, cal, { mode, ranks: R, workers: W, batch, linkGbps: link, latency: machine.latency, cores, ranksPerMachine: together, ...(mode === 'single' ? { threads } : {}) });
         const fits = memoryPerRank.totalBytes * together <= limit;
         const samplesPerSec = batch / step.total;
         const Rs = mode === 'sharded' ? R : 1;
@@ -787,7 +807,7 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
           }
         }
         const c: PlanCandidate = {
-          mode, ranks: R, workers: W, batch, linkGbps: link, memoryPerRank, fits, peakRssBytes: cal.baseRssBytes + resident,
+          mode, ranks: R, workers: W, threads: mode === 'single' ? threads : 1, batch, linkGbps: link, memoryPerRank, fits, peakRssBytes: cal.baseRssBytes + resident,
           step, samplesPerSec, epochSeconds: shape.points / samplesPerSec,
         };
         if (mode === 'replicated' && wide) c.excluded = 'replicated ranks cannot train a wide part (give a --config without one, or shard the labels)';
@@ -831,7 +851,7 @@ export function networkLine(c: ResolvedNetworkConfig): string {
 /** One line: what would run and what it costs. `train` prints it at start. */
 export function formatPlanLine(p: TrainingPlan): string {
   const c = p.chosen;
-  const who = c.mode === 'single' ? `1 process x ${c.workers} worker${c.workers > 1 ? 's' : ''}` : `${c.ranks} ${c.mode} ranks x ${c.workers} worker${c.workers > 1 ? 's' : ''} at ${c.linkGbps} Gb/s`;
+  const who = c.mode === 'single' ? `1 process x ${c.workers} worker${c.workers > 1 ? 's' : ''}${c.threads > 1 ? ` x ${c.threads} threads per batch` : ''}` : `${c.ranks} ${c.mode} ranks x ${c.workers} worker${c.workers > 1 ? 's' : ''} at ${c.linkGbps} Gb/s`;
   const speed = `${Math.round(c.samplesPerSec).toLocaleString('en-US')} samples/s, ${formatSeconds(c.epochSeconds)} per epoch`;
   return `plan: ${who}, batch ${c.batch}: ${formatBytes(c.memoryPerRank.totalBytes)} per ${c.mode === 'single' ? 'process' : 'rank'} (peak RSS ~${formatBytes(c.peakRssBytes)}), ~${speed}`;
 }
@@ -883,7 +903,7 @@ export function probeDataset(o: { points: number; features: number; labels: numb
  * samples/s and epoch time; without one, says how to get it.
  */
 export function runPlanLine(
-  config: ResolvedNetworkConfig, data: SparseDataset, o: { workers: number; batch: number; bestWeights: boolean; ranks: number; mode: PlanMode; cores?: number }, cal: Calibration | null,
+  config: ResolvedNetworkConfig, data: SparseDataset, o: { workers: number; threads?: number; batch: number; bestWeights: boolean; ranks: number; mode: PlanMode; cores?: number }, cal: Calibration | null,
 ): string {
   const shape = datasetShape(data);
   if (!cal) {
@@ -894,7 +914,7 @@ export function runPlanLine(
   }
   const p = planTraining({
     // The wide part estimated on 5,000 points: choosing its pairs on more would hold memory the run needs.
-    shape, config, batch: o.batch, workers: o.workers, ranks: [o.ranks], modes: [o.mode], bestWeights: o.bestWeights, widePoints: 5000,
+    shape, config, batch: o.batch, workers: o.workers, ...(o.threads !== undefined ? { threads: o.threads } : {}), ranks: [o.ranks], modes: [o.mode], bestWeights: o.bestWeights, widePoints: 5000,
     machine: { ...(o.cores !== undefined ? { cores: o.cores } : {}), ranksPerMachine: 1 },
   }, cal);
   return formatPlanLine(p);

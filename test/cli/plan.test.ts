@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from './built.js';
 import { defaultConfig, resolveConfig } from '../../src/network/config.js';
@@ -92,7 +92,8 @@ describe('sublinear plan: output', () => {
     expect(j.calibration.cached).toBe(true);
     const single = j.candidates.find((x) => x.mode === 'single')!;
     const s1 = single as unknown as { memoryPerRankBytes: number; memoryParts: unknown; workers: number };
-    expect(s1.workers).toBe(1); // dense output: one worker (defaults rule)
+    expect(s1.workers).toBe(1); // dense output: one worker (defaults rule), whose batches the cores share
+    expect((single as unknown as { threads: number }).threads).toBe(Math.max(1, cpus().length));
     expect(s1.memoryPerRankBytes).toBe(planNetworkMemory(c, 1, d, false).totalBytes);
     expect(s1.memoryParts).toEqual(planNetworkMemory(c, 1, d, false).parts);
     expect(['single', 'sharded']).toContain(j.chosen.mode);
@@ -101,7 +102,7 @@ describe('sublinear plan: output', () => {
     expect(sharded.collectives.map((x) => x.name)).toEqual(['pre-activations', 'softmax stats', 'hidden gradient']);
     expect((sharded as unknown as { workers: number }).workers).toBe(1); // one thread per sharded rank
     expect(Object.keys(sharded.stepSeconds)).toEqual(['lower', 'output', 'wide', 'overhead', 'apply', 'rebuild', 'exchange', 'wait', 'total']);
-    expect(j.line).toMatch(/^plan: (1 process x 1 worker|2 sharded ranks x 1 worker at 10 Gb\/s), batch 128: [\d.]+ MB per (process|rank) \(peak RSS ~[\d.]+ MB\), ~[\d,]+ samples\/s, [\d.]+ s per epoch$/);
+    expect(j.line).toMatch(/^plan: (1 process x 1 worker( x \d+ threads per batch)?|2 sharded ranks x 1 worker at 10 Gb\/s), batch 128: [\d.]+ MB per (process|rank) \(peak RSS ~[\d.]+ MB\), ~[\d,]+ samples\/s, [\d.]+ s per epoch$/);
   });
 
   it('projections from a known shape: the single process does not fit, sharded ranks do', () => {

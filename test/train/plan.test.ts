@@ -13,7 +13,7 @@ import { allocateRank } from '../../src/train/sharded.js';
 import { networkBytes } from '../../src/network/allocate.js';
 import {
   collectiveCost, datasetShape, expectedDistinct, probeDataset, rankMemory, rebuildsPerStep, scanDataShape, shapeFromCounts,
-  shardedExchange, stepCost, planTraining, waitFactor, workload, type Calibration,
+  shardedExchange, stepCost, planTraining, formatPlanLine, waitFactor, workload, type Calibration,
 } from '../../src/train/plan.js';
 import { calibrate, calibrationKey, readCachedCalibration, writeCachedCalibration } from '../../src/train/calibrate.js';
 
@@ -219,6 +219,17 @@ describe('planTraining', () => {
     // The table candidates (budget 32) add a little resident scratch besides the tables themselves.
     expect(b.peakRssBytes - a.peakRssBytes - tables).toBeGreaterThanOrEqual(0);
     expect(b.peakRssBytes - a.peakRssBytes - tables).toBeLessThan(tables / 100);
+  });
+
+  it('one worker whose batches intra-batch threads share (a dense output layer) runs at the probe\'s measured thread speed-up', () => {
+    const shape = shapeFromCounts({ points: 5000, features: 2000, labels: 100, avgNnz: 20, avgLabels: 2 });
+    const speed = (cal: Calibration, threads?: number) =>
+      planTraining({ shape, modes: ['single'], machine: { cores: 2 }, ...(threads !== undefined ? { threads } : {}) }, cal).candidates[0]!;
+    const withThreads = { ...CAL, threadSpeedup: 1.6 };
+    expect(speed(withThreads).threads).toBe(2); // the defaults rule: every core for a lone dense worker
+    expect(speed(withThreads).samplesPerSec / speed(withThreads, 1).samplesPerSec).toBeCloseTo(1.6, 6);
+    expect(speed(CAL).samplesPerSec).toBeCloseTo(speed(CAL, 1).samplesPerSec, 6); // an older calibration: no speed-up assumed
+    expect(formatPlanLine(planTraining({ shape, modes: ['single'], machine: { cores: 2 } }, withThreads))).toMatch(/^plan: 1 process x 1 worker x 2 threads per batch, /);
   });
 
   it('keeps one process when more ranks are not 5% faster', () => {
