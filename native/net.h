@@ -197,7 +197,7 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
 // multiplied by each scale before its wide part's scores are added, and outIdx/outVal are (n, S, k): sample
 // i's k best under scale si at ((i S) + si) k (held-out blending, ValidationOptions.blend: one candidate set
 // serves every scale; exact prediction makes one pass per scale).
-// Returns the number of output neurons scored over the slice (n * outDim per scale when exact).
+// Returns the number of output neurons scored over the slice (n * outDim when exact), once whatever S.
 double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers,
                          const CsrView& data, const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled,
                          const float* scales = nullptr, uint32_t S = 1);

@@ -178,7 +178,7 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
     for (uint32_t si = 0; si < S; ++si)
       predict_dense(outIdx + size_t(si) * k, outVal + size_t(si) * k, size_t(S) * k, last, prev, n, c.ldn, k, s, data, rows,
                     scales[si]);
-    return double(n) * last.outDim * S;
+    return double(n) * last.outDim;
   }
   net::LayerBuf& buf = s.layer[kLast];
   if (last.hasIndex) {

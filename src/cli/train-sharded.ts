@@ -58,6 +58,7 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   }
   if ((given.inputFormat ?? given.format) === 'text') throw new UsageError('--shard-labels reads numeric data (XC or LIBSVM): vectorise text in one process first');
   if (given.workers !== undefined && given.workers !== 1) throw new UsageError('--shard-labels runs one thread per rank: give --workers 1 (or leave it out) and more ranks instead');
+  if (given.threads !== undefined && given.threads !== 1) throw new UsageError('--shard-labels runs one thread per rank: give --threads 1 (or leave it out) and more ranks instead');
   const comm = dist.comm;
   const m = mpi();
   const gatherv = (b: Uint8Array, root: number) => m.gatherv(b, root);

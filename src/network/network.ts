@@ -879,7 +879,7 @@ export class Network {
       );
     }
     await Promise.all(jobs);
-    return labels.map((l, si) => ({ points: data.points, k, labels: l, scores: scores[si]!, outputsScoredPerPoint: scored / S / Math.max(1, data.points) }));
+    return labels.map((l, si) => ({ points: data.points, k, labels: l, scores: scores[si]!, outputsScoredPerPoint: scored / Math.max(1, data.points) }));
   }
 
   /**

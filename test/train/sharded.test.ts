@@ -247,6 +247,9 @@ describe('train --shard-labels usage', () => {
     const b = run('--train', 'x.txt', '--shard-labels', '--distributed', '--workers', '2', '--epochs', '1');
     expect(b.status).toBe(2);
     expect(b.stderr).toContain('--shard-labels runs one thread per rank');
+    const c = run('--train', 'x.txt', '--shard-labels', '--distributed', '--threads', '2', '--epochs', '1');
+    expect(c.status).toBe(2);
+    expect(c.stderr).toContain('give --threads 1 (or leave it out) and more ranks instead');
   }, 60_000);
 });
 
