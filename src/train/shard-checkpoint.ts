@@ -204,12 +204,7 @@ export async function loadShardedPart(
     // Layer 0 whole in shared.bin: this rank's features' rows.
     const w = section(sharedFile, ss, 'layer0.weights', Float32Array, D * H0), m = section(sharedFile, ss, 'layer0.mWeights', Float32Array, D * H0);
     const v = section(sharedFile, ss, 'layer0.vWeights', Float32Array, D * H0), steps = section(sharedFile, ss, 'layer0.rowSteps', Uint32Array, D);
-    features.forEach((f, e) => {
-      l0.weights.set(w.subarray(f * H0, (f + 1) * H0), e * H0);
-      l0.mWeights.set(m.subarray(f * H0, (f + 1) * H0), e * H0);
-      l0.vWeights.set(v.subarray(f * H0, (f + 1) * H0), e * H0);
-      l0.rowSteps[e] = steps[f]!;
-    });
+    features.forEach((f, e) => copyTrainedRow(l0, e, { w, m, v, steps }, f, H0));
   }
   await readSliceRows(ckpt, manifest.ranks, { labels, numLabels: L, out: spec.layers.at(-1)!, features: legacy ? null : features, numFeatures: D, l0 });
   return { spec, labels, features, labelFreq, featureFreq, inputScale: (scale as Float32Array | undefined) ?? null };
@@ -244,46 +239,58 @@ async function readSliceRows(
     const oW = [section(file, s, 'out.mWeights', Float32Array, W.length), section(file, s, 'out.vWeights', Float32Array, W.length)];
     const oB = [section(file, s, 'out.bias', Float32Array, lab.length), section(file, s, 'out.mBias', Float32Array, lab.length), section(file, s, 'out.vBias', Float32Array, lab.length)];
     const oSteps = section(file, s, 'out.rowSteps', Uint32Array, lab.length);
-    for (let e = 0; e < lab.length; e++) {
-      const j = lab[e]!;
-      if (j >= numLabels) throw new Error(`${file}: label ${j} is >= the network's ${numLabels} labels`);
-      if (seenLabel[j]) throw new Error(`${file}: label ${j} is held by two slices`);
-      seenLabel[j] = 1;
-      const row = rowOf[j]!;
-      if (row < 0) continue;
-      found++;
-      out.weights.set(W.subarray(e * d, (e + 1) * d), row * d);
-      out.mWeights.set(oW[0]!.subarray(e * d, (e + 1) * d), row * d);
-      out.vWeights.set(oW[1]!.subarray(e * d, (e + 1) * d), row * d);
+    found += forOwnedIds(file, lab, numLabels, 'label', 'labels', seenLabel, rowOf, (e, row) => {
+      copyTrainedRow(out, row, { w: W, m: oW[0]!, v: oW[1]!, steps: oSteps }, e, d);
       out.bias[row] = oB[0]![e]!;
       out.mBias[row] = oB[1]![e]!;
       out.vBias[row] = oB[2]![e]!;
-      out.rowSteps[row] = oSteps[e]!;
-    }
+    });
     if (features) {
       const ids = section(file, s, 'features', Uint32Array);
       const iW = section(file, s, 'in.weights', Float32Array, ids.length * H0);
       const iM = section(file, s, 'in.mWeights', Float32Array, ids.length * H0), iV = section(file, s, 'in.vWeights', Float32Array, ids.length * H0);
       const iSteps = section(file, s, 'in.rowSteps', Uint32Array, ids.length);
-      for (let e = 0; e < ids.length; e++) {
-        const x = ids[e]!;
-        if (x >= numFeatures) throw new Error(`${file}: feature ${x} is >= the network's ${numFeatures} input features`);
-        if (seenFeature[x]) throw new Error(`${file}: feature ${x} is held by two slices`);
-        seenFeature[x] = 1;
-        const row = featureRow[x]!;
-        if (row < 0) continue;
-        foundFeatures++;
-        l0.weights.set(iW.subarray(e * H0, (e + 1) * H0), row * H0);
-        l0.mWeights.set(iM.subarray(e * H0, (e + 1) * H0), row * H0);
-        l0.vWeights.set(iV.subarray(e * H0, (e + 1) * H0), row * H0);
-        l0.rowSteps[row] = iSteps[e]!;
-      }
+      foundFeatures += forOwnedIds(file, ids, numFeatures, 'feature', 'input features', seenFeature, featureRow, (e, row) =>
+        copyTrainedRow(l0, row, { w: iW, m: iM, v: iV, steps: iSteps }, e, H0));
     }
     if (out.wide) wideParts.push(pickWide(storedWide(file, s, out.wide.inputDim, numLabels), rowOf));
   }
   if (found !== labels.length) throw new Error(`${ckpt}: its slices hold ${found} of this rank's ${labels.length} labels`);
   if (features && foundFeatures !== features.length) throw new Error(`${ckpt}: its slices hold ${foundFeatures} of this rank's ${features.length} input features`);
   if (out.wide) out.wide = mergeWide(wideParts, out.wide.inputDim);
+}
+
+/**
+ * Goes through the ids a slice file holds (`ids`, each < `limit`): refuses, naming the file, one out of range
+ * or already held by another slice (`seen`), and calls own(e, row) for entry e of each id this rank owns
+ * (rowOf[id] >= 0). Returns how many it owns.
+ */
+function forOwnedIds(
+  file: string, ids: Uint32Array, limit: number, what: string, whatAll: string, seen: Uint8Array, rowOf: Int32Array,
+  own: (e: number, row: number) => void,
+): number {
+  let owned = 0;
+  for (let e = 0; e < ids.length; e++) {
+    const x = ids[e]!;
+    if (x >= limit) throw new Error(`${file}: ${what} ${x} is >= the network's ${limit} ${whatAll}`);
+    if (seen[x]) throw new Error(`${file}: ${what} ${x} is held by two slices`);
+    seen[x] = 1;
+    const row = rowOf[x]!;
+    if (row < 0) continue;
+    owned++;
+    own(e, row);
+  }
+  return owned;
+}
+
+/** Copies row `from` of stored weights, Adam moments and step counters (rows of `width`) into row `to` of `dst`. */
+function copyTrainedRow(
+  dst: LayerState, to: number, src: { w: Float32Array; m: Float32Array; v: Float32Array; steps: Uint32Array }, from: number, width: number,
+): void {
+  dst.weights.set(src.w.subarray(from * width, (from + 1) * width), to * width);
+  dst.mWeights.set(src.m.subarray(from * width, (from + 1) * width), to * width);
+  dst.vWeights.set(src.v.subarray(from * width, (from + 1) * width), to * width);
+  dst.rowSteps[to] = src.steps[from]!;
 }
 
 /** The wide part of a slice file (global label ids), checked; throws naming the file. */
