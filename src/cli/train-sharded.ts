@@ -3,7 +3,7 @@
 // slice of the input features' rows of layer 0, and trains with the others step by step; rank 0 prints, writes
 // the shared part of checkpoints and the model.
 import { dirname, resolve } from 'node:path';
-import { resolveConfig, defaultConfig, type NetworkConfig } from '../network/config.js';
+import { resolveConfig, defaultConfig, defaultTraining, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
 import { native } from '../native.js';
 import { applyInputScale, detectInputScale } from '../network/input-scale.js';
@@ -148,7 +148,7 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const sharding = model.sharding;
   const mine = model.labels;
   const batchSize = o.batch ?? 128;
-  const lr = o.lr ?? file?.training.lr ?? (resolved.layers.at(-1)!.sampling ? 1e-2 : 1e-3);
+  const lr = o.lr ?? file?.training.lr ?? defaultTraining(resolved, 1, false).lr; // a fixed number of epochs: see defaultTraining
   model.prepareLogQ(train.points, batchSize);
   const epochs = o.epochs;
   const seed = resolved.seed;

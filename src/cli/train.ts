@@ -432,7 +432,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
             epochs: stats.epochs,
             ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
             batchSize: batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128,
-            lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers).lr),
+            lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers, bestWeights).lr),
             version: packageVersion(),
           },
         });

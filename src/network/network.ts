@@ -332,7 +332,7 @@ export class Network {
     const valOpt = opts.validation === undefined ? (opts.epochs === undefined ? {} : false) : opts.validation;
     let validation: ResolvedValidation | null = valOpt === false ? null : resolveValidation(valOpt);
     if (validation && opts.epochs === undefined) opts = { ...opts, epochs: validation.maxEpochs };
-    const dflt = defaultTraining(this.config, defaultWorkers());
+    const dflt = defaultTraining(this.config, defaultWorkers(), validation !== null);
     if (!resumed && opts.lr === undefined) opts = { ...opts, lr: dflt.lr };
     // Intra-batch threads share the cores with HOGWILD workers: the default gives them only to a lone worker.
     if (opts.threads === undefined && !opts.executor) opts = { ...opts, threads: (opts.workers ?? dflt.workers) <= 1 ? dflt.threads : 1 };

@@ -56,7 +56,7 @@ export interface FitOptions {
   inputScaling?: InputScaling;
   /** Points per mini-batch. Default 128 (SLIDE). */
   batchSize?: number;
-  /** Adam learning rate. Default 1e-2 when the output layer is sampled, else 1e-3 (see defaultTraining in src/network/config.ts). */
+  /** Adam learning rate. Default 1e-3 with a dense output layer; with a sampled one 5e-3 when held-out validation decides the epochs, 1e-2 for a fixed number (see defaultTraining in src/network/config.ts). */
   lr?: number;
   /** Adam beta1. Default 0.9. */
   beta1?: number;

@@ -2,6 +2,8 @@
 // default comes from the data's shape, never from a dataset's name.
 import { describe, expect, it } from 'vitest';
 import { defaultConfig, defaultTraining, resolveConfig, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
+import { Network } from '../../src/network/network.js';
+import { synthesize } from '../../datasets/synth.js';
 
 const shape = (features: number, labels: number, points = 10_000) => ({ features, labels, points });
 
@@ -54,10 +56,28 @@ describe('defaultConfig', () => {
 });
 
 describe('defaultTraining', () => {
-  it('lr 1e-2 and all cores as HOGWILD workers with a sampled output layer; 1e-3 and one worker whose batches all cores share with a dense one', () => {
+  it('lr 5e-3 (1e-2 for a fixed number of epochs) and all cores as HOGWILD workers with a sampled output layer; 1e-3 and one worker whose batches all cores share with a dense one', () => {
     const dense = resolveConfig(defaultConfig(shape(1836, 159)));
     const sampled = resolveConfig(defaultConfig(shape(135_909, 670_091)));
     expect(defaultTraining(dense, 8)).toEqual({ lr: 1e-3, workers: 1, threads: 8 });
-    expect(defaultTraining(sampled, 8)).toEqual({ lr: 1e-2, workers: 8, threads: 1 });
+    expect(defaultTraining(dense, 8, false)).toEqual({ lr: 1e-3, workers: 1, threads: 8 });
+    expect(defaultTraining(sampled, 8)).toEqual({ lr: 5e-3, workers: 8, threads: 1 });
+    expect(defaultTraining(sampled, 8, false)).toEqual({ lr: 1e-2, workers: 8, threads: 1 });
+  });
+
+  it('fit() trains a sampled output layer at 5e-3 under held-out validation and at 1e-2 for a fixed number of epochs', async () => {
+    const syn = synthesize({ shape: 'tiny', points: 600, seed: 5 });
+    const cfg = { inputDim: syn.features, seed: 3, layers: [{ size: 24 }, { size: syn.labels, sampling: { hash: 'dwta' as const, K: 2, L: 4, logQ: true } }] };
+    const held = await new Network(cfg).fit(syn, { workers: 0, validation: { maxEpochs: 1, minHoldout: 1 } });
+    expect(held.validation![0]!.lr).toBe(5e-3);
+    // A fixed epoch count: the same weights as lr 1e-2 given explicitly (one worker in this thread: deterministic).
+    const weightsAfter = async (lr?: number) => {
+      const net = new Network(cfg);
+      await net.fit(syn, { epochs: 1, workers: 0, ...(lr !== undefined ? { lr } : {}) });
+      return Array.from(net.spec.layers[1]!.weights);
+    };
+    const dflt = await weightsAfter();
+    expect(dflt).toEqual(await weightsAfter(1e-2));
+    expect(dflt).not.toEqual(await weightsAfter(5e-3));
   });
 });
