@@ -3,7 +3,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { DataFormatError, type SparseDataset } from '../../datasets/index.js';
-import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
+import { defaultConfig, defaultThreads, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import { KFOLD_MEMORY, Network } from '../network/network.js';
 import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { Metrics } from '../train/metrics.js';
@@ -213,10 +213,9 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     io.err(`sublinear: warning: the network's last layer has ${outputs} neurons but ${trainPath} has ${train.labels} labels: ` +
       `outputs ${train.labels}..${outputs - 1} are never a true label and only learn to score low (make the last layer ${train.labels})\n`);
   }
-  const dfltTraining = defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers());
-  const workers = o.workers ?? t.workers ?? dfltTraining.workers;
-  // Intra-batch threads go to a lone worker (FitOptions.threads); replicated ranks train in mode 3 (one thread).
-  const threads = o.threads ?? t.threads ?? (workers <= 1 && !dist ? dfltTraining.threads : 1);
+  const workers = o.workers ?? t.workers ?? defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers()).workers;
+  // Intra-batch threads go to a lone worker (defaultThreads); replicated ranks train in mode 3 (one thread).
+  const threads = o.threads ?? t.threads ?? (dist ? 1 : defaultThreads(resolved, defaultWorkers(), workers));
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
   const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
   const plan = planNetworkMemory(resolved, workers, train, bestWeights);

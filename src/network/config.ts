@@ -376,6 +376,18 @@ export function defaultConfig(shape: { features: number; labels: number; points?
  */
 export const DEFAULT_WIDE: Required<WideConfig> = { maxPerLabel: 64, lr: 0.2, init: 8, minShare: 0.1, negatives: 0 };
 
+/**
+ * Whether training queries hash tables (Network.tablesInTraining, the plan's Workload.tablesQueried): a sampled
+ * hidden layer does; a sampled output layer only with table candidates (budget > 0) or without the
+ * batch-shared set (its per-sample fill). The defaults' output layers take neither (the wide part replaced
+ * the candidates), and prediction probes the cluster index: rebuilding their tables was 25-30% of the
+ * training time at the 670k shape.
+ */
+export function tablesQueriedInTraining(c: ResolvedNetworkConfig): boolean {
+  const last = c.layers.length - 1;
+  return c.layers.some((l, k) => !!l.sampling && (k < last || l.sampling.budget > 0 || !l.sampling.sharedFill));
+}
+
 /** DWTA sub-hashes per key (3 bits each) for a sampled layer of `neurons`: about 2.5 neurons per bucket. */
 function tableBits(neurons: number): number {
   return Math.min(8, Math.max(2, Math.round(Math.log2(neurons / 2.5) / 3)));
@@ -402,4 +414,13 @@ function tableBits(neurons: number): number {
 export function defaultTraining(c: ResolvedNetworkConfig, cores: number, heldOut = true): { lr: number; workers: number; threads: number } {
   const sampled = !!c.layers.at(-1)!.sampling;
   return { lr: sampled ? (heldOut ? 5e-3 : 1e-2) : 1e-3, workers: sampled ? cores : 1, threads: sampled ? 1 : Math.max(1, cores) };
+}
+
+/**
+ * The default intra-batch threads (FitOptions.threads) of a process training with `workers` workers on `cores`
+ * cores: they share the cores with HOGWILD workers, so only a lone worker gets them (defaultTraining's
+ * `threads`: all the cores with a dense output layer, else 1).
+ */
+export function defaultThreads(c: ResolvedNetworkConfig, cores: number, workers: number): number {
+  return workers <= 1 ? defaultTraining(c, cores).threads : 1;
 }

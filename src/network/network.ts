@@ -4,7 +4,7 @@
 import { sharedFloat32, sharedUint32, toShared, type SparseDataset } from '../../datasets/csr.js';
 import { checkDataset } from './check-data.js';
 import { native } from '../native.js';
-import { defaultTraining, resolveConfig, storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
+import { defaultThreads, defaultTraining, resolveConfig, storedConfig, tablesQueriedInTraining, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import type { TextVectorizer } from '../text/vectorizer.js';
 import type { NetSpec } from './native-types.js';
 import { allocateNetwork, allocateTablesOf, allocateTrainingState, hasTables, networkBytes } from './allocate.js';
@@ -334,8 +334,7 @@ export class Network {
     if (validation && opts.epochs === undefined) opts = { ...opts, epochs: validation.maxEpochs };
     const dflt = defaultTraining(this.config, defaultWorkers(), validation !== null);
     if (!resumed && opts.lr === undefined) opts = { ...opts, lr: dflt.lr };
-    // Intra-batch threads share the cores with HOGWILD workers: the default gives them only to a lone worker.
-    if (opts.threads === undefined && !opts.executor) opts = { ...opts, threads: (opts.workers ?? dflt.workers) <= 1 ? dflt.threads : 1 };
+    if (opts.threads === undefined && !opts.executor) opts = { ...opts, threads: defaultThreads(this.config, defaultWorkers(), opts.workers ?? dflt.workers) };
     const o = resolveFitOptions(opts);
     // A resumed schedule keeps its restored state unless different rebuild options are given.
     if (opts.rebuild && this.schedule && !(resumed && sameRebuild(opts.rebuild, this.schedule))) {
@@ -709,15 +708,9 @@ export class Network {
     for (const a of [out.weights, out.bias]) for (let e = 0; e < a.length; e++) a[e] = a[e]! * f;
   }
 
-  /**
-   * See FitTarget.tablesInTraining: a sampled hidden layer queries its tables; a sampled output layer only
-   * with table candidates (budget > 0) or without the batch-shared set (its per-sample fill). The defaults'
-   * output layers take neither (the wide part replaced the candidates), and prediction probes the cluster
-   * index: rebuilding their tables was 25-30% of the training time at the 670k shape.
-   */
+  /** See FitTarget.tablesInTraining and tablesQueriedInTraining. */
   get tablesInTraining(): boolean {
-    const last = this.config.layers.length - 1;
-    return this.config.layers.some((l, k) => l.sampling && (k < last || l.sampling.budget > 0 || !l.sampling.sharedFill));
+    return tablesQueriedInTraining(this.config);
   }
 
   /** See FitTarget.scheduledRebuild. */

@@ -15,7 +15,7 @@ import { DataFormatError } from '../../datasets/errors.js';
 import type { SparseDataset } from '../../datasets/csr.js';
 import { sharedFloat32, sharedUint32 } from '../../datasets/csr.js';
 import { zipfCdf, sampleCdf } from '../../datasets/synth.js';
-import { defaultConfig, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
+import { defaultConfig, defaultThreads, defaultTraining, resolveConfig, tablesQueriedInTraining, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import { planMemory, formatBytes, type MemoryPlan, type MemoryPart } from './memory-plan.js';
 import { Xoshiro128 } from '../util/rng.js';
 import { buildWide } from '../network/wide.js';
@@ -305,7 +305,7 @@ export function workload(config: ResolvedNetworkConfig, shape: DataShape, batch:
     widePairs = (nnzPer * widePairsTotal) / shape.features;
   }
   const steps = Math.ceil(shape.points / batch);
-  const tablesQueried = layers.some((l, k) => !!l.sampling && (k < layers.length - 1 || l.sampling.budget > 0 || !l.sampling.sharedFill));
+  const tablesQueried = tablesQueriedInTraining(config);
   return {
     lowerMacs, outputMacs: active * H, active, widePairs, widePairsTotal, widePairsExpected,
     rebuildRows: out.sampling ? out.size : 0, tables: out.sampling ? out.sampling.L : 0, buckets: out.sampling ? out.sampling.L * 2 ** out.sampling.rangeBits : 0,
@@ -774,10 +774,8 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
   const modes = input.modes ?? ['single', 'replicated', 'sharded'];
   const limit = Math.floor(0.9 * machine.memoryBytes);
   const coresPerRank = Math.max(1, Math.floor(machine.cores / machine.ranksPerMachine));
-  const dflt = defaultTraining(config, coresPerRank);
-  const workers = input.workers ?? dflt.workers;
-  // Intra-batch threads (FitOptions.threads): by default every core of a lone worker training a dense output.
-  const threads = input.threads ?? (workers <= 1 ? dflt.threads : 1);
+  const workers = input.workers ?? defaultTraining(config, coresPerRank).workers;
+  const threads = input.threads ?? defaultThreads(config, coresPerRank, workers);
   const w = workload(config, shape, batch, input.widePoints);
   const wide = !!config.layers.at(-1)!.wide;
   const candidates: PlanCandidate[] = [];

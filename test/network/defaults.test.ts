@@ -1,7 +1,7 @@
 // The defaults rule (defaultConfig, defaultTraining in src/network/config.ts; README "Defaults"): every
 // default comes from the data's shape, never from a dataset's name.
 import { describe, expect, it } from 'vitest';
-import { defaultConfig, defaultTraining, resolveConfig, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
+import { defaultConfig, defaultThreads, defaultTraining, resolveConfig, tablesQueriedInTraining, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
 import { Network } from '../../src/network/network.js';
 import { synthesize } from '../../datasets/synth.js';
 
@@ -63,6 +63,24 @@ describe('defaultTraining', () => {
     expect(defaultTraining(dense, 8, false)).toEqual({ lr: 1e-3, workers: 1, threads: 8 });
     expect(defaultTraining(sampled, 8)).toEqual({ lr: 5e-3, workers: 8, threads: 1 });
     expect(defaultTraining(sampled, 8, false)).toEqual({ lr: 1e-2, workers: 8, threads: 1 });
+  });
+
+  it('gives intra-batch threads only to a lone worker, and all the cores only with a dense output layer', () => {
+    const dense = resolveConfig(defaultConfig(shape(1836, 159)));
+    const sampled = resolveConfig(defaultConfig(shape(135_909, 670_091)));
+    expect(defaultThreads(dense, 8, 1)).toBe(8);
+    expect(defaultThreads(dense, 8, 2)).toBe(1);
+    expect(defaultThreads(sampled, 8, 1)).toBe(1);
+  });
+
+  it('queries hash tables in training only with a sampled hidden layer, table candidates or a per-sample fill', () => {
+    expect(tablesQueriedInTraining(resolveConfig(defaultConfig(shape(135_909, 670_091))))).toBe(false);
+    const out = (sampling: object) => resolveConfig({ inputDim: 50, seed: 1, layers: [{ size: 8 }, { size: 40, sampling: { hash: 'dwta', K: 2, L: 4, ...sampling } }] });
+    expect(tablesQueriedInTraining(out({ budget: 0 }))).toBe(false);
+    expect(tablesQueriedInTraining(out({ budget: 16 }))).toBe(true);
+    expect(tablesQueriedInTraining(out({ budget: 0, sharedFill: false }))).toBe(true);
+    const hidden = resolveConfig({ inputDim: 50, seed: 1, layers: [{ size: 8 }, { size: 16, sampling: { hash: 'simhash', K: 2, L: 3 } }, { size: 40 }] });
+    expect(tablesQueriedInTraining(hidden)).toBe(true);
   });
 
   it('fit() trains a sampled output layer at 5e-3 under held-out validation and at 1e-2 for a fixed number of epochs', async () => {
