@@ -7,6 +7,7 @@ static Napi::Object Init(Napi::Env env, Napi::Object exports) {
   sl::RegisterLsh(env, exports);
   sl::RegisterNetwork(env, exports);
   sl::RegisterShard(env, exports);
+  sl::RegisterRerank(env, exports);
   exports.Set("abiVersion", Napi::Number::New(env, 1));
   return exports;
 }

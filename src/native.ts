@@ -5,10 +5,10 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { packageRoot } from './util/package-root.js';
 import type { NativeLsh } from './lsh/native-types.js';
-import type { NativeNetwork, NativeShard } from './network/native-types.js';
+import type { NativeNetwork, NativeRerank, NativeShard } from './network/native-types.js';
 
 /** Raw functions exported by build/Release/sublinear.node. */
-export interface NativeAddon extends NativeLsh, NativeNetwork, NativeShard {
+export interface NativeAddon extends NativeLsh, NativeNetwork, NativeShard, NativeRerank {
   abiVersion: number;
   /** topK(scores (rows, cols), rows, cols, k, outIdx (rows, k), outVal (rows, k)): rows in descending score order. */
   topK(scores: Float32Array, rows: number, cols: number, k: number, outIdx: Uint32Array, outVal: Float32Array): void;

@@ -26,6 +26,8 @@ export interface FileInfo {
   labels: number;
   /** Pairs (feature, label) of the output layer's wide part (absent without one). */
   widePairs?: number;
+  /** Models with a trained re-ranker: its weight, shortlist and classifier weights. */
+  rerank?: { weight: number; shortlist: number; entries: number };
   /** Batches trained over the network's life. */
   batchesDone: number;
   /** Training points the label frequencies were counted on. */
@@ -56,6 +58,8 @@ export async function fileInfo(path: string): Promise<FileInfo> {
     batchesDone: num(meta.batchesDone) ?? num((meta.position as { batchesDone?: unknown } | undefined)?.batchesDone) ?? 0,
   };
   if (config.layers.at(-1)!.wide) info.widePairs = wideEntriesOf(config, head.table);
+  const rr = meta.rerank as { weight?: unknown; shortlist?: unknown; entries?: unknown } | undefined;
+  if (head.kind === 'model' && rr && typeof rr === 'object') info.rerank = { weight: num(rr.weight) ?? NaN, shortlist: num(rr.shortlist) ?? NaN, entries: num(rr.entries) ?? NaN };
   const trainPoints = num(meta.trainPoints);
   if (trainPoints !== undefined) info.trainPoints = trainPoints;
   if (head.kind === 'model' && meta.training && typeof meta.training === 'object') info.training = meta.training as TrainingSummary;
@@ -85,6 +89,7 @@ export function infoText(i: FileInfo): string {
     `parameters: ${n(i.parameters)}; labels: ${n(i.labels)}${i.widePairs !== undefined ? `; wide part: ${n(i.widePairs)} (feature, label) weights` : ''}`,
     `trained: ${n(i.batchesDone)} batches${i.trainPoints !== undefined ? ` on ${n(i.trainPoints)} points` : ''}`,
   ];
+  if (i.rerank) lines.push(`re-ranker: ${n(i.rerank.entries)} classifier weights, weighted x${s(i.rerank.weight)} on the network's top ${n(i.rerank.shortlist)}`);
   const t = i.training;
   if (t) {
     const d = t.data;

@@ -417,6 +417,15 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         const at = (x: number) => b.tried.find((t) => t.scale === x)?.p1.toFixed(4) ?? '-';
         io.err(`network logits weighted x${b.scale} against the wide part (held-out P@1 at epoch ${b.epoch}: ${at(b.scale)}; ${at(1)} at x1)\n`);
       }
+      const r = stats.rerank;
+      if (r?.skipped) io.err(`re-ranker not trained: ${r.skipped}\n`);
+      else if (r) {
+        const at = (x: number) => r.tried.find((t) => t.weight === x)?.p1.toFixed(4) ?? '-';
+        const size = `${r.entries} classifier weights, ${(r.bytes / 2 ** 20).toFixed(1)} MB`;
+        io.err(r.weight > 0
+          ? `re-ranker: per-label classifiers weighted x${r.weight} on the network's top candidates (${size}; ${r.seconds.toFixed(1)} s${r.points ? `; held-out P@1 ${at(r.weight)}, ${at(0)} without` : ''})\n`
+          : `re-ranker: dropped, it did not help on the held-out points (P@1 ${at(0)} without; ${r.seconds.toFixed(1)} s)\n`);
+      }
     }
     // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
     // not cost the trained weights). Exit status: 0 when the trained state is saved somewhere (--save, or
@@ -448,7 +457,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     // The test set is evaluated on the weights the network ends with, unless --eval-every already did
     // (exact inference of the same weights gives the same numbers); a run stopped by a signal skips it.
     const finalEpoch = stats.bestEpoch ?? (stats.aborted ? undefined : stats.epochs);
-    const reuse = evalOpts.mode === 'exact' && finalEpoch !== undefined ? testByEpoch.get(finalEpoch) : undefined;
+    // (Not with a re-ranker: the epochs were scored without it.)
+    const reuse = evalOpts.mode === 'exact' && finalEpoch !== undefined && !net.rerank ? testByEpoch.get(finalEpoch) : undefined;
     const metrics = test && !stop.received ? reuse ?? (await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts))) : undefined;
     // (dist.evaluate compares the replicas' checksums first; without it, compare them here.)
     if (dist && (!test || reuse)) await dist.verify(net);
@@ -465,6 +475,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
       ...(stats.selection ? { selection: stats.selection } : {}),
       ...(stats.blend ? { blend: stats.blend } : {}),
+      ...(stats.rerank ? { rerank: stats.rerank } : {}),
       ...(stats.inputScaling ? { inputScaling: stats.inputScaling } : {}),
       samples: stats.samples,
       loss: stats.lastLoss,

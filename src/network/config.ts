@@ -111,6 +111,39 @@ export interface WideConfig {
   negatives?: number;
 }
 
+/**
+ * The output layer's re-ranker: after the network is trained, each label gets its own sparse linear
+ * classifier over the input row (scaled to unit length), a one-vs-rest L2-regularised squared-hinge SVM as
+ * linear extreme classifiers (PECOS, Parabel) train them, but on the label's training points and its hard
+ * negatives: the training points whose network top `shortlist` holds the label without it being theirs. At
+ * prediction the network's top `shortlist` labels are re-scored by log p_j + weight x s_j(x). The network
+ * shares evidence across labels through its hidden layer; the classifiers keep each label's own, and learn
+ * from the network's mistakes. Trained at the end of fit() on the rows it trained on; with held-out
+ * validation its weight is chosen on the held-out points (0: off, when it does not help there). Needs
+ * neither a hidden layer nor a sampled output; not trained by train --distributed (either kind).
+ */
+export interface RerankConfig {
+  /** Network candidates per point: the negatives each training point contributes and the labels re-scored at prediction. Default 32. */
+  shortlist?: number;
+  /**
+   * Training points whose shortlists are predicted for the hard negatives (a seeded sample when there are more;
+   * every training point is a positive of its labels). Each costs a prediction. Default 50,000.
+   */
+  shortlistRows?: number;
+  /** The SVMs' cost of a margin error against the L2 penalty (LIBLINEAR's C, PECOS's default). Default 1. */
+  C?: number;
+  /** Classifier weights with |w| at most this are dropped after training (rows have unit length; PECOS's threshold). Default 0.1. */
+  prune?: number;
+  /** Passes of dual coordinate descent per label at most (it stops earlier when the projected gradients are within 0.1). Default 20. */
+  maxIter?: number;
+  /**
+   * The weight of the classifiers' scores against the network's log-probabilities. Default: chosen on the
+   * held-out points from RERANK_WEIGHTS (0 included); without held-out validation nothing is trained unless
+   * a weight is given.
+   */
+  weight?: number;
+}
+
 /** One fully connected layer. */
 export interface LayerConfig {
   /** Number of neurons (for the last layer: the number of labels). */
@@ -126,6 +159,8 @@ export interface LayerConfig {
   dropout?: number;
   /** Output layer only: the sparse per-label wide part (WideConfig). Absent: none (defaultConfig decides from the data's shape). */
   wide?: WideConfig;
+  /** Output layer only: the re-ranker trained after the network (RerankConfig). Absent: none (defaultConfig adds one). */
+  rerank?: RerankConfig;
 }
 
 /** A network over a sparse input of `inputDim` features. */
@@ -157,7 +192,11 @@ export interface ResolvedLayer {
   dropout: number;
   /** Present iff the layer (the output layer) has a wide part. */
   wide?: Required<WideConfig>;
+  /** Present iff the layer (the output layer) has a re-ranker; `weight` absent: chosen on held-out points. */
+  rerank?: ResolvedRerank;
 }
+/** RerankConfig with its defaults filled in (`weight` stays optional: absent means chosen on held-out points). */
+export type ResolvedRerank = Required<Omit<RerankConfig, 'weight'>> & Pick<RerankConfig, 'weight'>;
 export interface ResolvedNetworkConfig {
   inputDim: number;
   layers: ResolvedLayer[];
@@ -166,12 +205,13 @@ export interface ResolvedNetworkConfig {
 
 /** The keys of each configuration object: anything else is a typo, refused with a did-you-mean. */
 export const NETWORK_KEYS = ['inputDim', 'layers', 'seed'] as const satisfies readonly (keyof NetworkConfig)[];
-export const LAYER_KEYS = ['size', 'activation', 'sampling', 'dropout', 'wide'] as const satisfies readonly (keyof LayerConfig)[];
+export const LAYER_KEYS = ['size', 'activation', 'sampling', 'dropout', 'wide', 'rerank'] as const satisfies readonly (keyof LayerConfig)[];
 export const SAMPLING_KEYS = [
   'hash', 'K', 'L', 'binSize', 'density', 'bitsPerHash', 'rangeBits', 'bucketSize', 'policy', 'slack', 'mode',
   'budget', 'minFreq', 'minActive', 'sharedFill', 'batchNegatives', 'logQ',
 ] as const satisfies readonly (keyof SamplingConfig)[];
 export const WIDE_KEYS = ['maxPerLabel', 'lr', 'init', 'minShare', 'negatives'] as const satisfies readonly (keyof WideConfig)[];
+export const RERANK_KEYS = ['shortlist', 'shortlistRows', 'C', 'prune', 'maxIter', 'weight'] as const satisfies readonly (keyof RerankConfig)[];
 
 const HASHES: readonly HashName[] = ['dwta', 'simhash', 'wta', 'minhash'];
 const MODES: readonly SelectionMode[] = ['union', 'topk', 'threshold'];
@@ -264,6 +304,25 @@ export function resolveWide(w: WideConfig, where: string): Required<WideConfig> 
   return { maxPerLabel, lr, init, minShare, negatives };
 }
 
+/** Fills the re-ranker's defaults and validates. */
+export function resolveRerank(r: RerankConfig, where: string): ResolvedRerank {
+  if (r === null || typeof r !== 'object' || Array.isArray(r)) throw new ConfigError(`Expected an object for ${where} but received ${boundJson(r)}`);
+  checkKnownKeys(r, RERANK_KEYS, where, configError);
+  const shortlist = positiveInt(r.shortlist ?? 32, `${where}.shortlist`);
+  if (shortlist > 4096) throw new ConfigError(`${where}.shortlist must be at most 4096 but received ${shortlist}`);
+  const finite = (v: unknown, what: string, ok: (x: number) => boolean, want: string): number => {
+    if (!(typeof v === 'number' && Number.isFinite(v) && ok(v))) throw new ConfigError(`Expected ${want} for ${where}.${what} but received ${boundJson(v)}`);
+    return v;
+  };
+  const shortlistRows = positiveInt(r.shortlistRows ?? 50000, `${where}.shortlistRows`);
+  const C = finite(r.C ?? 1, 'C', (x) => x > 0, 'finite number > 0');
+  const prune = finite(r.prune ?? 0.1, 'prune', (x) => x >= 0, 'finite number >= 0');
+  const maxIter = positiveInt(r.maxIter ?? 20, `${where}.maxIter`);
+  if (maxIter > 10000) throw new ConfigError(`${where}.maxIter must be at most 10000 but received ${maxIter}`);
+  const weight = r.weight === undefined ? undefined : finite(r.weight, 'weight', (x) => x >= 0, 'finite number >= 0');
+  return { shortlist, shortlistRows, C, prune, maxIter, ...(weight !== undefined ? { weight } : {}) };
+}
+
 /** Validates a network configuration and fills in every default. */
 export function resolveConfig(c: NetworkConfig): ResolvedNetworkConfig {
   if (c === null || typeof c !== 'object' || Array.isArray(c)) throw new ConfigError('Expected a network configuration object');
@@ -295,7 +354,9 @@ export function resolveConfig(c: NetworkConfig): ResolvedNetworkConfig {
     if (wide && !last) throw new ConfigError(`${where}.wide: only the output layer has a wide part`);
     if (wide && i === 0) throw new ConfigError(`${where}.wide: the wide part needs a hidden layer below the output layer`);
     if (wide && sampling && !sampling.sharedFill) throw new ConfigError(`${where}.wide: a sampled output layer needs sampling.sharedFill for its wide part`);
-    return { size, activation, ...(sampling ? { sampling } : {}), dropout, ...(wide ? { wide } : {}) };
+    const rerank = l.rerank === undefined ? undefined : resolveRerank(l.rerank, `${where}.rerank`);
+    if (rerank && !last) throw new ConfigError(`${where}.rerank: only the output layer has a re-ranker`);
+    return { size, activation, ...(sampling ? { sampling } : {}), dropout, ...(wide ? { wide } : {}), ...(rerank ? { rerank } : {}) };
   });
   return { inputDim, layers, seed };
 }
@@ -363,6 +424,7 @@ export function defaultConfig(shape: { features: number; labels: number; points?
         size: shape.labels, activation: 'softmax',
         ...(sampled ? { sampling: { hash: 'dwta', K: tableBits(shape.labels), L: 50, logQ: true, budget: 0 } } : {}),
         ...(sampled ? { wide: { ...DEFAULT_WIDE } } : {}),
+        rerank: {},
       },
     ],
   };

@@ -5,7 +5,10 @@
 // A model trained on raw text also holds its text vectorizer (meta.text; sections text.vocabulary, u8:
 // the UTF-8 tokens each followed by '\n', and text.idf, f32) and label names (meta.labelNames: their count;
 // section labelNames, u8: each name followed by '\n'). Files without them (numeric models, and every file
-// written before text models existed) load as before.
+// written before text models existed) load as before. A model with a trained re-ranker (RerankConfig) holds
+// it in meta.rerank (weight, shortlist, entries) and sections rerank.offsets (u32, labels + 1),
+// rerank.features (u32, entries), rerank.weights (f32, entries) and rerank.bias (f32, labels); files without
+// them predict with the network alone.
 import { readBinFile, writeBinFile, type SectionArray, type SectionDtype, type SectionInfo } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
@@ -29,9 +32,11 @@ export interface ModelTarget {
   inputScale: Float32Array | null;
   textVectorizer: TextVectorizer | undefined;
   labelNames: readonly string[] | undefined;
+  rerank: RerankState | null;
   invalidateTables(): void;
 }
 import { TextVectorizer, type TextVectorizerMeta } from '../text/vectorizer.js';
+import { rerankProblem, type RerankState } from './rerank.js';
 
 /**
  * How a model was trained, stored in its file for `sublinear info` (`Network.save(path, { training })`;
@@ -66,14 +71,26 @@ export interface ModelMeta {
   labelNames?: number;
   /** How it was trained (absent in files saved without it). */
   training?: TrainingSummary;
+  /** The trained re-ranker's weight, shortlist and number of classifier weights (models with one only). */
+  rerank?: { weight: number; shortlist: number; entries: number };
 }
 
-/** Sections of the text vectorizer and label names, outside the layout the network configuration implies. */
+/** Sections of the text vectorizer, label names and re-ranker, outside the layout the network configuration implies. */
 const TEXT_SECTIONS = ['text.vocabulary', 'text.idf', 'labelNames'] as const;
+const RERANK_SECTIONS = ['rerank.offsets', 'rerank.features', 'rerank.weights', 'rerank.bias'] as const;
+const EXTRA_SECTIONS: readonly string[] = [...TEXT_SECTIONS, ...RERANK_SECTIONS];
 
-function textSections(net: ModelTarget): { meta: Pick<ModelMeta, 'text' | 'labelNames'>; sections: Record<string, SectionArray> } {
+function textSections(net: ModelTarget): { meta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank'>; sections: Record<string, SectionArray> } {
   const sections: Record<string, SectionArray> = {};
-  const meta: Pick<ModelMeta, 'text' | 'labelNames'> = {};
+  const meta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank'> = {};
+  const r = net.rerank;
+  if (r) {
+    meta.rerank = { weight: r.weight, shortlist: r.shortlist, entries: r.features.length };
+    sections['rerank.offsets'] = r.offsets;
+    sections['rerank.features'] = r.features;
+    sections['rerank.weights'] = r.weights;
+    sections['rerank.bias'] = r.bias;
+  }
   if (net.textVectorizer) {
     const p = net.textVectorizer.toParts();
     meta.text = p.meta;
@@ -168,7 +185,7 @@ export async function loadModel<N extends ModelTarget>(
   if (typeof config === 'string') throw new Error(`${path}: ${config}`);
   const present: boolean[] = [];
   const wideEntries = wideEntriesOf(config, head.table);
-  const textTable = head.table.filter((t) => (TEXT_SECTIONS as readonly string[]).includes(t.name));
+  const textTable = head.table.filter((t) => EXTRA_SECTIONS.includes(t.name));
   const layout = layoutProblem(fileLayout(config, 'model', wideEntries), head.table.filter((t) => !textTable.includes(t)), present)
     ?? textLayoutProblem(meta, textTable, config);
   if (layout) throw new Error(`${path}: ${layout}`);
@@ -195,6 +212,16 @@ export async function loadModel<N extends ModelTarget>(
   try {
     if (meta.text) net.textVectorizer = TextVectorizer.fromParts(meta.text, text['text.vocabulary'] as Uint8Array, text['text.idf'] as Float32Array);
     if (meta.labelNames !== undefined) net.labelNames = decodeNames(text['labelNames'] as Uint8Array, meta.labelNames);
+    if (meta.rerank !== undefined) {
+      const r: RerankState = {
+        weight: meta.rerank.weight, shortlist: meta.rerank.shortlist,
+        offsets: text['rerank.offsets'] as Uint32Array, features: text['rerank.features'] as Uint32Array,
+        weights: text['rerank.weights'] as Float32Array, bias: text['rerank.bias'] as Float32Array,
+      };
+      const problem = rerankProblem(r, config.layers.at(-1)!.size, config.inputDim);
+      if (problem) throw new Error(problem);
+      net.rerank = r;
+    }
   } catch (e) {
     throw new Error(`${path}: ${(e as Error).message}`);
   }
@@ -205,7 +232,7 @@ export async function loadModel<N extends ModelTarget>(
   return net;
 }
 
-/** The text sections must be exactly those the meta announces, with the dtypes and lengths it implies. */
+/** The text and re-ranker sections must be exactly those the meta announces, with the dtypes and lengths it implies. */
 function textLayoutProblem(meta: ModelMeta, table: readonly SectionInfo[], config: ResolvedNetworkConfig): string | null {
   const want = new Map<string, SectionDtype>();
   if (meta.text !== undefined) {
@@ -221,10 +248,22 @@ function textLayoutProblem(meta: ModelMeta, table: readonly SectionInfo[], confi
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0 || n > outputs) return `invalid labelNames ${boundJson(n)} in the model meta (the network has ${outputs} labels)`;
     want.set('labelNames', 'u8');
   }
+  const lengths = new Map<string, number>();
+  if (meta.rerank !== undefined) {
+    const r = meta.rerank;
+    const labels = config.layers.at(-1)!.size;
+    if (r === null || typeof r !== 'object' || !Number.isSafeInteger(r.entries) || r.entries < 0 || typeof r.weight !== 'number' || typeof r.shortlist !== 'number') {
+      return `invalid re-ranker ${boundJson(r)} in the model meta`;
+    }
+    want.set('rerank.offsets', 'u32').set('rerank.features', 'u32').set('rerank.weights', 'f32').set('rerank.bias', 'f32');
+    lengths.set('rerank.offsets', labels + 1).set('rerank.features', r.entries).set('rerank.weights', r.entries).set('rerank.bias', labels);
+  }
   for (const t of table) {
     const d = want.get(t.name);
     if (d === undefined) return `unexpected section "${t.name}" for this model's meta`;
     if (t.dtype !== d) return `section "${t.name}" is ${t.dtype} but must be ${d}`;
+    const n = lengths.get(t.name);
+    if (n !== undefined && t.length !== n) return `section "${t.name}" holds ${t.length} values but must hold ${n}`;
     want.delete(t.name);
   }
   const missing = [...want.keys()][0];

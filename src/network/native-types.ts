@@ -314,6 +314,37 @@ export interface NativeNetwork {
   ): { offsets: Uint32Array; labels: Uint32Array; weights: Float32Array };
 }
 
+/** A trained re-ranker's classifiers (native/net_rerank.cc, src/network/rerank.ts). */
+export interface RerankArrays {
+  /** (labels + 1) label j's entries are [offsets[j], offsets[j + 1]). */
+  offsets: Uint32Array;
+  /** (entries) input feature ids, ascending within a label. */
+  features: Uint32Array;
+  /** (entries) weights over the unit-length input row. */
+  weights: Float32Array;
+  /** (labels) intercepts (-1 for a label with no training example). */
+  bias: Float32Array;
+}
+
+/** The re-ranker's kernels (native/net_rerank.cc). */
+export interface NativeRerank {
+  /**
+   * Per label, a squared-hinge SVM (dual coordinate descent, rows at unit length, bias as a constant feature)
+   * on the label's points among rows (null: every point) and the points whose shortlist row (rows x S; ids >=
+   * labels and 0xFFFFFFFF ignored) holds it without it being theirs; weights with |w| <= prune dropped.
+   * Deterministic for a seed whatever `threads` is.
+   */
+  rerankTrain(o: {
+    data: SparseDataset; rows: Uint32Array | null; shortlist: Uint32Array; S: number; labels: number; features: number;
+    C: number; eps: number; maxIter: number; prune: number; threads: number; seed: number;
+  }): RerankArrays;
+  /** out (rows x S) = s_j(x / |x|) of each candidate j (rows x S; 0xFFFFFFFF: none, scored -inf) of each row. */
+  rerankScore(o: {
+    data: SparseDataset; rows: Uint32Array | null; candidates: Uint32Array; S: number; features: number;
+    model: RerankArrays; threads: number; out: Float32Array;
+  }): void;
+}
+
 /**
  * Label-sharded training and prediction (native/net_shard.h, src/train/sharded.ts): the training step split
  * into phases so that MPI ranks can exchange O(batch x hidden) values between them. Every phase runs on the

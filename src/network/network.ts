@@ -4,7 +4,7 @@
 import { sharedFloat32, sharedUint32, toShared, type SparseDataset } from '../../datasets/csr.js';
 import { checkDataset } from './check-data.js';
 import { native } from '../native.js';
-import { defaultThreads, defaultTraining, resolveConfig, storedConfig, tablesQueriedInTraining, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
+import { defaultThreads, defaultTraining, resolveConfig, storedConfig, tablesQueriedInTraining, type NetworkConfig, type ResolvedNetworkConfig, type ResolvedRerank } from './config.js';
 import type { TextVectorizer } from '../text/vectorizer.js';
 import type { NetSpec } from './native-types.js';
 import { allocateNetwork, allocateTablesOf, allocateTrainingState, hasTables, networkBytes } from './allocate.js';
@@ -27,6 +27,8 @@ import { subset } from '../../datasets/split-reader.js';
 import { applyInputScale, detectInputScale, INPUT_SCALINGS, type InputScaleReport } from './input-scale.js';
 import { sharedSetLogQ } from '../train/logq.js';
 import { allocateWide, buildWide } from './wide.js';
+import { shuffleInPlace, Xoshiro128 } from '../util/rng.js';
+import { RERANK_WEIGHTS, rerankBytes, rerankCombine, rerankScores, trainRerank, type RerankReport, type RerankState, type RerankTry } from './rerank.js';
 import {
   earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, WeightSnapshot,
   BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStopState, type ResolvedValidation, type SelectionReport, type ValidationPoint,
@@ -199,6 +201,12 @@ export class Network {
   textVectorizer: TextVectorizer | undefined = undefined;
   /** Label names, index = label id (a network trained on text); saved and loaded with the model. Default undefined. */
   labelNames: readonly string[] | undefined = undefined;
+  /**
+   * The output layer's trained re-ranker (RerankConfig), applied by predict() when its weight is positive;
+   * saved and loaded with the model. null: none (not configured, not trained yet, or not helping on the
+   * held-out points). fit() drops it when training starts and trains a new one at the end.
+   */
+  rerank: RerankState | null = null;
   private tablesFresh = false;
   /** The output layer's cluster index (sampled inference) matches the current weights. */
   private indexFresh = false;
@@ -280,6 +288,7 @@ export class Network {
     // the first epoch ran at 3/4 of the later ones' speed).
     native().netPrefault(this.spec);
     this.indexFresh = false; // training moves the weights the cluster index was built from
+    this.rerank = null; // its classifiers learnt from the shortlists of weights that training now moves
     data = toShared(data);
     const resumed = this.pendingResume !== null && this.resumeInfo !== null;
     let fingerprint: DataFingerprint | null = null;
@@ -476,6 +485,14 @@ export class Network {
           stats.blend = { scale: best.scale, points: held, epoch: e.bestEpoch, tried };
         }
         this.blendTried.clear();
+      }
+      // The re-ranker, on the kept weights' shortlists of the rows trained on (not with an external
+      // executor: train --distributed's replicas would each train their own).
+      const rr = this.config.layers.at(-1)!.rerank;
+      if (rr && !stats.aborted && !opts.signal?.aborted) {
+        stats.rerank = opts.executor
+          ? { weight: 0, points: 0, tried: [], entries: 0, bytes: 0, seconds: 0, skipped: 'not trained by distributed training' }
+          : await this.trainReranker(exec, data, control.rows ?? null, validation && early ? holdout : null, validation, rr);
       }
       if (selection) stats.selection = selection;
       if (inputScaling) stats.inputScaling = inputScaling;
@@ -701,6 +718,62 @@ export class Network {
     return scales.map((scale, i) => ({ scale, ...scored[i]! }));
   }
 
+  /**
+   * Trains the re-ranker (RerankConfig) on the network as it now is: the top `shortlist` labels of every
+   * training row (`rows` of `data`, null: all; sampled inference for a sampled output layer, as its held-out
+   * scoring), then the classifiers, then (with `holdout`) the weight that scores best there. Sets
+   * this.rerank (null when the chosen weight is 0 or nothing could be trained).
+   */
+  private async trainReranker(
+    exec: Executor, data: SparseDataset, rows: Uint32Array | null, holdout: SparseDataset | null, validation: ResolvedValidation | null,
+    cfg: ResolvedRerank,
+  ): Promise<RerankReport> {
+    const t0 = performance.now();
+    const none = { weight: 0, points: 0, tried: [], entries: 0, bytes: 0 };
+    if (!holdout && cfg.weight === undefined) {
+      return { ...none, seconds: 0, skipped: 'no held-out points to choose its weight (rerank.weight trains it without them)' };
+    }
+    const outDim = this.config.layers.at(-1)!.size;
+    const S = Math.min(cfg.shortlist, outDim);
+    const mode = this.spec.layers.at(-1)!.sampling ? 'sampled' : 'exact';
+    const candidates = defaultCandidates(outDim);
+    const threads = Math.max(1, defaultWorkers());
+    // Every training row is a positive of its labels; the hard negatives come from the shortlists of at most
+    // shortlistRows of them (a seeded sample), which cost a prediction each.
+    const trainRows = rows ?? Uint32Array.from({ length: data.points }, (_, i) => i);
+    let predRows = trainRows;
+    if (trainRows.length > cfg.shortlistRows) {
+      predRows = shuffleInPlace(trainRows.slice(), new Xoshiro128(BigInt(this.seed) * 7919n + 0x5e1en)).slice(0, cfg.shortlistRows).sort();
+    }
+    const top = (await this.predictScaled(exec, predRows.length === data.points ? data : subset(data, predRows), S, mode, 256, candidates, null))[0]!;
+    const shortlist = new Uint32Array(trainRows.length * S).fill(0xffffffff);
+    for (let t = 0, q = 0; q < predRows.length; t++) {
+      if (trainRows[t] !== predRows[q]) continue; // both ascending, predRows within trainRows
+      shortlist.set(top.labels.subarray(q * S, q * S + S), t * S);
+      q++;
+    }
+    const state = trainRerank(data, trainRows, shortlist, S, { labels: outDim, features: this.config.inputDim }, cfg, threads, this.seed);
+    const tried: RerankTry[] = [];
+    if (holdout && cfg.weight === undefined) {
+      const held = (await this.predictScaled(exec, holdout, S, mode, 256, candidates, null))[0]!;
+      const s = rerankScores(state, holdout, null, held.labels, S, this.config.inputDim, threads);
+      const labels = new Uint32Array(holdout.points * 5), scores = new Float32Array(holdout.points * 5);
+      for (const weight of RERANK_WEIGHTS) {
+        rerankCombine(held.labels, held.scores, s, S, weight, 5, labels, scores);
+        const m = computeMetrics({ topIdx: labels, kMax: 5, labelOffsets: holdout.labelOffsets, labelIndices: holdout.labelIndices });
+        const p1 = m.p1!, p3 = m.p3!, p5 = m.p5!;
+        tried.push({ weight, p1, p3, p5, score: validation?.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3 });
+      }
+      state.weight = tried.reduce((a, t) => (t.score > a.score ? t : a)).weight; // ties: the smaller weight
+    }
+    this.rerank = state.weight > 0 ? state : null;
+    const entries = this.rerank ? state.features.length : 0;
+    return {
+      weight: state.weight, points: tried.length ? holdout!.points : 0, tried, entries,
+      bytes: this.rerank ? rerankBytes(state) : 0, seconds: (performance.now() - t0) / 1000,
+    };
+  }
+
   /** Multiplies the output layer's weights and biases (the network's logit) by f. */
   private scaleOutputLogits(f: number): void {
     if (f === 1) return;
@@ -808,12 +881,22 @@ export class Network {
     }
   }
 
-  /** predict() on a given executor (arguments already validated; data on shared memory). */
+  /**
+   * predict() on a given executor (arguments already validated; data on shared memory). With a re-ranker
+   * (this.rerank), the network's top max(k, shortlist) of every point are re-scored and the k best kept.
+   */
   private async predictWith(
     exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk = 256, candidates = 0,
     onProgress?: (done: number, total: number) => void,
   ): Promise<Predictions> {
-    return (await this.predictScaled(exec, data, k, mode, chunk, candidates, null, onProgress))[0]!;
+    const rr = this.rerank;
+    if (!rr || rr.weight === 0) return (await this.predictScaled(exec, data, k, mode, chunk, candidates, null, onProgress))[0]!;
+    const S = Math.min(Math.max(k, rr.shortlist), this.config.layers.at(-1)!.size);
+    const top = (await this.predictScaled(exec, data, S, mode, chunk, candidates, null, onProgress))[0]!;
+    const s = rerankScores(rr, data, null, top.labels, S, this.config.inputDim, Math.max(1, defaultWorkers()));
+    const labels = new Uint32Array(data.points * k), scores = new Float32Array(data.points * k);
+    rerankCombine(top.labels, top.scores, s, S, rr.weight, k, labels, scores);
+    return { points: data.points, k, labels, scores, outputsScoredPerPoint: top.outputsScoredPerPoint };
   }
 
   /**

@@ -16,6 +16,7 @@ import type { InjectedFault, TrainResult, TrainTask } from './tasks.js';
 import { BatchRunner, maxLostBatches } from './batch-runner.js';
 import type { BlendReport, SelectionReport, ValidationOptions, ValidationPoint } from './early-stop.js';
 import type { InputScaleReport, InputScaling } from '../network/input-scale.js';
+import type { RerankReport } from '../network/rerank.js';
 
 /**
  * What Network.fit steers while the loop runs: the rows trained on (all when absent: a held-out slice
@@ -201,6 +202,8 @@ export interface FitStats {
   selection?: SelectionReport;
   /** With validation and a wide output part (ValidationOptions.blend): the weight chosen for the network's logit. */
   blend?: BlendReport;
+  /** With a re-ranker on the output layer (RerankConfig): what was trained and the weight chosen for it. */
+  rerank?: RerankReport;
   /**
    * What the first fit() found in the training data and decided about input scaling (see
    * FitOptions.inputScaling), or that the network's stored scaling was applied. Absent for a network

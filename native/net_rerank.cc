@@ -1,0 +1,353 @@
+// The re-ranker of an output layer (RerankConfig in src/network/config.ts): per label j a sparse linear
+// classifier s_j(x) = v_j . x + c_j, trained after the network as a one-vs-rest L2-regularised squared-hinge
+// SVM on the label's positives and its hard negatives (the training points whose network shortlist holds j
+// without j being theirs), as per-label linear XC models are trained (LIBLINEAR's dual coordinate descent,
+// the solver PECOS and omikuji use), but on the network's shortlist instead of a label tree. At prediction the
+// network's top S candidates are re-scored by log p_j + weight x s_j.
+//   rerankTrain: label-major CSR (offsets (L + 1), features (nnz), weights (nnz)) and biases (L)
+//   rerankScore: s_j(x) for (point, candidate) pairs
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "modules.h"
+#include "napi_util.h"
+#include "net_internal.h"
+#include "net_parallel.h"
+#include "rng.h"
+
+namespace sl {
+
+CsrView net_parse_data(const Napi::Value& v, bool labels);  // net_napi.cc
+
+namespace {
+
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+
+struct RerankModel {
+  std::vector<uint32_t> offsets, features;
+  std::vector<float> weights, bias;
+};
+
+// Range of features of sample r (ids checked < D by the caller).
+inline void row_range(const CsrView& d, uint32_t r, uint32_t& q0, uint32_t& q1) {
+  q0 = d.offsets[r];
+  q1 = d.offsets[r + 1];
+}
+
+// Checks rows[0..n) against the data and every feature id against D (once, so the solver and the scorer
+// read without checks).
+void check_rows(const CsrView& d, const uint32_t* rows, size_t n, uint32_t D) {
+  for (size_t t = 0; t < n; ++t) {
+    const uint32_t r = rows[t];
+    if (r >= d.points) throw ArgError("rows holds a point id >= data.points");
+    const uint32_t q0 = d.offsets[r], q1 = d.offsets[r + 1];
+    if (q0 > q1 || q1 > d.nnz) throw ArgError("data.offsets are not a valid CSR layout");
+    for (uint32_t q = q0; q < q1; ++q)
+      if (d.indices[q] >= D) throw ArgError("data holds a feature id >= features");
+  }
+}
+
+// Inverse L2 norm of sample r's feature values (0 for an empty row): the re-ranker sees every row at unit
+// length, as linear XC models take tf-idf rows, so that C and the pruning threshold mean the same on any data.
+inline double inv_norm(const CsrView& d, uint32_t r) {
+  double s = 0;
+  for (uint32_t q = d.offsets[r]; q < d.offsets[r + 1]; ++q) s += double(d.values[q]) * d.values[q];
+  return s > 0 ? 1.0 / std::sqrt(s) : 0.0;
+}
+
+// One label's dual coordinate descent (squared hinge, bias as a constant feature 1), examples ex[0..m) (index
+// into rows) with signs y, rows scaled to unit length (inv: inverse norms by example index into rows); w: (D)
+// zero on entry, left zero on return; the kept weights (|w_f| > prune) are appended to feats/wts, sorted by
+// feature; returns the bias.
+float solve_label(const CsrView& d, const uint32_t* rows, const double* inv, const uint32_t* ex, const int8_t* y,
+                  uint32_t m, double C, double eps, uint32_t maxIter, double prune, uint64_t seed,
+                  std::vector<double>& w, std::vector<uint8_t>& touchedMark, std::vector<uint32_t>& touched,
+                  std::vector<double>& alpha, std::vector<double>& qd, std::vector<uint32_t>& order,
+                  std::vector<uint32_t>& feats, std::vector<float>& wts) {
+  const double diag = 0.5 / C;
+  alpha.assign(m, 0.0);
+  qd.resize(m);
+  order.resize(m);
+  touched.clear();
+  for (uint32_t i = 0; i < m; ++i) {
+    uint32_t q0, q1;
+    row_range(d, rows[ex[i]], q0, q1);
+    // The bias feature (value 1), the unit-length row and the L2 loss's diagonal.
+    qd[i] = 1.0 + (inv[ex[i]] > 0 ? 1.0 : 0.0) + diag;
+    for (uint32_t q = q0; q < q1; ++q) {
+      const uint32_t f = d.indices[q];
+      if (!touchedMark[f]) touchedMark[f] = 1, touched.push_back(f);
+    }
+    order[i] = i;
+  }
+  double wb = 0.0;
+  SplitMix64 rng(seed);
+  for (uint32_t it = 0; it < maxIter; ++it) {
+    for (uint32_t i = m; i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+    double pgMax = -std::numeric_limits<double>::infinity(), pgMin = std::numeric_limits<double>::infinity();
+    for (uint32_t t = 0; t < m; ++t) {
+      const uint32_t i = order[t];
+      uint32_t q0, q1;
+      row_range(d, rows[ex[i]], q0, q1);
+      const double s = inv[ex[i]];
+      double g = 0;
+      for (uint32_t q = q0; q < q1; ++q) g += w[d.indices[q]] * d.values[q];
+      g = g * s + wb;
+      const double yi = y[i];
+      const double G = yi * g - 1.0 + diag * alpha[i];
+      const double PG = alpha[i] == 0.0 ? std::min(G, 0.0) : G;
+      pgMax = std::max(pgMax, PG);
+      pgMin = std::min(pgMin, PG);
+      if (std::fabs(PG) > 1e-12) {
+        const double old = alpha[i];
+        alpha[i] = std::max(old - G / qd[i], 0.0);
+        const double step = (alpha[i] - old) * yi;
+        for (uint32_t q = q0; q < q1; ++q) w[d.indices[q]] += step * s * d.values[q];
+        wb += step;
+      }
+    }
+    if (pgMax - pgMin <= eps) break;
+  }
+  std::sort(touched.begin(), touched.end());
+  for (uint32_t f : touched) {
+    if (std::fabs(w[f]) > prune) {
+      feats.push_back(f);
+      wts.push_back(static_cast<float>(w[f]));
+    }
+    w[f] = 0.0;
+    touchedMark[f] = 0;
+  }
+  return static_cast<float>(wb);
+}
+
+// Per-label SVMs for labels [0, L) on points rows[0..n) (their labels from data) and the shortlist (n, S):
+// shortlist[t S + q] a label of the network's top S for rows[t] (kNone: none); ids >= L ignored.
+void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint32_t n, const uint32_t* shortlist,
+                  uint32_t S, uint32_t L, uint32_t D, double C, double eps, uint32_t maxIter, double prune,
+                  uint32_t threads, uint64_t seed) {
+  // Examples by label (counting sort): label j's are ex[exOff[j] .. exOff[j + 1]), positives first.
+  std::vector<uint32_t> exOff(size_t(L) + 1, 0);
+  auto isPositive = [&](uint32_t r, uint32_t j) {
+    for (uint32_t q = d.labelOffsets[r]; q < d.labelOffsets[r + 1]; ++q)
+      if (d.labelIndices[q] == j) return true;
+    return false;
+  };
+  for (uint32_t t = 0; t < n; ++t) {
+    const uint32_t r = rows[t];
+    if (d.labelOffsets[r] > d.labelOffsets[r + 1] || d.labelOffsets[r + 1] > d.nLabels)
+      throw ArgError("data.labelOffsets are not a valid CSR layout");
+    for (uint32_t q = d.labelOffsets[r]; q < d.labelOffsets[r + 1]; ++q) {
+      const uint32_t j = d.labelIndices[q];
+      if (j >= L) throw ArgError("data holds a label id >= labels");
+      ++exOff[j + 1];
+    }
+    for (uint32_t q = 0; q < S; ++q) {
+      const uint32_t j = shortlist[size_t(t) * S + q];
+      if (j < L && !isPositive(r, j)) ++exOff[j + 1];
+    }
+  }
+  for (uint32_t j = 0; j < L; ++j) exOff[j + 1] += exOff[j];
+  std::vector<uint32_t> ex(exOff[L]), fill(exOff.begin(), exOff.end() - 1);
+  std::vector<int8_t> ey(exOff[L]);
+  for (uint32_t t = 0; t < n; ++t) {  // positives first: every positive before any negative of the label
+    const uint32_t r = rows[t];
+    for (uint32_t q = d.labelOffsets[r]; q < d.labelOffsets[r + 1]; ++q) {
+      const uint32_t j = d.labelIndices[q];
+      ex[fill[j]] = t, ey[fill[j]++] = 1;
+    }
+  }
+  for (uint32_t t = 0; t < n; ++t) {
+    const uint32_t r = rows[t];
+    for (uint32_t q = 0; q < S; ++q) {
+      const uint32_t j = shortlist[size_t(t) * S + q];
+      if (j < L && !isPositive(r, j)) ex[fill[j]] = t, ey[fill[j]++] = -1;
+    }
+  }
+  // Labels in blocks, taken in turn by the threads; each thread keeps its own output and where each label's
+  // entries lie in it.
+  struct Part {
+    std::vector<uint32_t> feats;
+    std::vector<float> wts;
+  };
+  const uint32_t T = std::max(1u, threads);
+  std::vector<double> inv(n);
+  for (uint32_t t = 0; t < n; ++t) inv[t] = inv_norm(d, rows[t]);
+  std::vector<Part> parts(T);
+  std::vector<uint32_t> owner(L), start(L), count(L);
+  out.bias.assign(L, -1.0f);  // a label with no training example: scored below any trained one's margin
+  std::atomic<uint32_t> next{0};
+  constexpr uint32_t kBlock = 64;
+  net::fork_join(T, [&](uint32_t tid) {
+    std::vector<double> w(D, 0.0), alpha, qd;
+    std::vector<uint8_t> mark(D, 0);
+    std::vector<uint32_t> touched, order;
+    Part& p = parts[tid];
+    for (uint32_t j0; (j0 = next.fetch_add(kBlock)) < L;) {
+      for (uint32_t j = j0, j1 = std::min(L, j0 + kBlock); j < j1; ++j) {
+        owner[j] = tid;
+        start[j] = static_cast<uint32_t>(p.feats.size());
+        const uint32_t m = exOff[j + 1] - exOff[j];
+        if (m > 0)
+          out.bias[j] = solve_label(d, rows, inv.data(), ex.data() + exOff[j], ey.data() + exOff[j], m, C, eps, maxIter, prune,
+                                    seed * 0x9E3779B97F4A7C15ull + j, w, mark, touched, alpha, qd, order, p.feats, p.wts);
+        count[j] = static_cast<uint32_t>(p.feats.size()) - start[j];
+      }
+    }
+  });
+  out.offsets.assign(size_t(L) + 1, 0);
+  for (uint32_t j = 0; j < L; ++j) out.offsets[j + 1] = out.offsets[j] + count[j];
+  out.features.resize(out.offsets[L]);
+  out.weights.resize(out.offsets[L]);
+  for (uint32_t j = 0; j < L; ++j) {
+    const Part& p = parts[owner[j]];
+    std::copy_n(p.feats.begin() + start[j], count[j], out.features.begin() + out.offsets[j]);
+    std::copy_n(p.wts.begin() + start[j], count[j], out.weights.begin() + out.offsets[j]);
+  }
+}
+
+struct RerankView {
+  const uint32_t* offsets;  // (L + 1)
+  const uint32_t* features; // (nnz), each < D
+  const float* weights;     // (nnz)
+  const float* bias;        // (L)
+  uint32_t L;
+  size_t nnz;
+};
+
+// out[t S + q] = s_j(x / |x|) for j = cand[t S + q] of sample rows[t] (-inf where j is kNone).
+// Throws on a label whose entries are out of order or name a feature >= D (a damaged model).
+void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n, const uint32_t* cand, uint32_t S,
+                  const RerankView& m, uint32_t D, uint32_t threads) {
+  const uint32_t T = std::max(1u, std::min(threads, n / 64 + 1));
+  net::fork_join(T, [&](uint32_t tid) {
+    std::vector<float> x(D, 0.0f);
+    uint32_t lo, hi;
+    net::split_range(n, T, tid, 1, lo, hi);
+    for (uint32_t t = lo; t < hi; ++t) {
+      uint32_t q0, q1;
+      row_range(d, rows[t], q0, q1);
+      const float scale = static_cast<float>(inv_norm(d, rows[t]));
+      for (uint32_t q = q0; q < q1; ++q) x[d.indices[q]] += scale * d.values[q];
+      for (uint32_t c = 0; c < S; ++c) {
+        const uint32_t j = cand[size_t(t) * S + c];
+        if (j == kNone) {
+          out[size_t(t) * S + c] = -std::numeric_limits<float>::infinity();
+          continue;
+        }
+        const uint32_t e0 = m.offsets[j], e1 = m.offsets[j + 1];
+        if (e0 > e1 || e1 > m.nnz) throw ArgError("model.offsets must not decrease");
+        float s = m.bias[j];
+        for (uint32_t e = e0; e < e1; ++e) {
+          const uint32_t f = m.features[e];
+          if (f >= D) throw ArgError("model.features holds a feature id >= features");
+          s += m.weights[e] * x[f];
+        }
+        out[size_t(t) * S + c] = s;
+      }
+      for (uint32_t q = q0; q < q1; ++q) x[d.indices[q]] = 0.0f;
+    }
+  });
+}
+
+// Rows: a Uint32Array, or null for every point of the data.
+std::vector<uint32_t> ParseRows(const Napi::Value& v, const CsrView& d, const uint32_t*& rows, size_t& n) {
+  std::vector<uint32_t> all;
+  if (!v.IsUndefined() && !v.IsNull()) {
+    auto r = GetArray<uint32_t>(v, "rows");
+    rows = r.data, n = r.size;
+  } else {
+    all.resize(d.points);
+    for (uint32_t i = 0; i < d.points; ++i) all[i] = i;
+    rows = all.data(), n = all.size();
+  }
+  if (n > 0xFFFFFFFFu) throw ArgError("rows is too long");
+  return all;
+}
+
+// rerankTrain({ data (with labels), rows: Uint32Array | null, shortlist: Uint32Array (rows x S), S, labels,
+//   features, C, eps, maxIter, prune, threads, seed })
+//   -> { offsets: Uint32Array (labels + 1), features: Uint32Array (nnz), weights: Float32Array (nnz),
+//        bias: Float32Array (labels) }   (fresh arrays: the count of kept weights is known only at the end)
+Napi::Value RerankTrain(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = GetObject(info[0], "options");
+  const CsrView d = net_parse_data(o.Get("data"), true);
+  const uint32_t* rows = nullptr;
+  size_t n = 0;
+  std::vector<uint32_t> all = ParseRows(o.Get("rows"), d, rows, n);
+  const uint32_t S = GetU32Prop(o, "S"), L = GetU32Prop(o, "labels"), D = GetU32Prop(o, "features");
+  auto sl = GetArrayProp<uint32_t>(o, "shortlist");
+  if (sl.size != n * size_t(S)) throw ArgError("shortlist must hold rows.length x S ids");
+  const double C = GetF64Prop(o, "C"), eps = GetF64Prop(o, "eps"), prune = GetF64Prop(o, "prune");
+  const uint32_t maxIter = GetU32Prop(o, "maxIter"), threads = GetU32Prop(o, "threads");
+  const double seed = GetF64Prop(o, "seed");
+  if (L == 0 || D == 0) throw ArgError("labels and features must be positive");
+  if (!(C > 0) || !std::isfinite(C)) throw ArgError("C must be finite and > 0");
+  if (!(eps > 0) || !std::isfinite(eps)) throw ArgError("eps must be finite and > 0");
+  if (!(prune >= 0) || !std::isfinite(prune)) throw ArgError("prune must be finite and >= 0");
+  if (maxIter == 0) throw ArgError("maxIter must be positive");
+  if (threads == 0 || threads > 256) throw ArgError("threads must be in [1, 256]");
+  if (!(seed >= 0 && seed <= 9007199254740991.0)) throw ArgError("seed must be a non-negative safe integer");
+  check_rows(d, rows, n, D);
+  RerankModel m;
+  rerank_train(m, d, rows, static_cast<uint32_t>(n), sl.data, S, L, D, C, eps, maxIter, prune, threads,
+               static_cast<uint64_t>(seed));
+  Napi::Object r = Napi::Object::New(env);
+  auto off = Napi::Uint32Array::New(env, m.offsets.size());
+  std::copy(m.offsets.begin(), m.offsets.end(), off.Data());
+  auto ft = Napi::Uint32Array::New(env, m.features.size());
+  std::copy(m.features.begin(), m.features.end(), ft.Data());
+  auto wt = Napi::Float32Array::New(env, m.weights.size());
+  std::copy(m.weights.begin(), m.weights.end(), wt.Data());
+  auto bs = Napi::Float32Array::New(env, m.bias.size());
+  std::copy(m.bias.begin(), m.bias.end(), bs.Data());
+  r.Set("offsets", off);
+  r.Set("features", ft);
+  r.Set("weights", wt);
+  r.Set("bias", bs);
+  return r;
+}
+
+// rerankScore({ data, rows: Uint32Array | null, candidates: Uint32Array (rows x S; 0xFFFFFFFF: none), S, features,
+//   model: { offsets, features, weights, bias }, threads, out: Float32Array (rows x S) }) -> undefined
+Napi::Value RerankScore(const Napi::CallbackInfo& info) {
+  Napi::Object o = GetObject(info[0], "options");
+  const CsrView d = net_parse_data(o.Get("data"), false);
+  const uint32_t* rows = nullptr;
+  size_t n = 0;
+  std::vector<uint32_t> all = ParseRows(o.Get("rows"), d, rows, n);
+  const uint32_t S = GetU32Prop(o, "S"), D = GetU32Prop(o, "features"), threads = GetU32Prop(o, "threads");
+  if (threads == 0 || threads > 256) throw ArgError("threads must be in [1, 256]");
+  auto cand = GetArrayProp<uint32_t>(o, "candidates");
+  auto out = GetArrayProp<float>(o, "out");
+  if (cand.size != n * size_t(S) || out.size != cand.size) throw ArgError("candidates and out must hold rows.length x S entries");
+  Napi::Object mo = GetObject(o.Get("model"), "model");
+  auto bias = GetArrayProp<float>(mo, "bias");
+  const uint32_t L = static_cast<uint32_t>(std::min<size_t>(bias.size, 0xFFFFFFFEu));
+  auto off = GetArrayProp<uint32_t>(mo, "offsets");
+  if (off.size != size_t(L) + 1) throw ArgError("model.offsets must hold model.bias.length + 1 entries");
+  auto ft = GetArrayProp<uint32_t>(mo, "features");
+  auto wt = GetArrayProp<float>(mo, "weights");
+  if (ft.size != wt.size) throw ArgError("model.features and model.weights must have the same length");
+  if (off.data[0] != 0 || off.data[L] != ft.size) throw ArgError("model.offsets must run from 0 to features.length");
+  for (size_t e = 0; e < cand.size; ++e)
+    if (cand.data[e] != kNone && cand.data[e] >= L) throw ArgError("candidates holds a label id >= the model's labels");
+  check_rows(d, rows, n, D);
+  // The model's entries are checked where read (the labels scored), not all of them on every call.
+  rerank_score(out.data, d, rows, static_cast<uint32_t>(n), cand.data, S, {off.data, ft.data, wt.data, bias.data, L, ft.size},
+               D, threads);
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void RegisterRerank(Napi::Env env, Napi::Object exports) {
+  Export<RerankTrain>(env, exports, "rerankTrain");
+  Export<RerankScore>(env, exports, "rerankScore");
+}
+
+}  // namespace sl

@@ -1,0 +1,319 @@
+// The output layer's re-ranker (native/net_rerank.cc, src/network/rerank.ts): the per-label SVMs against the
+// optimality conditions of their primal problem on the examples a TypeScript reference picks, the scorer
+// against brute force, the re-scoring of the network's candidates, fit()'s choice of the weight, and model
+// file round trips.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { native } from '../../src/native.js';
+import { Network } from '../../src/network/network.js';
+import { defaultConfig, resolveRerank } from '../../src/network/config.js';
+import { RERANK_WEIGHTS, rerankCombine, rerankProblem, rerankScores, trainRerank, type RerankState } from '../../src/network/rerank.js';
+import { fileInfo } from '../../src/cli/info.js';
+import { synthesize } from '../../datasets/synth.js';
+import { subset } from '../../datasets/split-reader.js';
+import { Xoshiro128 } from '../../src/util/rng.js';
+import { randomData } from './helpers.js';
+import type { RefData } from './reference.js';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+async function tmp(): Promise<string> {
+  const d = await mkdtemp(join(tmpdir(), 'sublinear-rerank-'));
+  dirs.push(d);
+  return d;
+}
+
+/** Each point's labels plus `extra` random other labels, as a (points x S) shortlist padded with 0xFFFFFFFF. */
+function randomShortlist(d: RefData, labels: number, S: number, seed: number): Uint32Array {
+  const rng = new Xoshiro128(seed);
+  const out = new Uint32Array(d.points * S).fill(0xffffffff);
+  for (let i = 0; i < d.points; i++) {
+    const set = new Set<number>();
+    const want = 1 + rng.below(S);
+    while (set.size < want) set.add(rng.below(labels));
+    [...set].forEach((j, q) => (out[i * S + q] = j));
+  }
+  return out;
+}
+
+/** Row i of d as a dense unit-length vector over dim features. */
+function unitRow(d: RefData, i: number, dim: number): Float64Array {
+  const x = new Float64Array(dim);
+  let s = 0;
+  for (let q = d.offsets[i]!; q < d.offsets[i + 1]!; q++) {
+    x[d.indices[q]!] += d.values[q]!;
+    s += d.values[q]! * d.values[q]!;
+  }
+  if (s > 0) for (let f = 0; f < dim; f++) x[f] /= Math.sqrt(s);
+  return x;
+}
+
+/** The reference's examples of label j: its points (+1) and the other points whose shortlist holds it (-1). */
+function examples(d: RefData, short: Uint32Array, S: number, j: number): { i: number; y: number }[] {
+  const out: { i: number; y: number }[] = [];
+  for (let i = 0; i < d.points; i++) {
+    const own = Array.from(d.labelIndices.subarray(d.labelOffsets[i]!, d.labelOffsets[i + 1]!));
+    if (own.includes(j)) out.push({ i, y: 1 });
+    else if (Array.from(short.subarray(i * S, i * S + S)).includes(j)) out.push({ i, y: -1 });
+  }
+  return out;
+}
+
+describe('rerankTrain: per-label squared-hinge SVMs', () => {
+  const dim = 12, labels = 9, S = 4, C = 1.5;
+  const data = randomData(40, dim, labels, 501, { maxNnz: 5 });
+  const short = randomShortlist(data, labels, S, 502);
+  const train = (threads: number, prune: number) =>
+    native().rerankTrain({ data, rows: null, shortlist: short, S, labels, features: dim, C, eps: 1e-9, maxIter: 5000, prune, threads, seed: 3 });
+
+  it('solves each label to the optimum of its primal problem on the reference examples', () => {
+    const m = train(1, 0);
+    let labelsChecked = 0;
+    for (let j = 0; j < labels; j++) {
+      const ex = examples(data, short, S, j);
+      if (ex.length === 0) {
+        expect(m.offsets[j + 1]! - m.offsets[j]!).toBe(0);
+        expect(m.bias[j]).toBe(-1);
+        continue;
+      }
+      // w~ = (w, b) over x~ = (x / |x|, 1): gradient of 1/2 |w~|^2 + C sum max(0, 1 - y w~.x~)^2 must vanish.
+      const w = new Float64Array(dim + 1);
+      for (let e = m.offsets[j]!; e < m.offsets[j + 1]!; e++) w[m.features[e]!] = m.weights[e]!;
+      w[dim] = m.bias[j]!;
+      const grad = Float64Array.from(w);
+      for (const { i, y } of ex) {
+        const x = unitRow(data, i, dim);
+        let z = w[dim]!;
+        for (let f = 0; f < dim; f++) z += w[f]! * x[f]!;
+        const slack = 1 - y * z;
+        if (slack <= 0) continue;
+        for (let f = 0; f < dim; f++) grad[f] -= 2 * C * slack * y * x[f]!;
+        grad[dim] -= 2 * C * slack * y;
+      }
+      const norm = Math.hypot(...grad);
+      expect(norm, `label ${j}`).toBeLessThan(2e-4);
+      // Non-trivial: the classifier separates something.
+      expect(Math.hypot(...w.subarray(0, dim)), `label ${j}`).toBeGreaterThan(0.05);
+      labelsChecked++;
+    }
+    expect(labelsChecked).toBeGreaterThan(6);
+  });
+
+  it('keeps only the features its examples touch, ascending, and drops |w| <= prune', () => {
+    const all = train(1, 0), pruned = train(1, 0.3);
+    for (let j = 0; j < labels; j++) {
+      const feats = Array.from(all.features.subarray(all.offsets[j]!, all.offsets[j + 1]!));
+      expect(feats).toEqual([...feats].sort((a, b) => a - b));
+      const touched = new Set<number>();
+      for (const { i } of examples(data, short, S, j)) for (let q = data.offsets[i]!; q < data.offsets[i + 1]!; q++) touched.add(data.indices[q]!);
+      for (const f of feats) expect(touched.has(f)).toBe(true);
+      const kept = feats.filter((_, e) => Math.abs(all.weights[all.offsets[j]! + e]!) > 0.3);
+      expect(Array.from(pruned.features.subarray(pruned.offsets[j]!, pruned.offsets[j + 1]!))).toEqual(kept);
+    }
+    expect(pruned.features.length).toBeLessThan(all.features.length);
+  });
+
+  it('gives the same classifiers on 1 and 3 threads, and on a subset of rows the same as on that subset alone', () => {
+    const a = train(1, 0.01), b = train(3, 0.01);
+    expect(Array.from(b.offsets)).toEqual(Array.from(a.offsets));
+    expect(Array.from(b.weights)).toEqual(Array.from(a.weights));
+    expect(Array.from(b.bias)).toEqual(Array.from(a.bias));
+    // rows: only the first 20 points (their shortlist rows).
+    const rows = Uint32Array.from({ length: 20 }, (_, i) => i);
+    const sub = native().rerankTrain({ data, rows, shortlist: short.subarray(0, 20 * S), S, labels, features: dim, C, eps: 1e-9, maxIter: 5000, prune: 0, threads: 2, seed: 3 });
+    const firstHalf: RefData = {
+      ...data, points: 20, offsets: data.offsets.subarray(0, 21), labelOffsets: data.labelOffsets.subarray(0, 21),
+    };
+    const alone = native().rerankTrain({ data: firstHalf, rows: null, shortlist: short.subarray(0, 20 * S), S, labels, features: dim, C, eps: 1e-9, maxIter: 5000, prune: 0, threads: 1, seed: 3 });
+    expect(Array.from(sub.weights)).toEqual(Array.from(alone.weights));
+  });
+
+  it('refuses bad arguments with a clear message', () => {
+    const base = { data, rows: null, shortlist: short, S, labels, features: dim, C, eps: 0.1, maxIter: 10, prune: 0, threads: 1, seed: 1 };
+    const t = (o: object) => () => native().rerankTrain({ ...base, ...o } as typeof base);
+    expect(t({ shortlist: short.subarray(1) })).toThrow('sublinear native: shortlist must hold rows.length x S ids');
+    expect(t({ labels: 3 })).toThrow('sublinear native: data holds a label id >= labels');
+    expect(t({ features: 4 })).toThrow('sublinear native: data holds a feature id >= features');
+    expect(t({ rows: Uint32Array.of(0, 40) , shortlist: short.subarray(0, 2 * S) })).toThrow('sublinear native: rows holds a point id >= data.points');
+    expect(t({ C: 0 })).toThrow('sublinear native: C must be finite and > 0');
+    expect(t({ maxIter: 0 })).toThrow('sublinear native: maxIter must be positive');
+    expect(t({ threads: 0 })).toThrow('sublinear native: threads must be in [1, 256]');
+  });
+});
+
+describe('rerankScore', () => {
+  const dim = 10, labels = 6;
+  const data = randomData(15, dim, labels, 601);
+  const rng = new Xoshiro128(602);
+  // A random model: each label a random subset of features.
+  const off = [0], feats: number[] = [], wts: number[] = [];
+  for (let j = 0; j < labels; j++) {
+    for (let f = 0; f < dim; f++) if (rng.nextFloat() < 0.5) feats.push(f), wts.push(Math.fround(rng.nextFloat() * 2 - 1));
+    off.push(feats.length);
+  }
+  const model = { offsets: Uint32Array.from(off), features: Uint32Array.from(feats), weights: Float32Array.from(wts), bias: Float32Array.from({ length: labels }, () => Math.fround(rng.nextFloat() - 0.5)) };
+  const S = 3;
+  const cand = Uint32Array.from({ length: data.points * S }, (_, e) => (e % 7 === 6 ? 0xffffffff : (e * 5) % labels));
+
+  it('matches brute force on unit-length rows; a missing candidate scores -inf', () => {
+    const s = rerankScores(model, data as never, null, cand, S, dim, 2);
+    for (let i = 0; i < data.points; i++) {
+      const x = unitRow(data, i, dim);
+      for (let q = 0; q < S; q++) {
+        const j = cand[i * S + q]!;
+        if (j === 0xffffffff) {
+          expect(s[i * S + q]).toBe(-Infinity);
+          continue;
+        }
+        let want = model.bias[j]!;
+        for (let e = model.offsets[j]!; e < model.offsets[j + 1]!; e++) want += model.weights[e]! * x[model.features[e]!]!;
+        expect(s[i * S + q]).toBeCloseTo(want, 5);
+      }
+    }
+  });
+
+  it('refuses a candidate or a feature out of range, and a damaged model', () => {
+    const out = new Float32Array(cand.length);
+    const base = { data: data as never, rows: null, candidates: cand, S, features: dim, model, threads: 1, out };
+    const t = (o: object) => () => native().rerankScore({ ...base, ...o } as typeof base);
+    expect(t({ candidates: Uint32Array.from(cand, () => labels) })).toThrow('sublinear native: candidates holds a label id >= the model\'s labels');
+    expect(t({ model: { ...model, features: Uint32Array.from(feats, () => dim) } })).toThrow('sublinear native: model.features holds a feature id >= features');
+    expect(t({ model: { ...model, offsets: Uint32Array.from(off, (v, j) => (j === labels ? v + 1 : v)) } })).toThrow('sublinear native: model.offsets must run from 0 to features.length');
+    expect(t({ out: new Float32Array(2) })).toThrow('sublinear native: candidates and out must hold rows.length x S entries');
+  });
+});
+
+describe('rerankCombine', () => {
+  it('orders by log p + weight x s, keeps the network order on ties, and shares out the shortlist mass', () => {
+    const S = 4, k = 3;
+    const labels = Uint32Array.of(7, 3, 5, 0xffffffff, 1, 2, 3, 4);
+    const probs = Float32Array.of(0.5, 0.2, 0.1, 0, 0.25, 0.25, 0.25, 0.25);
+    const s = Float32Array.of(-1, 1, 0, -Infinity, 0, 0, 0, 0);
+    const outL = new Uint32Array(2 * k), outS = new Float32Array(2 * k);
+    rerankCombine(labels, probs, s, S, 1, k, outL, outS);
+    // point 0: log .5 - 1 = -1.69, log .2 + 1 = -0.61, log .1 = -2.30
+    expect(Array.from(outL.subarray(0, k))).toEqual([3, 7, 5]);
+    const e = [Math.exp(Math.log(0.2) + 1), Math.exp(Math.log(0.5) - 1), 0.1];
+    const tot = e.reduce((a, b) => a + b);
+    e.forEach((v, q) => expect(outS[q]).toBeCloseTo((0.8 * v) / tot, 6));
+    // point 1: all equal, network order kept
+    expect(Array.from(outL.subarray(k))).toEqual([1, 2, 3]);
+    // weight 0: the network's order and probabilities
+    rerankCombine(labels, probs, s, S, 0, k, outL, outS);
+    expect(Array.from(outL.subarray(0, k))).toEqual([7, 3, 5]);
+    expect(outS[0]).toBeCloseTo(0.5, 6);
+    // fewer candidates than k
+    const l1 = new Uint32Array(5), s1 = new Float32Array(5);
+    rerankCombine(labels.subarray(0, 4), probs.subarray(0, 4), s.subarray(0, 4), S, 1, 5, l1, s1);
+    expect(Array.from(l1.subarray(3))).toEqual([0xffffffff, 0xffffffff]);
+  });
+});
+
+describe('re-ranker in fit(), predict() and model files', () => {
+  // Rows 0..2400 train, 2400..2700 test (synthesize gives both files' rows in order).
+  const all = synthesize({ shape: 'tiny', points: 2700, seed: 11 });
+  const train = subset(all, Array.from({ length: 2400 }, (_, i) => i));
+  const test = subset(all, Array.from({ length: 300 }, (_, i) => 2400 + i));
+  const shape = { features: all.features, labels: all.labels };
+  const small = (rerank: object) => {
+    const c = defaultConfig(train, 3);
+    c.layers[0]!.size = 32;
+    c.layers[1]!.rerank = rerank;
+    return c;
+  };
+
+  it('is on in the defaults for dense and sampled outputs', () => {
+    expect(defaultConfig({ features: 10, labels: 100 }).layers.at(-1)!.rerank).toEqual({});
+    expect(defaultConfig({ features: 10, labels: 100000 }).layers.at(-1)!.rerank).toEqual({});
+  });
+
+  let trained: Network;
+  it('trains after the network, chooses the weight on the held-out points and applies it in predict()', async () => {
+    const net = new Network(small({}));
+    const st = await net.fit(train, { workers: 0 });
+    const r = st.rerank!;
+    expect(r.skipped).toBeUndefined();
+    expect(r.tried.map((t) => t.weight)).toEqual([...RERANK_WEIGHTS]);
+    expect(r.points).toBe(st.validationPoints);
+    const best = r.tried.reduce((a, t) => (t.score > a.score ? t : a));
+    expect(r.weight).toBe(best.weight);
+    // Force it on (whatever the held-out choice) to check how predict() applies it.
+    if (!net.rerank) throw new Error('this data should let the classifiers help');
+    const weight = net.rerank.weight;
+    const got = await net.predict(test, { k: 5, workers: 0 });
+    const rr = net.rerank;
+    net.rerank = null;
+    const plain = await net.predict(test, { k: rr.shortlist, workers: 0 });
+    net.rerank = rr;
+    const s = rerankScores(rr, test, null, plain.labels, rr.shortlist, shape.features, 1);
+    const wantL = new Uint32Array(test.points * 5), wantS = new Float32Array(test.points * 5);
+    rerankCombine(plain.labels, plain.scores, s, rr.shortlist, weight, 5, wantL, wantS);
+    expect(Array.from(got.labels)).toEqual(Array.from(wantL));
+    expect(Array.from(got.scores)).toEqual(Array.from(wantS));
+    trained = net;
+  });
+
+  it('survives a save and load bit for bit, and info shows it', async () => {
+    const path = join(await tmp(), 'm.sl');
+    await trained.save(path);
+    const back = await Network.load(path);
+    expect(back.rerank).not.toBeNull();
+    expect(Array.from(back.rerank!.weights)).toEqual(Array.from(trained.rerank!.weights));
+    expect(back.rerank!.weight).toBe(trained.rerank!.weight);
+    const a = await trained.predict(test, { k: 5, workers: 0 }), b = await back.predict(test, { k: 5, workers: 0 });
+    expect(Array.from(b.labels)).toEqual(Array.from(a.labels));
+    expect((await fileInfo(path)).rerank).toEqual({ weight: trained.rerank!.weight, shortlist: 32, entries: trained.rerank!.features.length });
+  });
+
+  it('refuses a model file whose re-ranker is damaged, naming the file and the problem', async () => {
+    const dir = await tmp();
+    const bad: RerankState = { ...trained.rerank!, features: Uint32Array.from(trained.rerank!.features, (f, e) => (e === 0 ? shape.features : f)) };
+    expect(rerankProblem(bad, shape.labels, shape.features)).toBe(`the re-ranker names feature ${shape.features} (the network has ${shape.features})`);
+    const net = await Network.load(await (async () => { const p = join(dir, 'ok.sl'); await trained.save(p); return p; })());
+    net.rerank = bad;
+    const path = join(dir, 'bad.sl');
+    await net.save(path);
+    await expect(Network.load(path)).rejects.toThrow(`${path}: the re-ranker names feature ${shape.features} (the network has ${shape.features})`);
+    expect(rerankProblem({ ...trained.rerank!, bias: new Float32Array(3) }, shape.labels, shape.features)).toBe(`the re-ranker has 3 labels but the network has ${shape.labels}`);
+  });
+
+  it('is not trained without held-out points unless a weight is given; with one it is applied as given', async () => {
+    const a = new Network(small({}));
+    const sa = await a.fit(train, { workers: 0, epochs: 2 });
+    expect(sa.rerank?.skipped).toBe('no held-out points to choose its weight (rerank.weight trains it without them)');
+    expect(a.rerank).toBeNull();
+    const b = new Network(small({ weight: 1.5, shortlist: 8 }));
+    const sb = await b.fit(train, { workers: 0, epochs: 2 });
+    expect(sb.rerank).toMatchObject({ weight: 1.5, points: 0, tried: [] });
+    expect(b.rerank).toMatchObject({ weight: 1.5, shortlist: 8 });
+    // A second fit drops the classifiers of the old weights and trains new ones.
+    const before = b.rerank!.weights;
+    await b.fit(train, { workers: 0, epochs: 1 });
+    expect(b.rerank!.weights).not.toBe(before);
+  });
+
+  it('validates its configuration', () => {
+    expect(resolveRerank({}, 'r')).toEqual({ shortlist: 32, shortlistRows: 50000, C: 1, prune: 0.1, maxIter: 20 });
+    expect(() => resolveRerank({ shortlist: 0 }, 'r')).toThrow('r.shortlist');
+    expect(() => resolveRerank({ C: -1 }, 'r')).toThrow('Expected finite number > 0 for r.C but received -1');
+    expect(() => resolveRerank({ weight: Number.NaN }, 'r')).toThrow('Expected finite number >= 0 for r.weight');
+    expect(() => resolveRerank({ shortlst: 3 } as never, 'r')).toThrow(/shortlst/);
+    expect(() => new Network({ inputDim: 5, layers: [{ size: 4, rerank: {} }, { size: 3 }] })).toThrow('layers[0].rerank: only the output layer has a re-ranker');
+  });
+});
+
+describe('trainRerank (TypeScript wrapper)', () => {
+  it('passes the network shape and config through, weight 0 until chosen', () => {
+    const data = randomData(20, 8, 5, 701);
+    const short = randomShortlist(data, 5, 3, 702);
+    const r = trainRerank(data as never, null, short, 3, { labels: 6, features: 9 }, resolveRerank({ shortlist: 3 }, 'r'), 1, 1);
+    expect(r.bias.length).toBe(6);
+    expect(r.bias[5]).toBe(-1); // label 5 has no example
+    expect(r.weight).toBe(0);
+    expect(r.shortlist).toBe(3);
+  });
+});
