@@ -219,19 +219,30 @@ struct RerankView {
 };
 
 // out[t S + q] = s_j(x / |x|) for j = cand[t S + q] of sample rows[t] (-inf where j is kNone).
-// Throws on a label whose entries are out of order or name a feature >= D (a damaged model).
+// Throws on a label whose entries run out of its arrays or name a feature >= D (a damaged model). A label with
+// many more weights than the row has features (a frequent label: thousands) is scored by looking each of the
+// row's features up in its ascending list (features ascending within a label: rerankProblem checks stored
+// ones) instead of reading every weight: the candidates of a point are mostly such labels.
 void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n, const uint32_t* cand, uint32_t S,
                   const RerankView& m, uint32_t D, uint32_t threads) {
   const uint32_t T = std::max(1u, std::min(threads, n / 64 + 1));
   net::fork_join(T, [&](uint32_t tid) {
     std::vector<float> x(D, 0.0f);
+    std::vector<uint32_t> xf;  // the row's distinct features, ascending
     uint32_t lo, hi;
     net::split_range(n, T, tid, 1, lo, hi);
     for (uint32_t t = lo; t < hi; ++t) {
       uint32_t q0, q1;
       row_range(d, rows[t], q0, q1);
       const float scale = static_cast<float>(inv_norm(d, rows[t]));
-      for (uint32_t q = q0; q < q1; ++q) x[d.indices[q]] += scale * d.values[q];
+      xf.clear();
+      for (uint32_t q = q0; q < q1; ++q) {
+        x[d.indices[q]] += scale * d.values[q];
+        xf.push_back(d.indices[q]);
+      }
+      std::sort(xf.begin(), xf.end());
+      xf.erase(std::unique(xf.begin(), xf.end()), xf.end());
+      const size_t nx = xf.size();
       for (uint32_t c = 0; c < S; ++c) {
         const uint32_t j = cand[size_t(t) * S + c];
         if (j == kNone) {
@@ -241,10 +252,20 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
         const uint32_t e0 = m.offsets[j], e1 = m.offsets[j + 1];
         if (e0 > e1 || e1 > m.nnz) throw ArgError("model.offsets must not decrease");
         float s = m.bias[j];
-        for (uint32_t e = e0; e < e1; ++e) {
-          const uint32_t f = m.features[e];
-          if (f >= D) throw ArgError("model.features holds a feature id >= features");
-          s += m.weights[e] * x[f];
+        if (size_t(e1 - e0) > 8 * nx) {
+          const uint32_t* f0 = m.features + e0;
+          const uint32_t* f1 = m.features + e1;
+          for (uint32_t f : xf) {
+            f0 = std::lower_bound(f0, f1, f);
+            if (f0 == f1) break;
+            if (*f0 == f) s += m.weights[f0 - m.features] * x[f];
+          }
+        } else {
+          for (uint32_t e = e0; e < e1; ++e) {
+            const uint32_t f = m.features[e];
+            if (f >= D) throw ArgError("model.features holds a feature id >= features");
+            s += m.weights[e] * x[f];
+          }
         }
         out[size_t(t) * S + c] = s;
       }

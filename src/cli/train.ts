@@ -4,7 +4,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { DataFormatError, type SparseDataset } from '../../datasets/index.js';
 import { defaultConfig, defaultThreads, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
-import { KFOLD_MEMORY, Network } from '../network/network.js';
+import { KFOLD_MEMORY, kfoldSnapshotBytes, Network } from '../network/network.js';
 import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { Metrics } from '../train/metrics.js';
 import { defaultWorkers } from '../train/executor.js';
@@ -224,7 +224,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   const savedValidation = resumed ? resumed.resumeInfo!.fitOptions.validation ?? null : undefined;
   const v = savedValidation !== undefined ? savedValidation : t.validation === false || epochs !== undefined ? null : resolveValidation(t.validation ?? {});
   if (v && !dist && (!resumed || resumed.batchesDone === 0) && selectionMethod(train.points, v) === 'kfold') {
-    const one = planNetworkMemory(resolved, 1).totalBytes;
+    const one = planNetworkMemory(resolved, 1).totalBytes + kfoldSnapshotBytes(resolved);
     const folds = Math.min(v.folds, Math.floor(train.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, one)));
     if (folds >= 2) {
       plan.parts.push({ name: `${folds} network copies for k-fold selection`, bytes: folds * one });
@@ -422,9 +422,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       else if (r) {
         const at = (x: number) => r.tried.find((t) => t.weight === x)?.p1.toFixed(4) ?? '-';
         const size = `${r.entries} classifier weights, ${(r.bytes / 2 ** 20).toFixed(1)} MB`;
+        const on = stats.selection?.method === 'kfold' ? 'cross-validated' : 'held-out';
         io.err(r.weight > 0
-          ? `re-ranker: per-label classifiers weighted x${r.weight} on the network's top candidates (${size}; ${r.seconds.toFixed(1)} s${r.points ? `; held-out P@1 ${at(r.weight)}, ${at(0)} without` : ''})\n`
-          : `re-ranker: dropped, it did not help on the held-out points (P@1 ${at(0)} without; ${r.seconds.toFixed(1)} s)\n`);
+          ? `re-ranker: per-label classifiers weighted x${r.weight} on the network's top candidates (${size}; ${r.seconds.toFixed(1)} s${r.points ? `; ${on} P@1 ${at(r.weight)}, ${at(0)} without` : ''})\n`
+          : `re-ranker: dropped, it did not help on the ${on} points (P@1 ${at(0)} without)\n`);
       }
     }
     // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must

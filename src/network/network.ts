@@ -40,6 +40,21 @@ import {
  */
 export const KFOLD_MEMORY = 2 * 1024 ** 3;
 
+/**
+ * Bytes each fold of k-fold selection holds besides its network state: with a re-ranker whose weight the
+ * folds choose (RerankConfig.weight unset), a copy of its weights and biases at the best mean epoch so far.
+ */
+export function kfoldSnapshotBytes(c: ResolvedNetworkConfig): number {
+  const rr = c.layers.at(-1)!.rerank;
+  if (!rr || rr.weight !== undefined) return 0;
+  let bytes = 0, prev = c.inputDim;
+  for (const l of c.layers) {
+    bytes += 4 * (prev * l.size + l.size);
+    prev = l.size;
+  }
+  return bytes;
+}
+
 /** Options of `Network.predict`. */
 export interface PredictOptions {
   /** Labels returned per point. Default 5. */
@@ -385,7 +400,7 @@ export class Network {
     // Folds that fit in KFOLD_MEMORY of network state (they train side by side); fewer than 2: one slice.
     const wantKfold = validation !== null && selectionMethod(data.points, validation) === 'kfold';
     const folds = wantKfold && !opts.executor
-      ? Math.min(validation!.folds, Math.floor(data.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, this.memoryBytes())))
+      ? Math.min(validation!.folds, Math.floor(data.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, this.memoryBytes() + kfoldSnapshotBytes(this.config))))
       : 0;
     const holdoutWhy = !wantKfold
       ? `at least minHoldout ${validation?.minHoldout}`
@@ -492,7 +507,9 @@ export class Network {
       if (rr && !stats.aborted && !opts.signal?.aborted) {
         stats.rerank = opts.executor
           ? { weight: 0, points: 0, tried: [], entries: 0, bytes: 0, seconds: 0, skipped: 'not trained by distributed training' }
-          : await this.trainReranker(exec, data, control.rows ?? null, validation && early ? holdout : null, validation, rr);
+          : selection?.method === 'kfold' && selection.rerank
+            ? await this.trainReranker(exec, data, null, null, null, { ...rr, weight: selection.rerank.weight }, selection.rerank.tried, data.points)
+            : await this.trainReranker(exec, data, control.rows ?? null, validation && early ? holdout : null, validation, rr);
       }
       if (selection) stats.selection = selection;
       if (inputScaling) stats.inputScaling = inputScaling;
@@ -550,11 +567,22 @@ export class Network {
     };
     opts.signal?.addEventListener('abort', stopAll, { once: true });
     let best = -1, bestEpoch = 0, bad = 0;
+    // A re-ranker whose weight is left to the data: every fold keeps its weights at the best mean so far (the
+    // epoch bestMeanEpoch selects), taken while all folds wait at the barrier.
+    const rr = this.config.layers.at(-1)!.rerank;
+    const wantRerank = rr !== undefined && rr.weight === undefined;
+    const nets: Network[] = [];
+    const snaps: WeightSnapshot[] = [];
+    let bestMean = -Infinity;
     const arrive = async () => {
       if (halted) return;
       const e = Math.min(...curves.map((c) => c.length));
       if (e === curves[0]!.length && curves.every((c) => c.length === e)) {
         const mean = curves.reduce((t, c) => t + c[e - 1]!, 0) / folds;
+        if (wantRerank && mean > bestMean) {
+          bestMean = mean;
+          nets.forEach((n, f) => (snaps[f] ??= new WeightSnapshot(n.spec)).take(n.spec));
+        }
         if (mean > best + validation.minDelta) {
           best = mean;
           bestEpoch = e;
@@ -573,6 +601,7 @@ export class Network {
         const net = new Network(storedConfig(this.config));
         net.copyStateFrom(this);
         net.inputScale = null; // `data` is already scaled (and the fold runs below do not scale again)
+        nets[f] = net;
         const trainPart = subset(data, part.train), heldPart = subset(data, part.holdout);
         await net.fit(trainPart, {
           epochs: validation.maxEpochs, validation: false, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
@@ -601,11 +630,54 @@ export class Network {
     if (opts.signal?.aborted) return null;
     const { epochs, mean } = bestMeanEpoch(curves);
     const meanP1 = p1s[0]!.map((_, e) => p1s.reduce((t, c) => t + c[e]!, 0) / folds);
+    const rerank = wantRerank && snaps.length === folds ? await this.foldRerankWeight(data, parts, nets, snaps, rr!, validation) : undefined;
     return {
       method: 'kfold', folds, epochs, scores: mean, p1: meanP1, holdoutPoints: held,
       reason: `a held-out slice would hold ${held} points (fewer than minHoldout ${validation.minHoldout}): ` +
         `${folds}-fold cross-validation chose ${epochs} epochs, then the network trained on all ${data.points} points`,
+      ...(rerank ? { rerank } : {}),
     };
+  }
+
+  /**
+   * The re-ranker's weight by k-fold selection (small training sets): each fold's network at the selected
+   * epoch (its snapshot) predicts the shortlists of its training folds, its classifiers are trained on them,
+   * and its held-out fold is scored at every weight of RERANK_WEIGHTS; the weight with the best mean over
+   * all points wins (ties: the smaller). Exact prediction (the sets are small).
+   */
+  private async foldRerankWeight(
+    data: SparseDataset, parts: { train: Uint32Array; holdout: Uint32Array }[], nets: Network[], snaps: WeightSnapshot[],
+    cfg: ResolvedRerank, validation: ResolvedValidation,
+  ): Promise<{ weight: number; tried: RerankTry[] }> {
+    const outDim = this.config.layers.at(-1)!.size;
+    const S = Math.min(cfg.shortlist, outDim);
+    const threads = Math.max(1, defaultWorkers());
+    const ks = validation.metric === 'p1' ? [1] : [1, 3, 5];
+    const sums = RERANK_WEIGHTS.map(() => ({ p1: 0, p3: 0, p5: 0, score: 0 }));
+    for (let f = 0; f < parts.length; f++) {
+      const net = nets[f]!;
+      snaps[f]!.restore(net.spec);
+      net.indexFresh = false;
+      const trainPart = subset(data, parts[f]!.train), heldPart = subset(data, parts[f]!.holdout);
+      const top = await net.predict(trainPart, { k: S, workers: 0 });
+      const state = trainRerank(trainPart, null, top.labels, S, { labels: outDim, features: this.config.inputDim }, cfg, threads, this.seed);
+      const held = await net.predict(heldPart, { k: S, workers: 0 });
+      const s = rerankScores(state, heldPart, null, held.labels, S, this.config.inputDim, threads);
+      const labels = new Uint32Array(heldPart.points * 5), scores = new Float32Array(heldPart.points * 5);
+      RERANK_WEIGHTS.forEach((weight, w) => {
+        rerankCombine(held.labels, held.scores, s, S, weight, 5, labels, scores);
+        const m = computeMetrics({ topIdx: labels, kMax: 5, labelOffsets: heldPart.labelOffsets, labelIndices: heldPart.labelIndices });
+        const per = pointPrecisions(labels, 5, heldPart.labelOffsets, heldPart.labelIndices, ks);
+        const t = sums[w]!;
+        t.p1 += m.p1! * heldPart.points;
+        t.p3 += m.p3! * heldPart.points;
+        t.p5 += m.p5! * heldPart.points;
+        for (const v of per) t.score += v;
+      });
+    }
+    const n = data.points;
+    const tried = RERANK_WEIGHTS.map((weight, w) => ({ weight, p1: sums[w]!.p1 / n, p3: sums[w]!.p3 / n, p5: sums[w]!.p5 / n, score: sums[w]!.score / n }));
+    return { weight: tried.reduce((a, t) => (t.score > a.score ? t : a)).weight, tried };
   }
 
   /**
@@ -726,13 +798,14 @@ export class Network {
    */
   private async trainReranker(
     exec: Executor, data: SparseDataset, rows: Uint32Array | null, holdout: SparseDataset | null, validation: ResolvedValidation | null,
-    cfg: ResolvedRerank,
+    cfg: ResolvedRerank, chosenBy: RerankTry[] = [], chosenOn = 0,
   ): Promise<RerankReport> {
     const t0 = performance.now();
-    const none = { weight: 0, points: 0, tried: [], entries: 0, bytes: 0 };
     if (!holdout && cfg.weight === undefined) {
-      return { ...none, seconds: 0, skipped: 'no held-out points to choose its weight (rerank.weight trains it without them)' };
+      return { weight: 0, points: 0, tried: [], entries: 0, bytes: 0, seconds: 0, skipped: 'no held-out points to choose its weight (rerank.weight trains it without them)' };
     }
+    // k-fold selection chose 0: nothing to train.
+    if (cfg.weight === 0 && chosenBy.length) return { weight: 0, points: chosenOn, tried: chosenBy, entries: 0, bytes: 0, seconds: 0 };
     const outDim = this.config.layers.at(-1)!.size;
     const S = Math.min(cfg.shortlist, outDim);
     const mode = this.spec.layers.at(-1)!.sampling ? 'sampled' : 'exact';
@@ -768,8 +841,9 @@ export class Network {
     }
     this.rerank = state.weight > 0 ? state : null;
     const entries = this.rerank ? state.features.length : 0;
+    if (chosenBy.length) tried.push(...chosenBy);
     return {
-      weight: state.weight, points: tried.length ? holdout!.points : 0, tried, entries,
+      weight: state.weight, points: chosenBy.length ? chosenOn : tried.length ? holdout!.points : 0, tried, entries,
       bytes: this.rerank ? rerankBytes(state) : 0, seconds: (performance.now() - t0) / 1000,
     };
   }

@@ -89,6 +89,7 @@ export function rerankCombine(
   const points = labels.length / S;
   const comb = new Float64Array(S);
   const order = new Uint32Array(S);
+  const taken = new Uint8Array(S);
   for (let i = 0; i < points; i++) {
     const base = i * S;
     let n = 0, mass = 0, mx = -Infinity;
@@ -96,23 +97,29 @@ export function rerankCombine(
       if (labels[base + q] === 0xffffffff) continue;
       const p = probs[base + q]!;
       mass += p;
-      comb[n] = Math.log(Math.max(p, 1e-30)) + weight * s[base + q]!;
+      const c = Math.log(Math.max(p, 1e-30)) + weight * s[base + q]!;
+      comb[n] = c;
       order[n] = q;
-      mx = Math.max(mx, comb[n]!);
+      if (c > mx) mx = c;
       n++;
     }
     let sum = 0;
     for (let t = 0; t < n; t++) sum += Math.exp(comb[t]! - mx);
-    const idx = Array.from({ length: n }, (_, t) => t).sort((a, b) => comb[b]! - comb[a]! || a - b);
+    taken.fill(0, 0, n);
+    // The k best: repeated scans for a handful, a sort beyond (the first of equal scores wins: the network's order).
+    const sorted = k > 16 ? Array.from({ length: n }, (_, t) => t).sort((a, b) => comb[b]! - comb[a]! || a - b) : null;
     for (let q = 0; q < k; q++) {
-      const t = idx[q];
-      if (t === undefined) {
+      let best = -1;
+      if (sorted) best = q < n ? sorted[q]! : -1;
+      else for (let t = 0; t < n; t++) if (!taken[t] && (best < 0 || comb[t]! > comb[best]!)) best = t;
+      if (best < 0) {
         outLabels[i * k + q] = 0xffffffff;
         outScores[i * k + q] = 0;
         continue;
       }
-      outLabels[i * k + q] = labels[base + order[t]!]!;
-      outScores[i * k + q] = (mass * Math.exp(comb[t]! - mx)) / sum;
+      taken[best] = 1;
+      outLabels[i * k + q] = labels[base + order[best]!]!;
+      outScores[i * k + q] = (mass * Math.exp(comb[best]! - mx)) / sum;
     }
   }
 }
@@ -125,8 +132,14 @@ export function rerankProblem(r: RerankState, labels: number, inputDim: number):
   const nnz = r.features.length;
   if (r.weights.length !== nnz) return 'the re-ranker has different numbers of features and weights';
   if (r.offsets[0] !== 0 || r.offsets[labels] !== nnz) return 'the re-ranker offsets do not run from 0 to its number of entries';
-  for (let j = 0; j < labels; j++) if (r.offsets[j]! > r.offsets[j + 1]!) return `the re-ranker offsets decrease at label ${j}`;
-  for (let e = 0; e < nnz; e++) if (r.features[e]! >= inputDim) return `the re-ranker names feature ${r.features[e]} (the network has ${inputDim})`;
+  for (let j = 0; j < labels; j++) {
+    const e0 = r.offsets[j]!, e1 = r.offsets[j + 1]!;
+    if (e0 > e1) return `the re-ranker offsets decrease at label ${j}`;
+    for (let e = e0; e < e1; e++) {
+      if (r.features[e]! >= inputDim) return `the re-ranker names feature ${r.features[e]} (the network has ${inputDim})`;
+      if (e > e0 && r.features[e]! <= r.features[e - 1]!) return `the re-ranker's features of label ${j} are not strictly ascending`;
+    }
+  }
   for (const a of [r.weights, r.bias]) for (let e = 0; e < a.length; e++) if (!Number.isFinite(a[e]!)) return 'the re-ranker holds a non-finite weight';
   return null;
 }

@@ -24,6 +24,7 @@
 import { boundJson } from '../util/bounded-text.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../network/native-types.js';
+import type { RerankTry } from '../network/rerank.js';
 import { checkKnownKeys } from '../util/suggest.js';
 
 /** Options of the held-out validation that decides the number of epochs (`FitOptions.validation`). */
@@ -216,6 +217,12 @@ export type SelectionReport =
       /** The held-out slice that one split would have had (below minHoldout). */
       holdoutPoints: number;
       reason: string;
+      /**
+       * With a re-ranker whose weight is left to the data (RerankConfig): the weight chosen by the folds (each
+       * fold's network at the selected epoch, its classifiers trained on its own training folds, scored on its
+       * held-out fold: every point scored once), and the mean score at every weight tried.
+       */
+      rerank?: { weight: number; tried: RerankTry[] };
     };
 
 /**
@@ -376,5 +383,9 @@ export function selectionProblem(x: unknown): string | null {
   if (r.method !== 'kfold') return `unknown method ${boundJson(r.method)}`;
   if (!int(r.folds, 2) || !int(r.epochs, 0) || !int(r.holdoutPoints, 0)) return 'invalid folds, epochs or holdoutPoints';
   if (!nums(r.scores) || !nums(r.p1)) return 'scores and p1 must be arrays of finite numbers';
+  if (r.rerank !== undefined) {
+    const k = r.rerank as { weight?: unknown; tried?: unknown } | null;
+    if (!k || typeof k !== 'object' || typeof k.weight !== 'number' || !(Number.isFinite(k.weight) && k.weight >= 0) || !Array.isArray(k.tried)) return 'invalid rerank';
+  }
   return null;
 }

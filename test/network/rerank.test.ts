@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { native } from '../../src/native.js';
-import { Network } from '../../src/network/network.js';
-import { defaultConfig, resolveRerank } from '../../src/network/config.js';
+import { kfoldSnapshotBytes, Network } from '../../src/network/network.js';
+import { defaultConfig, resolveConfig, resolveRerank } from '../../src/network/config.js';
+import { selectionProblem } from '../../src/train/early-stop.js';
 import { RERANK_WEIGHTS, rerankCombine, rerankProblem, rerankScores, trainRerank, type RerankState } from '../../src/network/rerank.js';
 import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../datasets/synth.js';
@@ -206,6 +207,17 @@ describe('rerankCombine', () => {
     rerankCombine(labels, probs, s, S, 0, k, outL, outS);
     expect(Array.from(outL.subarray(0, k))).toEqual([7, 3, 5]);
     expect(outS[0]).toBeCloseTo(0.5, 6);
+    // k > 16 sorts instead of scanning: the same order
+    const rng = new Xoshiro128(77);
+    const S2 = 40, L2 = Uint32Array.from({ length: 3 * S2 }, (_, e) => e), P2 = Float32Array.from({ length: 3 * S2 }, () => rng.nextFloat() / S2);
+    const s2 = Float32Array.from({ length: 3 * S2 }, () => Math.fround(rng.nextFloat() * 2 - 1));
+    const a5 = new Uint32Array(15), a5s = new Float32Array(15), a20 = new Uint32Array(60), a20s = new Float32Array(60);
+    rerankCombine(L2, P2, s2, S2, 2, 5, a5, a5s);
+    rerankCombine(L2, P2, s2, S2, 2, 20, a20, a20s);
+    for (let i = 0; i < 3; i++) {
+      expect(Array.from(a20.subarray(i * 20, i * 20 + 5))).toEqual(Array.from(a5.subarray(i * 5, i * 5 + 5)));
+      expect(Array.from(a20s.subarray(i * 20, i * 20 + 5))).toEqual(Array.from(a5s.subarray(i * 5, i * 5 + 5)));
+    }
     // fewer candidates than k
     const l1 = new Uint32Array(5), s1 = new Float32Array(5);
     rerankCombine(labels.subarray(0, 4), probs.subarray(0, 4), s.subarray(0, 4), S, 1, 5, l1, s1);
@@ -294,6 +306,31 @@ describe('re-ranker in fit(), predict() and model files', () => {
     const before = b.rerank!.weights;
     await b.fit(train, { workers: 0, epochs: 1 });
     expect(b.rerank!.weights).not.toBe(before);
+  });
+
+  it('on a small training set, takes its weight from the k-fold selection (every point scored once)', async () => {
+    const few = subset(train, Array.from({ length: 400 }, (_, i) => i));
+    const net = new Network(small({}));
+    const st = await net.fit(few, { workers: 0 });
+    const sel = st.selection!;
+    expect(sel.method).toBe('kfold');
+    if (sel.method !== 'kfold') return;
+    const k = sel.rerank!;
+    expect(k.tried.map((t) => t.weight)).toEqual([...RERANK_WEIGHTS]);
+    expect(k.weight).toBe(k.tried.reduce((a, t) => (t.score > a.score ? t : a)).weight);
+    // Scores are means over the 400 points: multiples of 1/400 for P@1.
+    for (const t of k.tried) expect(Math.abs(t.p1 * 400 - Math.round(t.p1 * 400))).toBeLessThan(1e-6);
+    expect(st.rerank).toMatchObject({ weight: k.weight, points: 400, tried: k.tried });
+    expect(net.rerank?.weight ?? 0).toBe(k.weight);
+    expect(selectionProblem(sel)).toBeNull();
+    expect(selectionProblem({ ...sel, rerank: { weight: -1, tried: [] } })).toBe('invalid rerank');
+    // A given weight skips the choice (no snapshots, no rerank in the selection report).
+    const fixed = new Network(small({ weight: 0.5 }));
+    const sf = await fixed.fit(few, { workers: 0 });
+    expect(sf.selection?.method === 'kfold' && sf.selection.rerank).toBeFalsy();
+    expect(fixed.rerank?.weight).toBe(0.5);
+    expect(kfoldSnapshotBytes(resolveConfig(small({})))).toBe(4 * (shape.features * 32 + 32 + 32 * shape.labels + shape.labels));
+    expect(kfoldSnapshotBytes(resolveConfig(small({ weight: 1 })))).toBe(0);
   });
 
   it('validates its configuration', () => {
