@@ -55,6 +55,31 @@ export function kfoldSnapshotBytes(c: ResolvedNetworkConfig): number {
   return bytes;
 }
 
+/**
+ * Sums over the points of `part` of P@1, P@3, P@5 and the per-point score (pointPrecisions over `ks`) at
+ * every weight of RERANK_WEIGHTS: the network's top S of each point (labels, probs) re-scored with the
+ * classifiers' scores s.
+ */
+function rerankWeightSums(
+  part: SparseDataset, labels: Uint32Array, probs: Float32Array, s: Float32Array, S: number, ks: number[],
+): { p1: number; p3: number; p5: number; score: number }[] {
+  const top = new Uint32Array(part.points * 5), scores = new Float32Array(part.points * 5);
+  return RERANK_WEIGHTS.map((weight) => {
+    rerankCombine(labels, probs, s, S, weight, 5, top, scores);
+    const m = computeMetrics({ topIdx: top, kMax: 5, labelOffsets: part.labelOffsets, labelIndices: part.labelIndices });
+    let score = 0;
+    for (const v of pointPrecisions(top, 5, part.labelOffsets, part.labelIndices, ks)) score += v;
+    return { p1: m.p1! * part.points, p3: m.p3! * part.points, p5: m.p5! * part.points, score };
+  });
+}
+
+/** Sums of rerankWeightSums over `points` points as the mean held-out score of each weight. */
+function rerankTries(sums: { p1: number; p3: number; p5: number; score: number }[], points: number): RerankTry[] {
+  return RERANK_WEIGHTS.map((weight, w) => ({
+    weight, p1: sums[w]!.p1 / points, p3: sums[w]!.p3 / points, p5: sums[w]!.p5 / points, score: sums[w]!.score / points,
+  }));
+}
+
 /** Options of `Network.predict`. */
 export interface PredictOptions {
   /** Labels returned per point. Default 5. */
@@ -663,20 +688,12 @@ export class Network {
       const state = trainRerank(trainPart, null, top.labels, S, { labels: outDim, features: this.config.inputDim }, cfg, threads, this.seed);
       const held = await net.predict(heldPart, { k: S, workers: 0 });
       const s = rerankScores(state, heldPart, null, held.labels, S, this.config.inputDim, threads);
-      const labels = new Uint32Array(heldPart.points * 5), scores = new Float32Array(heldPart.points * 5);
-      RERANK_WEIGHTS.forEach((weight, w) => {
-        rerankCombine(held.labels, held.scores, s, S, weight, 5, labels, scores);
-        const m = computeMetrics({ topIdx: labels, kMax: 5, labelOffsets: heldPart.labelOffsets, labelIndices: heldPart.labelIndices });
-        const per = pointPrecisions(labels, 5, heldPart.labelOffsets, heldPart.labelIndices, ks);
-        const t = sums[w]!;
-        t.p1 += m.p1! * heldPart.points;
-        t.p3 += m.p3! * heldPart.points;
-        t.p5 += m.p5! * heldPart.points;
-        for (const v of per) t.score += v;
+      rerankWeightSums(heldPart, held.labels, held.scores, s, S, ks).forEach((t, w) => {
+        const u = sums[w]!;
+        u.p1 += t.p1, u.p3 += t.p3, u.p5 += t.p5, u.score += t.score;
       });
     }
-    const n = data.points;
-    const tried = RERANK_WEIGHTS.map((weight, w) => ({ weight, p1: sums[w]!.p1 / n, p3: sums[w]!.p3 / n, p5: sums[w]!.p5 / n, score: sums[w]!.score / n }));
+    const tried = rerankTries(sums, data.points);
     return { weight: tried.reduce((a, t) => (t.score > a.score ? t : a)).weight, tried };
   }
 
@@ -830,13 +847,8 @@ export class Network {
     if (holdout && cfg.weight === undefined) {
       const held = (await this.predictScaled(exec, holdout, S, mode, 256, candidates, null))[0]!;
       const s = rerankScores(state, holdout, null, held.labels, S, this.config.inputDim, threads);
-      const labels = new Uint32Array(holdout.points * 5), scores = new Float32Array(holdout.points * 5);
-      for (const weight of RERANK_WEIGHTS) {
-        rerankCombine(held.labels, held.scores, s, S, weight, 5, labels, scores);
-        const m = computeMetrics({ topIdx: labels, kMax: 5, labelOffsets: holdout.labelOffsets, labelIndices: holdout.labelIndices });
-        const p1 = m.p1!, p3 = m.p3!, p5 = m.p5!;
-        tried.push({ weight, p1, p3, p5, score: validation?.metric === 'p1' ? p1 : (p1 + p3 + p5) / 3 });
-      }
+      const ks = validation?.metric === 'p1' ? [1] : [1, 3, 5];
+      tried.push(...rerankTries(rerankWeightSums(holdout, held.labels, held.scores, s, S, ks), holdout.points));
       state.weight = tried.reduce((a, t) => (t.score > a.score ? t : a)).weight; // ties: the smaller weight
     }
     this.rerank = state.weight > 0 ? state : null;
