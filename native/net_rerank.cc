@@ -150,6 +150,9 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
       if (j < L && !isPositive(r, j)) ++exOff[j + 1];
     }
   }
+  uint64_t total = 0;
+  for (uint32_t j = 0; j < L; ++j) total += exOff[j + 1];
+  if (total > 0xFFFFFFFFull) throw ArgError("more than 2^32 - 1 (label, point) examples: use fewer rows or a shorter shortlist");
   for (uint32_t j = 0; j < L; ++j) exOff[j + 1] += exOff[j];
   std::vector<uint32_t> ex(exOff[L]), fill(exOff.begin(), exOff.end() - 1);
   std::vector<int8_t> ey(exOff[L]);
@@ -177,7 +180,8 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
   std::vector<double> inv(n);
   for (uint32_t t = 0; t < n; ++t) inv[t] = inv_norm(d, rows[t]);
   std::vector<Part> parts(T);
-  std::vector<uint32_t> owner(L), start(L), count(L);
+  std::vector<uint32_t> owner(L), count(L);
+  std::vector<size_t> start(L);
   out.bias.assign(L, -1.0f);  // a label with no training example: scored below any trained one's margin
   std::atomic<uint32_t> next{0};
   constexpr uint32_t kBlock = 64;
@@ -189,16 +193,19 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
     for (uint32_t j0; (j0 = next.fetch_add(kBlock)) < L;) {
       for (uint32_t j = j0, j1 = std::min(L, j0 + kBlock); j < j1; ++j) {
         owner[j] = tid;
-        start[j] = static_cast<uint32_t>(p.feats.size());
+        start[j] = p.feats.size();
         const uint32_t m = exOff[j + 1] - exOff[j];
         if (m > 0)
           out.bias[j] = solve_label(d, rows, inv.data(), ex.data() + exOff[j], ey.data() + exOff[j], m, C, eps, maxIter, prune,
                                     seed * 0x9E3779B97F4A7C15ull + j, w, mark, touched, alpha, qd, order, p.feats, p.wts);
-        count[j] = static_cast<uint32_t>(p.feats.size()) - start[j];
+        count[j] = static_cast<uint32_t>(p.feats.size() - start[j]);  // at most D per label
       }
     }
   });
   out.offsets.assign(size_t(L) + 1, 0);
+  uint64_t kept = 0;
+  for (uint32_t j = 0; j < L; ++j) kept += count[j];
+  if (kept > 0xFFFFFFFFull) throw ArgError("more than 2^32 - 1 classifier weights kept: raise prune");
   for (uint32_t j = 0; j < L; ++j) out.offsets[j + 1] = out.offsets[j] + count[j];
   out.features.resize(out.offsets[L]);
   out.weights.resize(out.offsets[L]);
