@@ -291,6 +291,18 @@ describe('re-ranker in fit(), predict() and model files', () => {
     await net.save(path);
     await expect(Network.load(path)).rejects.toThrow(`${path}: the re-ranker names feature ${shape.features} (the network has ${shape.features})`);
     expect(rerankProblem({ ...trained.rerank!, bias: new Float32Array(3) }, shape.labels, shape.features)).toBe(`the re-ranker has 3 labels but the network has ${shape.labels}`);
+    // Sections whose lengths disagree with the meta's count of entries.
+    const n = trained.rerank!.features.length;
+    net.rerank = { ...trained.rerank!, weights: trained.rerank!.weights.subarray(1) };
+    const short = join(dir, 'short.sl');
+    await net.save(short);
+    await expect(Network.load(short)).rejects.toThrow(`${short}: section "rerank.weights" holds ${n - 1} values but must hold ${n}`);
+    // Features out of order within a label (the scorer's lookup relies on the order).
+    const j = Array.from({ length: shape.labels }, (_, l) => l).find((l) => trained.rerank!.offsets[l + 1]! - trained.rerank!.offsets[l]! >= 2)!;
+    const swapped = Uint32Array.from(trained.rerank!.features);
+    const e0 = trained.rerank!.offsets[j]!;
+    [swapped[e0], swapped[e0 + 1]] = [swapped[e0 + 1]!, swapped[e0]!];
+    expect(rerankProblem({ ...trained.rerank!, features: swapped }, shape.labels, shape.features)).toBe(`the re-ranker's features of label ${j} are not strictly ascending`);
   });
 
   it('is not trained without held-out points unless a weight is given; with one it is applied as given', async () => {
