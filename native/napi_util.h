@@ -6,9 +6,11 @@
 #pragma once
 #include <napi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace sl {
 
@@ -79,6 +81,14 @@ inline double GetF64Prop(const Napi::Object& o, const char* key) { return GetF64
 inline Napi::Object GetObject(const Napi::Value& v, const char* what) {
   if (!v.IsObject()) throw ArgError(std::string("Expected object for ") + what);
   return v.As<Napi::Object>();
+}
+
+// A fresh typed array holding a copy of v (results whose size is known only once computed).
+template <typename T>
+Napi::TypedArrayOf<T> CopyToTypedArray(Napi::Env env, const std::vector<T>& v) {
+  auto a = Napi::TypedArrayOf<T>::New(env, v.size());
+  std::copy(v.begin(), v.end(), a.Data());
+  return a;
 }
 
 // Wraps a binding so that any C++ exception (including std::bad_alloc) becomes a JS exception.

@@ -192,6 +192,20 @@ CsrView ParseData(const Napi::Value& v, bool labels) {
   return d;
 }
 
+// The rows of a call: a Uint32Array, or every point of the data when v is absent (null or undefined; `all`
+// then holds them). rows/n point at them.
+void ParseRows(const Napi::Value& v, uint32_t points, std::vector<uint32_t>& all, const uint32_t*& rows, size_t& n) {
+  if (Present(v)) {
+    auto r = GetArray<uint32_t>(v, "rows");
+    rows = r.data, n = r.size;
+  } else {
+    all.resize(points);
+    for (uint32_t i = 0; i < points; ++i) all[i] = i;
+    rows = all.data(), n = all.size();
+  }
+  if (n > 0xFFFFFFFFu) throw ArgError("rows is too long");
+}
+
 float FiniteProp(const Napi::Object& o, const char* key) {
   const double x = GetF64Prop(o, key);
   if (!std::isfinite(x)) throw ArgError(std::string("hyper.") + key + " must be finite");
@@ -291,25 +305,14 @@ Napi::Value NetTrainSlice(const Napi::CallbackInfo& info) {
   for (uint32_t k = 0; k < layers.size(); ++k) {
     const nk::GradRows& g = tlSink[k];
     Napi::Object o = Napi::Object::New(env);
-    auto ids = Napi::Uint32Array::New(env, g.ids.size());
-    std::copy(g.ids.begin(), g.ids.end(), ids.Data());
-    auto rows = Napi::Float32Array::New(env, g.rows.size());
-    std::copy(g.rows.begin(), g.rows.end(), rows.Data());
-    o.Set("ids", ids);
-    o.Set("rows", rows);
+    o.Set("ids", CopyToTypedArray(env, g.ids));
+    o.Set("rows", CopyToTypedArray(env, g.rows));
     if (layers[k].inputMajor) {
       o.Set("rowBias", env.Null());
-      if (g.hasBiasVector) {
-        auto bv = Napi::Float32Array::New(env, g.biasVector.size());
-        std::copy(g.biasVector.begin(), g.biasVector.end(), bv.Data());
-        o.Set("biasVector", bv);
-      } else {
-        o.Set("biasVector", env.Null());
-      }
+      if (g.hasBiasVector) o.Set("biasVector", CopyToTypedArray(env, g.biasVector));
+      else o.Set("biasVector", env.Null());
     } else {
-      auto rb = Napi::Float32Array::New(env, g.rowBias.size());
-      std::copy(g.rowBias.begin(), g.rowBias.end(), rb.Data());
-      o.Set("rowBias", rb);
+      o.Set("rowBias", CopyToTypedArray(env, g.rowBias));
       o.Set("biasVector", env.Null());
     }
     out.Set(k, o);
@@ -415,15 +418,7 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
   std::vector<uint32_t> all;
   const uint32_t* rows = nullptr;
   size_t n = 0;
-  if (Present(info[1])) {
-    auto r = GetArray<uint32_t>(info[1], "rows");
-    rows = r.data, n = r.size;
-  } else {
-    all.resize(data.points);
-    for (uint32_t i = 0; i < data.points; ++i) all[i] = i;
-    rows = all.data(), n = all.size();
-  }
-  if (n > 0xFFFFFFFFu) throw ArgError("rows is too long");
+  ParseRows(info[1], data.points, all, rows, n);
   const uint32_t inputDim = GetU32(info[2], "inputDim");
   const uint32_t labels = GetU32(info[3], "labels");
   const uint32_t maxPerLabel = GetU32(info[4], "maxPerLabel");
@@ -444,15 +439,9 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
   net::wide_build(w, data, rows, static_cast<uint32_t>(n), inputDim, labels, maxPerLabel, init, minShare, slice,
                   static_cast<uint32_t>(nSlice));
   Napi::Object o = Napi::Object::New(env);
-  auto off = Napi::Uint32Array::New(env, w.offsets.size());
-  std::copy(w.offsets.begin(), w.offsets.end(), off.Data());
-  auto lab = Napi::Uint32Array::New(env, w.labels.size());
-  std::copy(w.labels.begin(), w.labels.end(), lab.Data());
-  auto wt = Napi::Float32Array::New(env, w.weights.size());
-  std::copy(w.weights.begin(), w.weights.end(), wt.Data());
-  o.Set("offsets", off);
-  o.Set("labels", lab);
-  o.Set("weights", wt);
+  o.Set("offsets", CopyToTypedArray(env, w.offsets));
+  o.Set("labels", CopyToTypedArray(env, w.labels));
+  o.Set("weights", CopyToTypedArray(env, w.weights));
   return o;
 }
 
@@ -482,6 +471,9 @@ Napi::Value NetPrefault(const Napi::CallbackInfo& info) {
 // For the bindings of other files (net_shard.cc): the parsers above (a feature slice of layer 0 accepted).
 const std::vector<NetLayer>& net_parse_layers(const Napi::Value& v, bool training) { return ParseNet(v, training, true); }
 CsrView net_parse_data(const Napi::Value& v, bool labels) { return ParseData(v, labels); }
+void net_parse_rows(const Napi::Value& v, uint32_t points, std::vector<uint32_t>& all, const uint32_t*& rows, size_t& n) {
+  ParseRows(v, points, all, rows, n);
+}
 void net_parse_adam(const Napi::Object& o, TrainHyper& h) { ParseAdam(o, h); }
 void net_parse_wide_lr(const Napi::Object& o, TrainHyper& h) { ParseWideLr(o, h); }
 

@@ -21,7 +21,9 @@
 
 namespace sl {
 
-CsrView net_parse_data(const Napi::Value& v, bool labels);  // net_napi.cc
+// net_napi.cc: the data and the rows of a call (rows absent: every point, held in `all`).
+CsrView net_parse_data(const Napi::Value& v, bool labels);
+void net_parse_rows(const Napi::Value& v, uint32_t points, std::vector<uint32_t>& all, const uint32_t*& rows, size_t& n);
 
 namespace {
 
@@ -293,21 +295,6 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
   });
 }
 
-// Rows: a Uint32Array, or null for every point of the data.
-std::vector<uint32_t> ParseRows(const Napi::Value& v, const CsrView& d, const uint32_t*& rows, size_t& n) {
-  std::vector<uint32_t> all;
-  if (!v.IsUndefined() && !v.IsNull()) {
-    auto r = GetArray<uint32_t>(v, "rows");
-    rows = r.data, n = r.size;
-  } else {
-    all.resize(d.points);
-    for (uint32_t i = 0; i < d.points; ++i) all[i] = i;
-    rows = all.data(), n = all.size();
-  }
-  if (n > 0xFFFFFFFFu) throw ArgError("rows is too long");
-  return all;
-}
-
 // rerankTrain({ data (with labels), rows: Uint32Array | null, shortlist: Uint32Array (rows x S), S, labels,
 //   features, C, eps, maxIter, prune, threads, seed })
 //   -> { offsets: Uint32Array (labels + 1), features: Uint32Array (nnz), weights: Float32Array (nnz),
@@ -318,7 +305,8 @@ Napi::Value RerankTrain(const Napi::CallbackInfo& info) {
   const CsrView d = net_parse_data(o.Get("data"), true);
   const uint32_t* rows = nullptr;
   size_t n = 0;
-  std::vector<uint32_t> all = ParseRows(o.Get("rows"), d, rows, n);
+  std::vector<uint32_t> all;
+  net_parse_rows(o.Get("rows"), d.points, all, rows, n);
   const uint32_t S = GetU32Prop(o, "S"), L = GetU32Prop(o, "labels"), D = GetU32Prop(o, "features");
   auto sl = GetArrayProp<uint32_t>(o, "shortlist");
   if (sl.size != n * size_t(S)) throw ArgError("shortlist must hold rows.length x S ids");
@@ -337,18 +325,10 @@ Napi::Value RerankTrain(const Napi::CallbackInfo& info) {
   rerank_train(m, d, rows, static_cast<uint32_t>(n), sl.data, S, L, D, C, eps, maxIter, prune, threads,
                static_cast<uint64_t>(seed));
   Napi::Object r = Napi::Object::New(env);
-  auto off = Napi::Uint32Array::New(env, m.offsets.size());
-  std::copy(m.offsets.begin(), m.offsets.end(), off.Data());
-  auto ft = Napi::Uint32Array::New(env, m.features.size());
-  std::copy(m.features.begin(), m.features.end(), ft.Data());
-  auto wt = Napi::Float32Array::New(env, m.weights.size());
-  std::copy(m.weights.begin(), m.weights.end(), wt.Data());
-  auto bs = Napi::Float32Array::New(env, m.bias.size());
-  std::copy(m.bias.begin(), m.bias.end(), bs.Data());
-  r.Set("offsets", off);
-  r.Set("features", ft);
-  r.Set("weights", wt);
-  r.Set("bias", bs);
+  r.Set("offsets", CopyToTypedArray(env, m.offsets));
+  r.Set("features", CopyToTypedArray(env, m.features));
+  r.Set("weights", CopyToTypedArray(env, m.weights));
+  r.Set("bias", CopyToTypedArray(env, m.bias));
   return r;
 }
 
@@ -359,7 +339,8 @@ Napi::Value RerankScore(const Napi::CallbackInfo& info) {
   const CsrView d = net_parse_data(o.Get("data"), false);
   const uint32_t* rows = nullptr;
   size_t n = 0;
-  std::vector<uint32_t> all = ParseRows(o.Get("rows"), d, rows, n);
+  std::vector<uint32_t> all;
+  net_parse_rows(o.Get("rows"), d.points, all, rows, n);
   const uint32_t S = GetU32Prop(o, "S"), D = GetU32Prop(o, "features"), threads = GetU32Prop(o, "threads");
   if (threads == 0 || threads > 256) throw ArgError("threads must be in [1, 256]");
   auto cand = GetArrayProp<uint32_t>(o, "candidates");

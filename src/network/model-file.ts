@@ -80,7 +80,8 @@ const TEXT_SECTIONS = ['text.vocabulary', 'text.idf', 'labelNames'] as const;
 const RERANK_SECTIONS = ['rerank.offsets', 'rerank.features', 'rerank.weights', 'rerank.bias'] as const;
 const EXTRA_SECTIONS: readonly string[] = [...TEXT_SECTIONS, ...RERANK_SECTIONS];
 
-function textSections(net: ModelTarget): { meta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank'>; sections: Record<string, SectionArray> } {
+// The sections outside the network configuration's layout (text vectorizer, label names, re-ranker) and the meta announcing them.
+function extraSections(net: ModelTarget): { meta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank'>; sections: Record<string, SectionArray> } {
   const sections: Record<string, SectionArray> = {};
   const meta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank'> = {};
   const r = net.rerank;
@@ -127,7 +128,7 @@ export function modelFileBytes(net: ModelTarget): number {
     bytes += l.weights.byteLength + l.bias.byteLength + 16;
     if (l.wide) bytes += l.wide.offsets.byteLength + l.wide.labels.byteLength + l.wide.weights.byteLength + 24;
   }
-  for (const a of Object.values(textSections(net).sections)) bytes += a.byteLength + 16;
+  for (const a of Object.values(extraSections(net).sections)) bytes += a.byteLength + 16;
   return bytes + 4 * net.config.layers.at(-1)!.size + 8 + (net.inputScale ? 4 * net.config.inputDim + 8 : 0); // labelFreq, inputScale
 }
 
@@ -140,8 +141,8 @@ export async function saveModel(path: string, net: ModelTarget, training?: Train
     trainPoints: net.trainPoints,
     ...(training ? { training } : {}),
   };
-  const text = textSections(net);
-  await writeBinFile(path, { kind: 'model', meta: { ...meta, ...text.meta }, sections: { ...sections(net), ...text.sections } });
+  const extra = extraSections(net);
+  await writeBinFile(path, { kind: 'model', meta: { ...meta, ...extra.meta }, sections: { ...sections(net), ...extra.sections } });
 }
 
 /** Checks the model meta's shape; returns the first problem or null. */
@@ -185,9 +186,9 @@ export async function loadModel<N extends ModelTarget>(
   if (typeof config === 'string') throw new Error(`${path}: ${config}`);
   const present: boolean[] = [];
   const wideEntries = wideEntriesOf(config, head.table);
-  const textTable = head.table.filter((t) => EXTRA_SECTIONS.includes(t.name));
-  const layout = layoutProblem(fileLayout(config, 'model', wideEntries), head.table.filter((t) => !textTable.includes(t)), present)
-    ?? textLayoutProblem(meta, textTable, config);
+  const extraTable = head.table.filter((t) => EXTRA_SECTIONS.includes(t.name));
+  const layout = layoutProblem(fileLayout(config, 'model', wideEntries), head.table.filter((t) => !extraTable.includes(t)), present)
+    ?? extraLayoutProblem(meta, extraTable, config);
   if (layout) throw new Error(`${path}: ${layout}`);
   checkLoadMemory(path, config, limits, false, wideEntries, true);
   let net: N;
@@ -208,15 +209,15 @@ export async function loadModel<N extends ModelTarget>(
   if (values) throw new Error(`${path}: ${values}`);
   if (hasFreq) net.labelFreq = into['labelFreq'] as Uint32Array;
   net.inputScale = hasScale ? (into['inputScale'] as Float32Array) : null;
-  const text = read.sections;
+  const extra = read.sections;
   try {
-    if (meta.text) net.textVectorizer = TextVectorizer.fromParts(meta.text, text['text.vocabulary'] as Uint8Array, text['text.idf'] as Float32Array);
-    if (meta.labelNames !== undefined) net.labelNames = decodeNames(text['labelNames'] as Uint8Array, meta.labelNames);
+    if (meta.text) net.textVectorizer = TextVectorizer.fromParts(meta.text, extra['text.vocabulary'] as Uint8Array, extra['text.idf'] as Float32Array);
+    if (meta.labelNames !== undefined) net.labelNames = decodeNames(extra['labelNames'] as Uint8Array, meta.labelNames);
     if (meta.rerank !== undefined) {
       const r: RerankState = {
         weight: meta.rerank.weight, shortlist: meta.rerank.shortlist,
-        offsets: text['rerank.offsets'] as Uint32Array, features: text['rerank.features'] as Uint32Array,
-        weights: text['rerank.weights'] as Float32Array, bias: text['rerank.bias'] as Float32Array,
+        offsets: extra['rerank.offsets'] as Uint32Array, features: extra['rerank.features'] as Uint32Array,
+        weights: extra['rerank.weights'] as Float32Array, bias: extra['rerank.bias'] as Float32Array,
       };
       const problem = rerankProblem(r, config.layers.at(-1)!.size, config.inputDim);
       if (problem) throw new Error(problem);
@@ -233,7 +234,7 @@ export async function loadModel<N extends ModelTarget>(
 }
 
 /** The text and re-ranker sections must be exactly those the meta announces, with the dtypes and lengths it implies. */
-function textLayoutProblem(meta: ModelMeta, table: readonly SectionInfo[], config: ResolvedNetworkConfig): string | null {
+function extraLayoutProblem(meta: ModelMeta, table: readonly SectionInfo[], config: ResolvedNetworkConfig): string | null {
   const want = new Map<string, SectionDtype>();
   if (meta.text !== undefined) {
     if (meta.text === null || typeof meta.text !== 'object') return 'invalid text settings in the model meta';
