@@ -63,6 +63,12 @@ struct LayerBuf {
   std::vector<float> keep;        // (n, lda) training with dropout: 0 or 1 / (1 - dropout) per output
 };
 
+// A label's wide score and id (wide_top).
+struct WideRank {
+  float v;
+  uint32_t id;
+};
+
 struct Scratch {
   std::vector<LayerBuf> layer;
   std::vector<int32_t> slotOf;        // row -> slot of a RowIndex under construction; -1 when unused
@@ -100,14 +106,17 @@ struct Scratch {
   // in the sample's candidates (actIds); probeOrder/cluStart group the probes by cluster.
   std::vector<uint32_t> probeSample, probeCluster, probePos, probeOrder, cluStart;
   // wide output part (net_wide.h): the slice's terms; extraPos (N, -1 when unused) maps a sample's extra
-  // labels to their positions; wideSum/wideSeen (N) accumulate one sample's wide scores in prediction.
+  // labels to their positions; wideSum (N) and wideMarks (one bit per label) accumulate one sample's wide
+  // scores (wide_scores). The marks are bits so that they stay in L1 (25 KB at 200,000 labels).
   std::vector<WideTerm> wide;
   std::vector<uint32_t> wideTarget;
   std::vector<int32_t> extraPos;
   std::vector<uint32_t> negIds, negOff;  // append_wide_negatives: the extras before the hard negatives
+  std::vector<uint8_t> negActive;        // append_wide_negatives: (N) 1 for the sample's active labels
   std::vector<float> wideSum;
-  std::vector<uint8_t> wideSeen;
+  std::vector<uint64_t> wideMarks;
   std::vector<uint32_t> wideTouched;
+  std::vector<WideRank> wideHeap;  // wide_top's selection
   // Intra-batch threads (TrainHyper.threads > 1): part t's buffers, used by the thread running part t.
   struct Part {
     std::vector<float> zt, dzt, g, gb, mx, sum, dAt;
@@ -191,39 +200,96 @@ void apply_activation(float* x, size_t n, Activation a);
 // buf.A by it. Returns false (and leaves buf untouched) when the layer has no dropout or c is not training.
 bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width, const ForwardCtx& c);
 
+// Label j's bit in s.wideMarks (wide_scores).
+inline bool wide_marked(const Scratch& s, uint32_t j) { return (s.wideMarks[j >> 6] >> (j & 63)) & 1u; }
+inline void wide_unmark(Scratch& s, uint32_t j) { s.wideMarks[j >> 6] &= ~(uint64_t(1) << (j & 63)); }
+
 // A sample's wide scores (net_wide.h): sums x_f u[e] of row `row`'s nonzeros into s.wideSum for every label
-// their lists name that skip(j) does not reject, lists those labels in s.wideTouched and marks them 1 in
-// s.wideSeen (the caller clears its marks; a label the caller marked otherwise beforehand is skipped or
-// summed as skip says). Sampled prediction's proposals and training's hard negatives.
+// their lists name that skip(j) does not reject, lists those labels in s.wideTouched[0..count) and sets
+// their bits in s.wideMarks (no bit may be set on entry; the caller clears them, wide_unmark). Returns the
+// count (wideTouched is only grown, never shrunk). Sampled prediction's proposals and training's hard
+// negatives.
 template <typename Skip>
-void wide_scores(const NetLayer& L, const CsrView& data, uint32_t row, Scratch& s, Skip skip) {
+size_t wide_scores(const NetLayer& L, const CsrView& data, uint32_t row, Scratch& s, Skip skip) {
   const uint32_t N = L.outDim;
-  if (s.wideSeen.size() < N) s.wideSeen.assign(N, 0);
+  if (s.wideMarks.size() < (size_t(N) + 63) / 64) s.wideMarks.assign((size_t(N) + 63) / 64, 0);
   float* sum = grow(s.wideSum, N);
-  uint8_t* seen = s.wideSeen.data();
-  s.wideTouched.clear();
-  for (uint32_t q = data.offsets[row], q1 = data.offsets[row + 1]; q < q1; ++q) {
+  uint64_t* marks = s.wideMarks.data();
+  const uint32_t* off = L.wideOff;
+  const uint32_t* lab = L.wideLab;
+  const float* wt = L.wideW;
+  const uint32_t q0 = data.offsets[row], q1 = data.offsets[row + 1];
+  // Each feature's list lies at its own place in arrays far larger than the caches, and the walk below
+  // would wait on the misses of one list after another. Request the first lines of every list first (up
+  // to 64 entries), so that the misses overlap (model2-200k: 80 features and 2,300 entries per row).
+  size_t entries = 0;
+  for (uint32_t q = q0; q < q1; ++q) {
     const uint32_t f = data.indices[q];
-    const float x = data.values[q];
-    for (uint32_t e = L.wideOff[f], e1 = L.wideOff[f + 1]; e < e1; ++e) {
-      const uint32_t j = L.wideLab[e];
-      if (j >= N || skip(j)) continue;  // j >= N: never stored (checked when built and loaded)
-      if (!seen[j]) {
-        seen[j] = 1;
-        sum[j] = 0;
-        s.wideTouched.push_back(j);
-      }
-      sum[j] += x * L.wideW[e];
+    const uint32_t e0 = off[f], e1 = off[f + 1];
+    entries += e1 - e0;
+    for (uint32_t e = e0; e < e1 && e < e0 + 64; e += 16) {
+      __builtin_prefetch(lab + e);
+      __builtin_prefetch(wt + e);
     }
   }
+  uint32_t* touched = grow(s.wideTouched, entries);
+  size_t nt = 0;
+  for (uint32_t q = q0; q < q1; ++q) {
+    const uint32_t f = data.indices[q];
+    const float x = data.values[q];
+    for (uint32_t e = off[f], e1 = off[f + 1]; e < e1; ++e) {
+      const uint32_t j = lab[e];
+      if (j >= N || skip(j)) continue;  // j >= N: never stored (checked when built and loaded)
+      const float v = x * wt[e];
+      uint64_t& w = marks[j >> 6];
+      const uint64_t bit = uint64_t(1) << (j & 63);
+      if (w & bit) {
+        sum[j] += v;
+      } else {  // first term: a store, no read of a line that is likely not cached
+        w |= bit;
+        sum[j] = v;
+        touched[nt++] = j;
+      }
+    }
+  }
+  return nt;
 }
 
 // Moves the `take` labels of ids[0..count) with the largest s.wideSum to the front (ties: the smaller id).
-inline void wide_top(std::vector<uint32_t>& ids, size_t count, size_t take, const Scratch& s) {
+// Keeps ids[0..count) a permutation of itself (callers clear their marks over all of them). A bounded
+// min-heap of the `take` best (score, id) pairs seen so far finds the take-th best; one pass then moves the
+// labels at or above it forward. take is small against count (tens against thousands), so almost every
+// label costs one compare with the heap's worst, where nth_element's passes re-read scattered sums.
+inline void wide_top(std::vector<uint32_t>& ids, size_t count, size_t take, Scratch& s) {
+  if (take == 0 || take >= count) return;
   const float* sum = s.wideSum.data();
-  if (take < count)
-    std::nth_element(ids.begin(), ids.begin() + take, ids.begin() + count,
-                     [&](uint32_t a, uint32_t b) { return sum[a] != sum[b] ? sum[a] > sum[b] : a < b; });
+  // worse(a, b): a ranks after b (smaller score; ties the larger id), a strict total order.
+  auto worse = [](const WideRank& a, const WideRank& b) { return a.v != b.v ? a.v < b.v : a.id > b.id; };
+  std::vector<WideRank>& heap = s.wideHeap;  // heap[0]: the worst of the best `take` so far
+  heap.resize(take);
+  for (size_t t = 0; t < take; ++t) heap[t] = {sum[ids[t]], ids[t]};
+  // std heaps keep the comparator's largest on top: "larger" = ranks worse, so the top is the worst.
+  auto cmp = [&](const WideRank& a, const WideRank& b) { return worse(b, a); };
+  std::make_heap(heap.begin(), heap.end(), cmp);
+  for (size_t t = take; t < count; ++t) {
+    const WideRank r{sum[ids[t]], ids[t]};
+    if (!worse(heap[0], r)) continue;
+    // Replace the top and sift it down (one pass, where pop_heap + push_heap take two).
+    size_t at = 0;
+    for (;;) {
+      size_t c = 2 * at + 1;
+      if (c >= take) break;
+      if (c + 1 < take && worse(heap[c + 1], heap[c])) ++c;
+      if (!worse(heap[c], r)) break;
+      heap[at] = heap[c];
+      at = c;
+    }
+    heap[at] = r;
+  }
+  const WideRank worst = heap[0];  // exactly `take` labels rank at it or above
+  size_t w = 0;
+  for (size_t t = 0; t < count; ++t)
+    if (!worse(WideRank{sum[ids[t]], ids[t]}, worst)) std::swap(ids[w++], ids[t]);
 }
 
 }  // namespace net

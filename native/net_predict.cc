@@ -58,22 +58,26 @@ void emit_scaled(uint32_t* outIdx, float* outVal, uint32_t i, const float* z, co
 size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, const float* h, uint32_t* ids, float* z,
                        float* zw, size_t m, size_t extra, net::Scratch& s) {
   const uint32_t d = L.inDim;
-  net::wide_scores(L, data, row, s, [](uint32_t) { return false; });
+  const size_t count = net::wide_scores(L, data, row, s, [](uint32_t) { return false; });
   const float* sum = s.wideSum.data();
-  uint8_t* seen = s.wideSeen.data();
   std::vector<uint32_t>& touched = s.wideTouched;
   for (size_t p = 0; p < m; ++p) {
     zw[p] = 0.0f;
-    if (seen[ids[p]]) {  // a candidate already (candidates are distinct): unmarked here
+    if (net::wide_marked(s, ids[p])) {  // a candidate already (candidates are distinct): unmarked here
       zw[p] = sum[ids[p]];
-      seen[ids[p]] = 0;
+      net::wide_unmark(s, ids[p]);
     }
   }
   size_t nNew = 0;
-  for (uint32_t j : touched)
-    if (seen[j]) touched[nNew++] = j;
+  for (size_t t = 0; t < count; ++t)
+    if (net::wide_marked(s, touched[t])) touched[nNew++] = touched[t];
   const size_t take = std::min(extra, nNew);
   net::wide_top(touched, nNew, take, s);
+  // The proposals' weight rows are scattered over W: request them all before the first dot product.
+  for (size_t t = 0; t < take; ++t) {
+    const char* row = reinterpret_cast<const char*>(L.W + size_t(touched[t]) * d);
+    for (size_t b = 0; b < sizeof(float) * d; b += 64) __builtin_prefetch(row + b);
+  }
   for (size_t t = 0; t < take; ++t) {
     const uint32_t j = touched[t];
     ids[m] = j;
@@ -81,7 +85,7 @@ size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, con
     zw[m] = sum[j];
     ++m;
   }
-  for (size_t t = 0; t < nNew; ++t) seen[touched[t]] = 0;
+  for (size_t t = 0; t < nNew; ++t) net::wide_unmark(s, touched[t]);
   return m;
 }
 

@@ -294,25 +294,25 @@ void append_wide_negatives(net::LayerBuf& buf, const NetLayer& L, const Slice& s
   const CsrView& data = *sl.data;
   s.negOff.assign(buf.actOff.begin(), buf.actOff.begin() + n + 1);
   s.negIds.assign(buf.actIds.begin(), buf.actIds.begin() + s.negOff[n]);
-  if (s.wideSeen.size() < N) s.wideSeen.assign(N, 0);
-  uint8_t* seen = s.wideSeen.data();
+  if (s.negActive.size() < N) s.negActive.assign(N, 0);
+  uint8_t* active = s.negActive.data();
   std::vector<uint32_t>& touched = s.wideTouched;
   uint32_t* off = buf.actOff.data();
   uint32_t P = 0;
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t e0 = s.negOff[i], e1 = s.negOff[i + 1];
-    for (uint32_t e = e0; e < e1; ++e) seen[s.negIds[e]] = 2;  // already active: not a candidate
-    net::wide_scores(L, data, sl.rows[i], s, [&](uint32_t j) { return seen[j] == 2 || s.labelMark[j] == s.labelEpoch; });
-    const size_t take = std::min<size_t>(want, touched.size());
-    net::wide_top(touched, touched.size(), take, s);
+    for (uint32_t e = e0; e < e1; ++e) active[s.negIds[e]] = 1;  // already active: not a candidate
+    const size_t count = net::wide_scores(L, data, sl.rows[i], s, [&](uint32_t j) { return active[j] || s.labelMark[j] == s.labelEpoch; });
+    const size_t take = std::min<size_t>(want, count);
+    net::wide_top(touched, count, take, s);
     uint32_t* out = grow(buf.actIds, size_t(P) + (e1 - e0) + take) + P;
     off = buf.actOff.data();
     std::copy(s.negIds.begin() + e0, s.negIds.begin() + e1, out);
     std::copy(touched.begin(), touched.begin() + take, out + (e1 - e0));
     off[i] = P;
     P += (e1 - e0) + static_cast<uint32_t>(take);
-    for (uint32_t j : touched) seen[j] = 0;
-    for (uint32_t e = e0; e < e1; ++e) seen[s.negIds[e]] = 0;
+    for (size_t t = 0; t < count; ++t) net::wide_unmark(s, touched[t]);
+    for (uint32_t e = e0; e < e1; ++e) active[s.negIds[e]] = 0;
   }
   off[n] = P;
   uint32_t* sampleOf = grow(buf.sampleOf, P);

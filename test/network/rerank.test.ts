@@ -177,6 +177,37 @@ describe('rerankScore', () => {
     }
   });
 
+  it('matches brute force on rows of 1, about 100 and about 300 distinct features (its three ways to read a row)', () => {
+    // Rows of at most 255 distinct features are read through a byte map, longer ones through a dense row;
+    // a label with more than 8 weights per row feature is looked up by binary search. One row of each.
+    const D = 400, L = 5, r = new Xoshiro128(611);
+    const rowsF = [[7], Array.from({ length: 100 }, (_, i) => (i * 3) % D), Array.from({ length: 300 }, (_, i) => (i * 7) % D)];
+    const offsets = [0], indices: number[] = [], values: number[] = [];
+    for (const fs of rowsF) {
+      for (const f of fs) indices.push(f), values.push(Math.fround(r.nextFloat() + 0.1));
+      indices.push(fs[0]!), values.push(0.5); // a repeated feature: its values add up
+      offsets.push(indices.length);
+    }
+    const d = { points: 3, offsets: Uint32Array.from(offsets), indices: Uint32Array.from(indices), values: Float32Array.from(values), labelOffsets: new Uint32Array(4), labelIndices: new Uint32Array(0) };
+    const mo = [0], mf: number[] = [], mw: number[] = [];
+    for (let j = 0; j < L; j++) {
+      const p = j === 0 ? 0.9 : 0.2; // label 0: 360 weights, more than 8 per feature of row 0
+      for (let f = 0; f < D; f++) if (f === 7 || r.nextFloat() < p) mf.push(f), mw.push(Math.fround(r.nextFloat() * 2 - 1));
+      mo.push(mf.length);
+    }
+    const m = { offsets: Uint32Array.from(mo), features: Uint32Array.from(mf), weights: Float32Array.from(mw), bias: new Float32Array(L) };
+    const c = Uint32Array.from({ length: 3 * L }, (_, e) => e % L);
+    const s = rerankScores(m, d as never, null, c, L, D, 1);
+    for (let i = 0; i < 3; i++) {
+      const x = unitRow(d, i, D);
+      for (let j = 0; j < L; j++) {
+        let want = 0;
+        for (let e = m.offsets[j]!; e < m.offsets[j + 1]!; e++) want += m.weights[e]! * x[m.features[e]!]!;
+        expect(s[i * L + j], `row ${i}, label ${j}`).toBeCloseTo(want, 4);
+      }
+    }
+  });
+
   it('refuses a candidate or a feature out of range, and a damaged model', () => {
     const out = new Float32Array(cand.length);
     const base = { data: data as never, rows: null, candidates: cand, S, features: dim, model, threads: 1, out };

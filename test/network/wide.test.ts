@@ -165,6 +165,31 @@ describe('wide part: prediction', () => {
     native().netPredictSlice(net, one, ids(1), 3, 1, idx, val);
     expect([...idx.subarray(0, 2)].sort()).toEqual([1, 4]);
   });
+
+  it('proposes the k labels with the largest wide scores outside the candidates, ties to the smaller id', () => {
+    // Candidates {1, 4}; k = 4 proposals (max(k, candidates / 4)) from the 7 other labels the wide part
+    // scores. The network's logits are all 0, so the wide scores rank alone. Label 1 is a candidate with the
+    // largest wide score; 3, 5 and 7 tie at 40 for the last two proposals, which go to 3 and 5.
+    const net = makeNet(10, [6, 9], 216);
+    net.layers[1]!.weights.fill(0);
+    net.layers[1]!.bias.fill(0);
+    net.layers[1]!.sampling = fixedSampling(6, 9, [1, 4], { minActive: 0, budget: 2 });
+    const wl = [1, 0, 2, 7, 5, 6, 3, 8], ww = [100, 50, 45, 40, 40, 30, 40, 10];
+    const offsets = new Uint32Array(11).fill(wl.length);
+    offsets[0] = 0;
+    net.layers[1]!.wide = { inputDim: 10, offsets, labels: Uint32Array.from(wl), weights: Float32Array.from(ww), accum: new Float32Array(wl.length) };
+    const one: RefData = {
+      points: 1, offsets: Uint32Array.of(0, 1), indices: Uint32Array.of(0), values: Float32Array.of(1),
+      labelOffsets: Uint32Array.of(0, 0), labelIndices: new Uint32Array(0),
+    };
+    const k = 4, idx = new Uint32Array(k), val = new Float32Array(k);
+    native().netPredictSlice(net, one, ids(1), k, 1, idx, val);
+    // Scored: candidates 1 and 4, proposals 0, 2, 3, 5 (7 loses the tie); the top 4 of those.
+    expect([...idx]).toEqual([1, 0, 2, 3]);
+    // Softmax over the 6 scored labels: 4's wide score is 0, and 7 is not among them.
+    const z = [100, 50, 45, 40, 40, 0], lse = 100 + Math.log(z.reduce((t, v) => t + Math.exp(v - 100), 0));
+    expect(val[3]).toBeCloseTo(Math.exp(40 - lse), 6);
+  });
 });
 
 /**
