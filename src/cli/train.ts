@@ -216,22 +216,24 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   const workers = o.workers ?? t.workers ?? defaultTraining(resolved, dist ? coresPerRank(defaultWorkers()) : defaultWorkers()).workers;
   // Intra-batch threads go to a lone worker (defaultThreads); replicated ranks train in mode 3 (one thread).
   const threads = o.threads ?? t.threads ?? (dist ? 1 : defaultThreads(resolved, defaultWorkers(), workers));
-  // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
-  const bestWeights = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
-  const plan = planNetworkMemory(resolved, workers, train, bestWeights);
-  addPart(plan, 'read buffers', readStats.bufferBytes);
-  // Small training sets: k-fold selection trains copies of the network side by side (at most KFOLD_MEMORY).
+  // Selection on copies of the network: k-fold on small training sets (copies side by side, at most
+  // KFOLD_MEMORY), or up to refitMaxPoints points one copy that chooses on the held-out slice. Each copy
+  // keeps its best-epoch weights; the network itself then trains on all points and keeps none.
   const savedValidation = resumed ? resumed.resumeInfo!.fitOptions.validation ?? null : undefined;
   const v = savedValidation !== undefined ? savedValidation : t.validation === false || epochs !== undefined ? null : resolveValidation(t.validation ?? {});
-  if (v && !dist && (!resumed || resumed.batchesDone === 0) && selectionMethod(train.points, v) === 'kfold') {
-    const one = planNetworkMemory(resolved, 1).totalBytes + kfoldSnapshotBytes(resolved);
-    const folds = Math.min(v.folds, Math.floor(train.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, one)));
-    if (folds >= 2) {
-      plan.parts.push({ name: `${folds} network copies for k-fold selection`, bytes: folds * one });
-      plan.totalBytes += folds * one;
-      plan.parts.sort((a, b) => b.bytes - a.bytes);
-    }
+  let copies = 0, copyBytes = 0, copyName = '';
+  if (v && !dist && (!resumed || resumed.batchesDone === 0)) {
+    copyBytes = planNetworkMemory(resolved, 1).totalBytes + kfoldSnapshotBytes(resolved);
+    const kfold = selectionMethod(train.points, v) === 'kfold';
+    const folds = kfold ? Math.min(v.folds, Math.floor(train.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, copyBytes))) : 0;
+    copies = folds >= 2 ? folds : !kfold && train.points <= v.refitMaxPoints && copyBytes <= KFOLD_MEMORY ? 1 : 0;
+    copyName = folds >= 2 ? `${folds} network copies for k-fold selection` : 'a network copy for the held-out selection';
   }
+  // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
+  const bestWeights = copies > 0 ? false : resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
+  const plan = planNetworkMemory(resolved, workers, train, bestWeights);
+  addPart(plan, 'read buffers', readStats.bufferBytes);
+  addPart(plan, copyName, copies * copyBytes);
   checkMemory(plan, o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
   const net = resumed ?? grown ?? new Network(config);
   if (text) {
@@ -367,7 +369,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
             return;
           }
           // Held-out validation decides the length: the cap is no estimate; the line says what is known.
-          bar?.update(at - firstAt, undefined, earlyStopProgressText(p, { best: early.best, patience }, p.batchesPerEpoch * batchSamples) + speed);
+          const phase = p.selection ? 'choosing epochs on the held-out slice (a copy of the network): ' : '';
+          bar?.update(at - firstAt, undefined, phase + earlyStopProgressText(p, { best: p.selection ? 0 : early.best, patience }, p.batchesPerEpoch * batchSamples) + speed);
         },
         onEpochEnd: async (epoch, st) => {
           const v = st.validation?.at(-1);
@@ -410,6 +413,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       if (sel?.method === 'kfold') {
         io.err(`epochs chosen by ${sel.folds}-fold cross-validation: ${sel.epochs} (mean held-out P@1 ${sel.p1[sel.epochs - 1]?.toFixed(4) ?? '-'}; ` +
           `a held-out slice would hold only ${sel.holdoutPoints} points), then trained on all ${train.points} points\n`);
+      }
+      if (sel?.method === 'holdout' && sel.refit) {
+        io.err(`epochs chosen on ${sel.points} held-out points by a copy of the network: ${sel.epochs} (held-out P@1 ${sel.refit.p1[sel.epochs - 1]?.toFixed(4) ?? '-'}; ` +
+          `${sel.refit.p1.length} epochs trained), then trained on all ${train.points} points\n`);
       }
       if (stats.bestEpoch) io.err(`kept the weights of epoch ${stats.bestEpoch} (best held-out score of ${stats.validation!.length} epochs; ${stats.validationPoints} points held out)\n`);
       const b = stats.blend;

@@ -432,10 +432,26 @@ export class Network {
       : opts.executor
         ? 'fewer than minHoldout, but k-fold selection does not run on an external executor (train --distributed)'
         : 'fewer than minHoldout, but two copies of the network for k-fold selection exceed 2 GiB';
-    if (validation && folds >= 2) {
+    // Training sets up to validation.refitMaxPoints: the held-out slice chooses on a copy of the network,
+    // then the network trains on all of the points (null: it does; else why not).
+    const refitWhy = !validation
+      ? 'no validation'
+      : wantKfold
+        ? 'fewer than minHoldout held-out points'
+        : data.points > validation.refitMaxPoints
+        ? `more than refitMaxPoints ${validation.refitMaxPoints} training points`
+        : opts.executor
+          ? 'an external executor (train --distributed)'
+          : resumed && (start.epoch > 0 || start.batch > 0)
+            ? 'resumed part-way through its held-out run'
+            : this.memoryBytes() + kfoldSnapshotBytes(this.config) > KFOLD_MEMORY
+              ? 'a copy of the network would exceed 2 GiB'
+              : null;
+    if (validation && (folds >= 2 || refitWhy === null)) {
+      // Stopped during either selection: a resume selects again (deterministic: the same folds or slice).
       let picked: SelectionReport | null;
       try {
-        picked = await this.selectEpochs(data, validation, folds, opts, o);
+        picked = folds >= 2 ? await this.selectEpochs(data, validation, folds, opts, o) : await this.selectOnHoldout(data, validation, opts, o);
       } catch (e) {
         await checkpointer?.close();
         throw e;
@@ -509,7 +525,7 @@ export class Network {
         stats.validationPoints = held;
         stats.selection = {
           method: 'holdout', points: held, epochs: e.bestEpoch,
-          reason: `${held} held-out points (${holdoutWhy}): the best epoch's weights are kept`,
+          reason: `${held} held-out points (${holdoutWhy}): the best epoch's weights are kept (not trained again on all points: ${refitWhy})`,
         };
         // The network's weight against the wide part at the kept epoch (ValidationOptions.blend): its
         // scores at EPOCH_BLEND_SCALES, completed with the other scales on the restored weights.
@@ -526,14 +542,21 @@ export class Network {
         }
         this.blendTried.clear();
       }
+      // After a held-out selection on a copy (refit): the copy's blend, on the weights trained on all points.
+      if (selection?.method === 'holdout' && selection.blend && !stats.aborted) {
+        this.scaleOutputLogits(selection.blend.scale);
+        this.indexFresh = false;
+        stats.blend = selection.blend;
+      }
       // The re-ranker, on the kept weights' shortlists of the rows trained on (not with an external
       // executor: train --distributed's replicas would each train their own).
       const rr = this.config.layers.at(-1)!.rerank;
       if (rr && !stats.aborted && !opts.signal?.aborted) {
         stats.rerank = opts.executor
           ? { weight: 0, points: 0, tried: [], entries: 0, bytes: 0, seconds: 0, skipped: 'not trained by distributed training' }
-          : selection?.method === 'kfold' && selection.rerank
-            ? await this.trainReranker(exec, data, null, null, null, { ...rr, weight: selection.rerank.weight }, selection.rerank.tried, data.points)
+          : selection?.rerank
+            ? await this.trainReranker(exec, data, null, null, null, { ...rr, weight: selection.rerank.weight }, selection.rerank.tried,
+              selection.method === 'kfold' ? data.points : selection.points)
             : await this.trainReranker(exec, data, control.rows ?? null, validation && early ? holdout : null, validation, rr);
       }
       if (selection) stats.selection = selection;
@@ -661,6 +684,40 @@ export class Network {
       reason: `a held-out slice would hold ${held} points (fewer than minHoldout ${validation.minHoldout}): ` +
         `${folds}-fold cross-validation chose ${epochs} epochs, then the network trained on all ${data.points} points`,
       ...(rerank ? { rerank } : {}),
+    };
+  }
+
+  /**
+   * Held-out selection on a copy (ValidationOptions.refitMaxPoints): a copy of this network (same weights and
+   * optimizer state) trains as fit() would with the held-out slice (early stopping, blend, re-ranker), and
+   * its best epoch, blend and re-ranker weight are returned for this network to train on all of the points
+   * with. The caller's onEpochEnd is not called for the copy's epochs; onProgress is, with `selection` set.
+   * Returns null when `opts.signal` stopped it.
+   */
+  private async selectOnHoldout(
+    data: SparseDataset, validation: ResolvedValidation, opts: FitOptions, o: ReturnType<typeof resolveFitOptions>,
+  ): Promise<SelectionReport | null> {
+    const net = new Network(storedConfig(this.config));
+    net.copyStateFrom(this);
+    net.inputScale = null; // `data` is already scaled
+    const st = await net.fit(data, {
+      epochs: opts.epochs ?? validation.maxEpochs, validation: { ...validation, refitMaxPoints: 0 },
+      batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, shuffle: o.shuffle, progressEvery: o.progressEvery,
+      inputScaling: 'off',
+      ...definedOnly({ workers: opts.workers, threads: opts.threads, rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning, signal: opts.signal }),
+      onProgress: opts.onProgress ? (p) => opts.onProgress!({ ...p, selection: 'holdout' }) : undefined,
+    });
+    if (st.aborted || opts.signal?.aborted || st.selection?.method !== 'holdout' || !st.validation?.length) return null;
+    const held = st.validationPoints ?? st.selection.points;
+    const rr = this.config.layers.at(-1)!.rerank;
+    const wantRerank = rr !== undefined && rr.weight === undefined && st.rerank !== undefined && st.rerank.skipped === undefined;
+    return {
+      method: 'holdout', points: held, epochs: st.selection.epochs,
+      reason: `${held} held-out points chose ${st.selection.epochs} epochs on a copy of the network (${st.validation.length} trained), ` +
+        `then the network trained on all ${data.points} points (at most refitMaxPoints ${validation.refitMaxPoints})`,
+      refit: { scores: st.validation.map((v) => v.score), p1: st.validation.map((v) => v.p1) },
+      ...(wantRerank ? { rerank: { weight: st.rerank!.weight, tried: st.rerank!.tried } } : {}),
+      ...(st.blend ? { blend: st.blend } : {}),
     };
   }
 

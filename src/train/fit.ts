@@ -163,6 +163,11 @@ export interface FitProgress {
    * `epoch`/`epochs` then count the folds' epochs. Absent while the network itself trains.
    */
   fold?: { index: number; folds: number };
+  /**
+   * 'holdout' while the copy that chooses the epoch count on the held-out slice trains, before the network
+   * trains on all of the points (ValidationOptions.refitMaxPoints). Absent while the network itself trains.
+   */
+  selection?: 'holdout';
 }
 
 export interface FitStats {

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Network } from '../../src/network/network.js';
+import { kfoldSnapshotBytes, Network } from '../../src/network/network.js';
 import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train/checkpoint.js';
 import { LOCK_FILE } from '../../src/train/lock.js';
 import { addPart, checkMemory, planMemory, planNetworkMemory, type MemoryPlan } from '../../src/train/memory-plan.js';
@@ -146,7 +146,10 @@ describe('train killed with SIGKILL, then --resume', () => {
 
 describe('train without --epochs (held-out validation decides), killed and resumed', () => {
   it('reports the validation curve and best epoch; a resumed run ends with the same model as an uninterrupted one', async () => {
-    const common = ['--config', cfgFile, '--workers', '0', '--json'];
+    // One held-out run (no second run on all points: that is refitMaxPoints, tested in the library).
+    const heldCfg = join(dir, 'config-held.json');
+    writeFileSync(heldCfg, JSON.stringify({ ...JSON.parse(readFileSync(cfgFile, 'utf8')), validation: { refitMaxPoints: 0 } }));
+    const common = ['--config', heldCfg, '--workers', '0', '--json'];
     const ref = run('train', '--train', trainFile, ...common, '--save', join(dir, 'es-ref.sl'));
     expect(ref.code).toBe(0);
     const s = lastJson(ref.stdout) as { epochs: number; bestEpoch: number; validationPoints: number; history: { epoch: number; validation?: { p1: number } }[] };
@@ -271,7 +274,8 @@ describe('train --max-memory', () => {
     const r = run('train', '--train', trainFile, '--workers', '2', '--max-memory', '30MB');
     expect(r.code).toBe(1);
     // The message the memory plan gives for this data and the default network (the defaults rule: 1024
-    // hidden for this small shape, dense 100 outputs), with the best-epoch copy of early stopping.
+    // hidden for this small shape, dense 100 outputs): the network, and a copy with its best-epoch weights
+    // that chooses the epochs on the held-out slice (fewer than refitMaxPoints points).
     const data = await readXC(trainFile);
     const def = defaultConfig({ features: data.features, labels: data.labels });
     const plan = planMemory({
@@ -279,15 +283,18 @@ describe('train --max-memory', () => {
       layers: def.layers.map((l) => ({ size: l.size })),
       dataset: { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points },
       workers: 2,
-      bestWeights: true,
+      bestWeights: false,
     });
     // The reader's two buffers, each the file's size + 1 (a file smaller than a read chunk).
     addPart(plan, 'read buffers', 2 * (statSync(trainFile).size + 1));
+    expect(data.points).toBeLessThanOrEqual(20_000);
+    const resolved = resolveConfig(def);
+    addPart(plan, 'a network copy for the held-out selection', planNetworkMemory(resolved, 1).totalBytes + kfoldSnapshotBytes(resolved));
     const expected = memoryRefusal(plan, 30e6);
     expect(def.layers[0]!.size).toBe(1024);
     expect(r.stderr).toBe(`sublinear: ${expected}\n`);
     expect(r.stderr).toMatch(
-      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 24\.6 MB, worker scratch \(2 workers\) [\d.]+ MB, best-epoch weights [\d.]+ MB, \.\.\.\) but the limit is 30\.0 MB \(--max-memory\)\n$/,
+      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(a network copy for the held-out selection [\d.]+ MB, layer 0 weights\+Adam 24\.6 MB, worker scratch \(2 workers\) [\d.]+ MB, \.\.\.\) but the limit is 30\.0 MB \(--max-memory\)\n$/,
     );
   });
 

@@ -47,8 +47,24 @@ describe('train --log and --json history', () => {
     expect(json.p1).toBe(json.history[2].test.p1);
   });
 
+  it('up to refitMaxPoints points, a copy chooses the epochs on the held-out slice, then all points train: said on stderr and in --json', () => {
+    const r = run('train', '--train', 'train.txt', '--config', 'cfg.json', '--log', 'refit.jsonl', '--json');
+    expect(r.code).toBe(0);
+    const m = /epochs chosen on 100 held-out points by a copy of the network: (\d+) \(held-out P@1 [\d.]+; (\d+) epochs trained\), then trained on all 2000 points\n/.exec(r.stderr);
+    expect(m, r.stderr).not.toBeNull();
+    const summary = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as Record<string, any>;
+    expect(summary.selection).toMatchObject({ method: 'holdout', points: 100, epochs: Number(m![1]) });
+    expect(summary.selection.refit.p1.length).toBe(Number(m![2]));
+    expect(summary.epochs).toBe(Number(m![1]));
+    const epochs = readFileSync(join(dir, 'refit.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, any>).filter((l) => l.type === 'epoch');
+    expect(epochs.length).toBe(Number(m![1])); // the run on all points: no held-out scores
+    expect(epochs.every((e) => e.validation === undefined)).toBe(true);
+  });
+
   it('held-out validation epochs are logged with their P@k and learning rate', () => {
-    const r = run('train', '--train', 'train.txt', '--config', 'cfg.json', '--log', 'val.jsonl', '--save', 'val.sl', '--quiet');
+    // One held-out run (refitMaxPoints 0: no second run on all points, whose epochs have no held-out scores).
+    writeFileSync(join(dir, 'cfg-held.json'), JSON.stringify({ layers: [{ size: 32 }, { size: 100 }], validation: { refitMaxPoints: 0 } }));
+    const r = run('train', '--train', 'train.txt', '--config', 'cfg-held.json', '--log', 'val.jsonl', '--save', 'val.sl', '--quiet');
     expect([r.code, r.stderr]).toEqual([0, '']);
     const lines = readFileSync(join(dir, 'val.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, any>);
     const epochs = lines.filter((l) => l.type === 'epoch');

@@ -221,7 +221,10 @@ describe('the result is never lost quietly (4)', () => {
 describe('resuming a run with nothing left to train (6)', () => {
   it('an early-stopped run is refused with the reason, --epochs or not, and --save is not written', () => {
     const ck = fresh('ck-early');
-    const first = run('train', '--train', trainFile, ...tiny(), '--checkpoint', ck, '--json', '--quiet');
+    // One held-out run that early stopping ends (refitMaxPoints 0: no second run on all points).
+    const held = fresh('held.json');
+    writeFileSync(held, JSON.stringify({ ...JSON.parse(readFileSync(cfgFile, 'utf8')), validation: { refitMaxPoints: 0 } }));
+    const first = run('train', '--train', trainFile, '--config', held, '--workers', '0', '--checkpoint', ck, '--json', '--quiet');
     expect(first.code).toBe(0);
     const s = lastJson(first.stdout) as { epochs: number; bestEpoch: number; batchesDone: number };
     expect(s.epochs).toBeLessThan(50);

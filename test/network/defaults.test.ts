@@ -86,7 +86,7 @@ describe('defaultTraining', () => {
   it('fit() trains a sampled output layer at 5e-3 under held-out validation and at 1e-2 for a fixed number of epochs', async () => {
     const syn = synthesize({ shape: 'tiny', points: 600, seed: 5 });
     const cfg = { inputDim: syn.features, seed: 3, layers: [{ size: 24 }, { size: syn.labels, sampling: { hash: 'dwta' as const, K: 2, L: 4, logQ: true } }] };
-    const held = await new Network(cfg).fit(syn, { workers: 0, validation: { maxEpochs: 1, minHoldout: 1 } });
+    const held = await new Network(cfg).fit(syn, { workers: 0, validation: { maxEpochs: 1, minHoldout: 1, refitMaxPoints: 0 } });
     expect(held.validation![0]!.lr).toBe(5e-3);
     // A fixed epoch count: the same weights as lr 1e-2 given explicitly (one worker in this thread: deterministic).
     const weightsAfter = async (lr?: number) => {

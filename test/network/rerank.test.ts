@@ -277,7 +277,7 @@ describe('re-ranker in fit(), predict() and model files', () => {
   let trained: Network;
   it('trains after the network, chooses the weight on the held-out points and applies it in predict()', async () => {
     const net = new Network(small({}));
-    const st = await net.fit(train, { workers: 0 });
+    const st = await net.fit(train, { workers: 0, validation: { refitMaxPoints: 0 } });
     const r = st.rerank!;
     expect(r.skipped).toBeUndefined();
     expect(r.tried.map((t) => t.weight)).toEqual([...RERANK_WEIGHTS]);
@@ -298,6 +298,20 @@ describe('re-ranker in fit(), predict() and model files', () => {
     expect(Array.from(got.labels)).toEqual(Array.from(wantL));
     expect(Array.from(got.scores)).toEqual(Array.from(wantS));
     trained = net;
+  });
+
+  it('after a held-out selection on a copy (refitMaxPoints), takes the copy\'s weight and trains on all points', async () => {
+    const net = new Network(small({}));
+    const st = await net.fit(train, { workers: 0 });
+    const sel = st.selection!;
+    if (sel.method !== 'holdout' || !sel.refit || !sel.rerank) throw new Error(`expected a refit with a re-ranker weight, got ${JSON.stringify(sel)}`);
+    expect(st.samples).toBe(sel.epochs * train.points);
+    const r = st.rerank!;
+    expect(r.weight).toBe(sel.rerank.weight);
+    expect(r.tried).toEqual(sel.rerank.tried);
+    expect(r.points).toBe(sel.points);
+    expect(net.rerank?.weight ?? 0).toBe(sel.rerank.weight);
+    if (r.weight > 0) expect(r.entries).toBeGreaterThan(0);
   });
 
   it('survives a save and load bit for bit, and info shows it', async () => {

@@ -404,11 +404,11 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
       layers: [{ size: 32, activation: 'relu' as const }, { size: syn.labels, activation: 'softmax' as const, sampling: { K: 2, L: 4, minActive: 20 }, wide: { maxPerLabel: 16 } }],
     };
     const net = new Network(sampledCfg);
-    const st = await net.fit(syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5 } });
+    const st = await net.fit(syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5, refitMaxPoints: 0 } });
     expect(st.validation!.length).toBe(3);
     expect(net.clusterIndexSeconds).toBeGreaterThan(0); // built for the held-out scoring
     const plain = new Network({ ...sampledCfg, layers: [sampledCfg.layers[0]!, { ...sampledCfg.layers[1]!, wide: undefined }] });
-    await plain.fit(syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5 } });
+    await plain.fit(syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5, refitMaxPoints: 0 } });
     expect(plain.clusterIndexSeconds).toBe(0); // exact held-out scoring without a wide part
   });
 
@@ -418,7 +418,7 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
       layers: [{ size: 32, activation: 'relu' as const }, { size: syn.labels, activation: 'softmax' as const, sampling: { K: 2, L: 4, minActive: 20 }, wide: { maxPerLabel: 16, negatives: 4 } }],
     };
     // A constant rate and no stop: both runs train the same weights whatever their held-out scores say.
-    const v = { minHoldout: 10, fraction: 0.2, patience: 5, lrDecay: 1 };
+    const v = { minHoldout: 10, fraction: 0.2, patience: 5, lrDecay: 1, refitMaxPoints: 0 };
     const plain = new Network(cfg);
     const byEpoch: { w: Float32Array; b: Float32Array; wide: Float32Array }[] = [];
     const sp = await plain.fit(syn, {
@@ -450,6 +450,23 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
     expect(Array.from(o.weights)).toEqual(Array.from(kept.w, (w) => Math.fround(w * b.scale)));
     expect(Array.from(o.bias)).toEqual(Array.from(kept.b, (w) => Math.fround(w * b.scale)));
     expect(Array.from(o.wide!.weights)).toEqual(Array.from(kept.wide));
+  });
+
+  it('blend after a held-out selection on a copy (refitMaxPoints): the copy\'s scale on the weights trained on all points', async () => {
+    const cfg = {
+      inputDim: syn.features, seed: 3,
+      layers: [{ size: 32, activation: 'relu' as const }, { size: syn.labels, activation: 'softmax' as const, sampling: { K: 2, L: 4, minActive: 20 }, wide: { maxPerLabel: 16, negatives: 4 } }],
+    };
+    const net = new Network(cfg);
+    const st = await net.fit(syn, { epochs: 3, workers: 0, lr: 0.005, validation: { minHoldout: 10, fraction: 0.2, patience: 5 } });
+    const sel = st.selection!;
+    if (sel.method !== 'holdout' || !sel.refit || !sel.blend) throw new Error(`expected a refit with a blend, got ${JSON.stringify(sel)}`);
+    expect(st.blend).toEqual(sel.blend);
+    const fixed = new Network(cfg);
+    await fixed.fit(syn, { epochs: sel.epochs, workers: 0, lr: 0.005, validation: false });
+    const o = net.spec.layers[1]!, f = fixed.spec.layers[1]!;
+    expect(Array.from(o.weights)).toEqual(Array.from(f.weights, (w) => Math.fround(w * sel.blend!.scale)));
+    expect(Array.from(o.wide!.weights)).toEqual(Array.from(f.wide!.weights));
   });
 
   it('a checkpointed run resumes to the same weights as an uninterrupted one', async () => {

@@ -21,7 +21,7 @@ const step = (s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, poin
 
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
-    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 0, metric: 'p135', minHoldout: 100, folds: 5, blend: true });
+    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 0, metric: 'p135', minHoldout: 100, folds: 5, refitMaxPoints: 20000, blend: true });
   });
   it.each([
     [{ fraction: 0 }, 'Expected number in (0, 1) for validation.fraction but received 0'],
@@ -213,7 +213,7 @@ describe('fit with held-out validation', () => {
   it('decides the number of epochs, reports the curve and leaves the best epoch\'s weights in the network', async () => {
     const net = new Network(config);
     const progress: FitProgress[] = [];
-    const stats = await net.fit(data, { workers: 0, validation: { patience: 2, maxEpochs: 30, minHoldout: 60 }, progressEvery: 0, onProgress: (p) => progress.push(p) });
+    const stats = await net.fit(data, { workers: 0, validation: { patience: 2, maxEpochs: 30, minHoldout: 60, refitMaxPoints: 0 }, progressEvery: 0, onProgress: (p) => progress.push(p) });
     // The 30-epoch cap is no plan: onProgress says so, and times the epoch in progress.
     expect(progress.length).toBeGreaterThan(0);
     expect(progress.every((p) => p.epochsIsLimit && p.epochs === 30)).toBe(true);
@@ -252,9 +252,9 @@ describe('fit with held-out validation', () => {
 
   it('held-out rows are never trained on', async () => {
     const net = new Network(config);
-    const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 1, minHoldout: 60 } });
+    const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 1, minHoldout: 60, refitMaxPoints: 0 } });
     expect(stats.samples).toBe(data.points - 60);
-    expect(stats.selection).toEqual({ method: 'holdout', points: 60, epochs: 1, reason: '60 held-out points (at least minHoldout 60): the best epoch\'s weights are kept' });
+    expect(stats.selection).toEqual({ method: 'holdout', points: 60, epochs: 1, reason: '60 held-out points (at least minHoldout 60): the best epoch\'s weights are kept (not trained again on all points: more than refitMaxPoints 0 training points)' });
   });
 });
 

@@ -62,6 +62,17 @@ describe('selectionProblem', () => {
     expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x' })).toBeNull();
     expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [NaN], p1: [0.2], holdoutPoints: 15, reason: 'x' })).toBe('scores and p1 must be arrays of finite numbers');
     expect(selectionProblem({ method: 'grid', reason: 'x' })).toBe('unknown method "grid"');
+    const refit = { method: 'holdout', points: 15, epochs: 2, reason: 'x', refit: { scores: [0.1, 0.2], p1: [0.2, 0.3] } };
+    expect(selectionProblem(refit)).toBeNull();
+    expect(selectionProblem({ ...refit, rerank: { weight: 2, tried: [] }, blend: { scale: 0.5, points: 15, epoch: 2, tried: [] } })).toBeNull();
+    expect(selectionProblem({ ...refit, refit: { scores: [0.1], p1: 'x' } })).toBe('refit scores and p1 must be arrays of finite numbers');
+    expect(selectionProblem({ ...refit, blend: { scale: 0, tried: [] } })).toBe('invalid blend');
+    expect(selectionProblem({ ...refit, rerank: { weight: -1, tried: [] } })).toBe('invalid rerank');
+    expect(selectionProblem({ method: 'holdout', points: 15, epochs: 2, reason: 'x', blend: { scale: 1, tried: [] } })).toBe('rerank and blend are recorded only with refit');
+  });
+  it('refitMaxPoints is a non-negative integer, 20,000 by default', () => {
+    expect(resolveValidation({}).refitMaxPoints).toBe(20_000);
+    expect(() => resolveValidation({ refitMaxPoints: -1 })).toThrow('Expected integer >= 0 for validation.refitMaxPoints but received -1');
   });
 });
 
@@ -149,9 +160,93 @@ describe('fit on a small training set', () => {
 
   it('keeps one held-out slice, early stopping and the best weights when the slice is large enough', async () => {
     const net = new Network(config);
-    const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 3, minHoldout: 15 } });
+    const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 3, minHoldout: 15, refitMaxPoints: 0 } });
     expect(stats.selection).toMatchObject({ method: 'holdout', points: 15 });
+    expect(stats.selection!.reason).toMatch(/not trained again on all points: more than refitMaxPoints 0 training points\)$/);
     expect(stats.validationPoints).toBe(15);
     expect(stats.samples).toBe(stats.epochs * 285);
+  });
+});
+
+describe('fit up to refitMaxPoints points: held-out selection on a copy, then all of the points', () => {
+  const data = synthesize({ shape: 'tiny', points: 300, seed: 5 });
+  const config = { inputDim: data.features, seed: 3, layers: [{ size: 32, dropout: 0.3 }, { size: data.labels }] };
+  const opts: FitOptions = { workers: 0, lr: 0.003, validation: { maxEpochs: 6, patience: 2, minHoldout: 15 } };
+  const weights = (n: Network) => n.spec.layers.map((l) => Buffer.from(l.weights.buffer, l.weights.byteOffset, l.weights.byteLength));
+
+  let first: { net: Network; stats: FitStats } | undefined;
+  const uninterrupted = async () => {
+    if (!first) {
+      const net = new Network(config);
+      first = { net, stats: await net.fit(data, opts) };
+    }
+    return first;
+  };
+
+  it('chooses the epochs on the held-out slice, then trains that many epochs on every point (as a fixed-epoch run would)', async () => {
+    const { net, stats } = await uninterrupted();
+    const s = stats.selection!;
+    expect(s.method).toBe('holdout');
+    if (s.method !== 'holdout') return;
+    expect(s.points).toBe(15);
+    expect(s.refit!.p1.length).toBe(s.refit!.scores.length);
+    expect(s.refit!.scores.length).toBeGreaterThanOrEqual(s.epochs);
+    expect(s.reason).toBe(`15 held-out points chose ${s.epochs} epochs on a copy of the network (${s.refit!.scores.length} trained), then the network trained on all 300 points (at most refitMaxPoints 20000)`);
+    expect(stats.epochs).toBe(s.epochs);
+    expect(stats.samples).toBe(s.epochs * data.points);
+    expect(stats.validation).toBeUndefined();
+    expect(stats.bestEpoch).toBeUndefined();
+    // The same weights as a network trained for that many epochs on all of the points from the start.
+    const fixed = new Network(config);
+    await fixed.fit(data, { workers: 0, lr: 0.003, epochs: s.epochs, validation: false });
+    expect(weights(net)).toEqual(weights(fixed));
+  });
+
+  it('is off at refitMaxPoints 0 and below minHoldout (k-fold selection)', async () => {
+    const off = new Network(config);
+    const st = await off.fit(data, { ...opts, validation: { ...opts.validation as object, refitMaxPoints: 0 } });
+    expect(st.selection).toMatchObject({ method: 'holdout', points: 15 });
+    expect(st.selection).not.toHaveProperty('refit');
+    expect(st.validationPoints).toBe(15);
+    const small = new Network(config);
+    expect((await small.fit(data, { ...opts, validation: { maxEpochs: 2 } })).selection!.method).toBe('kfold');
+  });
+
+  it('a run stopped during the selection resumes from its start and ends with the same weights', async () => {
+    const dir = freshDir();
+    const ac = new AbortController();
+    const net = new Network(config);
+    const stats = await net.fit(data, {
+      ...opts, signal: ac.signal, progressEvery: 0, checkpoint: { dir, every: 1 },
+      onProgress: (p) => { if (p.selection && p.epoch >= 1) ac.abort(); },
+    });
+    expect(stats.aborted).toBe(true);
+    expect(stats.samples).toBe(0);
+    const resumed = await Network.resume(dir);
+    expect(resumed.resumeInfo!.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0 });
+    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 } });
+    const ref = await uninterrupted();
+    expect(st.selection).toEqual(ref.stats.selection);
+    expect(weights(resumed)).toEqual(weights(ref.net));
+  });
+
+  it('a run stopped during the training on all points resumes it, without selecting again', async () => {
+    const dir = freshDir();
+    const ac = new AbortController();
+    const net = new Network(config);
+    const ref = await uninterrupted();
+    expect(ref.stats.epochs).toBeGreaterThanOrEqual(2);
+    let selecting = 0;
+    const stats = await net.fit(data, {
+      ...opts, signal: ac.signal, checkpoint: { dir, every: 1 },
+      onEpochEnd: (epoch) => { if (epoch === 0) ac.abort(); },
+    });
+    expect(stats.aborted).toBe(true);
+    const resumed = await Network.resume(dir);
+    expect(resumed.resumeInfo!.fitOptions).toMatchObject({ epochs: ref.stats.epochs, validation: null, selection: ref.stats.selection });
+    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 }, onProgress: (p) => { if (p.selection) selecting++; } });
+    expect(selecting).toBe(0);
+    expect(st.selection).toEqual(ref.stats.selection);
+    expect(weights(resumed)).toEqual(weights(ref.net));
   });
 });
