@@ -6,6 +6,7 @@ import { checkInputFile } from './preflight.js';
 import { checkEvaluable, checkFits, metricLine, pointsProgress, warnDenseSampled, type InputFormat, type Out } from './engine.js';
 import { loadData, loadTextInput, memoryLimitBytes } from './data-loading.js';
 import { parseKs, type EvalCliOptions } from './eval-predict-options.js';
+import { createExecutor, defaultWorkers, type Executor } from '../train/executor.js';
 
 export type { EvalCliOptions } from './eval-predict-options.js';
 
@@ -19,6 +20,18 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const quiet = !!o.quiet;
   await checkInputFile(o.model, '--model');
   await checkInputFile(o.test, '--test');
+  // The worker threads start now and load the addon while the model and the data are read, so that the
+  // timed prediction is the scoring alone (starting them took about 40 ms of a 0.3 s sampled evaluation).
+  const workers = o.workers ?? defaultWorkers();
+  const exec = workers > 0 ? createExecutor(workers) : undefined;
+  try {
+    return await evalOn(o, io, quiet, exec);
+  } finally {
+    await exec?.close();
+  }
+}
+
+async function evalOn(o: EvalCliOptions, io: Out, quiet: boolean, exec: Executor | undefined): Promise<number> {
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
   // The default cut-offs stop at the model's labels (a 3-label model: 1,3); given ones must fit.
@@ -39,7 +52,7 @@ export async function evalCommand(o: EvalCliOptions, io: Out): Promise<number> {
   const { bar, onProgress } = pointsProgress(quiet, `evaluating (${mode})`);
   let m;
   try {
-    m = await net.evaluate(test, { mode, workers: o.workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB, k: ks, onProgress });
+    m = await net.evaluate(test, { mode, workers: o.workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB, k: ks, onProgress, ...(exec ? { executor: exec } : {}) });
   } finally {
     bar?.done();
   }

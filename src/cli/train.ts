@@ -229,8 +229,10 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     copies = folds >= 2 ? folds : !kfold && train.points <= v.refitMaxPoints && copyBytes <= KFOLD_MEMORY ? 1 : 0;
     copyName = folds >= 2 ? `${folds} network copies for k-fold selection` : 'a network copy for the held-out selection';
   }
-  // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights.
-  const bestWeights = copies > 0 ? false : resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
+  // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights (a
+  // selection copy keeps them instead, counted above).
+  const validating = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
+  const bestWeights = copies > 0 ? false : validating;
   const plan = planNetworkMemory(resolved, workers, train, bestWeights);
   addPart(plan, 'read buffers', readStats.bufferBytes);
   addPart(plan, copyName, copies * copyBytes);
@@ -448,7 +450,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
             epochs: stats.epochs,
             ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
             batchSize: batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128,
-            lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers, bestWeights).lr),
+            lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers, validating).lr),
             version: packageVersion(),
           },
         });

@@ -1103,7 +1103,7 @@ export class Network {
 
   /**
    * P@k, nDCG@k and PSP@k over the whole of `data`, how many outputs were scored per point, and the
-   * seconds the predictions took (`predictSeconds`, worker start included, metrics excluded).
+   * seconds the predictions took (`predictSeconds`, metrics excluded; the start of the worker threads included unless `executor` is given).
    */
   async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number; predictSeconds: number }> {
     if (data?.points === 0) throw new Error('Cannot evaluate on 0 points: the evaluation data is empty');
