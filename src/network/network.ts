@@ -434,19 +434,13 @@ export class Network {
         : 'fewer than minHoldout, but two copies of the network for k-fold selection exceed 2 GiB';
     // Training sets up to validation.refitMaxPoints: the held-out slice chooses on a copy of the network,
     // then the network trains on all of the points (null: it does; else why not).
-    const refitWhy = !validation
-      ? 'no validation'
-      : wantKfold
-        ? 'fewer than minHoldout held-out points'
-        : data.points > validation.refitMaxPoints
-        ? `more than refitMaxPoints ${validation.refitMaxPoints} training points`
-        : opts.executor
-          ? 'an external executor (train --distributed)'
-          : resumed && (start.epoch > 0 || start.batch > 0)
-            ? 'resumed part-way through its held-out run'
-            : this.memoryBytes() + kfoldSnapshotBytes(this.config) > KFOLD_MEMORY
-              ? 'a copy of the network would exceed 2 GiB'
-              : null;
+    const refitWhy = !validation ? 'no validation'
+      : wantKfold ? 'fewer than minHoldout held-out points'
+      : data.points > validation.refitMaxPoints ? `more than refitMaxPoints ${validation.refitMaxPoints} training points`
+      : opts.executor ? 'an external executor (train --distributed)'
+      : resumed && (start.epoch > 0 || start.batch > 0) ? 'resumed part-way through its held-out run'
+      : this.memoryBytes() + kfoldSnapshotBytes(this.config) > KFOLD_MEMORY ? 'a copy of the network would exceed 2 GiB'
+      : null;
     if (validation && (folds >= 2 || refitWhy === null)) {
       // Stopped during either selection: a resume selects again (deterministic: the same folds or slice).
       let picked: SelectionReport | null;
