@@ -9,12 +9,73 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { synthesize } from '../../datasets/synth.js';
 import { Network } from '../../src/network/network.js';
 import { bestMeanEpoch, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
-import type { FitOptions, FitStats } from '../../src/train/fit.js';
+import type { FitOptions, FitProgress, FitStats } from '../../src/train/fit.js';
+import type { NetworkConfig } from '../../src/network/config.js';
+import type { SparseDataset } from '../../datasets/csr.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-select-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 let dirs = 0;
 const freshDir = () => join(root, `run${dirs++}`);
+const weights = (n: Network) => n.spec.layers.map((l) => Buffer.from(l.weights.buffer, l.weights.byteOffset, l.weights.byteLength));
+
+/** The first call trains a network from `config` on `data` with `opts`; every call returns that run. */
+function fitOnce(config: NetworkConfig, data: SparseDataset, opts: FitOptions): () => Promise<{ net: Network; stats: FitStats }> {
+  let first: Promise<{ net: Network; stats: FitStats }> | undefined;
+  return () => (first ??= (async () => {
+    const net = new Network(config);
+    return { net, stats: await net.fit(data, opts) };
+  })());
+}
+
+/** A checkpointed run stopped during a selection (k-fold or a held-out copy), and one stopped after it. */
+function selectionResumeTests(c: {
+  data: SparseDataset; config: NetworkConfig; opts: FitOptions; uninterrupted: () => Promise<{ net: Network; stats: FitStats }>;
+  /** Whether a progress report comes from the selection. */
+  selecting: (p: FitProgress) => boolean;
+  /** What trains after the selection, for the test's name. */
+  after: string;
+}): void {
+  const { data, config, opts, uninterrupted, selecting } = c;
+  it('a run stopped during the selection resumes from its start and ends with the same weights', async () => {
+    const dir = freshDir();
+    const ac = new AbortController();
+    const net = new Network(config);
+    const stats = await net.fit(data, {
+      ...opts, signal: ac.signal, progressEvery: 0, checkpoint: { dir, every: 1 },
+      onProgress: (p) => { if (selecting(p) && p.epoch >= 1) ac.abort(); },
+    });
+    expect(stats.aborted).toBe(true);
+    expect(stats.samples).toBe(0);
+    const resumed = await Network.resume(dir);
+    expect(resumed.resumeInfo!.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0 });
+    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 } });
+    const ref = await uninterrupted();
+    expect(st.selection).toEqual(ref.stats.selection);
+    expect(weights(resumed)).toEqual(weights(ref.net));
+  });
+
+  it(`a run stopped during ${c.after} resumes it, without selecting again`, async () => {
+    const dir = freshDir();
+    const ac = new AbortController();
+    const net = new Network(config);
+    const ref = await uninterrupted();
+    expect(ref.stats.epochs).toBeGreaterThanOrEqual(2);
+    let selectionProgress = 0;
+    const stats = await net.fit(data, {
+      ...opts, signal: ac.signal, checkpoint: { dir, every: 1 },
+      onEpochEnd: (epoch) => { if (epoch === 0) ac.abort(); },
+    });
+    expect(stats.aborted).toBe(true);
+    const resumed = await Network.resume(dir);
+    expect(resumed.resumeInfo!.fitOptions).toMatchObject({ epochs: ref.stats.epochs, validation: null, selection: ref.stats.selection });
+    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 }, onProgress: (p) => { if (selecting(p)) selectionProgress++; } });
+    expect(selectionProgress).toBe(0);
+    expect(st.selection).toEqual(ref.stats.selection);
+    expect(st.epochs).toBe(ref.stats.epochs);
+    expect(weights(resumed)).toEqual(weights(ref.net));
+  });
+}
 
 describe('kfoldSplit', () => {
   it('is a seeded partition: every row held out exactly once, each fold trains on the others', () => {
@@ -80,16 +141,8 @@ describe('fit on a small training set', () => {
   const data = synthesize({ shape: 'tiny', points: 300, seed: 5 });
   const config = { inputDim: data.features, seed: 3, layers: [{ size: 32, dropout: 0.3 }, { size: data.labels }] };
   const opts: FitOptions = { workers: 0, validation: { maxEpochs: 8, patience: 1 } };
-  const weights = (n: Network) => n.spec.layers.map((l) => Buffer.from(l.weights.buffer, l.weights.byteOffset, l.weights.byteLength));
 
-  let first: { net: Network; stats: FitStats } | undefined;
-  const uninterrupted = async () => {
-    if (!first) {
-      const net = new Network(config);
-      first = { net, stats: await net.fit(data, opts) };
-    }
-    return first;
-  };
+  const uninterrupted = fitOnce(config, data, opts);
 
   it('chooses the epoch count by 5-fold cross-validation, then trains on all of the points', async () => {
     const { stats } = await uninterrupted();
@@ -119,44 +172,7 @@ describe('fit on a small training set', () => {
     expect(weights(again)).toEqual(weights(net));
   });
 
-  it('a run stopped during the selection resumes from its start and ends with the same weights', async () => {
-    const dir = freshDir();
-    const ac = new AbortController();
-    const net = new Network(config);
-    const stats = await net.fit(data, {
-      ...opts, signal: ac.signal, progressEvery: 0, checkpoint: { dir, every: 1 },
-      onProgress: (p) => { if (p.fold && p.epoch >= 1) ac.abort(); },
-    });
-    expect(stats.aborted).toBe(true);
-    expect(stats.samples).toBe(0);
-    const resumed = await Network.resume(dir);
-    expect(resumed.resumeInfo!.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0 });
-    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 } });
-    const ref = await uninterrupted();
-    expect(st.selection).toEqual(ref.stats.selection);
-    expect(weights(resumed)).toEqual(weights(ref.net));
-  });
-
-  it('a run stopped during the training after the selection resumes it, without selecting again', async () => {
-    const dir = freshDir();
-    const ac = new AbortController();
-    const net = new Network(config);
-    const ref = await uninterrupted();
-    expect(ref.stats.epochs).toBeGreaterThanOrEqual(2);
-    let foldProgress = 0;
-    const stats = await net.fit(data, {
-      ...opts, signal: ac.signal, checkpoint: { dir, every: 1 },
-      onEpochEnd: (epoch) => { if (epoch === 0) ac.abort(); },
-    });
-    expect(stats.aborted).toBe(true);
-    const resumed = await Network.resume(dir);
-    expect(resumed.resumeInfo!.fitOptions).toMatchObject({ epochs: ref.stats.epochs, validation: null, selection: ref.stats.selection });
-    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 }, onProgress: (p) => { if (p.fold) foldProgress++; } });
-    expect(foldProgress).toBe(0);
-    expect(st.selection).toEqual(ref.stats.selection);
-    expect(st.epochs).toBe(ref.stats.epochs);
-    expect(weights(resumed)).toEqual(weights(ref.net));
-  });
+  selectionResumeTests({ data, config, opts, uninterrupted, selecting: (p) => p.fold !== undefined, after: 'the training after the selection' });
 
   it('keeps one held-out slice, early stopping and the best weights when the slice is large enough', async () => {
     const net = new Network(config);
@@ -172,16 +188,8 @@ describe('fit up to refitMaxPoints points: held-out selection on a copy, then al
   const data = synthesize({ shape: 'tiny', points: 300, seed: 5 });
   const config = { inputDim: data.features, seed: 3, layers: [{ size: 32, dropout: 0.3 }, { size: data.labels }] };
   const opts: FitOptions = { workers: 0, lr: 0.003, validation: { maxEpochs: 6, patience: 2, minHoldout: 15 } };
-  const weights = (n: Network) => n.spec.layers.map((l) => Buffer.from(l.weights.buffer, l.weights.byteOffset, l.weights.byteLength));
 
-  let first: { net: Network; stats: FitStats } | undefined;
-  const uninterrupted = async () => {
-    if (!first) {
-      const net = new Network(config);
-      first = { net, stats: await net.fit(data, opts) };
-    }
-    return first;
-  };
+  const uninterrupted = fitOnce(config, data, opts);
 
   it('chooses the epochs on the held-out slice, then trains that many epochs on every point (as a fixed-epoch run would)', async () => {
     const { net, stats } = await uninterrupted();
@@ -212,41 +220,5 @@ describe('fit up to refitMaxPoints points: held-out selection on a copy, then al
     expect((await small.fit(data, { ...opts, validation: { maxEpochs: 2 } })).selection!.method).toBe('kfold');
   });
 
-  it('a run stopped during the selection resumes from its start and ends with the same weights', async () => {
-    const dir = freshDir();
-    const ac = new AbortController();
-    const net = new Network(config);
-    const stats = await net.fit(data, {
-      ...opts, signal: ac.signal, progressEvery: 0, checkpoint: { dir, every: 1 },
-      onProgress: (p) => { if (p.selection && p.epoch >= 1) ac.abort(); },
-    });
-    expect(stats.aborted).toBe(true);
-    expect(stats.samples).toBe(0);
-    const resumed = await Network.resume(dir);
-    expect(resumed.resumeInfo!.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0 });
-    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 } });
-    const ref = await uninterrupted();
-    expect(st.selection).toEqual(ref.stats.selection);
-    expect(weights(resumed)).toEqual(weights(ref.net));
-  });
-
-  it('a run stopped during the training on all points resumes it, without selecting again', async () => {
-    const dir = freshDir();
-    const ac = new AbortController();
-    const net = new Network(config);
-    const ref = await uninterrupted();
-    expect(ref.stats.epochs).toBeGreaterThanOrEqual(2);
-    let selecting = 0;
-    const stats = await net.fit(data, {
-      ...opts, signal: ac.signal, checkpoint: { dir, every: 1 },
-      onEpochEnd: (epoch) => { if (epoch === 0) ac.abort(); },
-    });
-    expect(stats.aborted).toBe(true);
-    const resumed = await Network.resume(dir);
-    expect(resumed.resumeInfo!.fitOptions).toMatchObject({ epochs: ref.stats.epochs, validation: null, selection: ref.stats.selection });
-    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 }, onProgress: (p) => { if (p.selection) selecting++; } });
-    expect(selecting).toBe(0);
-    expect(st.selection).toEqual(ref.stats.selection);
-    expect(weights(resumed)).toEqual(weights(ref.net));
-  });
+  selectionResumeTests({ data, config, opts, uninterrupted, selecting: (p) => p.selection !== undefined, after: 'the training on all points' });
 });
