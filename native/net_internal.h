@@ -9,6 +9,7 @@
 #include "net.h"
 #include "net_kernels.h"
 #include "net_wide.h"
+#include "topk.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -63,7 +64,7 @@ struct LayerBuf {
   std::vector<float> keep;        // (n, lda) training with dropout: 0 or 1 / (1 - dropout) per output
 };
 
-// A label's wide score and id (wide_top).
+// A label's wide score and id (wide_top's order).
 struct WideRank {
   float v;
   uint32_t id;
@@ -116,7 +117,7 @@ struct Scratch {
   std::vector<float> wideSum;
   std::vector<uint64_t> wideMarks;
   std::vector<uint32_t> wideTouched;
-  std::vector<WideRank> wideHeap;  // wide_top's selection
+  std::vector<float> wideVals;     // wide_top: the scores of its ids, compact
   // Intra-batch threads (TrainHyper.threads > 1): part t's buffers, used by the thread running part t.
   struct Part {
     std::vector<float> zt, dzt, g, gb, mx, sum, dAt;
@@ -256,40 +257,26 @@ size_t wide_scores(const NetLayer& L, const CsrView& data, uint32_t row, Scratch
 }
 
 // Moves the `take` labels of ids[0..count) with the largest s.wideSum to the front (ties: the smaller id).
-// Keeps ids[0..count) a permutation of itself (callers clear their marks over all of them). A bounded
-// min-heap of the `take` best (score, id) pairs seen so far finds the take-th best; one pass then moves the
-// labels at or above it forward. take is small against count (tens against thousands), so almost every
-// label costs one compare with the heap's worst, where nth_element's passes re-read scattered sums.
+// Keeps ids[0..count) a permutation of itself (callers clear their marks over all of them), and the chosen
+// ones in their order. The scores are gathered once into a compact array (the sums lie scattered over N
+// floats), topk_kth finds the take-th best (score, id), and one pass moves the labels at or above it forward.
 inline void wide_top(std::vector<uint32_t>& ids, size_t count, size_t take, Scratch& s) {
   if (take == 0 || take >= count) return;
   const float* sum = s.wideSum.data();
-  // worse(a, b): a ranks after b (smaller score; ties the larger id), a strict total order.
+  float* v = grow(s.wideVals, count);
+  for (size_t t = 0; t < count; ++t) v[t] = sum[ids[t]];
+  // worse(a, b): a ranks after b (smaller score; ties the larger id), topk_row's order.
   auto worse = [](const WideRank& a, const WideRank& b) { return a.v != b.v ? a.v < b.v : a.id > b.id; };
-  std::vector<WideRank>& heap = s.wideHeap;  // heap[0]: the worst of the best `take` so far
-  heap.resize(take);
-  for (size_t t = 0; t < take; ++t) heap[t] = {sum[ids[t]], ids[t]};
-  // std heaps keep the comparator's largest on top: "larger" = ranks worse, so the top is the worst.
-  auto cmp = [&](const WideRank& a, const WideRank& b) { return worse(b, a); };
-  std::make_heap(heap.begin(), heap.end(), cmp);
-  for (size_t t = take; t < count; ++t) {
-    const WideRank r{sum[ids[t]], ids[t]};
-    if (!worse(heap[0], r)) continue;
-    // Replace the top and sift it down (one pass, where pop_heap + push_heap take two).
-    size_t at = 0;
-    for (;;) {
-      size_t c = 2 * at + 1;
-      if (c >= take) break;
-      if (c + 1 < take && worse(heap[c + 1], heap[c])) ++c;
-      if (!worse(heap[c], r)) break;
-      heap[at] = heap[c];
-      at = c;
-    }
-    heap[at] = r;
-  }
-  const WideRank worst = heap[0];  // exactly `take` labels rank at it or above
+  WideRank worst{0.0f, 0};  // exactly `take` labels rank at it or above
   size_t w = 0;
+  if (!topk_kth(v, ids.data(), count, take, worst.v, worst.id)) {  // fewer than take sums are not NaN: all of those
+    for (size_t t = 0; t < count; ++t)
+      if (v[t] == v[t]) std::swap(ids[w++], ids[t]);
+    return;
+  }
+  // v[t] stays ids[t]'s score for every t not yet passed: a swap only moves an id back to a place passed.
   for (size_t t = 0; t < count; ++t)
-    if (!worse(WideRank{sum[ids[t]], ids[t]}, worst)) std::swap(ids[w++], ids[t]);
+    if (!worse(WideRank{v[t], ids[t]}, worst)) std::swap(ids[w++], ids[t]);
 }
 
 }  // namespace net

@@ -331,6 +331,50 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
   });
 }
 
+// The k best of each row's S candidates (labels, probs: the network's, rows x S, kNone: none) under
+// log max(p, 1e-30) + weight s (s: rerank_score's), into outL / outS (rows x k; kNone and 0 past the row's
+// candidates), in double as src/network/rerank.ts's reference. The shortlist's probability mass is shared out
+// by the softmax of the combined scores over the shortlist. Equal scores keep the network's order: each
+// place takes the first best of those left (S is tens: S k compares per row).
+void rerank_combine(const uint32_t* labels, const float* probs, const float* s, size_t rows, uint32_t S, double weight,
+                    uint32_t k, uint32_t* outL, float* outS) {
+  std::vector<double> comb(S);
+  std::vector<uint32_t> order(S);
+  std::vector<uint8_t> taken(S);
+  for (size_t i = 0; i < rows; ++i) {
+    const size_t base = i * S;
+    uint32_t n = 0;
+    double mass = 0, mx = -std::numeric_limits<double>::infinity();
+    for (uint32_t q = 0; q < S; ++q) {
+      if (labels[base + q] == kNone) continue;
+      const double p = probs[base + q];
+      mass += p;
+      const double c = std::log(std::max(p, 1e-30)) + weight * double(s[base + q]);
+      comb[n] = c;
+      order[n] = q;
+      if (c > mx) mx = c;
+      ++n;
+    }
+    double sum = 0;
+    for (uint32_t t = 0; t < n; ++t) sum += std::exp(comb[t] - mx);
+    std::fill(taken.begin(), taken.begin() + n, 0);
+    for (uint32_t q = 0; q < k; ++q) {
+      int64_t best = -1;
+      for (uint32_t t = 0; t < n; ++t)
+        if (!taken[t] && (best < 0 || comb[t] > comb[best])) best = t;
+      const size_t at = i * k + q;
+      if (best < 0) {
+        outL[at] = kNone;
+        outS[at] = 0.0f;
+        continue;
+      }
+      taken[best] = 1;
+      outL[at] = labels[base + order[best]];
+      outS[at] = static_cast<float>((mass * std::exp(comb[best] - mx)) / sum);
+    }
+  }
+}
+
 // rerankTrain({ data (with labels), rows: Uint32Array | null, shortlist: Uint32Array (rows x S), S, labels,
 //   features, C, eps, maxIter, prune, threads, seed })
 //   -> { offsets: Uint32Array (labels + 1), features: Uint32Array (nnz), weights: Float32Array (nnz),
@@ -400,9 +444,31 @@ Napi::Value RerankScore(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// rerankCombine({ labels: Uint32Array (rows x S), probs: Float32Array (rows x S), scores: Float32Array (rows x S),
+//   S, weight, k, outLabels: Uint32Array (rows x k), outScores: Float32Array (rows x k) }) -> undefined
+Napi::Value RerankCombine(const Napi::CallbackInfo& info) {
+  Napi::Object o = GetObject(info[0], "options");
+  const uint32_t S = GetU32Prop(o, "S"), k = GetU32Prop(o, "k");
+  if (S == 0 || k == 0) throw ArgError("S and k must be positive");
+  const double weight = GetF64Prop(o, "weight");
+  if (!std::isfinite(weight)) throw ArgError("weight must be finite");
+  auto labels = GetArrayProp<uint32_t>(o, "labels");
+  auto probs = GetArrayProp<float>(o, "probs");
+  auto scores = GetArrayProp<float>(o, "scores");
+  if (labels.size % S != 0 || probs.size != labels.size || scores.size != labels.size)
+    throw ArgError("labels, probs and scores must hold rows x S entries each");
+  const size_t rows = labels.size / S;
+  auto outL = GetArrayProp<uint32_t>(o, "outLabels");
+  auto outS = GetArrayProp<float>(o, "outScores");
+  if (outL.size != rows * k || outS.size != rows * k) throw ArgError("outLabels and outScores must hold rows x k entries");
+  rerank_combine(labels.data, probs.data, scores.data, rows, S, weight, k, outL.data, outS.data);
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void RegisterRerank(Napi::Env env, Napi::Object exports) {
+  Export<RerankCombine>(env, exports, "rerankCombine");
   Export<RerankTrain>(env, exports, "rerankTrain");
   Export<RerankScore>(env, exports, "rerankScore");
 }

@@ -1,6 +1,7 @@
 // The native top-k (topk.cc, behind every prediction's k best) against a sort: the same labels in the same
-// order, ties to the smaller index, NaN never ranked, short rows padded, on score orders that take its
-// different paths (random, ascending, descending, all equal, few distinct values, rows shorter than 4k).
+// order, ties to the smaller index (-0 and 0 are equal), NaN never ranked, short rows padded, on score orders
+// that take its different paths (random, ascending, descending, all equal, few distinct values, rows shorter
+// than 4k).
 import { describe, expect, it } from 'vitest';
 import { native } from '../src/native.js';
 import { Xoshiro128 } from '../src/util/rng.js';
@@ -11,7 +12,7 @@ function reference(row: Float32Array, k: number): { idx: number[]; val: number[]
   const order = [...row.keys()].filter((i) => !Number.isNaN(row[i]!));
   order.sort((a, b) => (row[b]! !== row[a]! ? row[b]! - row[a]! : a - b));
   const idx = order.slice(0, k);
-  const val = idx.map((i) => row[i]!);
+  const val = idx.map((i) => (row[i] === 0 ? 0 : row[i]!)); // -0 is reported as 0
   while (idx.length < k) {
     idx.push(NONE);
     val.push(-Infinity);
@@ -50,6 +51,7 @@ describe('topK', () => {
     const rows = [random(cols, 3), random(cols, 40), new Float32Array(cols).fill(0.5)];
     const stairs = Float32Array.from({ length: cols }, (_, i) => Math.floor(i / 50));  // ascending runs of equals
     rows.push(stairs, Float32Array.from(stairs).reverse());
+    rows.push(Float32Array.from({ length: cols }, (_, i) => (i % 3 === 0 ? -0 : i % 3 === 1 ? 0 : -1)));
     for (const k of [1, 5, 32, 100]) check(rows, cols, k);
   });
 

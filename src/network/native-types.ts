@@ -343,6 +343,11 @@ export interface NativeRerank {
     data: SparseDataset; rows: Uint32Array | null; candidates: Uint32Array; S: number; features: number;
     model: RerankArrays; threads: number; out: Float32Array;
   }): void;
+  /** rerankCombine (src/network/rerank.ts): labels, probs, scores (rows x S) -> outLabels, outScores (rows x k). */
+  rerankCombine(o: {
+    labels: Uint32Array; probs: Float32Array; scores: Float32Array; S: number; weight: number; k: number;
+    outLabels: Uint32Array; outScores: Float32Array;
+  }): void;
 }
 
 /**

@@ -1,6 +1,6 @@
 // The output layer's re-ranker (RerankConfig, native/net_rerank.cc): per-label sparse linear classifiers
 // trained on the network's shortlists, and how their scores re-order the network's top candidates.
-import type { SparseDataset } from '../../datasets/csr.js';
+import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
 import { native } from '../native.js';
 import type { ResolvedRerank } from './config.js';
 import type { RerankArrays } from './native-types.js';
@@ -64,7 +64,27 @@ export function trainRerank(
     data, rows, shortlist, S, labels: shape.labels, features: shape.features,
     C: cfg.C, eps: SOLVER_EPS, maxIter: cfg.maxIter, prune: cfg.prune, threads, seed,
   });
-  return { ...m, weight: cfg.weight ?? 0, shortlist: cfg.shortlist };
+  // On SharedArrayBuffers, so that prediction's worker threads read them in place (rerankShared).
+  const shared = {
+    offsets: toSharedArray(m.offsets, sharedUint32), features: toSharedArray(m.features, sharedUint32),
+    weights: toSharedArray(m.weights, sharedFloat32), bias: toSharedArray(m.bias, sharedFloat32),
+  };
+  return { ...shared, weight: cfg.weight ?? 0, shortlist: cfg.shortlist };
+}
+
+function toSharedArray<T extends Uint32Array | Float32Array>(a: T, alloc: (n: number) => T): T {
+  if (a.buffer instanceof SharedArrayBuffer) return a;
+  const b = alloc(a.length);
+  b.set(a);
+  return b;
+}
+
+/**
+ * Whether every array of r is on a SharedArrayBuffer: then each prediction chunk is re-ranked in its worker
+ * (PredictTask.rerank); otherwise (arrays a caller built) on the main thread after all of them.
+ */
+export function rerankShared(r: RerankArrays): boolean {
+  return [r.offsets, r.features, r.weights, r.bias].every((a) => a.buffer instanceof SharedArrayBuffer);
 }
 
 /** The classifiers' scores (rows x S) of candidates (rows x S; 0xFFFFFFFF: none, -inf) for rows of data (null: all); `features`: the network's input features. */
@@ -80,48 +100,14 @@ export function rerankScores(
  * The k best of each point's S candidates (labels, probs: the network's, points x S, descending) under
  * log p_j + weight x s_j (s: the classifiers' scores, points x S); ties keep the network's order. The
  * probabilities returned are the network's mass on the S candidates, shared out by the new scores
- * (softmax over the S). outLabels/outScores: (points, k); a missing candidate stays 0xFFFFFFFF / 0.
+ * (softmax over the S), computed in double. outLabels/outScores: (points, k); a missing candidate stays
+ * 0xFFFFFFFF / 0. Native (native/net_rerank.cc); test/network/rerank.test.ts holds the reference.
  */
 export function rerankCombine(
   labels: Uint32Array, probs: Float32Array, s: Float32Array, S: number, weight: number, k: number,
   outLabels: Uint32Array, outScores: Float32Array,
 ): void {
-  const points = labels.length / S;
-  const comb = new Float64Array(S);
-  const order = new Uint32Array(S);
-  const taken = new Uint8Array(S);
-  for (let i = 0; i < points; i++) {
-    const base = i * S;
-    let n = 0, mass = 0, mx = -Infinity;
-    for (let q = 0; q < S; q++) {
-      if (labels[base + q] === 0xffffffff) continue;
-      const p = probs[base + q]!;
-      mass += p;
-      const c = Math.log(Math.max(p, 1e-30)) + weight * s[base + q]!;
-      comb[n] = c;
-      order[n] = q;
-      if (c > mx) mx = c;
-      n++;
-    }
-    let sum = 0;
-    for (let t = 0; t < n; t++) sum += Math.exp(comb[t]! - mx);
-    taken.fill(0, 0, n);
-    // The k best: repeated scans for a handful, a sort beyond (the first of equal scores wins: the network's order).
-    const sorted = k > 16 ? Array.from({ length: n }, (_, t) => t).sort((a, b) => comb[b]! - comb[a]! || a - b) : null;
-    for (let q = 0; q < k; q++) {
-      let best = -1;
-      if (sorted) best = q < n ? sorted[q]! : -1;
-      else for (let t = 0; t < n; t++) if (!taken[t] && (best < 0 || comb[t]! > comb[best]!)) best = t;
-      if (best < 0) {
-        outLabels[i * k + q] = 0xffffffff;
-        outScores[i * k + q] = 0;
-        continue;
-      }
-      taken[best] = 1;
-      outLabels[i * k + q] = labels[base + order[best]!]!;
-      outScores[i * k + q] = (mass * Math.exp(comb[best]! - mx)) / sum;
-    }
-  }
+  native().rerankCombine({ labels, probs, scores: s, S, weight, k, outLabels, outScores });
 }
 
 /** Checks a stored re-ranker against the network's labels and input features; the first problem or null. */

@@ -10,7 +10,7 @@ import { native } from '../../src/native.js';
 import { kfoldSnapshotBytes, Network } from '../../src/network/network.js';
 import { defaultConfig, resolveConfig, resolveRerank } from '../../src/network/config.js';
 import { selectionProblem } from '../../src/train/early-stop.js';
-import { RERANK_WEIGHTS, rerankCombine, rerankProblem, rerankScores, trainRerank, type RerankState } from '../../src/network/rerank.js';
+import { RERANK_WEIGHTS, rerankCombine, rerankProblem, rerankScores, rerankShared, trainRerank, type RerankState } from '../../src/network/rerank.js';
 import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../datasets/synth.js';
 import { subset } from '../../datasets/split-reader.js';
@@ -254,7 +254,40 @@ describe('rerankCombine', () => {
     rerankCombine(labels.subarray(0, 4), probs.subarray(0, 4), s.subarray(0, 4), S, 1, 5, l1, s1);
     expect(Array.from(l1.subarray(3))).toEqual([0xffffffff, 0xffffffff]);
   });
+
+  it('equals the TypeScript reference on random shortlists (missing candidates, ties, k from 1 to S)', () => {
+    const rng = new Xoshiro128(91);
+    const rows = 200, S = 32;
+    const labels = Uint32Array.from({ length: rows * S }, (_, e) => (rng.nextFloat() < 0.05 ? 0xffffffff : e % 5000));
+    const probs = Float32Array.from({ length: rows * S }, () => Math.fround(rng.nextFloat() / S));
+    // a few exact ties between candidates of a row, and scores of the classifiers' range
+    const s = Float32Array.from({ length: rows * S }, (_, e) => (e % 7 === 3 ? 0.5 : Math.fround(rng.nextFloat() * 4 - 2)));
+    for (let e = 0; e < rows * S; e += 11) probs[e] = probs[e + 1] ?? 0;
+    for (const [k, weight] of [[1, 1], [5, 0], [5, 2], [17, 0.25], [32, 4]] as const) {
+      const gotL = new Uint32Array(rows * k), gotS = new Float32Array(rows * k);
+      const wantL = new Uint32Array(rows * k), wantS = new Float32Array(rows * k);
+      rerankCombine(labels, probs, s, S, weight, k, gotL, gotS);
+      combineReference(labels, probs, s, S, weight, k, wantL, wantS);
+      expect(Array.from(gotL)).toEqual(Array.from(wantL));
+      for (let e = 0; e < rows * k; e++) expect(gotS[e]).toBeCloseTo(wantS[e]!, 6);
+    }
+  });
+
+  it('refuses shapes that do not match', () => {
+    const t = (o: Record<string, unknown>) => () =>
+      native().rerankCombine({
+        labels: new Uint32Array(8), probs: new Float32Array(8), scores: new Float32Array(8), S: 4, weight: 1, k: 2,
+        outLabels: new Uint32Array(4), outScores: new Float32Array(4), ...o,
+      });
+    expect(t({})).not.toThrow();
+    expect(t({ probs: new Float32Array(7) })).toThrow('sublinear native: labels, probs and scores must hold rows x S entries each');
+    expect(t({ S: 3 })).toThrow('sublinear native: labels, probs and scores must hold rows x S entries each');
+    expect(t({ outScores: new Float32Array(6) })).toThrow('sublinear native: outLabels and outScores must hold rows x k entries');
+    expect(t({ k: 0 })).toThrow('sublinear native: S and k must be positive');
+    expect(t({ weight: NaN })).toThrow('sublinear native: weight must be finite');
+  });
 });
+
 
 describe('re-ranker in fit(), predict() and model files', () => {
   // Rows 0..2400 train, 2400..2700 test (synthesize gives both files' rows in order).
@@ -297,6 +330,18 @@ describe('re-ranker in fit(), predict() and model files', () => {
     rerankCombine(plain.labels, plain.scores, s, rr.shortlist, weight, 5, wantL, wantS);
     expect(Array.from(got.labels)).toEqual(Array.from(wantL));
     expect(Array.from(got.scores)).toEqual(Array.from(wantS));
+    // Its arrays are shared, so every chunk is re-ranked in its worker: the same on two worker threads, and
+    // on arrays a caller built (not shared: re-ranked on the main thread after the network's pass).
+    expect(rerankShared(rr)).toBe(true);
+    const threads = await net.predict(test, { k: 5, workers: 2, chunk: 64 });
+    expect(Array.from(threads.labels)).toEqual(Array.from(wantL));
+    expect(Array.from(threads.scores)).toEqual(Array.from(wantS));
+    net.rerank = { ...rr, offsets: Uint32Array.from(rr.offsets), features: Uint32Array.from(rr.features), weights: Float32Array.from(rr.weights), bias: Float32Array.from(rr.bias) };
+    expect(rerankShared(net.rerank)).toBe(false);
+    const unshared = await net.predict(test, { k: 5, workers: 2 });
+    net.rerank = rr;
+    expect(Array.from(unshared.labels)).toEqual(Array.from(wantL));
+    expect(Array.from(unshared.scores)).toEqual(Array.from(wantS));
     trained = net;
   });
 
@@ -321,6 +366,7 @@ describe('re-ranker in fit(), predict() and model files', () => {
     expect(back.rerank).not.toBeNull();
     expect(Array.from(back.rerank!.weights)).toEqual(Array.from(trained.rerank!.weights));
     expect(back.rerank!.weight).toBe(trained.rerank!.weight);
+    expect(rerankShared(back.rerank!)).toBe(true);
     const a = await trained.predict(test, { k: 5, workers: 0 }), b = await back.predict(test, { k: 5, workers: 0 });
     expect(Array.from(b.labels)).toEqual(Array.from(a.labels));
     expect((await fileInfo(path)).rerank).toEqual({ weight: trained.rerank!.weight, shortlist: 32, entries: trained.rerank!.features.length });
@@ -411,3 +457,46 @@ describe('trainRerank (TypeScript wrapper)', () => {
     expect(r.shortlist).toBe(3);
   });
 });
+
+// The reference the native rerankCombine is tested against (it was the implementation before).
+function combineReference(
+  labels: Uint32Array, probs: Float32Array, s: Float32Array, S: number, weight: number, k: number,
+  outLabels: Uint32Array, outScores: Float32Array,
+): void {
+  const points = labels.length / S;
+  const comb = new Float64Array(S);
+  const order = new Uint32Array(S);
+  const taken = new Uint8Array(S);
+  for (let i = 0; i < points; i++) {
+    const base = i * S;
+    let n = 0, mass = 0, mx = -Infinity;
+    for (let q = 0; q < S; q++) {
+      if (labels[base + q] === 0xffffffff) continue;
+      const p = probs[base + q]!;
+      mass += p;
+      const c = Math.log(Math.max(p, 1e-30)) + weight * s[base + q]!;
+      comb[n] = c;
+      order[n] = q;
+      if (c > mx) mx = c;
+      n++;
+    }
+    let sum = 0;
+    for (let t = 0; t < n; t++) sum += Math.exp(comb[t]! - mx);
+    taken.fill(0, 0, n);
+    // The k best: repeated scans for a handful, a sort beyond (the first of equal scores wins: the network's order).
+    const sorted = k > 16 ? Array.from({ length: n }, (_, t) => t).sort((a, b) => comb[b]! - comb[a]! || a - b) : null;
+    for (let q = 0; q < k; q++) {
+      let best = -1;
+      if (sorted) best = q < n ? sorted[q]! : -1;
+      else for (let t = 0; t < n; t++) if (!taken[t] && (best < 0 || comb[t]! > comb[best]!)) best = t;
+      if (best < 0) {
+        outLabels[i * k + q] = 0xffffffff;
+        outScores[i * k + q] = 0;
+        continue;
+      }
+      taken[best] = 1;
+      outLabels[i * k + q] = labels[base + order[best]!]!;
+      outScores[i * k + q] = (mass * Math.exp(comb[best]! - mx)) / sum;
+    }
+  }
+}
