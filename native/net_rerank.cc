@@ -228,13 +228,83 @@ struct RerankView {
 };
 
 // out[t S + q] = s_j(x / |x|) for j = cand[t S + q] of sample rows[t] (-inf where j is kNone).
-// Throws on a label whose entries run out of its arrays or name a feature >= D (a damaged model). A label with
-// many more weights than the row has features (a frequent label: thousands) is scored by looking each of the
-// row's features up in its ascending list (features ascending within a label: rerankProblem checks stored
-// ones) instead of reading every weight: the candidates of a point are mostly such labels.
+// Throws on a label whose entries run out of its arrays or name a feature >= D (a damaged model). Scored
+// label by label where a label is the candidate of several points (below), else point by point: there a
+// label with many more weights than the row has features (a frequent label: thousands) is scored by looking
+// each of the row's features up in its ascending list (features ascending within a label: rerankProblem
+// checks stored ones) instead of reading every weight.
 void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n, const uint32_t* cand, uint32_t S,
                   const RerankView& m, uint32_t D, uint32_t threads) {
   const uint32_t T = std::max(1u, std::min(threads, n / 64 + 1));
+  // Labels that are the candidate of two points or more (the frequent ones, most pairs on a large call) are
+  // scored label by label: their weights scattered once into a dense vector, then each of their points'
+  // features looked up in it. Their lists are read once per call, not once per point (model2-200k, 5,000
+  // points: 45,800 labels for 160,000 pairs), and a long list costs one pass where a point would search it.
+  // The others are scored point by point below. pos[j]: kNone for a label scored point by point, else the
+  // end of its pairs in byLabel once they are placed. A call of fewer pairs than an eighth of the labels
+  // (a served point, a small batch) is scored point by point whole: a pass over the labels would cost more.
+  const size_t P = size_t(n) * S;
+  const bool grouped = P >= m.L / 8;
+  std::vector<uint32_t> pos(grouped ? m.L : 0, 0);
+  for (size_t e = 0; grouped && e < P; ++e)
+    if (cand[e] != kNone) ++pos[cand[e]];
+  std::vector<uint32_t> shared;  // labels scored label by label, ascending
+  std::vector<uint32_t> first;   // (shared.size() + 1) their pairs' start in byLabel
+  uint32_t placed = 0;
+  for (uint32_t j = 0; grouped && j < m.L; ++j) {
+    if (pos[j] < 2) {
+      pos[j] = kNone;
+      continue;
+    }
+    shared.push_back(j);
+    first.push_back(placed);
+    const uint32_t c = pos[j];
+    pos[j] = placed;
+    placed += c;
+  }
+  first.push_back(placed);
+  std::vector<uint32_t> byLabel(placed);  // pair indices e = t S + q, grouped by label
+  for (size_t e = 0; grouped && e < P; ++e) {
+    const uint32_t j = cand[e];
+    if (j != kNone && pos[j] != kNone) byLabel[pos[j]++] = static_cast<uint32_t>(e);
+  }
+  std::vector<float> scale(n);
+  for (uint32_t t = 0; t < n; ++t) scale[t] = static_cast<float>(inv_norm(d, rows[t]));
+  net::fork_join(T, [&](uint32_t tid) {
+    // This thread's labels: those whose pairs start in its share of byLabel.
+    const auto lo = std::lower_bound(first.begin(), first.end() - 1, uint32_t(uint64_t(placed) * tid / T));
+    const auto hi = std::lower_bound(first.begin(), first.end() - 1, uint32_t(uint64_t(placed) * (tid + 1) / T));
+    std::vector<float> w;
+    if (lo != hi) w.assign(D, 0.0f);
+    for (auto it = lo; it != hi; ++it) {
+      const size_t g = it - first.begin();
+      const uint32_t j = shared[g];
+      const uint32_t e0 = m.offsets[j], e1 = m.offsets[j + 1];
+      if (e0 > e1 || e1 > m.nnz) throw ArgError("model.offsets must not decrease");
+      for (uint32_t e = e0; e < e1; ++e) {
+        const uint32_t f = m.features[e];
+        if (f >= D) throw ArgError("model.features holds a feature id >= features");
+        w[f] = m.weights[e];
+      }
+      for (uint32_t p = first[g]; p < first[g + 1]; ++p) {
+        const uint32_t e = byLabel[p], t = e / S;
+        uint32_t q0, q1;
+        row_range(d, rows[t], q0, q1);
+        const float sc = scale[t];
+        float a[4] = {0, 0, 0, 0};
+        uint32_t q = q0;
+        for (; q + 4 <= q1; q += 4) {
+          a[0] += sc * d.values[q] * w[d.indices[q]];
+          a[1] += sc * d.values[q + 1] * w[d.indices[q + 1]];
+          a[2] += sc * d.values[q + 2] * w[d.indices[q + 2]];
+          a[3] += sc * d.values[q + 3] * w[d.indices[q + 3]];
+        }
+        for (; q < q1; ++q) a[0] += sc * d.values[q] * w[d.indices[q]];
+        out[e] = m.bias[j] + ((a[0] + a[1]) + (a[2] + a[3]));
+      }
+      for (uint32_t e = e0; e < e1; ++e) w[m.features[e]] = 0.0f;
+    }
+  });
   net::fork_join(T, [&](uint32_t tid) {
     // The row's values, read at each weight's feature: a map from feature to a slot of a 256-float table
     // (1 byte per feature, a quarter of a dense float row, so that more of it stays cached; slot 0 holds 0)
@@ -248,17 +318,24 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
     for (uint32_t t = lo; t < hi; ++t) {
       uint32_t q0, q1;
       row_range(d, rows[t], q0, q1);
-      const float scale = static_cast<float>(inv_norm(d, rows[t]));
+      const float rs = scale[t];
       // The candidates' weight lists lie scattered over arrays far larger than the caches: touch each one's
       // first lines now, so that their misses overlap with each other and with the row's scatter below.
+      bool any = false;  // a candidate scored here
       for (uint32_t c = 0; c < S; ++c) {
         const uint32_t j = cand[size_t(t) * S + c];
-        if (j >= m.L) continue;
+        if (j >= m.L || (grouped && pos[j] != kNone)) continue;
+        any = true;
         const uint32_t e0 = m.offsets[j];
         if (e0 < m.nnz) {
           __builtin_prefetch(m.features + e0);
           __builtin_prefetch(m.weights + e0);
         }
+      }
+      if (!any) {
+        for (uint32_t c = 0; c < S; ++c)
+          if (cand[size_t(t) * S + c] == kNone) out[size_t(t) * S + c] = -std::numeric_limits<float>::infinity();
+        continue;
       }
       xf.assign(d.indices + q0, d.indices + q1);
       std::sort(xf.begin(), xf.end());
@@ -272,10 +349,10 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
           slot[xf[i]] = static_cast<uint8_t>(i + 1);
           val[i + 1] = 0.0f;
         }
-        for (uint32_t q = q0; q < q1; ++q) val[slot[d.indices[q]]] += scale * d.values[q];
+        for (uint32_t q = q0; q < q1; ++q) val[slot[d.indices[q]]] += rs * d.values[q];
       } else {
         if (x.empty()) x.assign(D, 0.0f);
-        for (uint32_t q = q0; q < q1; ++q) x[d.indices[q]] += scale * d.values[q];
+        for (uint32_t q = q0; q < q1; ++q) x[d.indices[q]] += rs * d.values[q];
       }
       // x at feature f (f < D).
       auto at = [&](uint32_t f) { return small ? val[slot[f]] : x[f]; };
@@ -285,6 +362,7 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
           out[size_t(t) * S + c] = -std::numeric_limits<float>::infinity();
           continue;
         }
+        if (grouped && pos[j] != kNone) continue;  // scored label by label above
         const uint32_t e0 = m.offsets[j], e1 = m.offsets[j + 1];
         if (e0 > e1 || e1 > m.nnz) throw ArgError("model.offsets must not decrease");
         float s = m.bias[j];

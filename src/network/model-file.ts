@@ -204,8 +204,7 @@ export async function loadModel<N extends ModelTarget>(
   if (hasFreq) into['labelFreq'] = new Uint32Array(config.layers.at(-1)!.size);
   // Files written before input scaling existed have no inputScale: their inputs are used as they are.
   if (hasScale) into['inputScale'] = new Float32Array(config.inputDim);
-  // shared: the re-ranker's sections go to prediction's worker threads (rerankShared).
-  const read = await readBinFile(path, { kind: 'model', into, shared: true });
+  const read = await readBinFile(path, { kind: 'model', into });
   const values = valuesProblem(config, into) ?? (last.wide ? wideProblem(last.wide, last.outDim) : null);
   if (values) throw new Error(`${path}: ${values}`);
   if (hasFreq) net.labelFreq = into['labelFreq'] as Uint32Array;

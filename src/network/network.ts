@@ -10,7 +10,6 @@ import type { NetSpec } from './native-types.js';
 import { allocateNetwork, allocateTablesOf, allocateTrainingState, hasTables, networkBytes } from './allocate.js';
 import { hasTrainingArrays } from './state.js';
 import { createExecutor, defaultWorkers, type Executor } from '../train/executor.js';
-import type { PredictTask } from '../train/tasks.js';
 import { fitLoop, resolveFitOptions, type FitControl, type FitOptions, type FitStart, type FitStats } from '../train/fit.js';
 import { RebuildSchedule } from '../train/schedule.js';
 import {
@@ -29,7 +28,7 @@ import { applyInputScale, detectInputScale, INPUT_SCALINGS, type InputScaleRepor
 import { sharedSetLogQ } from '../train/logq.js';
 import { allocateWide, buildWide } from './wide.js';
 import { shuffleInPlace, Xoshiro128 } from '../util/rng.js';
-import { RERANK_WEIGHTS, rerankBytes, rerankCombine, rerankScores, rerankShared, trainRerank, type RerankReport, type RerankState, type RerankTry } from './rerank.js';
+import { RERANK_WEIGHTS, rerankBytes, rerankCombine, rerankScores, trainRerank, type RerankReport, type RerankState, type RerankTry } from './rerank.js';
 import {
   earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, WeightSnapshot,
   BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStopState, type ResolvedValidation, type SelectionReport, type ValidationPoint,
@@ -1030,10 +1029,6 @@ export class Network {
     const rr = this.rerank;
     if (!rr || rr.weight === 0) return (await this.predictScaled(exec, data, k, mode, chunk, candidates, null, onProgress))[0]!;
     const S = Math.min(Math.max(k, rr.shortlist), this.config.layers.at(-1)!.size);
-    if (rerankShared(rr)) {
-      const rerank = { model: rr, weight: rr.weight, shortlist: S, features: this.config.inputDim };
-      return (await this.predictScaled(exec, data, k, mode, chunk, candidates, null, onProgress, rerank))[0]!;
-    }
     const top = (await this.predictScaled(exec, data, S, mode, chunk, candidates, null, onProgress))[0]!;
     const s = rerankScores(rr, data, null, top.labels, S, this.config.inputDim, Math.max(1, defaultWorkers()));
     const labels = new Uint32Array(data.points * k), scores = new Float32Array(data.points * k);
@@ -1048,7 +1043,7 @@ export class Network {
    */
   private async predictScaled(
     exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk: number, candidates: number,
-    scales: readonly number[] | null, onProgress?: (done: number, total: number) => void, rerank?: PredictTask['rerank'],
+    scales: readonly number[] | null, onProgress?: (done: number, total: number) => void,
   ): Promise<Predictions[]> {
     let net = this.spec;
     if (mode === 'sampled' && this.schedule) {
@@ -1076,7 +1071,7 @@ export class Network {
       const pointIds = new Uint32Array(end - start);
       for (let i = 0; i < pointIds.length; i++) pointIds[i] = start + i;
       jobs.push(
-        exec.predict({ net, data, pointIds, k, sampled: mode === 'sampled', ...(scaleArray ? { scales: scaleArray } : {}), ...(rerank ? { rerank } : {}) }).then((r) => {
+        exec.predict({ net, data, pointIds, k, sampled: mode === 'sampled', ...(scaleArray ? { scales: scaleArray } : {}) }).then((r) => {
           // r holds (points, S, k): point i's k best under scale si at (i S + si) k.
           if (S === 1) {
             labels[0]!.set(r.idx, start * k);

@@ -1,6 +1,6 @@
 // The output layer's re-ranker (RerankConfig, native/net_rerank.cc): per-label sparse linear classifiers
 // trained on the network's shortlists, and how their scores re-order the network's top candidates.
-import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../datasets/csr.js';
 import { native } from '../native.js';
 import type { ResolvedRerank } from './config.js';
 import type { RerankArrays } from './native-types.js';
@@ -64,27 +64,7 @@ export function trainRerank(
     data, rows, shortlist, S, labels: shape.labels, features: shape.features,
     C: cfg.C, eps: SOLVER_EPS, maxIter: cfg.maxIter, prune: cfg.prune, threads, seed,
   });
-  // On SharedArrayBuffers, so that prediction's worker threads read them in place (rerankShared).
-  const shared = {
-    offsets: toSharedArray(m.offsets, sharedUint32), features: toSharedArray(m.features, sharedUint32),
-    weights: toSharedArray(m.weights, sharedFloat32), bias: toSharedArray(m.bias, sharedFloat32),
-  };
-  return { ...shared, weight: cfg.weight ?? 0, shortlist: cfg.shortlist };
-}
-
-function toSharedArray<T extends Uint32Array | Float32Array>(a: T, alloc: (n: number) => T): T {
-  if (a.buffer instanceof SharedArrayBuffer) return a;
-  const b = alloc(a.length);
-  b.set(a);
-  return b;
-}
-
-/**
- * Whether every array of r is on a SharedArrayBuffer: then each prediction chunk is re-ranked in its worker
- * (PredictTask.rerank); otherwise (arrays a caller built) on the main thread after all of them.
- */
-export function rerankShared(r: RerankArrays): boolean {
-  return [r.offsets, r.features, r.weights, r.bias].every((a) => a.buffer instanceof SharedArrayBuffer);
+  return { ...m, weight: cfg.weight ?? 0, shortlist: cfg.shortlist };
 }
 
 /** The classifiers' scores (rows x S) of candidates (rows x S; 0xFFFFFFFF: none, -inf) for rows of data (null: all); `features`: the network's input features. */

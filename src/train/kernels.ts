@@ -2,7 +2,6 @@
 // inside each piscina worker, so one worker computes exactly what the serial engine computes.
 import { threadId } from 'node:worker_threads';
 import { addonFile, native } from '../native.js';
-import { rerankCombine, rerankScores } from '../network/rerank.js';
 import type {
   InjectedFault, PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainResult, TrainTask,
 } from './tasks.js';
@@ -67,28 +66,11 @@ export function runTrainSparse(t: TrainTask): SparseTrainResult {
 }
 
 export function runPredict(t: PredictTask): PredictResult {
-  if (t.rerank) return runPredictReranked(t, t.rerank);
   const n = t.pointIds.length;
   const S = t.scales?.length ?? 1;
   const idx = new Uint32Array(n * S * t.k);
   const val = new Float32Array(n * S * t.k);
   const scored = native().netPredictSlice(t.net, t.data, t.pointIds, t.k, t.sampled ? 1 : 0, idx, val, t.scales);
-  return { idx, val, scored };
-}
-
-/**
- * The network's top S of the chunk's points, re-scored by the re-ranker and cut to k here in the worker, so
- * that the chunks' re-ranking runs in parallel with other chunks' network passes (no pass over all points
- * between the two, no main-thread step).
- */
-function runPredictReranked(t: PredictTask, r: NonNullable<PredictTask['rerank']>): PredictResult {
-  const n = t.pointIds.length;
-  const S = r.shortlist;
-  const top = new Uint32Array(n * S), probs = new Float32Array(n * S);
-  const scored = native().netPredictSlice(t.net, t.data, t.pointIds, S, t.sampled ? 1 : 0, top, probs);
-  const s = rerankScores(r.model, t.data, t.pointIds, top, S, r.features, 1);
-  const idx = new Uint32Array(n * t.k), val = new Float32Array(n * t.k);
-  rerankCombine(top, probs, s, S, r.weight, t.k, idx, val);
   return { idx, val, scored };
 }
 

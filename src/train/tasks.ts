@@ -3,7 +3,7 @@
 // (SharedArrayBuffer-backed typed arrays are shared, not copied, by postMessage) and small
 // per-task typed arrays (point ids), never JS arrays of numbers.
 import type { SparseDataset } from '../../datasets/csr.js';
-import type { NetSpec, RerankArrays, RowGradients } from '../network/native-types.js';
+import type { NetSpec, RowGradients } from '../network/native-types.js';
 
 export interface TrainTask {
   net: NetSpec;
@@ -76,12 +76,6 @@ export interface PredictTask {
    * k). Default: one scale of 1.
    */
   scales?: Float32Array;
-  /**
-   * Re-rank each point's network top `shortlist` (max(k, shortlist), at most the outputs) with these
-   * classifiers (on SharedArrayBuffers) and keep the k best (Network.predict with a re-ranker); not with
-   * `scales`. `features`: the network's input features.
-   */
-  rerank?: { model: RerankArrays; weight: number; shortlist: number; features: number };
 }
 
 export interface PredictResult {

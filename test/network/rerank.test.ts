@@ -10,7 +10,7 @@ import { native } from '../../src/native.js';
 import { kfoldSnapshotBytes, Network } from '../../src/network/network.js';
 import { defaultConfig, resolveConfig, resolveRerank } from '../../src/network/config.js';
 import { selectionProblem } from '../../src/train/early-stop.js';
-import { RERANK_WEIGHTS, rerankCombine, rerankProblem, rerankScores, rerankShared, trainRerank, type RerankState } from '../../src/network/rerank.js';
+import { RERANK_WEIGHTS, rerankCombine, rerankProblem, rerankScores, trainRerank, type RerankState } from '../../src/network/rerank.js';
 import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../datasets/synth.js';
 import { subset } from '../../datasets/split-reader.js';
@@ -178,8 +178,10 @@ describe('rerankScore', () => {
   });
 
   it('matches brute force on rows of 1, about 100 and about 300 distinct features (its three ways to read a row)', () => {
-    // Rows of at most 255 distinct features are read through a byte map, longer ones through a dense row;
-    // a label with more than 8 weights per row feature is looked up by binary search. One row of each.
+    // A label that is the candidate of one point only is scored point by point (each label here: its own
+    // copy per row). Rows of at most 255 distinct features are read through a byte map, longer ones through
+    // a dense row; a label with more than 8 weights per row feature is looked up by binary search. One row of
+    // each.
     const D = 400, L = 5, r = new Xoshiro128(611);
     const rowsF = [[7], Array.from({ length: 100 }, (_, i) => (i * 3) % D), Array.from({ length: 300 }, (_, i) => (i * 7) % D)];
     const offsets = [0], indices: number[] = [], values: number[] = [];
@@ -195,17 +197,58 @@ describe('rerankScore', () => {
       for (let f = 0; f < D; f++) if (f === 7 || r.nextFloat() < p) mf.push(f), mw.push(Math.fround(r.nextFloat() * 2 - 1));
       mo.push(mf.length);
     }
-    const m = { offsets: Uint32Array.from(mo), features: Uint32Array.from(mf), weights: Float32Array.from(mw), bias: new Float32Array(L) };
-    const c = Uint32Array.from({ length: 3 * L }, (_, e) => e % L);
+    // Three copies of the L labels, row i's candidates the i-th copy: every label a candidate once.
+    const nnz = mf.length;
+    const m = {
+      offsets: Uint32Array.from({ length: 3 * L + 1 }, (_, j) => Math.floor(j / L) * nnz + mo[j % L]!),
+      features: Uint32Array.from([...mf, ...mf, ...mf]), weights: Float32Array.from([...mw, ...mw, ...mw]), bias: new Float32Array(3 * L),
+    };
+    const c = Uint32Array.from({ length: 3 * L }, (_, e) => e);
     const s = rerankScores(m, d as never, null, c, L, D, 1);
     for (let i = 0; i < 3; i++) {
       const x = unitRow(d, i, D);
       for (let j = 0; j < L; j++) {
         let want = 0;
-        for (let e = m.offsets[j]!; e < m.offsets[j + 1]!; e++) want += m.weights[e]! * x[m.features[e]!]!;
+        for (let e = mo[j]!; e < mo[j + 1]!; e++) want += mw[e]! * x[mf[e]!]!;
         expect(s[i * L + j], `row ${i}, label ${j}`).toBeCloseTo(want, 4);
       }
     }
+  });
+
+  it('scores the labels of several points label by label, as brute force, next to single ones, on 1 and 3 threads', () => {
+    // 300 points of 40 candidates over 60 labels: most labels the candidate of many points (some of them
+    // twice in a row), a few of one point only, some places none.
+    const D = 500, L = 60, n = 300, S = 40, r = new Xoshiro128(621);
+    const rowsData = randomData(n, D, 4, 622);
+    const mo = [0], mf: number[] = [], mw: number[] = [];
+    for (let j = 0; j < L; j++) {
+      const p = j % 10 === 0 ? 0.9 : 0.1; // a few long labels
+      for (let f = 0; f < D; f++) if (r.nextFloat() < p) mf.push(f), mw.push(Math.fround(r.nextFloat() * 2 - 1));
+      mo.push(mf.length);
+    }
+    const m = { offsets: Uint32Array.from(mo), features: Uint32Array.from(mf), weights: Float32Array.from(mw), bias: Float32Array.from({ length: L }, () => Math.fround(r.nextFloat() - 0.5)) };
+    const c = Uint32Array.from({ length: n * S }, (_, e) => (e % 13 === 5 ? 0xffffffff : e === 7 ? 58 : e === 9 ? 59 : r.below(L - 2)));
+    const want = new Float32Array(n * S);
+    for (let i = 0; i < n; i++) {
+      const x = unitRow(rowsData, i, D);
+      for (let q = 0; q < S; q++) {
+        const j = c[i * S + q]!;
+        if (j === 0xffffffff) { want[i * S + q] = -Infinity; continue; }
+        let v = m.bias[j]!;
+        for (let e = mo[j]!; e < mo[j + 1]!; e++) v += mw[e]! * x[mf[e]!]!;
+        want[i * S + q] = v;
+      }
+    }
+    for (const threads of [1, 3]) {
+      const s = rerankScores(m, rowsData as never, null, c, S, D, threads);
+      for (let e = 0; e < n * S; e++) {
+        if (want[e] === -Infinity) expect(s[e]).toBe(-Infinity);
+        else expect(s[e], `pair ${e}`).toBeCloseTo(want[e]!, 4);
+      }
+    }
+    // A feature id out of range in a label scored label by label is refused as in one scored point by point.
+    const bad = { ...m, features: Uint32Array.from(mf, (f, e) => (e === mo[1]! ? D : f)) };
+    expect(() => rerankScores(bad, rowsData as never, null, c, S, D, 2)).toThrow('sublinear native: model.features holds a feature id >= features');
   });
 
   it('refuses a candidate or a feature out of range, and a damaged model', () => {
@@ -330,18 +373,10 @@ describe('re-ranker in fit(), predict() and model files', () => {
     rerankCombine(plain.labels, plain.scores, s, rr.shortlist, weight, 5, wantL, wantS);
     expect(Array.from(got.labels)).toEqual(Array.from(wantL));
     expect(Array.from(got.scores)).toEqual(Array.from(wantS));
-    // Its arrays are shared, so every chunk is re-ranked in its worker: the same on two worker threads, and
-    // on arrays a caller built (not shared: re-ranked on the main thread after the network's pass).
-    expect(rerankShared(rr)).toBe(true);
+    // The same on two worker threads.
     const threads = await net.predict(test, { k: 5, workers: 2, chunk: 64 });
     expect(Array.from(threads.labels)).toEqual(Array.from(wantL));
     expect(Array.from(threads.scores)).toEqual(Array.from(wantS));
-    net.rerank = { ...rr, offsets: Uint32Array.from(rr.offsets), features: Uint32Array.from(rr.features), weights: Float32Array.from(rr.weights), bias: Float32Array.from(rr.bias) };
-    expect(rerankShared(net.rerank)).toBe(false);
-    const unshared = await net.predict(test, { k: 5, workers: 2 });
-    net.rerank = rr;
-    expect(Array.from(unshared.labels)).toEqual(Array.from(wantL));
-    expect(Array.from(unshared.scores)).toEqual(Array.from(wantS));
     trained = net;
   });
 
@@ -366,7 +401,6 @@ describe('re-ranker in fit(), predict() and model files', () => {
     expect(back.rerank).not.toBeNull();
     expect(Array.from(back.rerank!.weights)).toEqual(Array.from(trained.rerank!.weights));
     expect(back.rerank!.weight).toBe(trained.rerank!.weight);
-    expect(rerankShared(back.rerank!)).toBe(true);
     const a = await trained.predict(test, { k: 5, workers: 0 }), b = await back.predict(test, { k: 5, workers: 0 });
     expect(Array.from(b.labels)).toEqual(Array.from(a.labels));
     expect((await fileInfo(path)).rerank).toEqual({ weight: trained.rerank!.weight, shortlist: 32, entries: trained.rerank!.features.length });
