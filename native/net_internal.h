@@ -107,8 +107,10 @@ struct Scratch {
   // in the sample's candidates (actIds); probeOrder/cluStart group the probes by cluster.
   std::vector<uint32_t> probeSample, probeCluster, probePos, probeOrder, cluStart;
   // wide output part (net_wide.h): the slice's terms; extraPos (N, -1 when unused) maps a sample's extra
-  // labels to their positions; wideSum (N) and wideMarks (one bit per label) accumulate one sample's wide
-  // scores (wide_scores). The marks are bits so that they stay in L1 (25 KB at 200,000 labels).
+  // labels to their positions. wide_scores: wideTouched and wideSum hold one sample's labels and their wide
+  // scores in the order first touched; wideSlot16 (a row of at most 65,535 list entries) or wideSlot32 (N)
+  // map a label to its place there, read only for a label whose bit in wideMarks is set. The marks are bits
+  // and the places 2 bytes so that they stay in L1 (25 KB at 200,000 labels) and L2 (400 KB).
   std::vector<WideTerm> wide;
   std::vector<uint32_t> wideTarget;
   std::vector<int32_t> extraPos;
@@ -117,7 +119,10 @@ struct Scratch {
   std::vector<float> wideSum;
   std::vector<uint64_t> wideMarks;
   std::vector<uint32_t> wideTouched;
-  std::vector<float> wideVals;     // wide_top: the scores of its ids, compact
+  std::vector<uint16_t> wideSlot16;
+  std::vector<uint32_t> wideSlot32;
+  bool wideSlotWide = false;       // the last wide_scores used wideSlot32
+  std::vector<float> wideVals;     // wide_candidates: the proposals' scores
   // Intra-batch threads (TrainHyper.threads > 1): part t's buffers, used by the thread running part t.
   struct Part {
     std::vector<float> zt, dzt, g, gb, mx, sum, dAt;
@@ -205,24 +210,58 @@ bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width,
 inline bool wide_marked(const Scratch& s, uint32_t j) { return (s.wideMarks[j >> 6] >> (j & 63)) & 1u; }
 inline void wide_unmark(Scratch& s, uint32_t j) { s.wideMarks[j >> 6] &= ~(uint64_t(1) << (j & 63)); }
 
-// A sample's wide scores (net_wide.h): sums x_f u[e] of row `row`'s nonzeros into s.wideSum for every label
-// their lists name that skip(j) does not reject, lists those labels in s.wideTouched[0..count) and sets
-// their bits in s.wideMarks (no bit may be set on entry; the caller clears them, wide_unmark). Returns the
-// count (wideTouched is only grown, never shrunk). Sampled prediction's proposals and training's hard
-// negatives.
-template <typename Skip>
-size_t wide_scores(const NetLayer& L, const CsrView& data, uint32_t row, Scratch& s, Skip skip) {
+// The walk of wide_scores with a place map of type Slot (see Scratch::wideSlot16).
+template <typename Slot, typename Skip>
+size_t wide_walk(const NetLayer& L, const CsrView& data, uint32_t row, Scratch& s, Skip skip, std::vector<Slot>& slots,
+                 size_t entries) {
   const uint32_t N = L.outDim;
-  if (s.wideMarks.size() < (size_t(N) + 63) / 64) s.wideMarks.assign((size_t(N) + 63) / 64, 0);
-  float* sum = grow(s.wideSum, N);
+  if (slots.size() < N) slots.resize(N);  // read only where a label's mark is set, so never cleared
+  Slot* slot = slots.data();
   uint64_t* marks = s.wideMarks.data();
   const uint32_t* off = L.wideOff;
   const uint32_t* lab = L.wideLab;
   const float* wt = L.wideW;
+  uint32_t* touched = grow(s.wideTouched, entries);
+  float* sum = grow(s.wideSum, entries);
+  size_t nt = 0;
+  for (uint32_t q = data.offsets[row]; q < data.offsets[row + 1]; ++q) {
+    const uint32_t f = data.indices[q];
+    const float x = data.values[q];
+    for (uint32_t e = off[f], e1 = off[f + 1]; e < e1; ++e) {
+      const uint32_t j = lab[e];
+      if (j >= N || skip(j)) continue;  // j >= N: never stored (checked when built and loaded)
+      const float v = x * wt[e];
+      uint64_t& w = marks[j >> 6];
+      const uint64_t bit = uint64_t(1) << (j & 63);
+      if (w & bit) {
+        sum[slot[j]] += v;
+      } else {
+        w |= bit;
+        slot[j] = static_cast<Slot>(nt);
+        sum[nt] = v;
+        touched[nt++] = j;
+      }
+    }
+  }
+  return nt;
+}
+
+// A sample's wide scores (net_wide.h): sums x_f u[e] of row `row`'s nonzeros for every label their lists
+// name that skip(j) does not reject, into s.wideTouched[0..count) (the labels, in the order first touched)
+// and s.wideSum[0..count) (their sums); sets their bits in s.wideMarks (no bit may be set on entry; the
+// caller clears them, wide_unmark); wide_sum_of reads a marked label's sum. Returns the count (the arrays
+// are only grown, never shrunk). Sampled prediction's proposals and training's hard negatives.
+template <typename Skip>
+size_t wide_scores(const NetLayer& L, const CsrView& data, uint32_t row, Scratch& s, Skip skip) {
+  const uint32_t N = L.outDim;
+  if (s.wideMarks.size() < (size_t(N) + 63) / 64) s.wideMarks.assign((size_t(N) + 63) / 64, 0);
+  const uint32_t* off = L.wideOff;
+  const uint32_t* lab = L.wideLab;
+  const float* wt = L.wideW;
   const uint32_t q0 = data.offsets[row], q1 = data.offsets[row + 1];
-  // Each feature's list lies at its own place in arrays far larger than the caches, and the walk below
-  // would wait on the misses of one list after another. Request the first lines of every list first (up
-  // to 64 entries), so that the misses overlap (model2-200k: 80 features and 2,300 entries per row).
+  // Each feature's list lies at its own place in arrays far larger than the caches, and the walk would wait
+  // on the misses of one list after another. Request the first lines of every list first (up to 64
+  // entries), so that the misses overlap (model2-200k: 80 features and 2,300 entries per row).
   size_t entries = 0;
   for (uint32_t q = q0; q < q1; ++q) {
     const uint32_t f = data.indices[q];
@@ -233,50 +272,34 @@ size_t wide_scores(const NetLayer& L, const CsrView& data, uint32_t row, Scratch
       __builtin_prefetch(wt + e);
     }
   }
-  uint32_t* touched = grow(s.wideTouched, entries);
-  size_t nt = 0;
-  for (uint32_t q = q0; q < q1; ++q) {
-    const uint32_t f = data.indices[q];
-    const float x = data.values[q];
-    for (uint32_t e = off[f], e1 = off[f + 1]; e < e1; ++e) {
-      const uint32_t j = lab[e];
-      if (j >= N || skip(j)) continue;  // j >= N: never stored (checked when built and loaded)
-      const float v = x * wt[e];
-      uint64_t& w = marks[j >> 6];
-      const uint64_t bit = uint64_t(1) << (j & 63);
-      if (w & bit) {
-        sum[j] += v;
-      } else {  // first term: a store, no read of a line that is likely not cached
-        w |= bit;
-        sum[j] = v;
-        touched[nt++] = j;
-      }
-    }
-  }
-  return nt;
+  s.wideSlotWide = entries > 0xFFFF;
+  return s.wideSlotWide ? wide_walk(L, data, row, s, skip, s.wideSlot32, entries)
+                        : wide_walk(L, data, row, s, skip, s.wideSlot16, entries);
 }
 
-// Moves the `take` labels of ids[0..count) with the largest s.wideSum to the front (ties: the smaller id).
-// Keeps ids[0..count) a permutation of itself (callers clear their marks over all of them), and the chosen
-// ones in their order. The scores are gathered once into a compact array (the sums lie scattered over N
-// floats), topk_kth finds the take-th best (score, id), and one pass moves the labels at or above it forward.
-inline void wide_top(std::vector<uint32_t>& ids, size_t count, size_t take, Scratch& s) {
+// The wide score of label j, marked by the last wide_scores.
+inline float wide_sum_of(const Scratch& s, uint32_t j) {
+  return s.wideSum[s.wideSlotWide ? s.wideSlot32[j] : s.wideSlot16[j]];
+}
+
+// Moves the `take` labels of ids[0..count) with the largest scores v (v[t]: ids[t]'s) to the front, their
+// scores with them (ties: the smaller id). Keeps ids[0..count) a permutation of itself (callers clear their
+// marks over all of them), and the chosen ones in their order: topk_kth finds the take-th best (score, id),
+// and one pass moves the labels at or above it forward.
+inline void wide_top(uint32_t* ids, float* v, size_t count, size_t take) {
   if (take == 0 || take >= count) return;
-  const float* sum = s.wideSum.data();
-  float* v = grow(s.wideVals, count);
-  for (size_t t = 0; t < count; ++t) v[t] = sum[ids[t]];
   // worse(a, b): a ranks after b (smaller score; ties the larger id), topk_row's order.
   auto worse = [](const WideRank& a, const WideRank& b) { return a.v != b.v ? a.v < b.v : a.id > b.id; };
   WideRank worst{0.0f, 0};  // exactly `take` labels rank at it or above
   size_t w = 0;
-  if (!topk_kth(v, ids.data(), count, take, worst.v, worst.id)) {  // fewer than take sums are not NaN: all of those
-    for (size_t t = 0; t < count; ++t)
-      if (v[t] == v[t]) std::swap(ids[w++], ids[t]);
-    return;
+  const bool found = topk_kth(v, ids, count, take, worst.v, worst.id);
+  for (size_t t = 0; t < count; ++t) {
+    // Without `take` sums that are not NaN, all of those.
+    if (found ? worse(WideRank{v[t], ids[t]}, worst) : v[t] != v[t]) continue;
+    std::swap(ids[w], ids[t]);
+    std::swap(v[w], v[t]);
+    ++w;
   }
-  // v[t] stays ids[t]'s score for every t not yet passed: a swap only moves an id back to a place passed.
-  for (size_t t = 0; t < count; ++t)
-    if (!worse(WideRank{v[t], ids[t]}, worst)) std::swap(ids[w++], ids[t]);
 }
 
 }  // namespace net

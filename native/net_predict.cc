@@ -59,20 +59,25 @@ size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, con
                        float* zw, size_t m, size_t extra, net::Scratch& s) {
   const uint32_t d = L.inDim;
   const size_t count = net::wide_scores(L, data, row, s, [](uint32_t) { return false; });
-  const float* sum = s.wideSum.data();
-  std::vector<uint32_t>& touched = s.wideTouched;
   for (size_t p = 0; p < m; ++p) {
     zw[p] = 0.0f;
     if (net::wide_marked(s, ids[p])) {  // a candidate already (candidates are distinct): unmarked here
-      zw[p] = sum[ids[p]];
+      zw[p] = net::wide_sum_of(s, ids[p]);
       net::wide_unmark(s, ids[p]);
     }
   }
+  // The labels still marked are not candidates: they and their sums, compact, then the best `extra`.
+  uint32_t* touched = s.wideTouched.data();
+  const float* sum = s.wideSum.data();
+  float* v = grow(s.wideVals, count);
   size_t nNew = 0;
   for (size_t t = 0; t < count; ++t)
-    if (net::wide_marked(s, touched[t])) touched[nNew++] = touched[t];
+    if (net::wide_marked(s, touched[t])) {
+      v[nNew] = sum[t];
+      touched[nNew++] = touched[t];
+    }
   const size_t take = std::min(extra, nNew);
-  net::wide_top(touched, nNew, take, s);
+  net::wide_top(touched, v, nNew, take);
   // The proposals' weight rows are scattered over W: request them all before the first dot product.
   for (size_t t = 0; t < take; ++t) {
     const char* row = reinterpret_cast<const char*>(L.W + size_t(touched[t]) * d);
@@ -82,7 +87,7 @@ size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, con
     const uint32_t j = touched[t];
     ids[m] = j;
     z[m] = L.b[j] + nk::dot(L.W + size_t(j) * d, h, d);
-    zw[m] = sum[j];
+    zw[m] = v[t];
     ++m;
   }
   for (size_t t = 0; t < nNew; ++t) net::wide_unmark(s, touched[t]);

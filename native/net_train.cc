@@ -304,7 +304,7 @@ void append_wide_negatives(net::LayerBuf& buf, const NetLayer& L, const Slice& s
     for (uint32_t e = e0; e < e1; ++e) active[s.negIds[e]] = 1;  // already active: not a candidate
     const size_t count = net::wide_scores(L, data, sl.rows[i], s, [&](uint32_t j) { return active[j] || s.labelMark[j] == s.labelEpoch; });
     const size_t take = std::min<size_t>(want, count);
-    net::wide_top(touched, count, take, s);
+    net::wide_top(touched.data(), s.wideSum.data(), count, take);
     uint32_t* out = grow(buf.actIds, size_t(P) + (e1 - e0) + take) + P;
     off = buf.actOff.data();
     std::copy(s.negIds.begin() + e0, s.negIds.begin() + e1, out);

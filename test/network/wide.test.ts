@@ -190,6 +190,37 @@ describe('wide part: prediction', () => {
     const z = [100, 50, 45, 40, 40, 0], lse = 100 + Math.log(z.reduce((t, v) => t + Math.exp(v - 100), 0));
     expect(val[3]).toBeCloseTo(Math.exp(40 - lse), 6);
   });
+
+  it('sums a row of more than 65,535 list entries (4-byte places) as a short one', () => {
+    // 10 features of 7,000 entries each, cycling over the 9 labels: every label repeated thousands of times.
+    const net = makeNet(10, [6, 9], 217);
+    net.layers[1]!.weights.fill(0);
+    net.layers[1]!.bias.fill(0);
+    net.layers[1]!.sampling = fixedSampling(6, 9, [1, 4], { minActive: 0, budget: 2 });
+    const per = 7000, labels = new Uint32Array(10 * per), weights = new Float32Array(10 * per);
+    const want = new Float64Array(9);
+    for (let e = 0; e < labels.length; e++) {
+      labels[e] = (e * 5) % 9;
+      weights[e] = 0.0001 * (labels[e]! + 1) + 0.00003 * (e % 2);
+      want[labels[e]!] = Math.fround(want[labels[e]!]! + weights[e]!); // in float, in the kernel's order
+    }
+    const offsets = Uint32Array.from({ length: 11 }, (_, f) => f * per);
+    net.layers[1]!.wide = { inputDim: 10, offsets, labels, weights, accum: new Float32Array(labels.length) };
+    const one: RefData = {
+      points: 1, offsets: Uint32Array.of(0, 10), indices: Uint32Array.from({ length: 10 }, (_, f) => f), values: new Float32Array(10).fill(1),
+      labelOffsets: Uint32Array.of(0, 0), labelIndices: new Uint32Array(0),
+    };
+    const k = 4, idx = new Uint32Array(k), val = new Float32Array(k);
+    native().netPredictSlice(net, one, ids(1), k, 1, idx, val);
+    // Scored: candidates 1 and 4 and the 4 labels with the largest sums outside them; the top 4 of those.
+    const bySum = (a: number, b: number) => want[b]! - want[a]!;
+    const scored = [1, 4, ...[0, 2, 3, 5, 6, 7, 8].sort(bySum).slice(0, 4)];
+    const top = [...scored].sort(bySum).slice(0, k);
+    expect(new Set(want).size).toBe(9); // distinct sums: the order is the test's, not a tie-break's
+    expect([...idx]).toEqual(top);
+    const z = scored.map((j) => want[j]!), mx = Math.max(...z), lse = mx + Math.log(z.reduce((t, v) => t + Math.exp(v - mx), 0));
+    top.forEach((j, q) => expect(val[q]).toBeCloseTo(Math.exp(want[j]! - lse), 6));
+  });
 });
 
 /**
