@@ -270,7 +270,7 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
   }
   std::vector<float> scale(n);
   for (uint32_t t = 0; t < n; ++t) scale[t] = static_cast<float>(inv_norm(d, rows[t]));
-  net::fork_join(T, [&](uint32_t tid) {
+  if (placed > 0) net::fork_join(T, [&](uint32_t tid) {
     // This thread's labels: those whose pairs start in its share of byLabel.
     const auto lo = std::lower_bound(first.begin(), first.end() - 1, uint32_t(uint64_t(placed) * tid / T));
     const auto hi = std::lower_bound(first.begin(), first.end() - 1, uint32_t(uint64_t(placed) * (tid + 1) / T));
