@@ -64,12 +64,6 @@ struct LayerBuf {
   std::vector<float> keep;        // (n, lda) training with dropout: 0 or 1 / (1 - dropout) per output
 };
 
-// A label's wide score and id (wide_top's order).
-struct WideRank {
-  float v;
-  uint32_t id;
-};
-
 struct Scratch {
   std::vector<LayerBuf> layer;
   std::vector<int32_t> slotOf;        // row -> slot of a RowIndex under construction; -1 when unused
@@ -122,7 +116,7 @@ struct Scratch {
   std::vector<uint16_t> wideSlot16;
   std::vector<uint32_t> wideSlot32;
   bool wideSlotWide = false;       // the last wide_scores used wideSlot32
-  std::vector<float> wideVals;     // wide_candidates: the proposals' scores
+  std::vector<float> wideVals;     // wide_candidates: the scores of the labels that are not candidates
   // Intra-batch threads (TrainHyper.threads > 1): part t's buffers, used by the thread running part t.
   struct Part {
     std::vector<float> zt, dzt, g, gb, mx, sum, dAt;
@@ -288,14 +282,13 @@ inline float wide_sum_of(const Scratch& s, uint32_t j) {
 // and one pass moves the labels at or above it forward.
 inline void wide_top(uint32_t* ids, float* v, size_t count, size_t take) {
   if (take == 0 || take >= count) return;
-  // worse(a, b): a ranks after b (smaller score; ties the larger id), topk_row's order.
-  auto worse = [](const WideRank& a, const WideRank& b) { return a.v != b.v ? a.v < b.v : a.id > b.id; };
-  WideRank worst{0.0f, 0};  // exactly `take` labels rank at it or above
+  float kv = 0.0f;  // the take-th best (score, id): exactly `take` labels rank at it or above
+  uint32_t kid = 0;
+  const bool found = topk_kth(v, ids, count, take, kv, kid);
   size_t w = 0;
-  const bool found = topk_kth(v, ids, count, take, worst.v, worst.id);
   for (size_t t = 0; t < count; ++t) {
-    // Without `take` sums that are not NaN, all of those.
-    if (found ? worse(WideRank{v[t], ids[t]}, worst) : v[t] != v[t]) continue;
+    // topk_row's order: a NaN sum never ranks; without `take` sums that are not NaN, all of those rank.
+    if (v[t] != v[t] || (found && (v[t] != kv ? v[t] < kv : ids[t] > kid))) continue;
     std::swap(ids[w], ids[t]);
     std::swap(v[w], v[t]);
     ++w;

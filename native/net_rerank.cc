@@ -227,6 +227,13 @@ struct RerankView {
   size_t nnz;
 };
 
+// Label j's entries [e0, e1), checked against the arrays (a damaged model throws).
+inline void label_entries(const RerankView& m, uint32_t j, uint32_t& e0, uint32_t& e1) {
+  e0 = m.offsets[j];
+  e1 = m.offsets[j + 1];
+  if (e0 > e1 || e1 > m.nnz) throw ArgError("model.offsets must not decrease");
+}
+
 // out[t S + q] = s_j(x / |x|) for j = cand[t S + q] of sample rows[t] (-inf where j is kNone).
 // Throws on a label whose entries run out of its arrays or name a feature >= D (a damaged model). Scored
 // label by label where a label is the candidate of several points (below), else point by point: there a
@@ -279,8 +286,8 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
     for (auto it = lo; it != hi; ++it) {
       const size_t g = it - first.begin();
       const uint32_t j = shared[g];
-      const uint32_t e0 = m.offsets[j], e1 = m.offsets[j + 1];
-      if (e0 > e1 || e1 > m.nnz) throw ArgError("model.offsets must not decrease");
+      uint32_t e0, e1;
+      label_entries(m, j, e0, e1);
       for (uint32_t e = e0; e < e1; ++e) {
         const uint32_t f = m.features[e];
         if (f >= D) throw ArgError("model.features holds a feature id >= features");
@@ -363,8 +370,8 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
           continue;
         }
         if (grouped && pos[j] != kNone) continue;  // scored label by label above
-        const uint32_t e0 = m.offsets[j], e1 = m.offsets[j + 1];
-        if (e0 > e1 || e1 > m.nnz) throw ArgError("model.offsets must not decrease");
+        uint32_t e0, e1;
+        label_entries(m, j, e0, e1);
         float s = m.bias[j];
         if (size_t(e1 - e0) > 8 * nx) {
           const uint32_t* f0 = m.features + e0;
@@ -413,12 +420,13 @@ void rerank_score(float* out, const CsrView& d, const uint32_t* rows, uint32_t n
 // log max(p, 1e-30) + weight s (s: rerank_score's), into outL / outS (rows x k; kNone and 0 past the row's
 // candidates), in double as src/network/rerank.ts's reference. The shortlist's probability mass is shared out
 // by the softmax of the combined scores over the shortlist. Equal scores keep the network's order: each
-// place takes the first best of those left (S is tens: S k compares per row).
+// place takes the first best of those left (a scan for k <= 16, S k compares; a stable sort beyond).
 void rerank_combine(const uint32_t* labels, const float* probs, const float* s, size_t rows, uint32_t S, double weight,
                     uint32_t k, uint32_t* outL, float* outS) {
   std::vector<double> comb(S);
   std::vector<uint32_t> order(S);
   std::vector<uint8_t> taken(S);
+  std::vector<uint32_t> byScore(S);
   for (size_t i = 0; i < rows; ++i) {
     const size_t base = i * S;
     uint32_t n = 0;
@@ -436,10 +444,18 @@ void rerank_combine(const uint32_t* labels, const float* probs, const float* s, 
     double sum = 0;
     for (uint32_t t = 0; t < n; ++t) sum += std::exp(comb[t] - mx);
     std::fill(taken.begin(), taken.begin() + n, 0);
+    if (k > 16) {
+      for (uint32_t t = 0; t < n; ++t) byScore[t] = t;
+      std::stable_sort(byScore.begin(), byScore.begin() + n, [&](uint32_t a, uint32_t b) { return comb[a] > comb[b]; });
+    }
     for (uint32_t q = 0; q < k; ++q) {
       int64_t best = -1;
-      for (uint32_t t = 0; t < n; ++t)
-        if (!taken[t] && (best < 0 || comb[t] > comb[best])) best = t;
+      if (k > 16) {
+        if (q < n) best = byScore[q];
+      } else {
+        for (uint32_t t = 0; t < n; ++t)
+          if (!taken[t] && (best < 0 || comb[t] > comb[best])) best = t;
+      }
       const size_t at = i * k + q;
       if (best < 0) {
         outL[at] = kNone;

@@ -191,6 +191,25 @@ describe('wide part: prediction', () => {
     expect(val[3]).toBeCloseTo(Math.exp(40 - lse), 6);
   });
 
+  it('never proposes a label whose wide score is NaN in place of one that ranks', () => {
+    // Candidates {1, 4}, 4 proposals from labels 6 (NaN, touched first), 0, 2, 3, 5, 7, 8.
+    const net = makeNet(10, [6, 9], 218);
+    net.layers[1]!.weights.fill(0);
+    net.layers[1]!.bias.fill(0);
+    net.layers[1]!.sampling = fixedSampling(6, 9, [1, 4], { minActive: 0, budget: 2 });
+    const wl = [6, 0, 2, 3, 5, 7, 8], ww = [NaN, 50, 45, 40, 35, 30, 10];
+    const offsets = new Uint32Array(11).fill(wl.length);
+    offsets[0] = 0;
+    net.layers[1]!.wide = { inputDim: 10, offsets, labels: Uint32Array.from(wl), weights: Float32Array.from(ww), accum: new Float32Array(wl.length) };
+    const one: RefData = {
+      points: 1, offsets: Uint32Array.of(0, 1), indices: Uint32Array.of(0), values: Float32Array.of(1),
+      labelOffsets: Uint32Array.of(0, 0), labelIndices: new Uint32Array(0),
+    };
+    const k = 4, idx = new Uint32Array(k), val = new Float32Array(k);
+    native().netPredictSlice(net, one, ids(1), k, 1, idx, val);
+    expect([...idx]).toEqual([0, 2, 3, 5]);
+  });
+
   it('sums a row of more than 65,535 list entries (4-byte places) as a short one', () => {
     // 10 features of 7,000 entries each, cycling over the 9 labels: every label repeated thousands of times.
     const net = makeNet(10, [6, 9], 217);
