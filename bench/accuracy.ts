@@ -131,6 +131,8 @@ export interface SystemResult {
   error?: string;
   samplesPerSec?: number;
   wallSeconds?: number;
+  /** sublinear: seconds per phase of the whole train command (its JSON summary's `phases`). */
+  phases?: Record<string, number>;
   /** When and where this system was measured (set by the run; kept when results are merged). */
   measuredAt?: string;
   machine?: string;
@@ -164,6 +166,7 @@ interface TrainSummary {
   samples?: number;
   workers?: number;
   history?: { epoch?: number; trainSeconds?: number; p1?: number; test?: { p1?: number } }[];
+  phases?: Record<string, number>;
 }
 
 const finite = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
@@ -364,6 +367,7 @@ async function runSublinear(
       trainSeconds: t.wallSeconds, predictSeconds, peakRssMB: Math.max(t.peakRssMB, orNull(r.peakRssMB) ?? 0, predictRss) || null,
       curve,
       ...(finite(r.samplesPerSec) ? { samplesPerSec: r.samplesPerSec } : {}),
+      ...(r.phases && typeof r.phases === 'object' ? { phases: r.phases } : {}),
       note: [
         `whole train command${opts.withPredict ? ' with --save' : ''}${opts.curve ? ' and --eval-every 1' : ''}; ${finite(r.trainSeconds) ? `${r.trainSeconds.toFixed(1)} s training` : '?'}`,
         `${epochs ?? '?'} epochs, ${finite(r.workers) ? r.workers : '?'} workers`,
@@ -577,7 +581,7 @@ async function runDataset(name: DatasetName, systemsWanted: readonly SystemName[
   if (anchors.length) {
     const testData = await readXC(p.test);
     for (const a of anchors) {
-      const title = a === 'omikuji' ? 'omikuji Parabel' : a === 'pecos' ? 'PECOS XR-Linear' : 'napkinXC PLT';
+      const title = ANCHOR_TITLES[ANCHORS.indexOf(a)]!;
       const missing = anchorMissing(a as AnchorName, python);
       if (missing) {
         systems.push(skipped(title, missing));
@@ -633,6 +637,28 @@ function cpuModel(): string {
 
 const n = (x: number | null) => (x === null ? '-' : x.toLocaleString('en-US'));
 
+/** A train command's phases as `name seconds` pairs, largest first (those under 10 ms left out). */
+export function phaseLine(phases: Record<string, number>): string {
+  return Object.entries(phases)
+    .filter(([k, v]) => k !== 'total' && v >= 0.01)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+    .concat(phases.total !== undefined ? [`(total ${phases.total.toFixed(2)} s)`] : [])
+    .join(', ');
+}
+
+/** The anchors' names in the results. */
+const ANCHOR_TITLES = ['omikuji Parabel', 'PECOS XR-Linear', 'napkinXC PLT'];
+
+/** The fastest anchor's training time against sublinear's whole command (null when either is missing). */
+export function speedRatio(d: DatasetResult): string | null {
+  const ours = d.systems.find((s) => s.name === 'sublinear' && s.trainSeconds !== null);
+  const anchors = d.systems.filter((s) => ANCHOR_TITLES.includes(s.name) && s.trainSeconds !== null && !s.skipped && !s.error);
+  if (!ours || !anchors.length) return null;
+  const fastest = anchors.reduce((a, s) => (s.trainSeconds! < a.trainSeconds! ? s : a));
+  return `fastest anchor (${fastest.name}) ${fastest.trainSeconds!.toFixed(2)} s / sublinear ${ours.trainSeconds!.toFixed(2)} s = ${(fastest.trainSeconds! / ours.trainSeconds!).toFixed(2)}`;
+}
+
 function table(d: DatasetResult): string {
   if (d.skipped) return `\n${d.name}: skipped (${d.skipped})\n`;
   const lines = [
@@ -645,7 +671,10 @@ function table(d: DatasetResult): string {
     const note = s.skipped ? `skipped: ${s.skipped}` : s.error ? `failed: ${s.error}` : s.note ?? '';
     const sec = (x: number | null | undefined, w: number) => (x === null || x === undefined ? '-' : x.toFixed(2)).padStart(w);
     lines.push(`${s.name.padEnd(24)} ${f(s.p1)} ${f(s.p3)} ${f(s.p5)} ${sec(s.trainSeconds, 8)} ${sec(s.predictSeconds, 9)} ${String(s.peakRssMB ?? '-').padStart(11)}  ${note}`);
+    if (s.phases) lines.push(`${''.padEnd(24)} phases: ${phaseLine(s.phases)}`);
   }
+  const ratio = speedRatio(d);
+  if (ratio) lines.push(`${''.padEnd(24)} ${ratio}`);
   return lines.join('\n') + '\n';
 }
 

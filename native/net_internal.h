@@ -87,6 +87,7 @@ struct Scratch {
   std::vector<float> g;               // (kRowBlock, ldx) row gradients
   std::vector<float> gb;              // (max(kRowBlock, o_0))
   std::vector<float> zt, dzt;         // (kRowBlock, ldn)
+  std::vector<float> zAll;            // (o, ldn) a dense output layer's logits, kept from pass 1 for pass 2
   std::vector<float> mx, sum, lse, scale, zlab;  // (ldn) softmax statistics
   std::vector<uint64_t> labelPairs;   // (label << 32 | sample), sorted by label
   // layer 0 inverted index

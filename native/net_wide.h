@@ -72,6 +72,12 @@ inline void wide_add_block(float* zt, uint32_t ldn, const NetLayer& L, const std
     zt[size_t(t[wp].label - j0) * ldn + t[wp].sample] += t[wp].x * L.wideW[t[wp].entry];
 }
 
+// Moves wp past the terms of rows [j0, j0 + R) without adding them (their logits were kept from an earlier pass).
+inline void wide_skip_block(const std::vector<WideTerm>& t, size_t& wp, uint32_t j0, uint32_t R) {
+  for (const size_t m = t.size(); wp < m && t[wp].label < j0 + R; ++wp) {
+  }
+}
+
 // Gradient step of one term: g = dz * x on entry t.entry (mode 0: Adagrad; mode 1: added to h.gradWide).
 inline void wide_step(const NetLayer& L, const WideTerm& t, float dz, const TrainHyper& h) {
   const float g = dz * t.x;

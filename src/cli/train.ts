@@ -17,6 +17,7 @@ import { outputTarget } from '../util/atomic-write.js';
 import { Progress } from '../util/progress.js';
 import { earlyStopProgressText } from './train-progress.js';
 import { peakRssMB } from '../util/peak-rss.js';
+import { PhaseTimer } from '../util/phases.js';
 import { escapeControl } from '../util/bounded-text.js';
 import { packageVersion } from '../util/package-root.js';
 import { UsageError } from './args.js';
@@ -46,6 +47,18 @@ async function checkTrainPaths(o: TrainCliOptions, outputs = true): Promise<void
   if (o.save) await checkOutputFile(o.save, '--save');
   if (o.log) await checkOutputFile(o.log, '--log');
   if (o.checkpoint) await checkOutputDir(o.checkpoint, '--checkpoint');
+}
+
+/**
+ * The JSON summary's `phases`: seconds per phase (src/util/phases.ts), `total` the process's wall-clock time
+ * so far (from its start: Node's own start-up included) and `other` what no phase accounts for (start-up,
+ * building the network, the plan, evaluation during training with --eval-every).
+ */
+function phaseSummary(phases: PhaseTimer): Record<string, number> {
+  const s = phases.snapshot();
+  const total = performance.now() / 1000;
+  const counted = Object.values(s).reduce((a, b) => a + b, 0);
+  return { ...s, other: Math.round(Math.max(0, total - counted) * 1000) / 1000, total: Math.round(total * 1000) / 1000 };
 }
 
 /** Periodic checkpoint write failures shown one by one before they are only counted. */
@@ -86,6 +99,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // Under MPI, `--train shard-%r.txt` names each rank's own shard (src/train/shards.ts).
   const ownFile = (path: string) => (dist ? shardPath(path, dist.rank) : path);
   const writer = !dist || dist.isRoot;
+  // Where the command's time goes (the JSON summary's `phases`): reading here, fit()'s own phases, saving, testing.
+  const phases = new PhaseTimer();
   await checkTrainPaths({ ...given, train: given.train && ownFile(given.train) }, writer);
   const file = given.config ? await readConfigFile(given.config) : undefined;
 
@@ -175,14 +190,14 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   });
   if (format === 'text') {
     if (dist && trainPath.includes(RANK_PLACEHOLDER)) throw new UsageError('--input-format text cannot read per-rank shards (%r): give every rank the whole file');
-    text = await unquoted(loadTextData(trainPath, o.test, o, initNet, quiet, io, limit, readStats));
+    text = await phases.time('read', () => unquoted(loadTextData(trainPath, o.test, o, initNet, quiet, io, limit, readStats)));
     train = text.train;
     test = text.test;
   } else {
-    const own = await unquoted(loadData(ownFile(trainPath), format, 'training data', quiet, limit, o.zeroBased, readStats));
+    const own = await phases.time('read', () => unquoted(loadData(ownFile(trainPath), format, 'training data', quiet, limit, o.zeroBased, readStats)));
     // Shards are exchanged so that every rank trains on the same concatenation (the same decisions everywhere).
     train = dist && trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, dist.comm) : own;
-    test = o.test ? await unquoted(loadData(o.test, format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased, readStats)) : undefined;
+    test = o.test ? await phases.time('read', () => unquoted(loadData(o.test!, format, 'test data', quiet, Math.max(0, limit - dataBytes(train)), o.zeroBased, readStats))) : undefined;
   }
   if (train.labelOffsets[train.points] === 0) throw new Error(`${trainPath}: no labels (${train.points} points, none with a label): there is nothing to train on`);
   if (test) checkEvaluable(test, o.test!);
@@ -342,6 +357,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
         ...(t.inputScaling !== undefined ? { inputScaling: t.inputScaling } : {}),
         workers,
         threads,
+        phases,
         signal: stop.signal,
         checkpoint,
         progressEvery: 1,
@@ -444,7 +460,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
     if (o.save && (!dist || dist.isRoot)) {
       try {
-        await net.save(o.save, {
+        await phases.time('save', () => net.save(o.save!, {
           training: {
             data: { file: resolve(trainPath), points: train.points, features: train.features, labels: train.labels, nonzeros: train.offsets[train.points]! },
             epochs: stats.epochs,
@@ -453,7 +469,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
             lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers, validating).lr),
             version: packageVersion(),
           },
-        });
+        }));
       } catch (e) {
         // The final checkpoint is written before the best epoch's weights are restored: it holds the last epoch's.
         const which = stats.bestEpoch !== undefined && stats.bestEpoch !== stats.epochs ? `the weights of the last epoch (${stats.epochs}; the kept best epoch was ${stats.bestEpoch})` : 'the trained weights';
@@ -469,7 +485,9 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const finalEpoch = stats.bestEpoch ?? (stats.aborted ? undefined : stats.epochs);
     // (Not with a re-ranker: the epochs were scored without it.)
     const reuse = evalOpts.mode === 'exact' && finalEpoch !== undefined && !net.rerank ? testByEpoch.get(finalEpoch) : undefined;
-    const metrics = test && !stop.received ? reuse ?? (await (dist ? dist.evaluate(net, test, evalOpts) : net.evaluate(test, evalOpts))) : undefined;
+    const metrics = test && !stop.received
+      ? reuse ?? (await phases.time('test', () => (dist ? dist.evaluate(net, test!, evalOpts) : net.evaluate(test!, evalOpts))))
+      : undefined;
     // (dist.evaluate compares the replicas' checksums first; without it, compare them here.)
     if (dist && (!test || reuse)) await dist.verify(net);
     // The result goes to stdout whatever --quiet says (it silences stderr); --json prints it in its object.
@@ -500,6 +518,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       ...(o.log && writer ? { logFailures: logFailures as number } : {}),
       ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
       ...(dist ? dist.summary(net) : {}),
+      phases: phaseSummary(phases),
+      memory: { parts: Object.fromEntries(plan.parts.map((p) => [p.name, p.bytes])), plannedBytes: plan.totalBytes },
     };
     await logRecord({ type: 'summary', ...summary });
     if (o.log && writer) summary.logFailures = logFailures; // the summary line itself may have failed

@@ -28,6 +28,7 @@ import { applyInputScale, detectInputScale, INPUT_SCALINGS, type InputScaleRepor
 import { sharedSetLogQ } from '../train/logq.js';
 import { allocateWide, buildWide } from './wide.js';
 import { shuffleInPlace, Xoshiro128 } from '../util/rng.js';
+import { PhaseTimer } from '../util/phases.js';
 import { RERANK_WEIGHTS, rerankBytes, rerankCombine, rerankScores, trainRerank, type RerankReport, type RerankState, type RerankTry } from './rerank.js';
 import {
   earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, WeightSnapshot,
@@ -257,6 +258,8 @@ export class Network {
   earlyStop: { state: EarlyStopState; snapshot: WeightSnapshot | null } | null = null;
   /** ValidationOptions.blend: every scale's held-out score, by 1-based epoch, of the fit() in progress. */
   private readonly blendTried = new Map<number, BlendTry[]>();
+  /** The phase timer of the fit() in progress (FitOptions.phases). */
+  private phases = new PhaseTimer();
   /**
    * Per-feature divisors applied to every input (fit, predict, evaluate) when the training data was
    * raw-valued (src/network/input-scale.ts); decided by the first fit() and kept in model files and
@@ -320,6 +323,8 @@ export class Network {
 
   private async fitWith(data: SparseDataset, opts: FitOptions, handedOver: { done: boolean }): Promise<FitStats> {
     checkDataset(data, this.config, 'training data');
+    const phases = (this.phases = opts.phases ?? new PhaseTimer());
+    const allocate0 = performance.now();
     // An inference-sized network (Network.load) gets its optimizer state and tables now, zero as a loaded
     // model's always were; its tables are then empty and are built before the first batch.
     if (allocateTrainingState(this.config, this.spec)) this.tablesFresh = false;
@@ -327,6 +332,7 @@ export class Network {
     // moments would otherwise be first touched page by page in the first epoch (measured at the 670k shape:
     // the first epoch ran at 3/4 of the later ones' speed).
     native().netPrefault(this.spec);
+    phases.add('allocate', (performance.now() - allocate0) / 1000);
     this.indexFresh = false; // training moves the weights the cluster index was built from
     this.rerank = null; // its classifiers learnt from the shortlists of weights that training now moves
     data = toShared(data);
@@ -381,6 +387,8 @@ export class Network {
     const valOpt = opts.validation === undefined ? (opts.epochs === undefined ? {} : false) : opts.validation;
     let validation: ResolvedValidation | null = valOpt === false ? null : resolveValidation(valOpt);
     if (validation && opts.epochs === undefined) opts = { ...opts, epochs: validation.maxEpochs };
+    // The 'linear' schedule: the rate falls to 0 at maxEpochs (a refit after a held-out selection follows the same curve).
+    if (validation?.schedule === 'linear' && opts.lrDecayEpochs === undefined) opts = { ...opts, lrDecayEpochs: validation.maxEpochs };
     const dflt = defaultTraining(this.config, defaultWorkers(), validation !== null);
     if (!resumed && opts.lr === undefined) opts = { ...opts, lr: dflt.lr };
     if (opts.threads === undefined && !opts.executor) opts = { ...opts, threads: defaultThreads(this.config, defaultWorkers(), opts.workers ?? dflt.workers) };
@@ -445,7 +453,9 @@ export class Network {
       // Stopped during either selection: a resume selects again (deterministic: the same folds or slice).
       let picked: SelectionReport | null;
       try {
-        picked = folds >= 2 ? await this.selectEpochs(data, validation, folds, opts, o) : await this.selectOnHoldout(data, validation, opts, o);
+        picked = folds >= 2
+          ? await phases.time('selection.kfold', () => this.selectEpochs(data, validation!, folds, opts, o))
+          : await this.selectOnHoldout(data, validation, { ...opts, phases: phases.nested('selection.') }, o);
       } catch (e) {
         await checkpointer?.close();
         throw e;
@@ -504,9 +514,12 @@ export class Network {
       const last = this.spec.layers.at(-1)!;
       const wideCfg = this.config.layers.at(-1)!.wide;
       if (wideCfg && last.wide && last.wide.labels.length === 0 && !resumed) {
+        const wide0 = performance.now();
         last.wide = buildWide(data, control.rows ?? null, this.config.inputDim, last.outDim, wideCfg.maxPerLabel, wideCfg.init, wideCfg.minShare);
+        phases.add('wide', (performance.now() - wide0) / 1000);
       }
       const stats = await fitLoop(this, data, exec, fitOpts, start, checkpointer, control);
+      phases.add('train', stats.trainSeconds);
       this.indexFresh = false; // an index built by the held-out scoring is of some epoch's weights, not the kept ones
       const early = this.earlyStop as Network['earlyStop']; // set by withValidation
       if (validation && early) {
@@ -527,7 +540,7 @@ export class Network {
         if (kept?.scale !== undefined && holdout && !stats.aborted) {
           const known = this.blendTried.get(e.bestEpoch) ?? [];
           const rest = BLEND_SCALES.filter((x) => !known.some((t) => t.scale === x));
-          const more = (await this.scoreBlends(exec, holdout, validation, rest)).map(({ points: _, ...t }) => t);
+          const more = (await phases.time('blend', () => this.scoreBlends(exec, holdout, validation, rest))).map(({ points: _, ...t }) => t);
           const tried = [...known, ...more].sort((a, b) => b.scale - a.scale);
           const best = tried.reduce((a, t) => (t.score > a.score ? t : a)); // ties: the larger scale
           this.scaleOutputLogits(best.scale);
@@ -563,7 +576,9 @@ export class Network {
         if (tablesUsed) indexSeconds += await this.rebuildTables(exec);
         else this.tablesFresh = false;
       }
+      if (indexSeconds > 0) phases.add('index', indexSeconds);
       stats.indexSeconds = indexSeconds;
+      stats.phases = phases.snapshot();
       stats.rebuilds = this.schedule?.rebuilds ?? 0;
       return stats;
     } finally {
@@ -698,7 +713,7 @@ export class Network {
       epochs: opts.epochs ?? validation.maxEpochs, validation: { ...validation, refitMaxPoints: 0 },
       batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, shuffle: o.shuffle, progressEvery: o.progressEvery,
       inputScaling: 'off',
-      ...definedOnly({ workers: opts.workers, threads: opts.threads, rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning, signal: opts.signal }),
+      ...definedOnly({ workers: opts.workers, threads: opts.threads, rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning, signal: opts.signal, phases: opts.phases }),
       onProgress: opts.onProgress ? (p) => opts.onProgress!({ ...p, selection: 'holdout' }) : undefined,
     });
     if (st.aborted || opts.signal?.aborted || st.selection?.method !== 'holdout' || !st.validation?.length) return null;
@@ -795,13 +810,13 @@ export class Network {
       let point: ValidationPoint;
       let points: Float64Array;
       if (validation.blend && out.wide && out.wide.labels.length > 0) {
-        const tried = await this.scoreBlends(exec, holdout, validation, EPOCH_BLEND_SCALES);
+        const tried = await this.phases.time('heldout', () => this.scoreBlends(exec, holdout, validation, EPOCH_BLEND_SCALES));
         const best = tried.reduce((a, t) => (t.score > a.score ? t : a)); // ties: the larger scale (listed first)
         this.blendTried.set(epoch + 1, tried.map(({ points: _, ...t }) => t));
         point = { epoch: epoch + 1, p1: best.p1, p3: best.p3, p5: best.p5, score: best.score, lr: epochLr, scale: best.scale };
         points = best.points;
       } else {
-        const { points: pp, ...m } = (await this.scoreHoldout(exec, holdout, validation))[0]!;
+        const { points: pp, ...m } = (await this.phases.time('heldout', () => this.scoreHoldout(exec, holdout, validation)))[0]!;
         point = { epoch: epoch + 1, ...m, lr: epochLr };
         points = pp;
       }
@@ -886,14 +901,17 @@ export class Network {
     if (trainRows.length > cfg.shortlistRows) {
       predRows = shuffleInPlace(trainRows.slice(), new Xoshiro128(BigInt(this.seed) * 7919n + 0x5e1en)).slice(0, cfg.shortlistRows).sort();
     }
-    const top = (await this.predictScaled(exec, predRows.length === data.points ? data : subset(data, predRows), S, mode, 256, candidates, null))[0]!;
+    const top = (await this.phases.time('rerank.shortlists', () => this.predictScaled(exec, predRows.length === data.points ? data : subset(data, predRows), S, mode, 256, candidates, null)))[0]!;
     const shortlist = new Uint32Array(trainRows.length * S).fill(0xffffffff);
     for (let t = 0, q = 0; q < predRows.length; t++) {
       if (trainRows[t] !== predRows[q]) continue; // both ascending, predRows within trainRows
       shortlist.set(top.labels.subarray(q * S, q * S + S), t * S);
       q++;
     }
+    const classifiers0 = performance.now();
     const state = trainRerank(data, trainRows, shortlist, S, { labels: outDim, features: this.config.inputDim }, cfg, threads, this.seed);
+    this.phases.add('rerank.classifiers', (performance.now() - classifiers0) / 1000);
+    const weight0 = performance.now();
     const tried: RerankTry[] = [];
     if (holdout && cfg.weight === undefined) {
       const held = (await this.predictScaled(exec, holdout, S, mode, 256, candidates, null))[0]!;
@@ -902,6 +920,7 @@ export class Network {
       tried.push(...rerankTries(rerankWeightSums(holdout, held.labels, held.scores, s, S, ks), holdout.points));
       state.weight = tried.reduce((a, t) => (t.score > a.score ? t : a)).weight; // ties: the smaller weight
     }
+    this.phases.add('rerank.weight', (performance.now() - weight0) / 1000);
     this.rerank = state.weight > 0 ? state : null;
     const entries = this.rerank ? state.features.length : 0;
     if (chosenBy.length) tried.push(...chosenBy);

@@ -96,11 +96,17 @@ export interface ValidationOptions {
    * on new points. false keeps the network as trained. Default true.
    */
   blend?: boolean;
+  /**
+   * How the learning rate moves: 'plateau' keeps it until an epoch brings no new best and then multiplies it
+   * by lrDecay; 'linear' lowers it linearly from the start to 0 at maxEpochs (FitOptions.lrDecayEpochs), with
+   * no cuts (patience still stops a run whose held-out score stops improving). Default 'plateau'.
+   */
+  schedule?: 'plateau' | 'linear';
 }
 
 export type ResolvedValidation = Required<ValidationOptions>;
 
-export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'minGain', 'significance', 'metric', 'minHoldout', 'folds', 'refitMaxPoints', 'blend'] as const satisfies readonly (keyof ValidationOptions)[];
+export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'minGain', 'significance', 'metric', 'minHoldout', 'folds', 'refitMaxPoints', 'blend', 'schedule'] as const satisfies readonly (keyof ValidationOptions)[];
 
 export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (v === null || typeof v !== 'object') throw new Error('Expected an object or false for validation');
@@ -129,7 +135,9 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   const refitMaxPoints = int(v.refitMaxPoints ?? DEFAULT_REFIT_MAX_POINTS, 'refitMaxPoints', 0);
   const blend = v.blend ?? true;
   if (typeof blend !== 'boolean') throw new Error(`Expected boolean for validation.blend but received ${boundJson(v.blend)}`);
-  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, minGain, significance, metric, minHoldout, folds, refitMaxPoints, blend };
+  const schedule = v.schedule ?? 'plateau';
+  if (schedule !== 'plateau' && schedule !== 'linear') throw new Error(`Expected 'plateau' or 'linear' for validation.schedule but received ${boundJson(v.schedule)}`);
+  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, minGain, significance, metric, minHoldout, folds, refitMaxPoints, blend, schedule };
 }
 
 /**
@@ -393,7 +401,7 @@ export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: Valid
   }
   s.bad++;
   if (s.bad >= o.patience) return { best, stop: true };
-  if (!best) s.lrScale *= o.lrDecay;
+  if (!best && o.schedule === 'plateau') s.lrScale *= o.lrDecay;
   return { best, stop: false };
 }
 

@@ -17,6 +17,7 @@ import { BatchRunner, maxLostBatches } from './batch-runner.js';
 import type { BlendReport, SelectionReport, ValidationOptions, ValidationPoint } from './early-stop.js';
 import type { InputScaleReport, InputScaling } from '../network/input-scale.js';
 import type { RerankReport } from '../network/rerank.js';
+import type { PhaseSeconds, PhaseTimer } from '../util/phases.js';
 
 /**
  * What Network.fit steers while the loop runs: the rows trained on (all when absent: a held-out slice
@@ -57,6 +58,13 @@ export interface FitOptions {
   inputScaling?: InputScaling;
   /** Points per mini-batch. Default 128 (SLIDE). */
   batchSize?: number;
+  /**
+   * The learning rate decays linearly from `lr` to 0 over this many epochs, counted from the run's first
+   * epoch (a resumed run continues its curve): batch b of epoch e trains at lr * (1 - (e + b / batches) /
+   * lrDecayEpochs), and at 0 from then on. Held-out validation with schedule 'linear' sets it to maxEpochs.
+   * Default: none (a constant rate, or the held-out plateau schedule's cuts).
+   */
+  lrDecayEpochs?: number;
   /** Adam learning rate. Default 1e-3 with a dense output layer; with a sampled one 5e-3 when held-out validation decides the epochs, 1e-2 for a fixed number (see defaultTraining in src/network/config.ts). */
   lr?: number;
   /** Adam beta1. Default 0.9. */
@@ -127,6 +135,12 @@ export interface FitOptions {
    * `batch` (default 1). 'exit' and 'hang' need workers >= 1. Default none.
    */
   faultInjection?: { batch: number; failures: 1 | 2; kind?: InjectedFault['kind']; at?: InjectedFault['at']; count?: number };
+  /**
+   * Where fit() adds the wall-clock seconds of its phases (training, held-out scoring, selection, the blend,
+   * the re-ranker, ...; src/util/phases.ts), e.g. a job's timer that also holds its reading and saving.
+   * FitStats.phases holds this fit's totals either way. Default: a timer of its own.
+   */
+  phases?: PhaseTimer;
 }
 
 /** A checkpoint that could not be written (FitStats.checkpointFailures). */
@@ -225,6 +239,13 @@ export interface FitStats {
   lostBatches: number;
   /** With `checkpoint`: the checkpoints that could not be written (training went on). */
   checkpointFailures?: CheckpointFailure[];
+  /**
+   * Wall-clock seconds per phase (src/util/phases.ts): `train` (the epochs), `heldout` (scoring the held-out
+   * slice after each epoch), `wide` (choosing the wide part's pairs), `blend`, `rerank.shortlists`,
+   * `rerank.classifiers`, `rerank.weight`, `allocate` (mapping the training state), `selection.*` (the
+   * selection copy's or folds' own phases), `refit` markers; with FitOptions.phases, that timer's totals.
+   */
+  phases?: PhaseSeconds;
 }
 
 /** Internal: everything the loop needs from a network. */
@@ -384,6 +405,10 @@ export async function fitLoop(
     throw new Error(`faultInjection kind '${fault.kind}' needs a worker pool (workers >= 1)`);
   }
   const runner = new BatchRunner(exec, { taskTimeout: opts.taskTimeout });
+  // FitOptions.lrDecayEpochs: the rate's multiplier at batch b of epoch e.
+  const decayEpochs = opts.lrDecayEpochs;
+  if (decayEpochs !== undefined && !(decayEpochs > 0 && Number.isFinite(decayEpochs))) throw new Error(`Expected positive number for lrDecayEpochs but received ${JSON.stringify(decayEpochs)}`);
+  const decayAt = (e: number, b: number) => (decayEpochs === undefined ? 1 : Math.max(0, 1 - (e + b / batchesPerEpoch) / decayEpochs));
   const maxLost = maxLostBatches(totalBatches);
   let lostBatches = 0;
   // A stop request reaches the tasks in flight at once, even while the loop awaits them: the runner gives
@@ -426,11 +451,11 @@ export async function fitLoop(
         const global = epochBase + b;
         const task: TrainTask = {
           net: target.spec, data, pointIds,
-          lr: o.lr * control.lrScale, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
+          lr: o.lr * control.lrScale * decayAt(epoch, b), beta1: o.beta1, beta2: o.beta2, eps: o.eps,
           gradScale: 1 / pointIds.length,
           seed: batchSeed(target.seed, global),
           ...(o.threads > 1 ? { threads: o.threads } : {}),
-          ...(target.wideLr !== undefined ? { wideLr: target.wideLr * control.lrScale } : {}),
+          ...(target.wideLr !== undefined ? { wideLr: target.wideLr * control.lrScale * decayAt(epoch, b) } : {}),
         };
         if (fault && epoch === startEpoch && b >= fault.batch && b < fault.batch + (fault.count ?? 1)) {
           task.fault = { belowAttempt: fault.failures, kind: fault.kind ?? 'throw', at: fault.at ?? 'before-update' };

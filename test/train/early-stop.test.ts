@@ -21,7 +21,7 @@ const step = (s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, poin
 
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
-    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 0, metric: 'p135', minHoldout: 100, folds: 5, refitMaxPoints: 20000, blend: true });
+    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 0, metric: 'p135', minHoldout: 100, folds: 5, refitMaxPoints: 20000, blend: true, schedule: 'plateau' });
   });
   it.each([
     [{ fraction: 0 }, 'Expected number in (0, 1) for validation.fraction but received 0'],
