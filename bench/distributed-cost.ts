@@ -60,7 +60,7 @@ async function costModel(a: { train: number; batch: number; warm: number; slices
   try {
     await generateSynthetic({ shape: 'amazon-670k', train: a.train, test: 0, seed: 7, outDir: dir });
     const data = toShared(await readXC(join(dir, 'train.txt')));
-    const config = defaultConfig({ features: data.features, labels: data.labels, points: data.points }, 1);
+    const config = defaultConfig({ features: data.features, labels: data.labels, points: data.points, nnz: data.offsets[data.points]! }, 1);
     const net = new Network(config);
     const ex = new InlineExecutor();
     await net.rebuildTables(ex);

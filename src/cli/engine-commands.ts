@@ -32,8 +32,8 @@ const json = { type: 'boolean', description: 'print the result as one JSON objec
 const quiet = { type: 'boolean', short: 'q', description: 'no progress or messages on stderr (errors, and warnings that the result is lost or not what was asked, are still printed)' } as const;
 const maxMemory = { type: 'string', valueName: 'bytes', description: 'refuse work needing more memory than this, e.g. 4GB (default: 90% of the machine\'s memory)' } as const;
 const mode = {
-  type: 'choice', choices: ['exact', 'sampled'] as const, default: 'exact',
-  description: 'inference: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index (faster)',
+  type: 'choice', choices: ['auto', 'exact', 'sampled'] as const, default: 'auto',
+  description: 'inference: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index and wide part (faster); auto is sampled for a sampled output layer with a wide part (the defaults from 8192 labels), else exact',
 } as const;
 const propensityA = { type: 'number', valueName: 'A', description: 'propensity model A for PSP@k (default 0.55; 0.6 for Amazon)' } as const;
 const propensityB = { type: 'number', valueName: 'B', description: 'propensity model B for PSP@k (default 1.5; 2.6 for Amazon)' } as const;
@@ -44,8 +44,8 @@ const trainFormat = {
   description: 'input format of the data files: xc, libsvm, or text (one point per line: label,label<TAB>text, or fastText __label__ prefixes) (default: xc)',
 } as const;
 const trainMode = {
-  type: 'choice', choices: ['exact', 'sampled'] as const,
-  description: 'inference: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index (faster) (default: exact)',
+  type: 'choice', choices: ['auto', 'exact', 'sampled'] as const,
+  description: 'inference on --test: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index and wide part (faster); auto is sampled for a sampled output layer with a wide part (the defaults from 8192 labels), else exact (default: auto)',
 } as const;
 
 export const trainCmd = defineCommand({

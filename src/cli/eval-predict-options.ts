@@ -2,6 +2,7 @@
 // commands (eval.ts, predict.ts) and their label-sharded MPI variants (eval-sharded.ts, predict-sharded.ts).
 import { UsageError } from './args.js';
 import type { InputFormat } from './engine.js';
+import type { PredictMode } from '../network/network.js';
 
 export interface EvalCliOptions {
   model: string;
@@ -13,7 +14,7 @@ export interface EvalCliOptions {
   json?: boolean;
   quiet?: boolean;
   workers?: number;
-  mode?: 'exact' | 'sampled';
+  mode?: PredictMode;
   candidates?: number;
   propensityA?: number;
   propensityB?: number;
@@ -61,7 +62,7 @@ export interface PredictCliOptions {
    */
   threshold?: number;
   workers?: number;
-  mode?: 'exact' | 'sampled';
+  mode?: PredictMode;
   candidates?: number;
   quiet?: boolean;
   /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */

@@ -44,7 +44,7 @@ async function evalOn(o: EvalCliOptions, io: Out, quiet: boolean, exec: Executor
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
   if (net.inputScale && !quiet) io.err(`applying the model's input scaling (each feature divided by its largest |value| in the training data)\n`);
-  const mode = o.mode ?? 'exact';
+  const mode = net.inferenceMode(o.mode);
   if (mode === 'sampled') warnDenseSampled(net.config, o.model, io);
   // Sampled inference builds the output layer's cluster index on first use: timed apart from scoring.
   const indexSeconds = mode === 'sampled' ? net.buildClusterIndex() : 0;

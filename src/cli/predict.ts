@@ -55,7 +55,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   const { bar, onProgress } = pointsProgress(quiet, 'predicting');
   let p;
   try {
-    p = await net.predict(data, { k, mode: o.mode ?? 'exact', workers: o.workers, candidates: o.candidates, onProgress });
+    p = await net.predict(data, { k, mode: o.mode ?? 'auto', workers: o.workers, candidates: o.candidates, onProgress });
   } finally {
     bar?.done();
   }

@@ -3,6 +3,7 @@
 import { resolve } from 'node:path';
 import type { Network } from '../network/network.js';
 import type { Metrics } from '../train/metrics.js';
+import { validationEnded } from '../train/early-stop.js';
 import { listCheckpoints } from '../train/checkpoint.js';
 import { assertUnlocked } from '../train/lock.js';
 import type { InputFormat } from './engine.js';
@@ -78,9 +79,11 @@ export function checkResumable(net: Network, epochs: number | undefined): void {
   const info = net.resumeInfo!;
   const p = info.position, f = info.fitOptions;
   const e = net.earlyStop?.state;
-  if (f.validation && e && e.bad >= f.validation.patience) {
-    throw new Error(`${info.file} is the end of a run that held-out validation stopped: its score did not improve for ${e.bad} epoch(s) ` +
-      `after epoch ${e.bestEpoch}, whose weights it kept; there is nothing to resume${epochs !== undefined ? ' (--epochs does not extend such a run)' : ''}. ` +
+  if (f.validation && e && validationEnded(e, f.validation)) {
+    const how = f.validation.schedule === 'anneal'
+      ? `its score stopped improving at epoch ${e.annealFrom} and the learning rate then fell to 0 over ${f.validation.annealEpochs} epoch(s); the weights of epoch ${e.bestEpoch} were kept`
+      : `its score did not improve for ${e.bad} epoch(s) after epoch ${e.bestEpoch}, whose weights it kept`;
+    throw new Error(`${info.file} is the end of a run that held-out validation stopped: ${how}; there is nothing to resume${epochs !== undefined ? ' (--epochs does not extend such a run)' : ''}. ` +
       'To train longer, start a new run (--epochs n trains exactly n epochs)');
   }
   const planned = epochs ?? f.epochs;

@@ -1,6 +1,7 @@
 // The options of `sublinear train` (engine-commands.ts declares its flags; train.ts runs it).
 import type { NetworkConfig } from '../network/config.js';
 import type { InputFormat } from './engine.js';
+import type { PredictMode } from '../network/network.js';
 
 export interface TrainCliOptions {
   /** Required unless `resume` is given. */
@@ -35,7 +36,7 @@ export interface TrainCliOptions {
   json?: boolean;
   seed?: number;
   maxMemory?: number;
-  mode?: 'exact' | 'sampled';
+  mode?: PredictMode;
   /** Sampled inference: outputs scored per point. */
   candidates?: number;
   propensityA?: number;

@@ -101,7 +101,7 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   let config: NetworkConfig;
   if (manifest) config = manifest.config;
   else if (file) config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
-  else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
+  else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points, nnz: train.offsets[train.points]! }, o.seed ?? 1);
   const resolved = resolveConfig(config);
   if (resolved.layers.at(-1)!.wide?.negatives) {
     throw new UsageError(`${o.config ?? 'the network configuration'}: layers[${resolved.layers.length - 1}].wide.negatives (hard negatives from the wide part) are not sharded: set it to 0 for --shard-labels`);
@@ -148,7 +148,7 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const sharding = model.sharding;
   const mine = model.labels;
   const batchSize = o.batch ?? 128;
-  const lr = o.lr ?? file?.training.lr ?? defaultTraining(resolved, 1, false).lr; // a fixed number of epochs: see defaultTraining
+  const lr = o.lr ?? file?.training.lr ?? defaultTraining(resolved, 1).lr;
   model.prepareLogQ(train.points, batchSize);
   const epochs = o.epochs;
   const seed = resolved.seed;

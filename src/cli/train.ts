@@ -49,6 +49,22 @@ async function checkTrainPaths(o: TrainCliOptions, outputs = true): Promise<void
   if (o.checkpoint) await checkOutputDir(o.checkpoint, '--checkpoint');
 }
 
+/** What the progress output says when phase `name` (src/util/phases.ts) starts; null: nothing (the epochs, the reading and the held-out scoring have their own lines). */
+function phaseText(name: string): string | null {
+  const copy = name.startsWith('selection.') ? ' (the selection copy)' : '';
+  switch (name.replace(/^selection\./, '')) {
+    case 'kfold': return 'choosing the number of epochs by k-fold cross-validation';
+    case 'wide': return `choosing the wide part's features per label${copy}`;
+    case 'blend': return `weighing the network's logits against the wide part on the held-out slice${copy}`;
+    case 'rerank.shortlists': return `re-ranker: the network's shortlist of every training point${copy}`;
+    case 'rerank.classifiers': return `re-ranker: training the per-label classifiers${copy}`;
+    case 'rerank.weight': return `re-ranker: choosing its weight${copy}`;
+    case 'save': return 'saving the model';
+    case 'test': return 'evaluating the test set';
+    default: return null;
+  }
+}
+
 /**
  * The JSON summary's `phases`: seconds per phase (src/util/phases.ts), `total` the process's wall-clock time
  * so far (from its start: Node's own start-up included) and `other` what no phase accounts for (start-up,
@@ -100,7 +116,12 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   const ownFile = (path: string) => (dist ? shardPath(path, dist.rank) : path);
   const writer = !dist || dist.isRoot;
   // Where the command's time goes (the JSON summary's `phases`): reading here, fit()'s own phases, saving, testing.
-  const phases = new PhaseTimer();
+  // The phases after the epochs are said as they start (the progress bar covers the epochs).
+  let sayPhase = (_line: string) => {};
+  const phases = new PhaseTimer('', undefined, (name) => {
+    const text = phaseText(name);
+    if (text && !quiet) sayPhase(text);
+  });
   await checkTrainPaths({ ...given, train: given.train && ownFile(given.train) }, writer);
   const file = given.config ? await readConfigFile(given.config) : undefined;
 
@@ -212,7 +233,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   else if (grown) config = grown.config;
   else if (o.networkConfig) config = o.networkConfig;
   else if (file) config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
-  else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
+  else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points, nnz: train.offsets[train.points]! }, o.seed ?? 1);
   let resolved: ResolvedNetworkConfig;
   try {
     resolved = resolveConfig(config);
@@ -319,6 +340,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     logBytes += line.length;
   };
   const bar = quiet ? null : new Progress({ label: 'training', unit: 'batches' });
+  sayPhase = (line) => (bar ? bar.log(line) : io.err(`${line}\n`));
   const stop = new GracefulStop((sig) => {
     bar?.clear();
     io.err(`\n${sig === 'SIGINT' ? 'Ctrl-C' : sig}: stopping after the batches in flight${checkpoint ? ', writing a checkpoint' : ''}` +
@@ -332,7 +354,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   try {
     // Test evaluation splits the points into chunks: every core helps, whatever trained (unless --workers says).
     const evalWorkers = dist ? workers : o.workers ?? t.workers ?? Math.max(workers, defaultWorkers());
-    const evalOpts = { mode: o.mode ?? 'exact', workers: evalWorkers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
+    const evalOpts = { mode: net.inferenceMode(o.mode), workers: evalWorkers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB } as const;
     let stats;
     const testByEpoch = new Map<number, Metrics>();
     // The progress display of a run whose length held-out validation decides (a resumed run continues its state).
@@ -466,7 +488,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
             epochs: stats.epochs,
             ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
             batchSize: batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128,
-            lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers, validating).lr),
+            lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers).lr),
             version: packageVersion(),
           },
         }));
@@ -502,6 +524,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       epochs: stats.epochs,
       ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch, validationPoints: stats.validationPoints } : {}),
       ...(stats.selection ? { selection: stats.selection } : {}),
+      ...(stats.anneal ? { anneal: stats.anneal } : {}),
       ...(stats.blend ? { blend: stats.blend } : {}),
       ...(stats.rerank ? { rerank: stats.rerank } : {}),
       ...(stats.inputScaling ? { inputScaling: stats.inputScaling } : {}),

@@ -383,10 +383,28 @@ export function storedConfig(c: NetworkConfig): NetworkConfig {
   return { ...c, layers };
 }
 
+/**
+ * What the defaults rule reads of the data: its dimensions, and for the hidden width the nonzeros per point,
+ * from `nnz` (summed over the points) or the CSR `offsets` of a dataset (so a SparseDataset itself will do).
+ */
+export interface DataShapeForDefaults {
+  features: number;
+  labels: number;
+  points?: number;
+  nnz?: number;
+  offsets?: ArrayLike<number>;
+}
+
 /** Output layers with at least this many labels are LSH-sampled by default (README "Defaults"). */
 export const SAMPLED_OUTPUT_MIN_LABELS = 8192;
-/** The default hidden width is the widest of 1024, 512, 256 whose two weight matrices stay under this many parameters, else 128. */
+/** The default hidden width keeps its two weight matrices under this many parameters (else 128 units). */
 export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
+/**
+ * A dense output layer is as wide as 1024 or 512 units when a training sample's multiply-adds through the
+ * network, width x (nonzeros per point + labels), stay under this many; else 256. Every sample computes every
+ * output, so the width is what the training time scales with.
+ */
+export const DENSE_WIDTH_BUDGET = 2 ** 18;
 
 /**
  * The defaults rule (README "Defaults"), from the data's shape alone:
@@ -416,10 +434,9 @@ export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
  *   at 200,000); with it they cost 0.7-1.2 points there and twice the training time (0.8465 or 0.842 on,
  *   0.854 off): the wide part's per-label evidence does what their hard negatives did. `points` is not used.
  */
-export function defaultConfig(shape: { features: number; labels: number; points?: number }, seed = 1): NetworkConfig {
+export function defaultConfig(shape: DataShapeForDefaults, seed = 1): NetworkConfig {
   const sampled = shape.labels >= SAMPLED_OUTPUT_MIN_LABELS;
-  const widths = [1024, 512, 256];
-  const width = widths.find((w) => (shape.features + shape.labels) * w <= HIDDEN_PARAMETER_BUDGET) ?? 128;
+  const width = defaultWidth(shape);
   return {
     inputDim: shape.features,
     seed,
@@ -433,6 +450,22 @@ export function defaultConfig(shape: { features: number; labels: number; points?
       },
     ],
   };
+}
+
+/**
+ * The hidden width of the defaults rule (defaultConfig): with a dense output layer (under 8,192 labels) the
+ * widest of 1024 and 512 whose multiply-adds per sample, width x (nonzeros per point + labels), stay under
+ * DENSE_WIDTH_BUDGET, else 256; with a sampled one 256. Either way at most what the parameter budget allows
+ * ((features + labels) x width <= HIDDEN_PARAMETER_BUDGET), and never below 128. Without `points` and `nnz`
+ * the nonzeros are not counted.
+ */
+export function defaultWidth(shape: DataShapeForDefaults): number {
+  const fits = (w: number) => (shape.features + shape.labels) * w <= HIDDEN_PARAMETER_BUDGET;
+  const nnz = shape.nnz ?? (shape.points !== undefined ? shape.offsets?.[shape.points] : undefined);
+  const perPoint = shape.points && nnz !== undefined ? nnz / shape.points : 0;
+  const cheap = (w: number) => w * (perPoint + shape.labels) <= DENSE_WIDTH_BUDGET;
+  const dense = shape.labels < SAMPLED_OUTPUT_MIN_LABELS;
+  return (dense ? [1024, 512].find((w) => fits(w) && cheap(w)) : undefined) ?? (fits(256) ? 256 : 128);
 }
 
 /**
@@ -478,9 +511,9 @@ function tableBits(neurons: number): number {
  *   kernels instead (FitOptions.threads: by rows and samples, no races, so the result is that of one thread
  *   up to the order of a few sums); else 1.
  */
-export function defaultTraining(c: ResolvedNetworkConfig, cores: number, heldOut = true): { lr: number; workers: number; threads: number } {
+export function defaultTraining(c: ResolvedNetworkConfig, cores: number): { lr: number; workers: number; threads: number } {
   const sampled = !!c.layers.at(-1)!.sampling;
-  return { lr: sampled ? (heldOut ? 5e-3 : 1e-2) : 1e-3, workers: sampled ? cores : 1, threads: sampled ? 1 : Math.max(1, cores) };
+  return { lr: sampled ? 1e-2 : 2e-3, workers: sampled ? cores : 1, threads: sampled ? 1 : Math.max(1, cores) };
 }
 
 /**

@@ -43,7 +43,7 @@ export interface TextDatasets {
  * @example
  * ```ts
  * const { train, test, vectorizer, labelNames } = await readTextDatasets('train.txt', 'test.txt', { vectorizerOptions: { bigrams: true } });
- * const net = new Network(defaultConfig({ features: train.features, labels: train.labels, points: train.points }));
+ * const net = new Network(defaultConfig({ features: train.features, labels: train.labels, points: train.points, nnz: train.offsets[train.points] }));
  * await net.fit(train);
  * net.textVectorizer = vectorizer;
  * net.labelNames = labelNames;

@@ -33,7 +33,10 @@ export interface ValidationOptions {
   fraction?: number;
   /** At most this many points are held out (the evaluation runs after every epoch). Default 5000. */
   maxPoints?: number;
-  /** Epochs without a new best held-out score before training stops. Default 3. */
+  /**
+   * Epochs without a new best held-out score (a counted improvement: minGain) before the descent starts
+   * (schedule 'anneal') or training stops ('plateau'). Default 1 with 'anneal', 3 with 'plateau'.
+   */
   patience?: number;
   /** Upper bound on the number of epochs. Default 50. */
   maxEpochs?: number;
@@ -97,16 +100,26 @@ export interface ValidationOptions {
    */
   blend?: boolean;
   /**
-   * How the learning rate moves: 'plateau' keeps it until an epoch brings no new best and then multiplies it
-   * by lrDecay; 'linear' lowers it linearly from the start to 0 at maxEpochs (FitOptions.lrDecayEpochs), with
-   * no cuts (patience still stops a run whose held-out score stops improving). Default 'plateau'.
+   * How the learning rate moves:
+   * - 'anneal': constant while the held-out score improves (a gain over the reference epoch of more than
+   *   minGain); after `patience` epochs that do not, it falls linearly to 0 over the next `annealEpochs`
+   *   epochs, and training stops there (the best epoch is kept). The plateau's halvings and its `patience` epochs of
+   *   confirmation are replaced by one short descent, which brings what the cuts brought (the held-out score
+   *   jumps when the rate falls) without the epochs spent waiting for a stall to repeat;
+   * - 'plateau': constant until an epoch brings no new best, then multiplied by lrDecay; training stops after
+   *   `patience` epochs without improvement.
+   * k-fold selection (small training sets) applies the same rule to the folds' mean score, and the network then
+   * trains on all of the points along the curve it chose.
+   * Default 'anneal'.
    */
-  schedule?: 'plateau' | 'linear';
+  schedule?: 'anneal' | 'plateau';
+  /** schedule 'anneal': epochs over which the rate falls to 0 once the held-out score stalls. Default 1. */
+  annealEpochs?: number;
 }
 
 export type ResolvedValidation = Required<ValidationOptions>;
 
-export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'minGain', 'significance', 'metric', 'minHoldout', 'folds', 'refitMaxPoints', 'blend', 'schedule'] as const satisfies readonly (keyof ValidationOptions)[];
+export const VALIDATION_KEYS = ['fraction', 'maxPoints', 'patience', 'maxEpochs', 'lrDecay', 'minDelta', 'minGain', 'significance', 'metric', 'minHoldout', 'folds', 'refitMaxPoints', 'blend', 'schedule', 'annealEpochs'] as const satisfies readonly (keyof ValidationOptions)[];
 
 export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   if (v === null || typeof v !== 'object') throw new Error('Expected an object or false for validation');
@@ -118,7 +131,9 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
     return x;
   };
   const maxPoints = int(v.maxPoints ?? 5000, 'maxPoints', 1);
-  const patience = int(v.patience ?? 3, 'patience', 1);
+  const schedule = v.schedule ?? 'anneal';
+  if (schedule !== 'anneal' && schedule !== 'plateau') throw new Error(`Expected 'anneal' or 'plateau' for validation.schedule but received ${boundJson(v.schedule)}`);
+  const patience = int(v.patience ?? (schedule === 'anneal' ? 1 : 3), 'patience', 1);
   const maxEpochs = int(v.maxEpochs ?? 50, 'maxEpochs', 1);
   const lrDecay = v.lrDecay ?? 0.5;
   if (!(typeof lrDecay === 'number' && lrDecay > 0 && lrDecay <= 1)) throw new Error(`Expected number in (0, 1] for validation.lrDecay but received ${boundJson(v.lrDecay)}`);
@@ -135,9 +150,8 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
   const refitMaxPoints = int(v.refitMaxPoints ?? DEFAULT_REFIT_MAX_POINTS, 'refitMaxPoints', 0);
   const blend = v.blend ?? true;
   if (typeof blend !== 'boolean') throw new Error(`Expected boolean for validation.blend but received ${boundJson(v.blend)}`);
-  const schedule = v.schedule ?? 'plateau';
-  if (schedule !== 'plateau' && schedule !== 'linear') throw new Error(`Expected 'plateau' or 'linear' for validation.schedule but received ${boundJson(v.schedule)}`);
-  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, minGain, significance, metric, minHoldout, folds, refitMaxPoints, blend, schedule };
+  const annealEpochs = int(v.annealEpochs ?? 1, 'annealEpochs', 1);
+  return { fraction, maxPoints, patience, maxEpochs, lrDecay, minDelta, minGain, significance, metric, minHoldout, folds, refitMaxPoints, blend, schedule, annealEpochs };
 }
 
 /**
@@ -180,7 +194,7 @@ export interface BlendReport {
 export const DEFAULT_MIN_HOLDOUT = 100;
 
 /** Default `ValidationOptions.refitMaxPoints`. */
-export const DEFAULT_REFIT_MAX_POINTS = 20_000;
+export const DEFAULT_REFIT_MAX_POINTS = 0;
 
 /** Points the held-out slice of `points` training points holds (holdoutSplit's rule). */
 export function holdoutSize(points: number, fraction: number, maxPoints: number): number {
@@ -237,6 +251,11 @@ export type SelectionReport =
       rerank?: { weight: number; tried: RerankTry[] };
       /** With `refit` and a blend chosen by the copy (ValidationOptions.blend): the network's logits get its scale. */
       blend?: BlendReport;
+      /**
+       * With `refit` under schedule 'anneal': the copy's descent (it began after `from` epochs and lasted
+       * `epochs`), which the network's run on all of the points follows too.
+       */
+      anneal?: { from: number; epochs: number };
     }
   | {
       method: 'kfold';
@@ -256,6 +275,8 @@ export type SelectionReport =
        * held-out fold: every point scored once), and the mean score at every weight tried.
        */
       rerank?: { weight: number; tried: RerankTry[] };
+      /** Under schedule 'anneal': the folds' descent (after `from` epochs, over `epochs`), which the network follows too. */
+      anneal?: { from: number; epochs: number };
     };
 
 /**
@@ -295,7 +316,7 @@ export interface ValidationPoint {
   p5: number;
   /** The compared score (see ValidationOptions.metric). */
   score: number;
-  /** The learning rate the epoch trained with. */
+  /** The learning rate the epoch trained with (its mean over the epoch, when it fell during it: schedule 'anneal'). */
   lr: number;
   /**
    * ValidationOptions.blend: the weight of the network's logit that scored best this epoch (the scores above
@@ -322,7 +343,19 @@ export interface EarlyStopState {
   refPoints?: number[];
   /** Current learning-rate multiplier. */
   lrScale: number;
+  /** schedule 'anneal': epochs completed when the held-out score stalled and the rate began to fall (absent: not yet). */
+  annealFrom?: number;
   history: ValidationPoint[];
+}
+
+/**
+ * The learning-rate multiplier of batch `batch` (of `batchesPerEpoch`) in 0-based epoch `epoch` under schedule
+ * 'anneal': 1 until the stall (`annealFrom` epochs done; undefined: not yet), then falling linearly to 0 over
+ * `annealEpochs` epochs.
+ */
+export function annealMultiplier(annealFrom: number | undefined, annealEpochs: number, epoch: number, batch: number, batchesPerEpoch: number): number {
+  if (annealFrom === undefined || epoch < annealFrom) return 1;
+  return Math.max(0, 1 - (epoch - annealFrom + batch / batchesPerEpoch) / annealEpochs);
 }
 
 export function initialEarlyStop(): EarlyStopState {
@@ -375,8 +408,22 @@ export function pairedGain(now: ArrayLike<number>, ref: ArrayLike<number>): { ga
  * (`patience` epochs without a counted improvement). An epoch that is not a new best cuts the rate by
  * lrDecay unless it stops. Mutates `s` (and p.gain).
  */
+/** Whether held-out validation has ended the run whose state is `s` (earlyStopStep said stop). */
+export function validationEnded(s: EarlyStopState, o: Pick<ResolvedValidation, 'schedule' | 'patience' | 'annealEpochs'>): boolean {
+  if (o.schedule === 'anneal') return s.annealFrom !== undefined && (s.history.at(-1)?.epoch ?? 0) >= s.annealFrom + o.annealEpochs;
+  return s.bad >= o.patience;
+}
+
 export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, points?: ArrayLike<number>): { best: boolean; stop: boolean } {
   s.history.push(p);
+  if (o.schedule === 'anneal' && s.annealFrom !== undefined) {
+    // Descending: the epochs of the descent are scored (the best is kept) until it ends.
+    if (p.score > s.bestScore + o.minDelta) {
+      s.bestScore = p.score;
+      s.bestEpoch = p.epoch;
+    }
+    return { best: s.bestEpoch === p.epoch, stop: p.epoch >= s.annealFrom + o.annealEpochs };
+  }
   const best = p.score > s.bestScore + o.minDelta; // bestScore starts at -1: the first epoch is always a best
   let counts = best;
   if (best) {
@@ -400,6 +447,10 @@ export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: Valid
     return { best, stop: false };
   }
   s.bad++;
+  if (o.schedule === 'anneal') {
+    if (s.bad >= o.patience) s.annealFrom = p.epoch; // the stall: the rate falls from the next epoch on
+    return { best, stop: false };
+  }
   if (s.bad >= o.patience) return { best, stop: true };
   if (!best && o.schedule === 'plateau') s.lrScale *= o.lrDecay;
   return { best, stop: false };
@@ -426,11 +477,19 @@ export function selectionProblem(x: unknown): string | null {
       const b = r.blend as { scale?: unknown; tried?: unknown } | null;
       if (!b || typeof b !== 'object' || typeof b.scale !== 'number' || !(Number.isFinite(b.scale) && b.scale > 0) || !Array.isArray(b.tried)) return 'invalid blend';
     }
-    if ((r.rerank !== undefined || r.blend !== undefined) && r.refit === undefined) return 'rerank and blend are recorded only with refit';
+    if (r.anneal !== undefined) {
+      const a = r.anneal as { from?: unknown; epochs?: unknown } | null;
+      if (!a || typeof a !== 'object' || !int(a.from, 0) || !int(a.epochs, 1)) return 'invalid anneal';
+    }
+    if ((r.rerank !== undefined || r.blend !== undefined || r.anneal !== undefined) && r.refit === undefined) return 'rerank, blend and anneal are recorded only with refit';
     return null;
   }
   if (r.method !== 'kfold') return `unknown method ${boundJson(r.method)}`;
   if (!int(r.folds, 2) || !int(r.epochs, 0) || !int(r.holdoutPoints, 0)) return 'invalid folds, epochs or holdoutPoints';
   if (!nums(r.scores) || !nums(r.p1)) return 'scores and p1 must be arrays of finite numbers';
+  if (r.anneal !== undefined) {
+    const a = r.anneal as { from?: unknown; epochs?: unknown } | null;
+    if (!a || typeof a !== 'object' || !int(a.from, 0) || !int(a.epochs, 1)) return 'invalid anneal';
+  }
   return null;
 }

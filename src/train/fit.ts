@@ -30,6 +30,8 @@ export interface FitControl {
   stop: boolean;
   /** Held-out validation may stop training before `epochs` (FitProgress.epochsIsLimit). Default false. */
   openEnded?: boolean;
+  /** A further learning-rate multiplier for batch `batch` of 0-based epoch `epoch` (held-out schedule 'anneal'). Default 1. */
+  lrAt?: (epoch: number, batch: number, batchesPerEpoch: number) => number;
 }
 
 /** Options of `Network.fit`. */
@@ -59,12 +61,11 @@ export interface FitOptions {
   /** Points per mini-batch. Default 128 (SLIDE). */
   batchSize?: number;
   /**
-   * The learning rate decays linearly from `lr` to 0 over this many epochs, counted from the run's first
-   * epoch (a resumed run continues its curve): batch b of epoch e trains at lr * (1 - (e + b / batches) /
-   * lrDecayEpochs), and at 0 from then on. Held-out validation with schedule 'linear' sets it to maxEpochs.
-   * Default: none (a constant rate, or the held-out plateau schedule's cuts).
+   * A multiplier of `lr` (and of the wide part's rate) for batch `batch` of 0-based epoch `epoch` of the run
+   * (`batchesPerEpoch` batches an epoch), on top of held-out validation's own schedule: how k-fold
+   * selection's folds follow the 'anneal' descent together. Not kept in checkpoints. Default: none.
    */
-  lrDecayEpochs?: number;
+  lrSchedule?: (epoch: number, batch: number, batchesPerEpoch: number) => number;
   /** Adam learning rate. Default 1e-3 with a dense output layer; with a sampled one 5e-3 when held-out validation decides the epochs, 1e-2 for a fixed number (see defaultTraining in src/network/config.ts). */
   lr?: number;
   /** Adam beta1. Default 0.9. */
@@ -212,6 +213,8 @@ export interface FitStats {
   validation?: ValidationPoint[];
   /** With validation: the 1-based epoch whose weights the network now holds (the best held-out score). */
   bestEpoch?: number;
+  /** With validation under schedule 'anneal': the rate began to fall after `from` epochs, over `epochs` epochs. */
+  anneal?: { from: number; epochs: number };
   /** With validation: points held out of training. */
   validationPoints?: number;
   /**
@@ -405,10 +408,9 @@ export async function fitLoop(
     throw new Error(`faultInjection kind '${fault.kind}' needs a worker pool (workers >= 1)`);
   }
   const runner = new BatchRunner(exec, { taskTimeout: opts.taskTimeout });
-  // FitOptions.lrDecayEpochs: the rate's multiplier at batch b of epoch e.
-  const decayEpochs = opts.lrDecayEpochs;
-  if (decayEpochs !== undefined && !(decayEpochs > 0 && Number.isFinite(decayEpochs))) throw new Error(`Expected positive number for lrDecayEpochs but received ${JSON.stringify(decayEpochs)}`);
-  const decayAt = (e: number, b: number) => (decayEpochs === undefined ? 1 : Math.max(0, 1 - (e + b / batchesPerEpoch) / decayEpochs));
+  // The rate's multiplier at batch b of epoch e: the caller's schedule (FitOptions.lrSchedule) and validation's.
+  const decayAt = (e: number, b: number) =>
+    (opts.lrSchedule ? opts.lrSchedule(e, b, batchesPerEpoch) : 1) * (control.lrAt ? control.lrAt(e, b, batchesPerEpoch) : 1);
   const maxLost = maxLostBatches(totalBatches);
   let lostBatches = 0;
   // A stop request reaches the tasks in flight at once, even while the loop awaits them: the runner gives

@@ -11,8 +11,13 @@ export class PhaseTimer {
   /**
    * @param prefix prepended to every name (a selection copy's phases: 'selection.')
    * @param totals the totals written into (a nested timer shares its parent's)
+   * @param onEnter told the full name of every phase that starts (start, time), e.g. to show it in progress output
    */
-  constructor(private readonly prefix = '', private readonly totals = new Map<string, number>()) {}
+  constructor(
+    private readonly prefix = '',
+    private readonly totals = new Map<string, number>(),
+    readonly onEnter?: (name: string) => void,
+  ) {}
 
   /** Adds `seconds` to phase `name`. */
   add(name: string, seconds: number): void {
@@ -20,19 +25,26 @@ export class PhaseTimer {
     this.totals.set(key, (this.totals.get(key) ?? 0) + seconds);
   }
 
-  /** Runs `fn` and adds its wall-clock seconds to phase `name` (also when it throws). */
-  async time<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+  /** Starts phase `name`: the returned function ends it and adds its wall-clock seconds. */
+  start(name: string): () => void {
+    this.onEnter?.(this.prefix + name);
     const t0 = performance.now();
+    return () => this.add(name, (performance.now() - t0) / 1000);
+  }
+
+  /** Runs `fn` as phase `name` (its seconds are added also when it throws). */
+  async time<T>(name: string, fn: () => Promise<T> | T): Promise<T> {
+    const end = this.start(name);
     try {
       return await fn();
     } finally {
-      this.add(name, (performance.now() - t0) / 1000);
+      end();
     }
   }
 
-  /** A timer writing into the same totals under `prefix` + this one's prefix (a nested run's phases). */
+  /** A timer writing into the same totals (and telling the same listener) under this one's prefix + `prefix`. */
   nested(prefix: string): PhaseTimer {
-    return new PhaseTimer(this.prefix + prefix, this.totals);
+    return new PhaseTimer(this.prefix + prefix, this.totals, this.onEnter);
   }
 
   /** The totals so far, in seconds rounded to the millisecond. */

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kfoldSnapshotBytes, Network } from '../../src/network/network.js';
+import { Network } from '../../src/network/network.js';
 import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train/checkpoint.js';
 import { LOCK_FILE } from '../../src/train/lock.js';
 import { addPart, checkMemory, planMemory, planNetworkMemory, type MemoryPlan } from '../../src/train/memory-plan.js';
@@ -273,28 +273,24 @@ describe('train --max-memory', () => {
     // 30 MB: room to read the data (16.8 MB of read buffers, ~1 MB of data), not to train on it.
     const r = run('train', '--train', trainFile, '--workers', '2', '--max-memory', '30MB');
     expect(r.code).toBe(1);
-    // The message the memory plan gives for this data and the default network (the defaults rule: 1024
-    // hidden for this small shape, dense 100 outputs): the network, and a copy with its best-epoch weights
-    // that chooses the epochs on the held-out slice (fewer than refitMaxPoints points).
+    // The message the memory plan gives for this data and the default network (the defaults rule for this
+    // small shape, dense 100 outputs), with its best-epoch weights (held-out selection, no copy: refitMaxPoints 0).
     const data = await readXC(trainFile);
-    const def = defaultConfig({ features: data.features, labels: data.labels });
+    const def = defaultConfig({ features: data.features, labels: data.labels, points: data.points, nnz: data.offsets[data.points]! });
     const plan = planMemory({
       inputDim: data.features,
       layers: def.layers.map((l) => ({ size: l.size })),
       dataset: { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points },
       workers: 2,
-      bestWeights: false,
+      bestWeights: true,
     });
     // The reader's two buffers, each the file's size + 1 (a file smaller than a read chunk).
     addPart(plan, 'read buffers', 2 * (statSync(trainFile).size + 1));
-    expect(data.points).toBeLessThanOrEqual(20_000);
-    const resolved = resolveConfig(def);
-    addPart(plan, 'a network copy for the held-out selection', planNetworkMemory(resolved, 1).totalBytes + kfoldSnapshotBytes(resolved));
     const expected = memoryRefusal(plan, 30e6);
     expect(def.layers[0]!.size).toBe(1024);
     expect(r.stderr).toBe(`sublinear: ${expected}\n`);
     expect(r.stderr).toMatch(
-      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(a network copy for the held-out selection [\d.]+ MB, layer 0 weights\+Adam 24\.6 MB, worker scratch \(2 workers\) [\d.]+ MB, \.\.\.\) but the limit is 30\.0 MB \(--max-memory\)\n$/,
+      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 24\.6 MB, worker scratch \(2 workers\) [\d.]+ MB, best-epoch weights [\d.]+ MB, \.\.\.\) but the limit is 30\.0 MB \(--max-memory\)\n$/,
     );
   });
 

@@ -15,6 +15,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sublinear-log-'));
   expect(run('data', 'synth', '--shape', 'tiny', '--train', '2000', '--test', '300', '--seed', '5', '--out', dir).code).toBe(0);
   writeFileSync(join(dir, 'cfg.json'), JSON.stringify({ layers: [{ size: 32 }, { size: 100 }] }));
+  writeFileSync(join(dir, 'refit.json'), JSON.stringify({ layers: [{ size: 32 }, { size: 100 }], validation: { refitMaxPoints: 20_000 } }));
 });
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -48,7 +49,7 @@ describe('train --log and --json history', () => {
   });
 
   it('up to refitMaxPoints points, a copy chooses the epochs on the held-out slice, then all points train: said on stderr and in --json', () => {
-    const r = run('train', '--train', 'train.txt', '--config', 'cfg.json', '--log', 'refit.jsonl', '--json');
+    const r = run('train', '--train', 'train.txt', '--config', 'refit.json', '--log', 'refit.jsonl', '--json');
     expect(r.code).toBe(0);
     const m = /epochs chosen on 100 held-out points by a copy of the network: (\d+) \(held-out P@1 [\d.]+; (\d+) epochs trained\), then trained on all 2000 points\n/.exec(r.stderr);
     expect(m, r.stderr).not.toBeNull();

@@ -223,7 +223,7 @@ describe('resuming a run with nothing left to train (6)', () => {
     const ck = fresh('ck-early');
     // One held-out run that early stopping ends (refitMaxPoints 0: no second run on all points).
     const held = fresh('held.json');
-    writeFileSync(held, JSON.stringify({ ...JSON.parse(readFileSync(cfgFile, 'utf8')), validation: { refitMaxPoints: 0 } }));
+    writeFileSync(held, JSON.stringify({ ...JSON.parse(readFileSync(cfgFile, 'utf8')), validation: { refitMaxPoints: 0, schedule: 'plateau' } }));
     const first = run('train', '--train', trainFile, '--config', held, '--workers', '0', '--checkpoint', ck, '--json', '--quiet');
     expect(first.code).toBe(0);
     const s = lastJson(first.stdout) as { epochs: number; bestEpoch: number; batchesDone: number };
@@ -235,6 +235,19 @@ describe('resuming a run with nothing left to train (6)', () => {
       `for 3 epoch(s) after epoch ${s.bestEpoch}, whose weights it kept; there is nothing to resume (--epochs does not extend such a run). ` +
       'To train longer, start a new run (--epochs n trains exactly n epochs)\n');
     expect(existsSync(model)).toBe(false);
+  });
+
+  it("a run that ended its 'anneal' descent (the default schedule) is refused the same way, saying so", () => {
+    const ck = fresh('ck-anneal');
+    const first = run('train', '--train', trainFile, '--config', cfgFile, '--workers', '0', '--checkpoint', ck, '--json', '--quiet');
+    expect(first.code).toBe(0);
+    const s = lastJson(first.stdout) as { epochs: number; bestEpoch: number; batchesDone: number; anneal: { from: number; epochs: number } };
+    expect(s.anneal).toEqual({ from: s.epochs - 1, epochs: 1 });
+    const r = run('train', '--resume', ck, '--save', fresh('anneal.sl'));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(`sublinear: ${join(ck, checkpointName(s.batchesDone))} is the end of a run that held-out validation stopped: its score stopped improving ` +
+      `at epoch ${s.anneal.from} and the learning rate then fell to 0 over 1 epoch(s); the weights of epoch ${s.bestEpoch} were kept; there is nothing to resume. ` +
+      'To train longer, start a new run (--epochs n trains exactly n epochs)\n');
   });
 });
 

@@ -1,24 +1,41 @@
 // The defaults rule (defaultConfig, defaultTraining in src/network/config.ts; README "Defaults"): every
 // default comes from the data's shape, never from a dataset's name.
 import { describe, expect, it } from 'vitest';
-import { defaultConfig, defaultThreads, defaultTraining, resolveConfig, tablesQueriedInTraining, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
+import { defaultConfig, defaultThreads, defaultWidth, defaultTraining, resolveConfig, tablesQueriedInTraining, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
 import { Network } from '../../src/network/network.js';
 import { synthesize } from '../../datasets/synth.js';
 
 const shape = (features: number, labels: number, points = 10_000) => ({ features, labels, points });
 
 describe('defaultConfig', () => {
-  it('makes the hidden layer as wide as the parameter budget allows, with more dropout when wide', () => {
+  it('a dense output layer: 1024 or 512 units while width x (nonzeros per point + labels) fits the budget, else 256; more dropout when wide', () => {
+    const h = (f: number, l: number, nnzPerPoint: number) => defaultConfig({ features: f, labels: l, points: 1000, nnz: nnzPerPoint * 1000 }).layers[0]!;
+    expect(h(1836, 159, 68.7)).toEqual({ size: 1024, activation: 'relu', dropout: 0.7 }); // Bibtex's shape: 233k multiply-adds
+    expect(h(500, 983, 18.4)).toEqual({ size: 256, activation: 'relu', dropout: 0.5 }); // Delicious's
+    expect(h(25_887, 554, 47)).toEqual({ size: 256, activation: 'relu', dropout: 0.5 }); // a 554-label text set's
+    // The edges of DENSE_WIDTH_BUDGET (2^18): 1024 x 256 outputs, 512 x 512.
+    expect(h(1000, 256, 0).size).toBe(1024);
+    expect(h(1000, 255, 1.5).size).toBe(512);
+    expect(h(1000, 512, 0).size).toBe(512);
+    expect(h(1000, 513, 0).size).toBe(256);
+    expect(defaultWidth({ features: 1000, labels: 200, points: 10, nnz: 10 * 100 })).toBe(512);
+    // Nonzeros from a dataset's CSR offsets (a SparseDataset as the shape), or not counted without them.
+    expect(defaultWidth({ features: 1000, labels: 200, points: 2, offsets: [0, 100, 200] })).toBe(512);
+    expect(defaultWidth({ features: 1000, labels: 200 })).toBe(1024);
+  });
+
+  it('a sampled output layer: 256 units; any layer at most what the parameter budget allows, at least 128', () => {
     const h = (f: number, l: number) => defaultConfig(shape(f, l)).layers[0]!;
-    expect(h(1836, 159)).toEqual({ size: 1024, activation: 'relu', dropout: 0.7 });
-    expect(h(500, 983).size).toBe(1024);
-    // (features + labels) * width <= 2^26 picks the widest that fits.
-    expect(h(100_000, 10_000)).toEqual({ size: 512, activation: 'relu', dropout: 0.7 });
-    expect(h(200_000, 13_000)).toEqual({ size: 256, activation: 'relu', dropout: 0.5 });
+    expect(h(35_733, 22_868)).toEqual({ size: 256, activation: 'relu', dropout: 0.5 });
+    expect(h(200_000, 13_000).size).toBe(256);
+    expect(h(300_000, 13_000).size).toBe(128); // (features + labels) x 256 > 2^26
     expect(h(135_909, 670_091)).toEqual({ size: 128, activation: 'relu', dropout: 0.5 });
-    const edge = HIDDEN_PARAMETER_BUDGET / 1024;
-    expect(h(edge - 100, 100).size).toBe(1024);
-    expect(h(edge - 99, 100).size).toBe(512);
+    const edge = HIDDEN_PARAMETER_BUDGET / 256;
+    expect(h(edge - SAMPLED_OUTPUT_MIN_LABELS, SAMPLED_OUTPUT_MIN_LABELS).size).toBe(256);
+    expect(h(edge - SAMPLED_OUTPUT_MIN_LABELS + 1, SAMPLED_OUTPUT_MIN_LABELS).size).toBe(128);
+    // A dense output layer whose parameters would not fit: 256 only where they do.
+    expect(defaultWidth({ features: HIDDEN_PARAMETER_BUDGET / 512, labels: 100 })).toBe(256);
+    expect(defaultWidth({ features: HIDDEN_PARAMETER_BUDGET / 256, labels: 100 })).toBe(128);
   });
 
   it('gives a sampled output layer a wide part, and a dense one none', () => {
@@ -56,13 +73,11 @@ describe('defaultConfig', () => {
 });
 
 describe('defaultTraining', () => {
-  it('lr 5e-3 (1e-2 for a fixed number of epochs) and all cores as HOGWILD workers with a sampled output layer; 1e-3 and one worker whose batches all cores share with a dense one', () => {
+  it('lr 1e-2 and all cores as HOGWILD workers with a sampled output layer; 2e-3 and one worker whose batches all cores share with a dense one', () => {
     const dense = resolveConfig(defaultConfig(shape(1836, 159)));
     const sampled = resolveConfig(defaultConfig(shape(135_909, 670_091)));
-    expect(defaultTraining(dense, 8)).toEqual({ lr: 1e-3, workers: 1, threads: 8 });
-    expect(defaultTraining(dense, 8, false)).toEqual({ lr: 1e-3, workers: 1, threads: 8 });
-    expect(defaultTraining(sampled, 8)).toEqual({ lr: 5e-3, workers: 8, threads: 1 });
-    expect(defaultTraining(sampled, 8, false)).toEqual({ lr: 1e-2, workers: 8, threads: 1 });
+    expect(defaultTraining(dense, 8)).toEqual({ lr: 2e-3, workers: 1, threads: 8 });
+    expect(defaultTraining(sampled, 8)).toEqual({ lr: 1e-2, workers: 8, threads: 1 });
   });
 
   it('gives intra-batch threads only to a lone worker, and all the cores only with a dense output layer', () => {
@@ -83,11 +98,11 @@ describe('defaultTraining', () => {
     expect(tablesQueriedInTraining(hidden)).toBe(true);
   });
 
-  it('fit() trains a sampled output layer at 5e-3 under held-out validation and at 1e-2 for a fixed number of epochs', async () => {
+  it('fit() trains a sampled output layer at 1e-2, under held-out validation and for a fixed number of epochs', async () => {
     const syn = synthesize({ shape: 'tiny', points: 600, seed: 5 });
     const cfg = { inputDim: syn.features, seed: 3, layers: [{ size: 24 }, { size: syn.labels, sampling: { hash: 'dwta' as const, K: 2, L: 4, logQ: true } }] };
     const held = await new Network(cfg).fit(syn, { workers: 0, validation: { maxEpochs: 1, minHoldout: 1, refitMaxPoints: 0 } });
-    expect(held.validation![0]!.lr).toBe(5e-3);
+    expect(held.validation![0]!.lr).toBe(1e-2);
     // A fixed epoch count: the same weights as lr 1e-2 given explicitly (one worker in this thread: deterministic).
     const weightsAfter = async (lr?: number) => {
       const net = new Network(cfg);

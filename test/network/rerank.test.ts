@@ -382,7 +382,7 @@ describe('re-ranker in fit(), predict() and model files', () => {
 
   it('after a held-out selection on a copy (refitMaxPoints), takes the copy\'s weight and trains on all points', async () => {
     const net = new Network(small({}));
-    const st = await net.fit(train, { workers: 0 });
+    const st = await net.fit(train, { workers: 0, validation: { refitMaxPoints: 20_000 } });
     const sel = st.selection!;
     if (sel.method !== 'holdout' || !sel.refit || !sel.rerank) throw new Error(`expected a refit with a re-ranker weight, got ${JSON.stringify(sel)}`);
     expect(st.samples).toBe(sel.epochs * train.points);

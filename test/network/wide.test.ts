@@ -508,7 +508,7 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
       layers: [{ size: 32, activation: 'relu' as const }, { size: syn.labels, activation: 'softmax' as const, sampling: { K: 2, L: 4, minActive: 20 }, wide: { maxPerLabel: 16, negatives: 4 } }],
     };
     const net = new Network(cfg);
-    const st = await net.fit(syn, { epochs: 3, workers: 0, lr: 0.005, validation: { minHoldout: 10, fraction: 0.2, patience: 5 } });
+    const st = await net.fit(syn, { epochs: 3, workers: 0, lr: 0.005, validation: { minHoldout: 10, fraction: 0.2, schedule: 'plateau', patience: 5, refitMaxPoints: 20_000 } });
     const sel = st.selection!;
     if (sel.method !== 'holdout' || !sel.refit || !sel.blend) throw new Error(`expected a refit with a blend, got ${JSON.stringify(sel)}`);
     expect(st.blend).toEqual(sel.blend);

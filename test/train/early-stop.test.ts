@@ -7,6 +7,7 @@ import { Network } from '../../src/network/network.js';
 import { computeMetrics, pointPrecisions } from '../../src/train/metrics.js';
 import type { FitProgress } from '../../src/train/fit.js';
 import {
+  annealMultiplier,
   earlyStopStep, holdoutSplit, initialEarlyStop, pairedGain, resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation,
   type ValidationPoint,
 } from '../../src/train/early-stop.js';
@@ -21,7 +22,11 @@ const step = (s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, poin
 
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
-    expect(resolveValidation({})).toEqual({ fraction: 0.05, maxPoints: 5000, patience: 3, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 0, metric: 'p135', minHoldout: 100, folds: 5, refitMaxPoints: 20000, blend: true, schedule: 'plateau' });
+    expect(resolveValidation({})).toEqual({
+      fraction: 0.05, maxPoints: 5000, patience: 1, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 0, metric: 'p135',
+      minHoldout: 100, folds: 5, refitMaxPoints: 0, blend: true, schedule: 'anneal', annealEpochs: 1,
+    });
+    expect(resolveValidation({ schedule: 'plateau' }).patience).toBe(3);
   });
   it.each([
     [{ fraction: 0 }, 'Expected number in (0, 1) for validation.fraction but received 0'],
@@ -60,7 +65,7 @@ describe('holdoutSplit', () => {
 
 describe('earlyStopStep', () => {
   it('records the best, cuts the rate on each epoch without a new best, and stops after `patience` of them', () => {
-    const o = resolveValidation({ patience: 2, lrDecay: 0.5 });
+    const o = resolveValidation({ schedule: 'plateau', patience: 2, lrDecay: 0.5 });
     const s = initialEarlyStop();
     expect(step(s, o, point(1, 0.3))).toBe('best');
     expect(step(s, o, point(2, 0.5))).toBe('best');
@@ -76,7 +81,7 @@ describe('earlyStopStep', () => {
     expect(s.history.map((p) => p.epoch)).toEqual([1, 2, 3, 4, 5, 6]);
   });
   it('counts only gains above minDelta as a new best', () => {
-    const o = resolveValidation({ patience: 2, minDelta: 0.01 });
+    const o = resolveValidation({ schedule: 'plateau', patience: 2, minDelta: 0.01 });
     const s = initialEarlyStop();
     expect(step(s, o, point(1, 0.0))).toBe('best'); // the first epoch is always the first best
     expect(step(s, o, point(2, 0.005))).toBe('worse');
@@ -84,6 +89,41 @@ describe('earlyStopStep', () => {
     expect(step(s, o, point(4, 0.025))).toBe('worse');
     expect(step(s, o, point(5, 0.029))).toBe('stop');
     expect(s.bestEpoch).toBe(3);
+  });
+});
+
+describe("schedule 'anneal'", () => {
+  it('keeps the rate while the score improves, then descends over annealEpochs epochs and stops', () => {
+    const o = resolveValidation({ annealEpochs: 2, minGain: 0 });
+    expect([o.schedule, o.patience]).toEqual(['anneal', 1]);
+    const s = initialEarlyStop();
+    expect(step(s, o, point(1, 0.3))).toBe('best');
+    expect(step(s, o, point(2, 0.5))).toBe('best');
+    expect(s.annealFrom).toBeUndefined();
+    expect(step(s, o, point(3, 0.45))).toBe('worse'); // the stall: the descent starts after epoch 3
+    expect(s.annealFrom).toBe(3);
+    expect(s.lrScale).toBe(1); // no halving: the descent is the only cut
+    expect(step(s, o, point(4, 0.55))).toBe('best'); // descending epochs still count as bests
+    expect(step(s, o, point(5, 0.52))).toBe('stop');
+    expect([s.bestEpoch, s.bestScore]).toEqual([4, 0.55]);
+  });
+  it('patience 2: one epoch without a gain is not yet a stall', () => {
+    const o = resolveValidation({ patience: 2, minGain: 0 });
+    const s = initialEarlyStop();
+    step(s, o, point(1, 0.5));
+    expect(step(s, o, point(2, 0.4))).toBe('worse');
+    expect(s.annealFrom).toBeUndefined();
+    expect(step(s, o, point(3, 0.45))).toBe('worse');
+    expect(s.annealFrom).toBe(3);
+    expect(step(s, o, point(4, 0.46))).toBe('stop');
+  });
+  it('annealMultiplier: 1 before the stall, then linear to 0 over annealEpochs epochs', () => {
+    expect(annealMultiplier(undefined, 1, 7, 3, 10)).toBe(1);
+    expect(annealMultiplier(3, 2, 2, 9, 10)).toBe(1); // an epoch before the descent
+    expect(annealMultiplier(3, 2, 3, 0, 10)).toBe(1);
+    expect(annealMultiplier(3, 2, 3, 5, 10)).toBeCloseTo(0.75, 12);
+    expect(annealMultiplier(3, 2, 4, 5, 10)).toBeCloseTo(0.25, 12);
+    expect(annealMultiplier(3, 2, 5, 0, 10)).toBe(0);
   });
 });
 
@@ -106,7 +146,7 @@ describe('minGain and significance: which new bests count as an improvement', ()
   });
 
   it('minGain: stops on a plateau of tiny new bests, keeps the rate and the last of them, and counts slow gains once they add up', () => {
-    const o = resolveValidation({ patience: 3, lrDecay: 0.5 }); // minGain 0.001
+    const o = resolveValidation({ schedule: 'plateau', patience: 3, lrDecay: 0.5 }); // minGain 0.001
     const s = initialEarlyStop();
     const at = (epoch: number, score: number) => step(s, o, point(epoch, score));
     expect(at(1, 0.5)).toBe('best');
@@ -126,7 +166,7 @@ describe('minGain and significance: which new bests count as an improvement', ()
   });
 
   it('significance: stops on a plateau of tiny new bests, keeping the last of them, and counts slow gains once they add up', () => {
-    const o = resolveValidation({ patience: 3, lrDecay: 0.5, minGain: 0, significance: 1 });
+    const o = resolveValidation({ schedule: 'plateau', patience: 3, lrDecay: 0.5, minGain: 0, significance: 1 });
     const s = initialEarlyStop();
     // Epoch e: points [lost, 500 + won) right (the churn of an epoch: some points lost, a few more won).
     const at = (epoch: number, lost: number, won: number) => {
@@ -153,7 +193,7 @@ describe('minGain and significance: which new bests count as an improvement', ()
   });
 
   it('a gain of points that also loses others is weighed by its spread', () => {
-    const o = resolveValidation({ patience: 3, minGain: 0, significance: 1 });
+    const o = resolveValidation({ schedule: 'plateau', patience: 3, minGain: 0, significance: 1 });
     const s = initialEarlyStop();
     const a = scores(range(0, 500));
     step(s, o, point(1, mean(a)), a);
@@ -164,14 +204,14 @@ describe('minGain and significance: which new bests count as an improvement', ()
     expect(step(s, o, point(3, mean(c)), c)).toBe('best');
     expect([s.bad, s.refEpoch]).toEqual([0, 3]);
     // With significance 4, +0.03 (3.2 se) does not count either.
-    const s2 = initialEarlyStop(), o2 = resolveValidation({ patience: 3, minGain: 0, significance: 4 });
+    const s2 = initialEarlyStop(), o2 = resolveValidation({ schedule: 'plateau', patience: 3, minGain: 0, significance: 4 });
     step(s2, o2, point(1, mean(a)), a);
     step(s2, o2, point(2, mean(c)), c);
     expect([s2.bad, s2.refEpoch]).toEqual([1, 1]);
   });
 
   it('minGain 0 with significance 0 (or without per-point scores) counts every new best', () => {
-    for (const [o, withPoints] of [[resolveValidation({ patience: 2, minGain: 0 }), true], [resolveValidation({ patience: 2, minGain: 0, significance: 1 }), false]] as const) {
+    for (const [o, withPoints] of [[resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0 }), true], [resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0, significance: 1 }), false]] as const) {
       const s = initialEarlyStop();
       for (let e = 1; e <= 6; e++) {
         const a = scores(range(0, 500 + e));
@@ -213,7 +253,7 @@ describe('fit with held-out validation', () => {
   it('decides the number of epochs, reports the curve and leaves the best epoch\'s weights in the network', async () => {
     const net = new Network(config);
     const progress: FitProgress[] = [];
-    const stats = await net.fit(data, { workers: 0, validation: { patience: 2, maxEpochs: 30, minHoldout: 60, refitMaxPoints: 0 }, progressEvery: 0, onProgress: (p) => progress.push(p) });
+    const stats = await net.fit(data, { workers: 0, validation: { schedule: 'plateau', patience: 2, maxEpochs: 30, minHoldout: 60, refitMaxPoints: 0 }, progressEvery: 0, onProgress: (p) => progress.push(p) });
     // The 30-epoch cap is no plan: onProgress says so, and times the epoch in progress.
     expect(progress.length).toBeGreaterThan(0);
     expect(progress.every((p) => p.epochsIsLimit && p.epochs === 30)).toBe(true);
@@ -250,11 +290,29 @@ describe('fit with held-out validation', () => {
     expect(stats.samples).toBe(2 * data.points);
   });
 
+  it("schedule 'anneal' (the default): descends after the first stall, stops one epoch later, keeps the best epoch", async () => {
+    const net = new Network(config);
+    const lrs: number[] = [];
+    const stats = await net.fit(data, {
+      workers: 0, validation: { maxEpochs: 30, minHoldout: 60 },
+      lrSchedule: (e, b, bpe) => (lrs.push(e + b / bpe), 1), // records where every batch falls
+    });
+    const v = stats.validation!;
+    expect(stats.anneal).toEqual({ from: stats.epochs - 1, epochs: 1 });
+    expect(v.length).toBe(stats.epochs);
+    // The epochs before the descent train at the full rate, the descent's at half of it on average.
+    const lr0 = v[0]!.lr;
+    expect(v.slice(0, -1).every((p) => p.lr === lr0)).toBe(true);
+    expect(v.at(-1)!.lr).toBeCloseTo(lr0 / 2, 12);
+    expect(stats.bestEpoch).toBe(v.reduce((a, p) => (p.score > a.score ? p : a)).epoch);
+    expect(lrs.length).toBe(stats.batches);
+  });
+
   it('held-out rows are never trained on', async () => {
     const net = new Network(config);
     const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 1, minHoldout: 60, refitMaxPoints: 0 } });
     expect(stats.samples).toBe(data.points - 60);
-    expect(stats.selection).toEqual({ method: 'holdout', points: 60, epochs: 1, reason: '60 held-out points (at least minHoldout 60): the best epoch\'s weights are kept (not trained again on all points: more than refitMaxPoints 0 training points)' });
+    expect(stats.selection).toEqual({ method: 'holdout', points: 60, epochs: 1, reason: '60 held-out points (at least minHoldout 60): the best epoch\'s weights are kept (not trained again on all points: refitMaxPoints is 0)' });
   });
 });
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { synthesize } from '../../datasets/synth.js';
 import { Network } from '../../src/network/network.js';
-import { bestMeanEpoch, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
+import { annealMultiplier, bestMeanEpoch, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
 import type { FitOptions, FitProgress, FitStats } from '../../src/train/fit.js';
 import type { NetworkConfig } from '../../src/network/config.js';
 import type { SparseDataset } from '../../datasets/csr.js';
@@ -129,10 +129,14 @@ describe('selectionProblem', () => {
     expect(selectionProblem({ ...refit, refit: { scores: [0.1], p1: 'x' } })).toBe('refit scores and p1 must be arrays of finite numbers');
     expect(selectionProblem({ ...refit, blend: { scale: 0, tried: [] } })).toBe('invalid blend');
     expect(selectionProblem({ ...refit, rerank: { weight: -1, tried: [] } })).toBe('invalid rerank');
-    expect(selectionProblem({ method: 'holdout', points: 15, epochs: 2, reason: 'x', blend: { scale: 1, tried: [] } })).toBe('rerank and blend are recorded only with refit');
+    expect(selectionProblem({ method: 'holdout', points: 15, epochs: 2, reason: 'x', blend: { scale: 1, tried: [] } })).toBe('rerank, blend and anneal are recorded only with refit');
+    expect(selectionProblem({ ...refit, anneal: { from: 1, epochs: 1 } })).toBeNull();
+    expect(selectionProblem({ ...refit, anneal: { from: 1, epochs: 0 } })).toBe('invalid anneal');
+    expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x', anneal: { from: 2, epochs: 1 } })).toBeNull();
+    expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x', anneal: { from: -1, epochs: 1 } })).toBe('invalid anneal');
   });
-  it('refitMaxPoints is a non-negative integer, 20,000 by default', () => {
-    expect(resolveValidation({}).refitMaxPoints).toBe(20_000);
+  it('refitMaxPoints is a non-negative integer, 0 by default', () => {
+    expect(resolveValidation({}).refitMaxPoints).toBe(0);
     expect(() => resolveValidation({ refitMaxPoints: -1 })).toThrow('Expected integer >= 0 for validation.refitMaxPoints but received -1');
   });
 });
@@ -178,7 +182,7 @@ describe('fit on a small training set', () => {
     const net = new Network(config);
     const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 3, minHoldout: 15, refitMaxPoints: 0 } });
     expect(stats.selection).toMatchObject({ method: 'holdout', points: 15 });
-    expect(stats.selection!.reason).toMatch(/not trained again on all points: more than refitMaxPoints 0 training points\)$/);
+    expect(stats.selection!.reason).toMatch(/not trained again on all points: refitMaxPoints is 0\)$/);
     expect(stats.validationPoints).toBe(15);
     expect(stats.samples).toBe(stats.epochs * 285);
   });
@@ -187,7 +191,7 @@ describe('fit on a small training set', () => {
 describe('fit up to refitMaxPoints points: held-out selection on a copy, then all of the points', () => {
   const data = synthesize({ shape: 'tiny', points: 300, seed: 5 });
   const config = { inputDim: data.features, seed: 3, layers: [{ size: 32, dropout: 0.3 }, { size: data.labels }] };
-  const opts: FitOptions = { workers: 0, lr: 0.003, validation: { maxEpochs: 6, patience: 2, minHoldout: 15 } };
+  const opts: FitOptions = { workers: 0, lr: 0.003, validation: { schedule: 'plateau', maxEpochs: 6, patience: 2, minHoldout: 15, refitMaxPoints: 20_000 } };
 
   const uninterrupted = fitOnce(config, data, opts);
 
@@ -207,6 +211,20 @@ describe('fit up to refitMaxPoints points: held-out selection on a copy, then al
     // The same weights as a network trained for that many epochs on all of the points from the start.
     const fixed = new Network(config);
     await fixed.fit(data, { workers: 0, lr: 0.003, epochs: s.epochs, validation: false });
+    expect(weights(net)).toEqual(weights(fixed));
+  });
+
+  it("under schedule 'anneal' the run on all points descends where the copy did", async () => {
+    const net = new Network(config);
+    const stats = await net.fit(data, { workers: 0, lr: 0.003, validation: { maxEpochs: 20, minHoldout: 15, refitMaxPoints: 20_000 } });
+    const s = stats.selection!;
+    expect(s.method).toBe('holdout');
+    if (s.method !== 'holdout') return;
+    expect(s.anneal).toEqual({ from: s.refit!.scores.length - 1, epochs: 1 });
+    expect(stats.epochs).toBe(s.epochs);
+    // The same weights as a fixed run of that many epochs on all points along the same curve.
+    const fixed = new Network(config);
+    await fixed.fit(data, { workers: 0, lr: 0.003, epochs: s.epochs, validation: false, lrSchedule: (e, b, bpe) => annealMultiplier(s.anneal!.from, 1, e, b, bpe) });
     expect(weights(net)).toEqual(weights(fixed));
   });
 
