@@ -81,7 +81,7 @@ export function checkResumable(net: Network, epochs: number | undefined): void {
   const e = net.earlyStop?.state;
   if (f.validation && e && validationEnded(e, f.validation)) {
     const how = f.validation.schedule === 'anneal'
-      ? `its score stopped improving at epoch ${e.annealFrom} and the learning rate then fell to 0 over ${f.validation.annealEpochs} epoch(s); the weights of epoch ${e.bestEpoch} were kept`
+      ? `its score stopped improving at epoch ${e.annealFrom} and the learning rate then fell to 0 over ${e.annealFor ?? f.validation.annealEpochs} epoch(s); the weights of epoch ${e.bestEpoch} were kept`
       : `its score did not improve for ${e.bad} epoch(s) after epoch ${e.bestEpoch}, whose weights it kept`;
     throw new Error(`${info.file} is the end of a run that held-out validation stopped: ${how}; there is nothing to resume${epochs !== undefined ? ' (--epochs does not extend such a run)' : ''}. ` +
       'To train longer, start a new run (--epochs n trains exactly n epochs)');

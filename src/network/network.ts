@@ -31,7 +31,7 @@ import { shuffleInPlace, Xoshiro128 } from '../util/rng.js';
 import { PhaseTimer } from '../util/phases.js';
 import { RERANK_WEIGHTS, rerankBytes, rerankCombine, rerankScores, trainRerank, type RerankReport, type RerankState, type RerankTry } from './rerank.js';
 import {
-  annealMultiplier, earlyStopStep, holdoutSize, validationEnded, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, WeightSnapshot,
+  annealMultiplier, descentEpochs, earlyStopStep, holdoutSize, validationEnded, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, WeightSnapshot,
   BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStopState, type ResolvedValidation, type SelectionReport, type ValidationPoint,
 } from '../train/early-stop.js';
 
@@ -516,7 +516,7 @@ export class Network {
       // A resumed run continues its early stopping (state and best weights from the checkpoint).
       const restored = resumed ? this.earlyStop : null;
       this.earlyStop = null;
-      const { fitOpts, held, holdout } = validation ? this.withValidation(exec, data, validation, restored, opts, o.lr, control) : { fitOpts: opts, held: 0, holdout: null };
+      const { fitOpts, held, holdout } = validation ? this.withValidation(exec, data, validation, restored, opts, o.lr, o.batchSize, control) : { fitOpts: opts, held: 0, holdout: null };
       // The wide part's pairs come from the first training data (the rows trained on, not the held-out ones);
       // a trained or resumed network keeps its own.
       const last = this.spec.layers.at(-1)!;
@@ -537,7 +537,7 @@ export class Network {
         if (early.snapshot && last && e.bestEpoch !== last.epoch) early.snapshot.restore(this.spec);
         stats.validation = e.history;
         stats.bestEpoch = e.bestEpoch;
-        if (validation.schedule === 'anneal' && e.annealFrom !== undefined) stats.anneal = { from: e.annealFrom, epochs: validation.annealEpochs };
+        if (validation.schedule === 'anneal' && e.annealFrom !== undefined) stats.anneal = { from: e.annealFrom, epochs: e.annealFor ?? validation.annealEpochs };
         stats.validationPoints = held;
         stats.selection = {
           method: 'holdout', points: held, epochs: e.bestEpoch,
@@ -636,6 +636,7 @@ export class Network {
     // Schedule 'anneal': the folds' rates fall together once their mean score stalls (epochs done then).
     let annealFrom: number | undefined;
     const anneal = validation.schedule === 'anneal';
+    const annealFor = descentEpochs(validation.annealEpochs, Math.ceil(parts[0]!.train.length / o.batchSize));
     // A re-ranker whose weight is left to the data: every fold keeps its weights at the best mean so far (the
     // epoch bestMeanEpoch selects), taken while all folds wait at the barrier.
     const rr = this.config.layers.at(-1)!.rerank;
@@ -659,11 +660,12 @@ export class Network {
         }
         if (anneal) {
           // The descent's epochs end the selection; before it, `patience` epochs without a gain start it.
+          // The stall is the plateau rule's (the fold mean still pauses on a few hundred points while rising).
           if (annealFrom !== undefined) {
-            if (e >= annealFrom + validation.annealEpochs) stopAll();
+            if (e >= annealFrom + annealFor) stopAll();
           } else if (gain) {
             bad = 0;
-          } else if (++bad >= validation.patience) {
+          } else if (++bad >= Math.max(2 * validation.patience, Math.ceil(bestEpoch / 2))) {
             annealFrom = e;
           }
         } else if (gain) {
@@ -687,7 +689,7 @@ export class Network {
         await net.fit(trainPart, {
           epochs: validation.maxEpochs, validation: false, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
           shuffle: o.shuffle, progressEvery: o.progressEvery, workers, threads: 1, inputScaling: 'off',
-          ...(anneal ? { lrSchedule: (e: number, b: number, bpe: number) => annealMultiplier(annealFrom, validation.annealEpochs, e, b, bpe) } : {}),
+          ...(anneal ? { lrSchedule: (e: number, b: number, bpe: number) => annealMultiplier(annealFrom, annealFor, e, b, bpe) } : {}),
           ...definedOnly({ rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning }),
           signal: stops[f]!.signal,
           onProgress: f === 0 && opts.onProgress ? (p) => opts.onProgress!({ ...p, fold: { index: f, folds } }) : undefined,
@@ -715,7 +717,7 @@ export class Network {
     const rerank = wantRerank && snaps.length === folds ? await this.foldRerankWeight(data, parts, nets, snaps, rr!, validation) : undefined;
     return {
       method: 'kfold', folds, epochs, scores: mean, p1: meanP1, holdoutPoints: held,
-      ...(annealFrom !== undefined ? { anneal: { from: annealFrom, epochs: validation.annealEpochs } } : {}),
+      ...(annealFrom !== undefined ? { anneal: { from: annealFrom, epochs: annealFor } } : {}),
       reason: `a held-out slice would hold ${held} points (fewer than minHoldout ${validation.minHoldout}): ` +
         `${folds}-fold cross-validation chose ${epochs} epochs, then the network trained on all ${data.points} points`,
       ...(rerank ? { rerank } : {}),
@@ -819,7 +821,7 @@ export class Network {
    */
   private withValidation(
     exec: Executor, data: SparseDataset, validation: ResolvedValidation, restored: Network['earlyStop'], opts: FitOptions,
-    lr: number, control: FitControl,
+    lr: number, batchSize: number, control: FitControl,
   ): { fitOpts: FitOptions; held: number; holdout: SparseDataset } {
     const split = holdoutSplit(data.points, validation.fraction, validation.maxPoints, this.seed);
     const holdout = subset(data, split.holdout);
@@ -827,7 +829,8 @@ export class Network {
     control.openEnded = true;
     const early = (this.earlyStop = restored ?? { state: initialEarlyStop(), snapshot: null });
     const state = early.state;
-    if (validation.schedule === 'anneal') control.lrAt = (e, b, bpe) => annealMultiplier(state.annealFrom, validation.annealEpochs, e, b, bpe);
+    if (validation.schedule === 'anneal') control.lrAt = (e, b, bpe) => annealMultiplier(state.annealFrom, state.annealFor ?? validation.annealEpochs, e, b, bpe);
+    const descent = descentEpochs(validation.annealEpochs, Math.ceil(split.train.length / batchSize));
     control.lrScale = state.lrScale;
     control.stop = validationEnded(state, validation);
     const userEnd = opts.onEpochEnd;
@@ -849,7 +852,7 @@ export class Network {
         point = { epoch: epoch + 1, ...m, lr: epochLr };
         points = pp;
       }
-      const step = earlyStopStep(state, validation, point, points);
+      const step = earlyStopStep(state, validation, point, points, descent);
       if (step.best) (early.snapshot ??= new WeightSnapshot(this.spec)).take(this.spec);
       if (step.stop) control.stop = true;
       else control.lrScale = state.lrScale;

@@ -329,6 +329,7 @@ function metaProblem(m: unknown): string | null {
     if (bad >= 0) return `invalid early-stopping history entry ${bad}`;
     if (es.refEpoch !== undefined && !isInt(es.refEpoch)) return 'invalid early-stopping reference epoch';
     if (es.annealFrom !== undefined && !isInt(es.annealFrom)) return 'invalid early-stopping anneal start';
+    if (es.annealFor !== undefined && !isInt(es.annealFor, 1)) return 'invalid early-stopping anneal length';
     if (es.refScore !== undefined && !isNum(es.refScore)) return 'invalid early-stopping reference score';
     if (es.refPoints !== undefined && !(Array.isArray(es.refPoints) && es.refPoints.length <= 1e7 && es.refPoints.every(isNum))) return 'invalid early-stopping reference scores';
   }

@@ -113,7 +113,10 @@ export interface ValidationOptions {
    * Default 'anneal'.
    */
   schedule?: 'anneal' | 'plateau';
-  /** schedule 'anneal': epochs over which the rate falls to 0 once the held-out score stalls. Default 1. */
+  /**
+   * schedule 'anneal': epochs over which the rate falls to 0 once the held-out score stalls; at least
+   * ANNEAL_MIN_BATCHES batches (a few hundred points make an epoch of a few batches). Default 1.
+   */
   annealEpochs?: number;
 }
 
@@ -345,7 +348,17 @@ export interface EarlyStopState {
   lrScale: number;
   /** schedule 'anneal': epochs completed when the held-out score stalled and the rate began to fall (absent: not yet). */
   annealFrom?: number;
+  /** schedule 'anneal': the epochs the descent lasts (descentEpochs), set with annealFrom. */
+  annealFor?: number;
   history: ValidationPoint[];
+}
+
+/** A descent (schedule 'anneal') lasts at least this many batches, whatever the epochs. */
+export const ANNEAL_MIN_BATCHES = 64;
+
+/** The epochs of a descent: ValidationOptions.annealEpochs, and at least ANNEAL_MIN_BATCHES batches. */
+export function descentEpochs(annealEpochs: number, batchesPerEpoch: number): number {
+  return Math.max(annealEpochs, Math.ceil(ANNEAL_MIN_BATCHES / Math.max(1, batchesPerEpoch)));
 }
 
 /**
@@ -410,11 +423,16 @@ export function pairedGain(now: ArrayLike<number>, ref: ArrayLike<number>): { ga
  */
 /** Whether held-out validation has ended the run whose state is `s` (earlyStopStep said stop). */
 export function validationEnded(s: EarlyStopState, o: Pick<ResolvedValidation, 'schedule' | 'patience' | 'annealEpochs'>): boolean {
-  if (o.schedule === 'anneal') return s.annealFrom !== undefined && (s.history.at(-1)?.epoch ?? 0) >= s.annealFrom + o.annealEpochs;
+  if (o.schedule === 'anneal') return s.annealFrom !== undefined && (s.history.at(-1)?.epoch ?? 0) >= s.annealFrom + (s.annealFor ?? o.annealEpochs);
   return s.bad >= o.patience;
 }
 
-export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, points?: ArrayLike<number>): { best: boolean; stop: boolean } {
+/**
+ * Records epoch `p` and says whether it is a new best and whether training stops (see ValidationOptions);
+ * `points`: its per-point scores (minGain's paired gain); `descent`: the epochs a descent that starts now lasts
+ * (schedule 'anneal': descentEpochs of the run's batches per epoch).
+ */
+export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, points?: ArrayLike<number>, descent = o.annealEpochs): { best: boolean; stop: boolean } {
   s.history.push(p);
   if (o.schedule === 'anneal' && s.annealFrom !== undefined) {
     // Descending: the epochs of the descent are scored (the best is kept) until it ends.
@@ -422,7 +440,7 @@ export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: Valid
       s.bestScore = p.score;
       s.bestEpoch = p.epoch;
     }
-    return { best: s.bestEpoch === p.epoch, stop: p.epoch >= s.annealFrom + o.annealEpochs };
+    return { best: s.bestEpoch === p.epoch, stop: p.epoch >= s.annealFrom + (s.annealFor ?? o.annealEpochs) };
   }
   const best = p.score > s.bestScore + o.minDelta; // bestScore starts at -1: the first epoch is always a best
   let counts = best;
@@ -448,7 +466,10 @@ export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: Valid
   }
   s.bad++;
   if (o.schedule === 'anneal') {
-    if (s.bad >= o.patience) s.annealFrom = p.epoch; // the stall: the rate falls from the next epoch on
+    if (s.bad >= o.patience) {
+      s.annealFrom = p.epoch; // the stall: the rate falls from the next epoch on
+      s.annealFor = descent;
+    }
     return { best, stop: false };
   }
   if (s.bad >= o.patience) return { best, stop: true };

@@ -7,7 +7,7 @@ import { Network } from '../../src/network/network.js';
 import { computeMetrics, pointPrecisions } from '../../src/train/metrics.js';
 import type { FitProgress } from '../../src/train/fit.js';
 import {
-  annealMultiplier,
+  annealMultiplier, descentEpochs,
   earlyStopStep, holdoutSplit, initialEarlyStop, pairedGain, resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation,
   type ValidationPoint,
 } from '../../src/train/early-stop.js';
@@ -290,7 +290,7 @@ describe('fit with held-out validation', () => {
     expect(stats.samples).toBe(2 * data.points);
   });
 
-  it("schedule 'anneal' (the default): descends after the first stall, stops one epoch later, keeps the best epoch", async () => {
+  it("schedule 'anneal' (the default): descends after the first stall for at least 64 batches, then stops, keeping the best epoch", async () => {
     const net = new Network(config);
     const lrs: number[] = [];
     const stats = await net.fit(data, {
@@ -298,12 +298,16 @@ describe('fit with held-out validation', () => {
       lrSchedule: (e, b, bpe) => (lrs.push(e + b / bpe), 1), // records where every batch falls
     });
     const v = stats.validation!;
-    expect(stats.anneal).toEqual({ from: stats.epochs - 1, epochs: 1 });
+    // 1,140 training points: 9 batches an epoch, so the descent takes ceil(64 / 9) = 8 epochs.
+    const a = stats.anneal!;
+    expect(a.epochs).toBe(descentEpochs(1, 9));
+    expect(a.epochs).toBe(8);
+    expect(stats.epochs).toBe(Math.min(30, a.from + a.epochs));
     expect(v.length).toBe(stats.epochs);
-    // The epochs before the descent train at the full rate, the descent's at half of it on average.
+    // The epochs before the descent train at the full rate, each of the descent's at its mean.
     const lr0 = v[0]!.lr;
-    expect(v.slice(0, -1).every((p) => p.lr === lr0)).toBe(true);
-    expect(v.at(-1)!.lr).toBeCloseTo(lr0 / 2, 12);
+    expect(v.slice(0, a.from).every((p) => p.lr === lr0)).toBe(true);
+    v.slice(a.from).forEach((p, i) => expect(p.lr).toBeCloseTo(lr0 * (1 - (i + 0.5) / a.epochs), 12));
     expect(stats.bestEpoch).toBe(v.reduce((a, p) => (p.score > a.score ? p : a)).epoch);
     expect(lrs.length).toBe(stats.batches);
   });
