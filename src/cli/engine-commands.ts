@@ -53,10 +53,12 @@ export const trainCmd = defineCommand({
   summary: 'Train a network on an extreme-classification dataset (and evaluate it on a test set).',
   description:
     'Without --config the network is chosen from the data by the defaults rule (README "Defaults"): one ReLU ' +
-    'hidden layer of 1024, 512, 256 or 128 units with dropout, and a softmax output, LSH-sampled with the logQ ' +
-    'correction and a per-label wide part when there are 8192 labels or more. Without --epochs, 5% of the training points (at most 5000) ' +
-    'are held out, the learning rate is halved whenever P@k on them stops improving, training stops after 3 such ' +
-    'epochs, and the best epoch\'s weights are kept. Ctrl-C or SIGTERM stops after the batches in flight ' +
+    'hidden layer with dropout (1024 or 512 units where a dense output layer is cheap, else 256, or 128 for the largest ' +
+    'shapes), and a softmax output, LSH-sampled with the logQ correction and a per-label wide part when there are 8192 ' +
+    'labels or more, and per-label classifiers that re-rank its top candidates. Without --epochs, 5% of the training points ' +
+    '(at most 5000) are held out; the learning rate stays constant while P@k on them improves, then falls to 0 over one ' +
+    'more epoch (at least 64 batches), and the best epoch\'s weights are kept; under 2,000 points the epochs are chosen by ' +
+    'cross-validation instead. Ctrl-C or SIGTERM stops after the batches in flight ' +
     '(and saves with --save, and writes a checkpoint with --checkpoint), then exits 130 or 143. With --checkpoint, the full training ' +
     'state is written every --checkpoint-every (atomically; the newest two files are kept); --resume continues ' +
     'such a run exactly where its last checkpoint left it, with the data paths and settings it recorded ' +

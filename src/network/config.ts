@@ -408,10 +408,14 @@ export const DENSE_WIDTH_BUDGET = 2 ** 18;
 
 /**
  * The defaults rule (README "Defaults"), from the data's shape alone:
- * - one ReLU hidden layer, as wide as the parameter budget allows: the widest of 1024, 512 and 256 with
- *   (features + labels) * width <= 2^26 (67M parameters: weights, Adam moments and the early-stopping
- *   snapshot stay near 1 GB), else 128. Wide layers are cheap when the output is small or sampled, and with
- *   dropout they generalise better than narrow ones on small data (Bibtex, Delicious);
+ * - one ReLU hidden layer (defaultWidth): with a dense output layer, 1024 or 512 units where a training
+ *   sample's multiply-adds, width x (nonzeros per point + labels), stay under DENSE_WIDTH_BUDGET (2^18), else
+ *   256; with a sampled output layer 256; never more than the parameter budget allows ((features + labels) x
+ *   width <= 2^26), else 128. The per-label wide part and the re-ranker carry most of the accuracy at 10^4+
+ *   labels and on real text: a 256-wide layer scored as 1024 did on a real 22,868-label text set (P@1 0.800
+ *   against 0.798) in a fifth of the time, and 128 as 256 on its 11,604-label cut; on Bibtex, whose 159
+ *   outputs are cheap, 1024 stays (256 lost 0.2 to 0.4 points over ten splits) (README "How the defaults were
+ *   chosen");
  * - dropout on it: 0.7 at width >= 512, else 0.5;
  * - a dense softmax below 8,192 labels, else a sampled one with the logQ correction and a wide part (below).
  *   On a real text set cut to 3,896 labels the dense output was better (P@1 0.842 against 0.838, P@5 0.449
@@ -432,7 +436,8 @@ export const DENSE_WIDTH_BUDGET = 2 ** 18;
  * - no table candidates in training (budget 0: the labels and the shared random negatives only). Without
  *   the wide part they added 4.5-6.8 points of P@1 at 670k labels with 30,000 points (and cost 1.2 points
  *   at 200,000); with it they cost 0.7-1.2 points there and twice the training time (0.8465 or 0.842 on,
- *   0.854 off): the wide part's per-label evidence does what their hard negatives did. `points` is not used.
+ *   0.854 off): the wide part's per-label evidence does what their hard negatives did. `points` and `nnz` are
+ *   used only for the width of a dense output layer's hidden layer.
  */
 export function defaultConfig(shape: DataShapeForDefaults, seed = 1): NetworkConfig {
   const sampled = shape.labels >= SAMPLED_OUTPUT_MIN_LABELS;
@@ -495,15 +500,13 @@ function tableBits(neurons: number): number {
 
 /**
  * Training defaults that depend on the network (used by Network.fit when the option is not given):
- * - lr 1e-3 with a dense output layer. With a sampled one, 1e-2 for a fixed number of epochs and 5e-3 when
- *   held-out validation decides the epochs (`heldOut`, the defaults): a sampled output row is updated only
- *   in the batches whose shared set holds it, so lazy Adam takes far fewer steps per row than a dense layer
- *   does and needs the larger rate to get far in a few constant-rate epochs (3 label-sharded epochs at the
- *   670k shape: P@1 0.835 at 1e-2, 0.814 at 5e-3). Under the held-out schedule, which runs to convergence
- *   and halves the rate at each stall, 5e-3 reached a higher plateau in fewer epochs on the real 22,868-label
- *   text set (P@1 0.779-0.7795 in three runs against 0.766-0.777 at 1e-2, in 54-71 s against 71-84 s; 2e-2:
- *   0.742), the same P@1 in fewer epochs on its tail and on the 200k-label taxonomy, and -0.2 points at the
- *   670k shape (README "How the defaults were chosen");
+ * - lr 2e-3 with a dense output layer, 1e-2 with a sampled one, under the held-out 'anneal' schedule and for a
+ *   fixed number of epochs alike: a sampled output row is updated only in the batches whose shared set holds
+ *   it, so lazy Adam takes far fewer steps per row than a dense layer does and needs the larger rate (3
+ *   label-sharded epochs at the 670k shape: P@1 0.835 at 1e-2, 0.814 at 5e-3). With the 'anneal' schedule,
+ *   whose descent replaces the plateau's halvings, 1e-2 reached on the real text sets what 5e-3 reached with
+ *   the plateau in half the epochs or fewer (debian-deps: 8 against 14-17); dense layers of 256 units took 2e-3 (Delicious, three seeds each:
+ *   P@5 0.595 at 2e-3, 0.593 at 4e-3) (README "How the defaults were chosen");
  * - workers: one when the output layer is dense (every batch updates every output row, so HOGWILD
  *   workers would overwrite each other's updates on all of them: measured on Bibtex, 2 workers lost
  *   4 points of P@1 and once diverged), else the machine's cores;
