@@ -15,6 +15,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sublinear-log-'));
   expect(run('data', 'synth', '--shape', 'tiny', '--train', '2000', '--test', '300', '--seed', '5', '--out', dir).code).toBe(0);
   writeFileSync(join(dir, 'cfg.json'), JSON.stringify({ layers: [{ size: 32 }, { size: 100 }] }));
+  writeFileSync(join(dir, 'rerank.json'), JSON.stringify({ layers: [{ size: 32 }, { size: 100, rerank: {} }] }));
   writeFileSync(join(dir, 'refit.json'), JSON.stringify({ layers: [{ size: 32 }, { size: 100 }], validation: { refitMaxPoints: 20_000 } }));
 });
 afterAll(async () => {
@@ -25,6 +26,28 @@ function run(...args: string[]): { code: number | null; stdout: string; stderr: 
   const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd: dir ?? ROOT });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
+
+describe('train --json phases and memory', () => {
+  it('says where the whole command spent its time, phase by phase, and what each part of memory was planned at', () => {
+    const r = run('train', '--train', 'train.txt', '--test', 'test.txt', '--config', 'rerank.json', '--save', 'phases.sl', '--json');
+    expect(r.code).toBe(0);
+    const s = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as { phases: Record<string, number>; memory: { parts: Record<string, number>; plannedBytes: number }; trainSeconds: number };
+    const p = s.phases;
+    // The phases of a held-out run with a re-ranker, in the order they ran, then what none covers and the total.
+    expect(Object.keys(p)).toEqual(['read', 'allocate', 'heldout', 'train', 'rerank.shortlists', 'rerank.classifiers', 'rerank.weight', 'save', 'test', 'other', 'total']);
+    expect(Object.values(p).every((x) => Number.isFinite(x) && x >= 0)).toBe(true);
+    expect(p.train).toBeCloseTo(s.trainSeconds, 2);
+    const counted = Object.entries(p).filter(([k]) => k !== 'total').reduce((a, [, v]) => a + v, 0);
+    expect(counted).toBeCloseTo(p.total!, 1);
+    // The memory plan's parts, in bytes, summing to the planned total.
+    expect(s.memory.parts['layer 0 weights+Adam']).toBeGreaterThan(0);
+    expect(Object.values(s.memory.parts).reduce((a, b) => a + b, 0)).toBe(s.memory.plannedBytes);
+    // The progress output says which phase runs after the epochs.
+    for (const line of ["re-ranker: the network's shortlist of every training point", 're-ranker: training the per-label classifiers', 'saving the model', 'evaluating the test set']) {
+      expect(r.stderr).toContain(`${line}\n`);
+    }
+  });
+});
 
 describe('train --log and --json history', () => {
   it('one line per epoch with loss, samples/s and test metrics, then a summary naming the model', () => {
