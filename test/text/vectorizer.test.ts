@@ -15,6 +15,25 @@ describe('tokenize', () => {
     expect(tokenize('日本語 テキスト')).toEqual(['日本語', 'テキスト']);
     expect(tokenize('  ...  ')).toEqual([]);
   });
+  it('pure-ASCII text takes a character scan: the same tokens as the expression, with or without one other character', () => {
+    // The definition itself: the regular expression over the lowercased text, then the bigrams.
+    const reference = (text: string, bigrams = false) => {
+      const words = text.toLowerCase().match(/[\p{L}\p{M}\p{N}]+/gu) ?? [];
+      return bigrams ? [...words, ...words.slice(1).map((w, i) => `${words[i]} ${w}`)] : words;
+    };
+    expect(tokenize('libfoo1-dev: C++ headers (v2.0_beta)')).toEqual(['libfoo1', 'dev', 'c', 'headers', 'v2', '0', 'beta']);
+    let x = 7;
+    const rand = (n: number) => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) % n);
+    for (let t = 0; t < 2000; t++) {
+      let s = '';
+      for (let i = 0, len = rand(60); i < len; i++) s += String.fromCharCode(rand(128));
+      expect(tokenize(s), JSON.stringify(s)).toEqual(reference(s));
+      expect(tokenize(s, true)).toEqual(reference(s, true));
+      const at = rand(s.length + 1);
+      const u = s.slice(0, at) + 'ÉİΣ\u0301'[t % 4] + s.slice(at);
+      expect(tokenize(u), JSON.stringify(u)).toEqual(reference(u));
+    }
+  });
   it('adds the bigrams of neighbouring words after the words', () => {
     expect(tokenize('open source software', true)).toEqual(['open', 'source', 'software', 'open source', 'source software']);
     expect(tokenize('one', true)).toEqual(['one']);
