@@ -113,6 +113,7 @@ interface Options {
   keep: boolean;
   verbose: boolean;
   json: boolean;
+  markdown: boolean;
 }
 
 export interface SystemResult {
@@ -659,6 +660,39 @@ export function speedRatio(d: DatasetResult): string | null {
   return `fastest anchor (${fastest.name}) ${fastest.trainSeconds!.toFixed(2)} s / sublinear ${ours.trainSeconds!.toFixed(2)} s = ${(fastest.trainSeconds! / ours.trainSeconds!).toFixed(2)}`;
 }
 
+/**
+ * The results as one Markdown table (--markdown): per dataset, sublinear's P@1 / P@3 / P@5, whole command and
+ * peak RSS, each anchor's, the fastest anchor's training time over sublinear's, and sublinear's largest phases.
+ * The best P@1 of a row is bold.
+ */
+export function markdownTable(datasets: readonly DatasetResult[]): string {
+  const f3 = (x: number | null) => (x === null ? '-' : x.toFixed(3));
+  const cell = (s: SystemResult | undefined, bold: boolean) => {
+    if (!s) return '-';
+    if (s.skipped || s.error) return s.skipped ? 'skipped' : 'failed';
+    const p1 = bold ? `**${f3(s.p1)}**` : f3(s.p1);
+    const secs = s.trainSeconds === null ? '-' : `${s.trainSeconds.toFixed(1)} s`;
+    return `${p1} / ${f3(s.p3)} / ${f3(s.p5)}, ${secs}${s.peakRssMB ? `, ${s.peakRssMB} MB` : ''}`;
+  };
+  const lines = [
+    '| dataset (train points, labels) | sublinear | omikuji Parabel | PECOS XR-Linear | napkinXC PLT | fastest anchor / sublinear | sublinear\'s largest phases (s) |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const d of datasets) {
+    if (d.skipped) continue;
+    const ours = d.systems.find((s) => s.name === 'sublinear');
+    const row = [ours, ...ANCHOR_TITLES.map((t) => d.systems.find((s) => s.name === t))];
+    const best = Math.max(...row.map((s) => (s && !s.skipped && !s.error && s.p1 !== null ? s.p1 : -1)));
+    const ratio = speedRatio(d);
+    const phases = ours?.phases
+      ? Object.entries(ours.phases).filter(([k]) => k !== 'total').sort((a, b) => b[1] - a[1]).slice(0, 4).map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')
+      : '-';
+    const name = `${d.name} (${d.points ?? '?'}, ${d.labels ?? '?'})`;
+    lines.push(`| ${[name, ...row.map((s) => cell(s, s !== undefined && s.p1 === best)), ratio ? ratio.replace(/.* = /, '') : '-', phases].join(' | ')} |`);
+  }
+  return lines.join('\n') + '\n';
+}
+
 function table(d: DatasetResult): string {
   if (d.skipped) return `\n${d.name}: skipped (${d.skipped})\n`;
   const lines = [
@@ -778,6 +812,7 @@ async function run(o: Options, io: CliIO): Promise<number> {
   const merged = writeResults(resultsDir, datasets, machine);
   // The plot shows every system measured on the dataset so far (this run's and kept earlier ones).
   for (const d of datasets) if (!d.skipped) writeFileSync(join(resultsDir, `accuracy-${d.name}.svg`), plot(merged.find((m) => m.name === d.name) ?? d, machine));
+  if (o.markdown) io.out(`\n${markdownTable(datasets)}`);
   if (o.json) io.out(JSON.stringify({ datasets, machine }) + '\n');
   const failures = datasets.flatMap((d) => d.systems.filter((s) => s.error).map((s) => `${d.name}/${s.name}: ${s.error}`));
   if (failures.length) {
@@ -817,6 +852,7 @@ export const accuracyCmd = defineCommand({
     keep: { type: 'boolean', description: 'keep the working folder (split data, configs, fastText files and models)' },
     verbose: { type: 'boolean', description: "show the children's progress output" },
     json: { type: 'boolean', description: 'end with the results as one JSON line on stdout' },
+    markdown: { type: 'boolean', description: 'end with one Markdown table of every dataset: P@k, times, peak RSS, the fastest anchor over sublinear, sublinear\'s largest phases' },
   },
   examples: ['--datasets bibtex', '--quick --json', '--datasets debian-deps,debian-deps-tail --systems sublinear,omikuji', '--datasets amazon-670k --workers 2 --json'],
   run: (o, io) => run(o, io),

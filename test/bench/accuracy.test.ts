@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mergeResults, parseSystems, type DatasetResult, type SystemResult } from '../../bench/accuracy.js';
+import { markdownTable, mergeResults, parseSystems, phaseLine, speedRatio, type DatasetResult, type SystemResult } from '../../bench/accuracy.js';
 
 const sys = (name: string, p1: number | null, extra: Partial<SystemResult> = {}): SystemResult =>
   ({ name, p1, p3: null, p5: null, trainSeconds: 1, peakRssMB: 1, curve: [], ...extra });
@@ -39,5 +39,24 @@ describe('mergeResults', () => {
     expect(again[0]!.systems.find((s) => s.name === 'PECOS XR-Linear')!.p1).toBe(0.65);
     expect(again[0]!.systems.find((s) => s.name === 'omikuji Parabel')!.skipped).toBe('gone');
     expect(kept[1]!.systems).toHaveLength(2); // inputs are not modified
+  });
+});
+
+describe('phaseLine, speedRatio, markdownTable', () => {
+  const ours = sys('sublinear', 0.93, { p3: 0.64, p5: 0.48, trainSeconds: 4, peakRssMB: 290, phases: { read: 0.1, train: 2.5, 'rerank.classifiers': 0.6, test: 0.005, total: 4 } });
+  const omikuji = sys('omikuji Parabel', 0.931, { p3: 0.645, p5: 0.485, trainSeconds: 5.7, peakRssMB: 163 });
+  const pecos = sys('PECOS XR-Linear', 0.923, { trainSeconds: 3.2 });
+  const d = ds('debian-tags', [ours, omikuji, pecos, sys('napkinXC PLT', null, { skipped: 'not installed' })], { points: 24229, labels: 554 });
+  it('lists a run\'s phases largest first, leaving out those under 10 ms, then the total', () => {
+    expect(phaseLine(ours.phases!)).toBe('train 2.50, rerank.classifiers 0.60, read 0.10, (total 4.00 s)');
+  });
+  it('the fastest anchor that ran over sublinear\'s whole command', () => {
+    expect(speedRatio(d)).toBe('fastest anchor (PECOS XR-Linear) 3.20 s / sublinear 4.00 s = 0.80');
+    expect(speedRatio(ds('x', [ours]))).toBeNull();
+  });
+  it('one Markdown row per dataset, the best P@1 in bold, skipped systems said', () => {
+    const t = markdownTable([d, ds('gone', [], { skipped: 'files missing' })]).trimEnd().split('\n');
+    expect(t).toHaveLength(3);
+    expect(t[2]).toBe('| debian-tags (24229, 554) | 0.930 / 0.640 / 0.480, 4.0 s, 290 MB | **0.931** / 0.645 / 0.485, 5.7 s, 163 MB | 0.923 / - / -, 3.2 s, 1 MB | skipped | 0.80 | train 2.5, rerank.classifiers 0.6, read 0.1, test 0.0 |');
   });
 });
