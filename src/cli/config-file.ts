@@ -11,7 +11,7 @@ import { NETWORK_KEYS, resolveConfig, type NetworkConfig } from '../network/conf
 import { resolveValidation } from '../train/early-stop.js';
 import { INPUT_SCALINGS } from '../network/input-scale.js';
 import type { FitOptions } from '../train/fit.js';
-import { RebuildSchedule } from '../train/schedule.js';
+import { RebuildSchedule } from '../network/schedule.js';
 import { fsErrorReason } from '../util/fs-errors.js';
 import { checkKnownKeys } from '../util/suggest.js';
 

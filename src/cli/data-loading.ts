@@ -1,14 +1,14 @@
 // Reading the engine commands' data files: XC and LIBSVM files, raw text (a training file's own vectorizer,
 // or a text model's), with progress displays and the memory limit.
 import { stat } from 'node:fs/promises';
-import { DataFormatError, readXC, readLibsvm, type SparseDataset } from '../../datasets/index.js';
+import { DataFormatError, readXC, readLibsvm, type SparseDataset } from '../datasets/index.js';
 import type { Network } from '../network/network.js';
-import { memoryLimit } from '../train/memory-plan.js';
+import { memoryLimit } from '../network/memory-plan.js';
 import { Progress } from '../util/progress.js';
 import { UsageError } from './args.js';
 import { readTextDatasets, type TextDatasets } from '../text/load.js';
 import { LabelNames, labelledDataset } from '../text/labels.js';
-import { readText } from '../../datasets/text-reader.js';
+import { readText } from '../datasets/text-reader.js';
 import type { InputFormat, Out } from './engine.js';
 import type { TrainCliOptions } from './train-options.js';
 

@@ -1,6 +1,6 @@
 // Command-line specs of `sublinear train | eval | predict | demo` (implementations in train.ts, eval.ts,
 // predict.ts and demo.ts).
-import { parseBytes } from '../train/memory-plan.js';
+import { parseBytes } from '../network/memory-plan.js';
 import { defineCommand, UsageError } from './args.js';
 import { MAX_EPOCHS } from './config-file.js';
 import { demoCommand } from './demo.js';

@@ -2,9 +2,9 @@
 // src/cli/main.ts's command table (their flags are declared in engine-commands.ts); the run functions, one
 // file each (train.ts, eval.ts, predict.ts, demo.ts), receive typed options. This file holds what they
 // share: the output streams, the input formats, the checks of data against a network and the metric line.
-import type { SparseDataset } from '../../datasets/index.js';
+import type { SparseDataset } from '../datasets/index.js';
 import type { NetworkConfig } from '../network/config.js';
-import type { Metrics } from '../train/metrics.js';
+import type { Metrics } from '../network/metrics.js';
 import { Progress } from '../util/progress.js';
 
 export type Out = { out: (s: string) => void; err: (s: string) => void; drain?: () => Promise<void> };

@@ -6,7 +6,7 @@ import { checkInputFile } from './preflight.js';
 import { checkEvaluable, checkFits, metricLine, pointsProgress, warnDenseSampled, type InputFormat, type Out } from './engine.js';
 import { loadData, loadTextInput, memoryLimitBytes } from './data-loading.js';
 import { parseKs, type EvalCliOptions } from './eval-predict-options.js';
-import { createExecutor, defaultWorkers, type Executor } from '../train/executor.js';
+import { createExecutor, defaultWorkers, type Executor } from '../network/executor.js';
 
 export type { EvalCliOptions } from './eval-predict-options.js';
 

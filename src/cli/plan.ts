@@ -8,7 +8,7 @@ import {
   type DataShape, type PlanCandidate, type PlanMode, type TrainingPlan,
 } from '../train/plan.js';
 import { calibrate, defaultCalibrationFile, readCachedCalibration, writeCachedCalibration } from '../train/calibrate.js';
-import { formatBytes, parseBytes } from '../train/memory-plan.js';
+import { formatBytes, parseBytes } from '../network/memory-plan.js';
 import { defineCommand, UsageError, type CliIO, type ParsedOptions } from './args.js';
 import { readConfigFile } from './config-file.js';
 import { checkInputFile } from './preflight.js';

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { SparseDataset } from '../../datasets/index.js';
+import type { SparseDataset } from '../datasets/index.js';
 import { Network } from '../network/network.js';
 import { UsageError } from './args.js';
 import { checkInputFile } from './preflight.js';

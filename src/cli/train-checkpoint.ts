@@ -2,7 +2,8 @@
 // its epochs' records), and how `--resume` reads them back and checks that there is something to resume.
 import { resolve } from 'node:path';
 import type { Network } from '../network/network.js';
-import type { Metrics } from '../train/metrics.js';
+import { resumeInfo, runOf } from '../train/fit-network.js';
+import type { Metrics } from '../network/metrics.js';
 import { listCheckpoints } from '../train/checkpoint.js';
 import { assertUnlocked } from '../train/lock.js';
 import type { InputFormat } from './engine.js';
@@ -75,9 +76,9 @@ export async function checkCheckpointDirFree(dir: string, resumedDir: string | n
  * finished its epochs (unless --epochs asks for more).
  */
 export function checkResumable(net: Network, epochs: number | undefined): void {
-  const info = net.resumeInfo!;
+  const info = resumeInfo(net)!;
   const p = info.position, f = info.fitOptions;
-  const e = net.earlyStop?.state;
+  const e = runOf(net).earlyStop?.state;
   if (f.validation && e && e.bad >= f.validation.patience) {
     throw new Error(`${info.file} is the end of a run that held-out validation stopped: its score did not improve for ${e.bad} epoch(s) ` +
       `after epoch ${e.bestEpoch}, whose weights it kept; there is nothing to resume${epochs !== undefined ? ' (--epochs does not extend such a run)' : ''}. ` +

@@ -5,7 +5,7 @@
 import { dirname, resolve } from 'node:path';
 import { resolveConfig, defaultConfig, defaultTraining, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
-import { native } from '../native.js';
+import { native } from '../native/addon.js';
 import { applyInputScale, detectInputScale } from '../network/input-scale.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { batchSeed, epochOrder } from '../train/fit.js';
@@ -14,12 +14,12 @@ import {
   allocateRank, buildSliceWide, featureFrequencies, initFeatureRows, initSliceRows, rankBytes, shardFeatures, shardLabels, ShardedModel,
 } from '../train/sharded.js';
 import { allocateWide, mergeWide, wideProblem } from '../network/wide.js';
-import type { WideState } from '../network/native-types.js';
+import type { WideState } from '../native/network-types.js';
 import {
   loadShardedPart, newestShardCheckpoint, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta, type ShardPart,
 } from '../train/shard-checkpoint.js';
-import { labelFrequencies } from '../train/metrics.js';
-import { formatBytes } from '../train/memory-plan.js';
+import { labelFrequencies } from '../network/metrics.js';
+import { formatBytes } from '../network/memory-plan.js';
 import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from './args.js';
 import { readConfigFile } from './config-file.js';

@@ -2,13 +2,14 @@
 // checkpoints, --log and progress, then saves and evaluates it.
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { DataFormatError, type SparseDataset } from '../../datasets/index.js';
+import { DataFormatError, type SparseDataset } from '../datasets/index.js';
 import { defaultConfig, defaultThreads, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
-import { KFOLD_MEMORY, kfoldSnapshotBytes, Network } from '../network/network.js';
+import { Network } from '../network/network.js';
+import { fit, KFOLD_MEMORY, kfoldSnapshotBytes, resume, resumeInfo, runOf, type ResumeInfo } from '../train/fit-network.js';
 import { resolveValidation, selectionMethod } from '../train/early-stop.js';
-import type { Metrics } from '../train/metrics.js';
-import { defaultWorkers } from '../train/executor.js';
-import { addPart, checkMemory, formatBytes, planNetworkMemory } from '../train/memory-plan.js';
+import type { Metrics } from '../network/metrics.js';
+import { defaultWorkers } from '../network/executor.js';
+import { addPart, checkMemory, formatBytes, planNetworkMemory } from '../network/memory-plan.js';
 import { runPlanLine } from '../train/plan.js';
 import { readCachedCalibration } from '../train/calibrate.js';
 import { parseCheckpointEvery } from '../train/checkpoint.js';
@@ -91,6 +92,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
 
   let o: TrainCliOptions = given;
   let resumed: Network | undefined;
+  /** Where the resumed network came from (resumeInfo). */
+  let rinfo: ResumeInfo | undefined;
   /** The epoch records of the run up to the resumed checkpoint (the log and the JSON history continue them). */
   let priorRecords: EpochRecord[] = [];
   /** Whether the resumed checkpoint holds its epochs' records (older ones do not: their log is appended to). */
@@ -102,8 +105,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     // full plan (training data included, with the saved settings) is checked again below. The saved
     // worker count is not known yet: without --workers, count the least scratch (a lower bound).
     const resumeOpts = { onWarning: (m: string) => io.err(`sublinear: ${m}\n`), maxMemory: given.maxMemory, workers: given.workers };
-    resumed = await (dist ? dist.resume(given.resume, resumeOpts) : Network.resume(given.resume, resumeOpts));
-    const info = resumed.resumeInfo!;
+    resumed = await (dist ? dist.resume(given.resume, resumeOpts) : resume(given.resume, resumeOpts));
+    const info = (rinfo = resumeInfo(resumed)!);
     checkResumable(resumed, given.epochs);
     // Saved settings first, flags given again on top; checkpoints continue in the resumed directory.
     // The outputs a checkpoint records are not trusted: it may come from another machine or user (its
@@ -219,7 +222,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   // Selection on copies of the network: k-fold on small training sets (copies side by side, at most
   // KFOLD_MEMORY), or up to refitMaxPoints points one copy that chooses on the held-out slice. Each copy
   // keeps its best-epoch weights; the network itself then trains on all points and keeps none.
-  const savedValidation = resumed ? resumed.resumeInfo!.fitOptions.validation ?? null : undefined;
+  const savedValidation = rinfo ? rinfo.fitOptions.validation ?? null : undefined;
   const v = savedValidation !== undefined ? savedValidation : t.validation === false || epochs !== undefined ? null : resolveValidation(t.validation ?? {});
   let copies = 0, copyBytes = 0, copyName = '';
   if (v && !dist && (!resumed || resumed.batchesDone === 0)) {
@@ -231,7 +234,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
   }
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights (a
   // selection copy keeps them instead, counted above).
-  const validating = resumed ? !!resumed.resumeInfo!.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
+  const validating = rinfo ? !!rinfo.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
   const bestWeights = copies > 0 ? false : validating;
   const plan = planNetworkMemory(resolved, workers, train, bestWeights);
   addPart(plan, 'read buffers', readStats.bufferBytes);
@@ -322,15 +325,15 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
     const testByEpoch = new Map<number, Metrics>();
     // The progress display of a run whose length held-out validation decides (a resumed run continues its state).
     let firstAt: number | undefined;
-    const restoredEarly = resumed?.earlyStop?.state;
+    const restoredEarly = resumed ? runOf(resumed).earlyStop?.state : undefined;
     const early = { best: restoredEarly?.bestEpoch ?? 0 };
-    const patience = resumed?.resumeInfo!.fitOptions.validation?.patience ?? resolveValidation(t.validation || {}).patience;
-    const batchSamples = batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128;
+    const patience = rinfo?.fitOptions.validation?.patience ?? resolveValidation(t.validation || {}).patience;
+    const batchSamples = batchSize ?? rinfo?.fitOptions.batchSize ?? 128;
     let prevSamples = 0, prevSeconds = 0, checkpointWarnings = 0;
     // A resumed run's epochs continue the training time recorded up to its checkpoint.
     const secondsBefore = priorRecords.at(-1)?.trainSeconds ?? 0;
     try {
-      stats = await net.fit(train, {
+      stats = await fit(net, train, {
         epochs,
         batchSize,
         lr,
@@ -357,13 +360,13 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
           bar?.clear();
           io.err(`sublinear: warning: ${m}\n`);
         },
-        ...(dist ? dist.fitOptions(net, workers, train, batchSize ?? resumed?.resumeInfo?.fitOptions.batchSize ?? 128) : {}),
+        ...(dist ? dist.fitOptions(net, workers, train, batchSize ?? rinfo?.fitOptions.batchSize ?? 128) : {}),
         onProgress: (p) => {
           // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
           const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
           const at = p.epoch * p.batchesPerEpoch + p.batch;
           // A resumed run starts part-way: its rate and ETA count from its checkpoint.
-          const from = resumed?.resumeInfo!.position;
+          const from = rinfo?.position;
           firstAt ??= from ? from.epoch * p.batchesPerEpoch + from.batch : 0;
           const speed = `${loss} ${Math.round(p.samplesPerSec)} samples/s`;
           if (!p.epochsIsLimit) {
@@ -449,8 +452,8 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
             data: { file: resolve(trainPath), points: train.points, features: train.features, labels: train.labels, nonzeros: train.offsets[train.points]! },
             epochs: stats.epochs,
             ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
-            batchSize: batchSize ?? resumed?.resumeInfo!.fitOptions.batchSize ?? 128,
-            lr: lr ?? (resumed ? resumed.resumeInfo!.fitOptions.lr : defaultTraining(resolved, workers, validating).lr),
+            batchSize: batchSize ?? rinfo?.fitOptions.batchSize ?? 128,
+            lr: lr ?? (rinfo ? rinfo.fitOptions.lr : defaultTraining(resolved, workers, validating).lr),
             version: packageVersion(),
           },
         });
@@ -498,7 +501,7 @@ async function trainOn(given: TrainCliOptions, io: Out, dist: DistributedRun | n
       lostBatches: stats.lostBatches,
       ...(checkpoint ? { checkpoints, checkpointFailures: stats.checkpointFailures?.length ?? 0 } : {}),
       ...(o.log && writer ? { logFailures: logFailures as number } : {}),
-      ...(resumed ? { resumedFrom: resumed.resumeInfo!.file, resumedAt: resumed.resumeInfo!.position.batchesDone } : {}),
+      ...(rinfo ? { resumedFrom: rinfo.file, resumedAt: rinfo.position.batchesDone } : {}),
       ...(dist ? dist.summary(net) : {}),
     };
     await logRecord({ type: 'summary', ...summary });

@@ -1,7 +1,7 @@
 // Validation of `POST /predict` bodies (src/serve/server.ts). Pure functions: a body string in, either the
 // points to predict (CSR rows, feature ids ascending) or a RequestError with the HTTP status and a message
 // that says what is wrong and where. Nothing here throws anything else, whatever the input.
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../datasets/csr.js';
 import { suggest } from '../util/suggest.js';
 
 /** A client error: answered with `status` and `{"error": message}`. */

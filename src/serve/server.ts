@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { defaultCandidates, Network } from '../network/network.js';
-import { createExecutor, type Executor } from '../train/executor.js';
+import { createExecutor, type Executor } from '../network/executor.js';
 import { MicroBatcher, type BatcherStats, type PointPrediction } from './batcher.js';
 import { parsePredictRequest, RequestError, type RequestLimits, type TextFeaturizer } from './request.js';
 

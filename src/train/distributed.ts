@@ -27,16 +27,17 @@
 // with different instruction sets) is detected by a checksum of the whole training state compared across
 // ranks about once an epoch, before any prediction (held-out validation, evaluation) and at the end; a
 // mismatch is repaired by broadcasting rank 0's state, and counted in the report.
-import type { SparseDataset } from '../../datasets/csr.js';
-import { subset } from '../../datasets/split-reader.js';
-import { native } from '../native.js';
-import { Network, type EvaluateOptions, type ResumeOptions } from '../network/network.js';
-import type { NetSpec, RowUpdate } from '../network/native-types.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import { subset } from '../datasets/split-reader.js';
+import { native } from '../native/addon.js';
+import { Network, type EvaluateOptions } from '../network/network.js';
+import type { NetSpec, RowUpdate } from '../native/network-types.js';
 import { checkpointSections } from './checkpoint.js';
-import { createExecutor, type Executor } from './executor.js';
-import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './metrics.js';
+import { createExecutor, type Executor } from '../network/executor.js';
+import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../network/metrics.js';
 import { mpi, type MpiAddon } from './mpi.js';
-import type { PredictResult, PredictTask, RehashTask, SparseTrainResult, TrainResult, TrainTask } from './tasks.js';
+import type { PredictResult, PredictTask, RehashTask, SparseTrainResult, TrainResult, TrainTask } from '../network/tasks.js';
+import { resume, resumeInfo, type ResumeOptions } from './fit-network.js';
 
 /** The collectives the exchange uses (the MPI addon's, or a stand-in with the same semantics). */
 export type Comm = Pick<MpiAddon, 'allgatherv' | 'allreduceSum' | 'bcast' | 'barrier' | 'abort'> & { rank: number; size: number };
@@ -532,11 +533,11 @@ export class DistributedRun {
    */
   async resume(dir: string, opts: ResumeOptions): Promise<Network> {
     if (this.isRoot) {
-      const net = await Network.resume(dir, opts);
-      this.agree(net.resumeInfo!.file);
+      const net = await resume(dir, opts);
+      this.agree(resumeInfo(net)!.file);
       return net;
     }
-    return Network.resume(this.agree(''), opts);
+    return resume(this.agree(''), opts);
   }
 
   /** The fields `train --distributed --json` adds to its summary. */

@@ -23,7 +23,7 @@
 // then trains on all of the data: README "Small training sets".
 import { boundJson } from '../util/bounded-text.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
-import type { NetSpec } from '../network/native-types.js';
+import type { NetSpec } from '../native/network-types.js';
 import type { RerankTry } from '../network/rerank.js';
 import { checkKnownKeys } from '../util/suggest.js';
 
@@ -299,6 +299,12 @@ export interface ValidationPoint {
    * standard error (it counted when gain > max(minGain, significance x se); ValidationOptions.minGain).
    */
   gain?: { ref: number; gain: number; se: number };
+}
+
+/** Early stopping of a run with held-out validation: its state (scores so far) and the best epoch's weights. */
+export interface EarlyStop {
+  state: EarlyStopState;
+  snapshot: WeightSnapshot | null;
 }
 
 /** Early-stopping state carried across epochs (and stored in checkpoints). */

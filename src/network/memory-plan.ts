@@ -2,12 +2,12 @@
 // cannot fit fails in a second with a message naming what to shrink, instead of swapping for an hour or
 // being killed by the OOM killer halfway through allocating SharedArrayBuffers.
 //
-// The counts follow docs/design.md (LayerState, TablesSpec) and datasets/csr.ts exactly; only the
+// The counts follow docs/design.md (LayerState, TablesSpec) and src/datasets/csr.ts exactly; only the
 // per-worker scratch is an estimate (the kernels' private buffers are not visible from TypeScript).
 import { boundJson } from '../util/bounded-text.js';
 import { totalmem } from 'node:os';
-import type { SparseDataset } from '../../datasets/csr.js';
-import type { ResolvedNetworkConfig } from '../network/config.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import type { ResolvedNetworkConfig } from './config.js';
 import { parseSize } from '../util/parse-values.js';
 
 /** LSH tables of a sampled layer (the fields of the network config's sampling block that cost memory). */
@@ -40,7 +40,7 @@ export interface MemoryPlanInput {
   /** Input feature dimension. */
   inputDim: number;
   layers: LayerPlan[];
-  /** Training data held in memory (CSR, datasets/csr.ts). Default: not counted. */
+  /** Training data held in memory (CSR, src/datasets/csr.ts). Default: not counted. */
   dataset?: {
     /** Stored (feature, value) pairs. */
     nnz: number;

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { sharedFloat32, sharedUint32, type SparseDataset } from './csr.js';
 import { DataFormatError, quoteToken } from './errors.js';
-import { boundText } from '../src/util/bounded-text.js';
+import { boundText } from '../util/bounded-text.js';
 
 /** Options of `readSplit`. */
 export interface ReadSplitOptions {

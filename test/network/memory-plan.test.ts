@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { checkMemory, formatBytes, parseBytes, planMemory, planNetworkMemory } from '../../src/train/memory-plan.js';
+import { checkMemory, formatBytes, parseBytes, planMemory, planNetworkMemory } from '../../src/network/memory-plan.js';
 import { resolveConfig } from '../../src/network/config.js';
-import { synthesize } from '../../datasets/index.js';
+import { synthesize } from '../../src/datasets/index.js';
 
 const AMAZON_670K = {
   inputDim: 135909,

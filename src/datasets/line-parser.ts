@@ -16,10 +16,10 @@
 //   file; a blank line followed by more data is an error (an empty point is written as a single space).
 // - Values must be finite in float32 (`nan`, `inf`, `1e999`, `1e39` are errors). Zeros are kept.
 import { open, type FileHandle } from 'node:fs/promises';
-import { fsErrorReason } from '../src/util/fs-errors.js';
+import { fsErrorReason } from '../util/fs-errors.js';
 import { CsrBuilder, MemoryLimitError } from './csr-builder.js';
 import { DataFormatError, quoteToken } from './errors.js';
-import { boundText } from '../src/util/bounded-text.js';
+import { boundText } from '../util/bounded-text.js';
 
 /** Exact powers of ten (1e0..1e22 are exactly representable in float64: Clinger's fast path). */
 const P10 = new Float64Array(23);

@@ -1,7 +1,7 @@
 // Runs tasks by calling the native kernels directly. Used in-process (workers: 0) and, unchanged,
 // inside each piscina worker, so one worker computes exactly what the serial engine computes.
 import { threadId } from 'node:worker_threads';
-import { addonFile, native } from '../native.js';
+import { addonFile, native } from '../native/addon.js';
 import type {
   InjectedFault, PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainResult, TrainTask,
 } from './tasks.js';

@@ -5,7 +5,7 @@
 // Output is produced into one reusable byte buffer (no per-row strings) and written atomically through
 // src/util/atomic-write.ts: a temporary file next to the target, fsync, rename. A crash never leaves a
 // half-written file under the target name.
-import { writeFileAtomic } from '../src/util/atomic-write.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 import type { SparseDataset } from './csr.js';
 
 /** Options of `writeXC`. */

@@ -58,7 +58,7 @@ export class InlineExecutor implements Executor {
 function workerFile(): string {
   const here = fileURLToPath(new URL('./worker.js', import.meta.url));
   if (existsSync(here)) return here;
-  const built = join(packageRoot(), 'dist', 'src', 'train', 'worker.js');
+  const built = join(packageRoot(), 'dist', 'src', 'network', 'worker.js');
   if (existsSync(built)) return built;
   throw new Error(`sublinear: worker module not found (${here}); run \`npm run build\``);
 }
@@ -82,7 +82,7 @@ export class PoolExecutor implements Executor {
   get inFlight(): number {
     return this.running;
   }
-  // Tasks go through toWire (src/train/wire.ts): views of 4 GiB or more would arrive truncated.
+  // Tasks go through toWire (src/network/wire.ts): views of 4 GiB or more would arrive truncated.
   train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult> {
     return this.track(this.pool.run(toWire(t), signal ? { name: 'train', signal } : { name: 'train' }));
   }

@@ -6,7 +6,7 @@ import {
   inversePropensity,
   labelFrequencies,
   NO_PREDICTION,
-} from '../../src/train/metrics.js';
+} from '../../src/network/metrics.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 
 const NO = NO_PREDICTION;

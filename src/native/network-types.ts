@@ -1,8 +1,8 @@
 // Private description of the network part of the native addon (math and legend: native/net.h; layouts:
 // docs/design.md "Network state"). Public classes validate user input before calling these; the C++ side
 // re-checks every length and range and throws `sublinear native: ...` errors instead of crashing.
-import type { HashSpec, QuerySpec, TablesSpec } from '../lsh/native-types.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { HashSpec, QuerySpec, TablesSpec } from './lsh-types.js';
+import type { SparseDataset } from '../datasets/csr.js';
 
 /** Activation codes of LayerState.activation. */
 export const ACTIVATION_CODE = { relu: 0, softmax: 1, linear: 2 } as const;
@@ -234,7 +234,7 @@ export interface NativeNetwork {
    * its own step count). Points without labels are skipped. Safe to call from several threads on the
    * same shared weights (HOGWILD).
    *
-   * @param data SparseDataset (datasets/csr.ts): points, offsets (points+1), indices, values, labelOffsets, labelIndices.
+   * @param data SparseDataset (src/datasets/csr.ts): points, offsets (points+1), indices, values, labelOffsets, labelIndices.
    * @param pointIds (n) rows of this slice.
    * @param outStats Float64Array (>= 4), see TRAIN_STAT.
    */

@@ -4,7 +4,7 @@
 // 4 GiB SharedArrayBuffer is never touched beyond one element, so it costs no memory.
 import { describe, expect, it } from 'vitest';
 import { MessageChannel } from 'node:worker_threads';
-import { fromWire, toWire } from '../../src/train/wire.js';
+import { fromWire, toWire } from '../../src/network/wire.js';
 
 function roundTrip<T>(value: T): Promise<T> {
   const { port1, port2 } = new MessageChannel();

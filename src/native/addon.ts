@@ -3,9 +3,9 @@
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { packageRoot } from './util/package-root.js';
-import type { NativeLsh } from './lsh/native-types.js';
-import type { NativeNetwork, NativeRerank, NativeShard } from './network/native-types.js';
+import { packageRoot } from '../util/package-root.js';
+import type { NativeLsh } from './lsh-types.js';
+import type { NativeNetwork, NativeRerank, NativeShard } from './network-types.js';
 
 /** Raw functions exported by build/Release/sublinear.node. */
 export interface NativeAddon extends NativeLsh, NativeNetwork, NativeShard, NativeRerank {

@@ -1,6 +1,6 @@
 // Seeded synthetic extreme-classification data at the shapes of real benchmarks.
 //
-// Data model (also in datasets/README.md). Everything derives from one integer seed:
+// Data model (also in docs/data.md). Everything derives from one integer seed:
 //
 // - Label popularity is Zipf-Mandelbrot: the label of popularity rank r (0 = most frequent) is drawn with
 //   probability proportional to (r + q)^-s. Ranks map to label ids through a seeded permutation, so
@@ -24,8 +24,8 @@
 // Labels are sorted within a row; features are sorted and unique.
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../src/util/atomic-write.js';
-import { SplitMix64, Xoshiro128, shuffleInPlace } from '../src/util/rng.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { SplitMix64, Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import { CsrBuilder } from './csr-builder.js';
 import type { SparseDataset } from './csr.js';
 import { XCEncoder } from './xc-writer.js';

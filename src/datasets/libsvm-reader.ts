@@ -1,6 +1,6 @@
 // Reader for multi-label LIBSVM files: `l1,l2 f:v f:v ...` per line, no header, feature ids usually
 // 1-based. Shares the byte parser (and every rule about sorting, duplicates and errors) with the XC reader:
-// see datasets/line-parser.ts.
+// see src/datasets/line-parser.ts.
 import { stat } from 'node:fs/promises';
 import type { SparseDataset } from './csr.js';
 import { LineParser, ReadMemory, readerBuilder, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';

@@ -2,8 +2,8 @@
 // per chunk of rows (predict) or per range of hash tables (rehash). Tasks carry the shared state
 // (SharedArrayBuffer-backed typed arrays are shared, not copied, by postMessage) and small
 // per-task typed arrays (point ids), never JS arrays of numbers.
-import type { SparseDataset } from '../../datasets/csr.js';
-import type { NetSpec, RowGradients } from '../network/native-types.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import type { NetSpec, RowGradients } from '../native/network-types.js';
 
 export interface TrainTask {
   net: NetSpec;
@@ -100,7 +100,7 @@ export interface RendezvousResult {
   met: boolean;
   /** worker_threads threadId of the thread that ran the task (0: the main thread). */
   threadId: number;
-  /** The native addon file this thread loaded (src/native.ts addonFile()). */
+  /** The native addon file this thread loaded (src/native/addon.ts addonFile()). */
   addon: string;
 }
 

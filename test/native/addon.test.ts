@@ -5,17 +5,18 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { synthesize } from '../datasets/index.js';
-import { Network } from '../src/network/network.js';
-import { native } from '../src/native.js';
-import { Xoshiro128 } from '../src/util/rng.js';
+import { synthesize } from '../../src/datasets/index.js';
+import { Network } from '../../src/network/network.js';
+import { native } from '../../src/native/addon.js';
+import { Xoshiro128 } from '../../src/util/rng.js';
+import { fit } from '../../src/train/fit-network.js';
 
-const ROOT = join(import.meta.dirname, '..');
+const ROOT = join(import.meta.dirname, '../..');
 
 function loadWith(addon: string) {
-  const code = `import(${JSON.stringify(join(ROOT, 'src/native.ts'))}).then((m) => { m.native(); console.log('loaded'); })`;
-  // src/native.ts needs a TS loader; the compiled copy is what users run.
-  const js = code.replace('src/native.ts', 'dist/src/native.js');
+  const code = `import(${JSON.stringify(join(ROOT, 'src/native/addon.ts'))}).then((m) => { m.native(); console.log('loaded'); })`;
+  // src/native/addon.ts needs a TS loader; the compiled copy is what users run.
+  const js = code.replace('src/native/addon.ts', 'dist/src/native/addon.js');
   return spawnSync(process.execPath, ['-e', js], { encoding: 'utf8', env: { ...process.env, SUBLINEAR_ADDON: addon } });
 }
 
@@ -40,7 +41,7 @@ describe('garbage in shared memory never crashes the kernels', () => {
       layers: [{ size: 16 }, { size: data.labels, sampling: { hash: 'dwta', K: 3, L: 6, budget: 12 } }],
       seed: 8,
     });
-    await net.fit(data, { epochs: 1, workers: 0 });
+    await fit(net, data, { epochs: 1, workers: 0 });
     return net;
   };
   const pointIds = Uint32Array.from({ length: 32 }, (_, i) => i);

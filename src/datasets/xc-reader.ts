@@ -4,13 +4,13 @@
 //   l1,l2,... f:v f:v ...          one point per line, 0-based ids
 //    f:v f:v ...                   a point with no labels starts with a space
 //
-// Streaming: the file is read in chunks and parsed byte by byte (datasets/line-parser.ts), so memory stays
+// Streaming: the file is read in chunks and parsed byte by byte (src/datasets/line-parser.ts), so memory stays
 // near the size of the resulting CSR however large the file. The header's sizes are trusted only as far as
 // the file's byte count allows before the data confirms them (see LineParser.reserveFromSample).
 // Rows whose feature or label ids are not increasing are sorted; repeated ids are errors (line-parser.ts).
 import type { SparseDataset } from './csr.js';
 import { DataFormatError, quoteToken } from './errors.js';
-import { boundText } from '../src/util/bounded-text.js';
+import { boundText } from '../util/bounded-text.js';
 import { LineParser, ReadMemory, readerBuilder, rethrowReadError, streamLines, type StreamOptions } from './line-parser.js';
 
 /** Options of `readXC`. */

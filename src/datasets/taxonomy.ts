@@ -27,7 +27,7 @@
 // - with many labels most of them are rare: at the `200k` shape the majority of the labels that occur in
 //   100,000 training points have 1-5 of them, and many test labels never occur in training.
 // Points come from one stream (train, then test) exactly as in `synth.ts`.
-import { SplitMix64, Xoshiro128, shuffleInPlace } from '../src/util/rng.js';
+import { SplitMix64, Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { SparseDataset } from './csr.js';
 import {
   checkCount, checkSeed, collectPoints, identity, round4, sampleCdf, writePointStream, zipfCdf, type PointScratch,

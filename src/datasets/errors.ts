@@ -1,7 +1,7 @@
 // The one error type of the dataset readers: every problem found in a data file is reported as
 // `<file>:<line>: <problem>` so that an editor or `grep -n` takes the user straight to it.
 
-import { escapeControl } from '../src/util/bounded-text.js';
+import { escapeControl } from '../util/bounded-text.js';
 
 /** A problem in the contents of a data file (not an I/O error: those keep Node's own errors). */
 export class DataFormatError extends Error {

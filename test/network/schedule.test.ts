@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RebuildSchedule } from '../../src/train/schedule.js';
+import { RebuildSchedule } from '../../src/network/schedule.js';
 
 describe('RebuildSchedule', () => {
   it('starts after `first` batches and grows the interval geometrically up to the cap', () => {

@@ -4,7 +4,7 @@ import { runPredict, runRehash, runRendezvous, runTrain, runTrainSparse } from '
 import type { PredictTask, RehashTask, TrainTask } from './tasks.js';
 import { fromWire } from './wire.js';
 
-// Tasks arrive through toWire (src/train/wire.ts): views of 4 GiB or more are rebuilt here.
+// Tasks arrive through toWire (src/network/wire.ts): views of 4 GiB or more are rebuilt here.
 export const train = (t: TrainTask) => runTrain(fromWire(t));
 export const trainSparse = (t: TrainTask) => runTrainSparse(fromWire(t));
 export const predict = (t: PredictTask) => runPredict(fromWire(t));

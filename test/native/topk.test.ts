@@ -3,8 +3,8 @@
 // that take its different paths (random, ascending, descending, all equal, few distinct values, rows shorter
 // than 4k).
 import { describe, expect, it } from 'vitest';
-import { native } from '../src/native.js';
-import { Xoshiro128 } from '../src/util/rng.js';
+import { native } from '../../src/native/addon.js';
+import { Xoshiro128 } from '../../src/util/rng.js';
 
 const NONE = 0xffffffff;
 
