@@ -1,10 +1,12 @@
 // The shape of src/: imports point down the layers of .dependency-cruiser.cjs and form no circle
-// (dependency-cruiser, run as `npx depcruise src` would run it). The rules are also run on a small tree
-// made here with an upward import and a circle, so this test is seen to fail when the code breaks them.
+// (dependency-cruiser, run as `npx depcruise src` would run it; the rules are also run on a small tree
+// made here with an upward import and a circle, so this test is seen to fail when the code breaks them),
+// and the command line stays a thin shell: no function in src/cli/ is longer than CLI_FUNCTION_LINES.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -56,5 +58,40 @@ describe('layers of src/', () => {
       'no-circular: src/job/one.ts -> src/job/two.ts',
       'no-unlayered: src/extra/loose.ts -> src/util/a.ts',
     ]);
+  });
+});
+
+/** The longest a function of src/cli/ may be: the CLI parses, calls the job layer and prints. */
+const CLI_FUNCTION_LINES = 80;
+
+/** Every function (declarations, methods, arrows) of a TypeScript source longer than `max` lines, as 'name (N lines)'. */
+function longFunctions(file: string, text: string, max: number): string[] {
+  const src = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  const found: string[] = [];
+  const visit = (n: ts.Node, name: string) => {
+    let here = name;
+    if (ts.isVariableDeclaration(n) || ts.isPropertyAssignment(n)) here = n.name.getText(src);
+    if (ts.isFunctionDeclaration(n) || ts.isMethodDeclaration(n) || ts.isArrowFunction(n) || ts.isFunctionExpression(n) || ts.isConstructorDeclaration(n)) {
+      const lines = src.getLineAndCharacterOfPosition(n.getEnd()).line - src.getLineAndCharacterOfPosition(n.getStart(src)).line + 1;
+      const fn = (n as ts.FunctionLikeDeclaration).name?.getText(src) ?? here;
+      if (lines > max) found.push(`${file}: ${fn} (${lines} lines)`);
+    }
+    ts.forEachChild(n, (c) => visit(c, here));
+  };
+  visit(src, '(anonymous)');
+  return found;
+}
+
+describe('src/cli/', () => {
+  it(`has no function over ${CLI_FUNCTION_LINES} lines`, () => {
+    const dir = join(ROOT, 'src', 'cli');
+    const long = readdirSync(dir).filter((f) => f.endsWith('.ts')).flatMap((f) => longFunctions(`src/cli/${f}`, readFileSync(join(dir, f), 'utf8'), CLI_FUNCTION_LINES));
+    expect(long).toEqual([]);
+  });
+
+  it('the length check sees a long function, a long method and a long arrow', () => {
+    const body = Array.from({ length: 90 }, (_, i) => `  x += ${i};`).join('\n');
+    const text = `export function f(x = 0) {\n${body}\n  return x;\n}\nclass C { m(x = 0) {\n${body}\n  return x; } }\nexport const g = (x = 0) => {\n${body}\n  return x;\n};\n`;
+    expect(longFunctions('t.ts', text, CLI_FUNCTION_LINES)).toEqual(['t.ts: f (93 lines)', 't.ts: m (92 lines)', 't.ts: g (93 lines)']);
   });
 });

@@ -2,7 +2,7 @@
 // predict.ts and demo.ts).
 import { parseBytes } from '../network/memory-plan.js';
 import { defineCommand, UsageError } from './args.js';
-import { MAX_EPOCHS } from './config-file.js';
+import { MAX_EPOCHS } from '../job/config-file.js';
 import { demoCommand } from './demo.js';
 import { evalCommand } from './eval.js';
 import { predictCommand } from './predict.js';

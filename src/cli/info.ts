@@ -10,7 +10,7 @@ import type { ResolvedNetworkConfig } from '../network/config.js';
 import type { TrainingSummary } from '../network/model-file.js';
 import { formatBytes } from '../network/memory-plan.js';
 import { defineCommand } from './args.js';
-import { checkInputFile } from './preflight.js';
+import { checkInputFile } from '../job/preflight.js';
 
 /** What `info --json` prints (the text form shows the same). */
 export interface FileInfo {

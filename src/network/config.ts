@@ -175,12 +175,12 @@ export interface NetworkConfig {
 }
 
 /**
- * Training options are not part of a network's configuration (they are `Network.fit`'s options): a
+ * Training options are not part of a network's configuration (they are fit()'s, and train()'s `training`): a
  * NetworkConfig that holds one gets this hint instead of a did-you-mean. (The CLI's --config file may
- * hold them next to the network: src/cli/config-file.ts.)
+ * hold them next to the network: src/job/config-file.ts.)
  */
 const TRAINING_KEY_HINTS: Record<string, string> = Object.fromEntries(
-  ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild', 'inputScaling'].map((k) => [k, `${k} is a training option: pass it to Network.fit`]),
+  ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild', 'inputScaling'].map((k) => [k, `${k} is a training option: give it to train() (or next to the network in a --config file)`]),
 );
 
 /** Fully resolved sampling settings (every default filled in). */

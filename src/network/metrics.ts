@@ -264,3 +264,9 @@ function contains(a: Uint32Array, lo: number, hi: number, x: number): boolean {
   }
   return false;
 }
+
+/** P@k, nDCG@k, PSP@k for every k of `ks`, on one line ('-' where a metric was not computed). */
+export function metricLine(m: Metrics, ks: readonly number[] = [1, 3, 5]): string {
+  const f = (k: string) => (m[k as keyof Metrics] as number | undefined)?.toFixed(4) ?? '-';
+  return ['p', 'ndcg', 'psp'].flatMap((name) => ks.map((k) => `${name === 'p' ? 'P' : name === 'ndcg' ? 'nDCG' : 'PSP'}@${k} ${f(`${name}${k}`)}`)).join('  ');
+}

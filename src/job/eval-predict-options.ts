@@ -1,16 +1,17 @@
-// The options of `sublinear eval` and `sublinear predict`, and the --k parser: shared by the one-process
-// commands (eval.ts, predict.ts) and their label-sharded MPI variants (eval-sharded.ts, predict-sharded.ts).
-import { UsageError } from './args.js';
-import type { InputFormat } from './engine.js';
+// The options of an evaluation (evaluate(job), `sublinear eval`) and of a prediction (`sublinear predict`),
+// and the --k parser: shared by the one-process jobs and their label-sharded MPI variants.
+import { UsageError } from '../util/usage-error.js';
+import type { JobEvents } from './events.js';
+import type { InputFormat } from './train-options.js';
 
-export interface EvalCliOptions {
+export interface EvalJob extends JobEvents {
   model: string;
   test: string;
   /** Default: text for a model trained on text, else xc. */
   format?: InputFormat;
   /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
   zeroBased?: boolean;
-  json?: boolean;
+  /** No progress and no information lines. Default false. */
   quiet?: boolean;
   workers?: number;
   mode?: 'exact' | 'sampled';
@@ -23,7 +24,7 @@ export interface EvalCliOptions {
   maxMemory?: number;
   /**
    * Evaluate label-sharded as one rank of an MPI job: `model` is the --checkpoint directory of
-   * `train --shard-labels` (src/cli/eval-sharded.ts). Default false.
+   * `train --shard-labels` (src/job/evaluate.ts). Default false.
    */
   distributed?: boolean;
 }
@@ -40,7 +41,7 @@ export function parseKs(text: string, max: number): number[] {
   return [...new Set(ks)].sort((a, b) => a - b);
 }
 
-export interface PredictCliOptions {
+export interface PredictJob {
   model: string;
   /** A data file, or '-' for standard input. */
   input: string;

@@ -1,16 +1,15 @@
-// Reading the engine commands' data files: XC and LIBSVM files, raw text (a training file's own vectorizer,
-// or a text model's), with progress displays and the memory limit.
+// Reading a job's data files: XC and LIBSVM files, raw text (a training file's own vectorizer, or a text
+// model's), with progress displays and the memory limit.
 import { stat } from 'node:fs/promises';
 import { DataFormatError, readXC, readLibsvm, type SparseDataset } from '../datasets/index.js';
 import type { Network } from '../network/network.js';
 import { memoryLimit } from '../network/memory-plan.js';
-import { Progress } from '../util/progress.js';
-import { UsageError } from './args.js';
+import { UsageError } from '../util/usage-error.js';
 import { readTextDatasets, type TextDatasets } from '../text/load.js';
 import { LabelNames, labelledDataset } from '../text/labels.js';
 import { readText } from '../datasets/text-reader.js';
-import type { InputFormat, Out } from './engine.js';
-import type { TrainCliOptions } from './train-options.js';
+import type { Reporter } from './events.js';
+import type { InputFormat, TrainJob } from './train-options.js';
 
 /** The memory limit in bytes: --max-memory when given, else the default of checkMemory (90% of RAM). */
 export function memoryLimitBytes(maxMemory: number | undefined): number {
@@ -22,10 +21,10 @@ export function memoryLimitBytes(maxMemory: number | undefined): number {
  * elsewhere, nothing when quiet), refusing it if reading would pass `maxMemoryBytes` (its data and read
  * buffers together); `stats.bufferBytes` is raised to the most bytes the read buffers held.
  */
-export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, quiet: boolean, maxMemoryBytes?: number, zeroBased = false, stats?: { bufferBytes: number }): Promise<SparseDataset> {
-  const bar = quiet ? null : new Progress({ label: `reading ${label}`, unit: 'MB' });
+export async function loadData(path: string, format: 'xc' | 'libsvm' | undefined, label: string, r: Reporter, maxMemoryBytes?: number, zeroBased = false, stats?: { bufferBytes: number }): Promise<SparseDataset> {
+  const bar = r.progress(`reading ${label}`, 'MB');
   // Opening a FIFO blocks until something writes to it: say so rather than hang silently.
-  if (bar && (await stat(path).catch(() => null))?.isFIFO()) bar.log(`reading ${label} from the pipe ${path} (waiting for its writer)`);
+  if (bar && (await stat(path).catch(() => null))?.isFIFO()) r.say(`reading ${label} from the pipe ${path} (waiting for its writer)`);
   const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
   try {
     return format === 'libsvm' ? await readLibsvm(path, { onProgress, maxMemoryBytes, oneBased: !zeroBased, stats }) : await readXC(path, { onProgress, maxMemoryBytes, stats });
@@ -51,11 +50,11 @@ export function inputFormatOf(o: { format?: InputFormat; inputFormat?: InputForm
  * --min-df, --bigrams, --max-vocabulary and --hash-bits settings, or the warm start model's vectorizer and
  * label names.
  */
-export async function loadTextData(trainPath: string, testPath: string | undefined, o: TrainCliOptions, init: Network | undefined, quiet: boolean, io: Out, limit: number, stats?: { bufferBytes: number }): Promise<TextDatasets> {
-  const bar = quiet ? null : new Progress({ label: 'reading text', unit: 'MB' });
-  let r: TextDatasets;
+export async function loadTextData(trainPath: string, testPath: string | undefined, o: TrainJob, init: Network | undefined, r: Reporter, limit: number, stats?: { bufferBytes: number }): Promise<TextDatasets> {
+  const bar = r.progress('reading text', 'MB');
+  let t: TextDatasets;
   try {
-    r = await readTextDatasets(trainPath, testPath, {
+    t = await readTextDatasets(trainPath, testPath, {
       vectorizer: init?.textVectorizer,
       labelNames: init?.labelNames,
       read: { maxMemoryBytes: limit, stats },
@@ -65,13 +64,13 @@ export async function loadTextData(trainPath: string, testPath: string | undefin
   } finally {
     bar?.done();
   }
-  if (!quiet) {
-    const v = r.vectorizer;
-    io.err(`text: ${r.train.points} training points, ${v.features} features (${v.mode === 'vocabulary' ? 'vocabulary' : `hashed into 2^${v.options.hashBits}`}), ` +
-      `${r.labelNames.length} labels; featurised ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(1)} s\n`);
-    if (r.unknownTestLabels) io.err(`sublinear: warning: ${testPath}: ${r.unknownTestLabels} label occurrence(s) name labels not in the training data (dropped: no output can predict them)\n`);
+  if (!r.quiet) {
+    const v = t.vectorizer;
+    r.say(`text: ${t.train.points} training points, ${v.features} features (${v.mode === 'vocabulary' ? 'vocabulary' : `hashed into 2^${v.options.hashBits}`}), ` +
+      `${t.labelNames.length} labels; featurised ${(t.bytes / 1e6).toFixed(1)} MB in ${t.seconds.toFixed(1)} s`);
+    if (t.unknownTestLabels) r.warn(`${testPath}: ${t.unknownTestLabels} label occurrence(s) name labels not in the training data (dropped: no output can predict them)`);
   }
-  return r;
+  return t;
 }
 
 /** Bytes of a dataset's arrays. */
@@ -83,13 +82,13 @@ export function dataBytes(d: SparseDataset): number {
  * A raw-text file as the input of a text model: its vectorizer's rows, and (`withLabels`, for eval) the label
  * names mapped to the model's ids (names the model does not know are dropped, with a warning).
  */
-export async function loadTextInput(net: Network, path: string, name: string, withLabels: boolean, io: Out, quiet: boolean, maxMemory: number | undefined): Promise<SparseDataset> {
+export async function loadTextInput(net: Network, path: string, name: string, withLabels: boolean, r: Reporter, maxMemory: number | undefined): Promise<SparseDataset> {
   if (!net.textVectorizer) throw new Error(`the model was trained on numeric features: it cannot read raw text (give --${withLabels ? 'format' : 'input-format'} xc or libsvm)`);
   // The model is in memory already: the text gets what the limit leaves.
   const data = await readText(path, { displayName: name, maxMemoryBytes: Math.max(0, memoryLimitBytes(maxMemory) - net.memoryBytes()) });
   if (!withLabels) return net.textVectorizer.transform(data.texts);
   if (!net.labelNames) throw new Error('the model has no label names: it cannot evaluate text whose labels are names');
-  const r = labelledDataset(data, net.textVectorizer, new LabelNames(net.labelNames), false);
-  if (r.unknownLabels && !quiet) io.err(`sublinear: warning: ${name}: ${r.unknownLabels} label occurrence(s) name labels the model does not know (dropped: no output can predict them)\n`);
-  return { ...r.dataset, labels: Math.min(r.dataset.labels, net.config.layers.at(-1)!.size) };
+  const l = labelledDataset(data, net.textVectorizer, new LabelNames(net.labelNames), false);
+  if (l.unknownLabels && !r.quiet) r.warn(`${name}: ${l.unknownLabels} label occurrence(s) name labels the model does not know (dropped: no output can predict them)`);
+  return { ...l.dataset, labels: Math.min(l.dataset.labels, net.config.layers.at(-1)!.size) };
 }

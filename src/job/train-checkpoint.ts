@@ -6,8 +6,7 @@ import { resumeInfo, runOf } from '../train/fit-network.js';
 import type { Metrics } from '../network/metrics.js';
 import { listCheckpoints } from '../train/checkpoint.js';
 import { assertUnlocked } from '../train/lock.js';
-import type { InputFormat } from './engine.js';
-import type { TrainCliOptions } from './train-options.js';
+import type { TrainJob } from './train-options.js';
 
 /**
  * What `train --checkpoint` stores in each checkpoint (CheckpointOptions.extra), so that `--resume`
@@ -16,12 +15,13 @@ import type { TrainCliOptions } from './train-options.js';
 const SAVED_CLI_KEYS = ['train', 'test', 'format', 'inputFormat', 'minDf', 'bigrams', 'maxVocabulary', 'hashBits', 'init', 'zeroBased', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
 
 /** The settings of SAVED_CLI_KEYS as the train command took them (train always given). */
-type SavedCli = Pick<TrainCliOptions, (typeof SAVED_CLI_KEYS)[number]> & { train: string };
+type SavedCli = Pick<TrainJob, (typeof SAVED_CLI_KEYS)[number]> & { train: string };
 
-export function savedCli(o: TrainCliOptions & { train: string }): SavedCli {
+export function savedCli(o: TrainJob & { train: string }): SavedCli {
   const s: Record<string, unknown> = {};
-  for (const k of SAVED_CLI_KEYS) if (o[k] !== undefined) s[k] = o[k];
-  for (const k of ['train', 'test', 'save', 'log', 'init'] as const) if (o[k] !== undefined) s[k] = resolve(o[k]);
+  // Paths only: data in memory and a network given as init are not recorded (a resume is given them again).
+  for (const k of SAVED_CLI_KEYS) if (o[k] !== undefined && (typeof o[k] !== 'object' || o[k] === null)) s[k] = o[k];
+  for (const k of ['train', 'test', 'save', 'log', 'init'] as const) if (typeof o[k] === 'string') s[k] = resolve(o[k]);
   return s as unknown as SavedCli;
 }
 

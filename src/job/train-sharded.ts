@@ -1,8 +1,10 @@
-// `sublinear train --distributed --shard-labels` (under mpirun): label-sharded training (src/train/sharded.ts).
+// train({ distributed: true, shardLabels: true }) (`sublinear train --distributed --shard-labels`, under mpirun):
+// label-sharded training (src/train/sharded.ts).
 // Every rank reads the training data (or its %r shard, exchanged), owns a slice of the output labels and a
 // slice of the input features' rows of layer 0, and trains with the others step by step; rank 0 prints, writes
 // the shared part of checkpoints and the model.
 import { dirname, resolve } from 'node:path';
+import type { SparseDataset } from '../datasets/csr.js';
 import { resolveConfig, defaultConfig, defaultTraining, type NetworkConfig } from '../network/config.js';
 import { Network } from '../network/network.js';
 import { native } from '../native/addon.js';
@@ -18,19 +20,21 @@ import type { WideState } from '../native/network-types.js';
 import {
   loadShardedPart, newestShardCheckpoint, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta, type ShardPart,
 } from '../train/shard-checkpoint.js';
-import { labelFrequencies } from '../network/metrics.js';
+import { labelFrequencies, metricLine } from '../network/metrics.js';
 import { formatBytes } from '../network/memory-plan.js';
 import { peakRssMB } from '../util/peak-rss.js';
-import { UsageError } from './args.js';
+import { UsageError } from '../util/usage-error.js';
 import { readConfigFile } from './config-file.js';
-import { checkEvaluable, checkFits, metricLine, type Out } from './engine.js';
+import { checkEvaluable, checkFits } from './data-checks.js';
 import { inputFormatOf, loadData } from './data-loading.js';
+import { Reporter, type JobEvents } from './events.js';
 import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js';
+import type { TrainReport, TrainResult } from './train-report.js';
 import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
-import type { TrainCliOptions } from './train-options.js';
+import type { TrainJob } from './train-options.js';
 
 /** Options `--shard-labels` does not take (yet), with what to do instead. */
-const UNSUPPORTED: [keyof TrainCliOptions, string][] = [
+const UNSUPPORTED: [keyof TrainJob, string][] = [
   ['init', 'warm starts train in one process or data-parallel (without --shard-labels)'],
   ['evalEvery', 'the test set is evaluated after the last epoch'],
   ['log', 'use --json for the summary'],
@@ -52,7 +56,7 @@ function checkpointPeriod(every: string | undefined): { batches?: number; ms?: n
   throw new UsageError(`option --checkpoint-every expects a number of batches or a duration like 90s, 10m, 1h but received '${every}'`);
 }
 
-export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: DistributedRun): Promise<number> {
+export async function trainSharded(given: TrainJob, events: JobEvents, dist: DistributedRun): Promise<TrainResult> {
   for (const [k, why] of UNSUPPORTED) {
     if (given[k] !== undefined && given[k] !== false) throw new UsageError(`--${String(k).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} cannot be combined with --shard-labels: ${why}`);
   }
@@ -63,7 +67,8 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   const m = mpi();
   const gatherv = (b: Uint8Array, root: number) => m.gatherv(b, root);
   const quiet = !!given.quiet || !dist.isRoot;
-  const say = (s: string) => { if (!quiet) io.err(s); };
+  const r = new Reporter(events, quiet);
+  const say = (s: string) => r.say(s.replace(/\n$/, ''));
 
   // Resume: the newest complete checkpoint (rank 0 picks it, every rank reads it).
   let manifest: ShardCheckpointMeta | null = null;
@@ -76,26 +81,30 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
     manifest = await readShardManifest(picked);
     say(`resuming from ${picked}: epoch ${manifest.epoch + 1}, batch ${manifest.batch} (${manifest.batchesDone} batches done; written by ${manifest.ranks} rank(s), now ${dist.size})\n`);
   }
-  const saved = (manifest?.settings ?? {}) as TrainCliOptions;
-  const o: TrainCliOptions = { ...saved, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) };
+  const saved = (manifest?.settings ?? {}) as TrainJob;
+  const o: TrainJob = { ...saved, ...Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined)) };
   if (manifest && given.save === undefined) delete o.save;
   // A resumed run's checkpoints continue in the directory it resumed from (not the recorded path).
   if (manifest && given.checkpoint === undefined) o.checkpoint = picked(ckptPath!, given.resume!);
   if (!o.train) throw new UsageError('missing required option --train (or --resume <dir>)');
+  if (typeof o.train !== 'string' || (o.test !== undefined && typeof o.test !== 'string')) {
+    throw new UsageError('--shard-labels reads its data and configuration from files: give train and test as paths');
+  }
+  const trainPath = o.train, testPath = o.test as string | undefined, configPath = o.config;
   if (o.epochs === undefined) throw new UsageError('--shard-labels needs --epochs (held-out early stopping is not sharded)');
   const ownFile = (p: string) => shardPath(p, dist.rank);
-  await checkInputFile(ownFile(o.train), '--train');
-  if (o.test) await checkInputFile(o.test, '--test');
+  await checkInputFile(ownFile(trainPath), '--train');
+  if (testPath) await checkInputFile(testPath, '--test');
   if (dist.isRoot) {
     if (o.save) await checkOutputFile(o.save, '--save');
     if (o.checkpoint && !given.resume) await checkOutputDir(o.checkpoint, '--checkpoint');
   }
-  const file = o.config && !manifest ? await readConfigFile(o.config) : undefined;
+  const file = configPath && !manifest ? await readConfigFile(configPath) : undefined;
   const format = inputFormatOf(o) as 'xc' | 'libsvm' | undefined;
-  const own = await loadData(ownFile(o.train), format, 'training data', quiet, undefined, o.zeroBased);
-  let train = o.train.includes(RANK_PLACEHOLDER) ? gatherShards(own, comm) : own;
-  let test = o.test ? await loadData(o.test, format, 'test data', quiet, undefined, o.zeroBased) : undefined;
-  if (test) checkEvaluable(test, o.test!);
+  const own = await loadData(ownFile(trainPath), format, 'training data', r, undefined, o.zeroBased);
+  let train = trainPath.includes(RANK_PLACEHOLDER) ? gatherShards(own, comm) : own;
+  let test: SparseDataset | undefined = testPath ? await loadData(testPath, format, 'test data', r, undefined, o.zeroBased) : undefined;
+  if (test) checkEvaluable(test, testPath!);
 
   // The whole network's configuration (its wide part, if any, is sharded with the labels).
   let config: NetworkConfig;
@@ -104,13 +113,13 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points }, o.seed ?? 1);
   const resolved = resolveConfig(config);
   if (resolved.layers.at(-1)!.wide?.negatives) {
-    throw new UsageError(`${o.config ?? 'the network configuration'}: layers[${resolved.layers.length - 1}].wide.negatives (hard negatives from the wide part) are not sharded: set it to 0 for --shard-labels`);
+    throw new UsageError(`${configPath ?? 'the network configuration'}: layers[${resolved.layers.length - 1}].wide.negatives (hard negatives from the wide part) are not sharded: set it to 0 for --shard-labels`);
   }
   const L = resolved.layers.at(-1)!.size;
   if (resolved.layers.length < 2) throw new UsageError('--shard-labels needs a hidden layer below the output layer');
-  if (train.features > resolved.inputDim) throw new Error(`${o.train} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
-  if (train.labels > L) throw new Error(`${o.train} has labels up to ${train.labels - 1} but the network's output layer has ${L}`);
-  if (test) checkFits(test, o.test!, resolved.inputDim, L);
+  if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
+  if (train.labels > L) throw new Error(`${trainPath} has labels up to ${train.labels - 1} but the network's output layer has ${L}`);
+  if (test) checkFits(test, testPath!, resolved.inputDim, L);
   // Raw-valued inputs are scaled as a single process's fit() scales them (decided from the training data
   // alone, so a resumed run decides alike); the saved model stores the divisors.
   const scaling = detectInputScale(train, resolved.inputDim, 'auto');
@@ -225,11 +234,12 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
     predictSeconds = (performance.now() - tp) / 1000;
     say(`test: ${metricLine(metrics)}\n`);
   }
+  let gathered: Network | null = null;
   if (o.save) {
-    const file = await gatherModel(model, dist.rank, dist.size, gatherv, train.points, batchesDone);
-    if (file) {
-      file.inputScale = scaling.scale;
-      await file.save(o.save);
+    gathered = await gatherModel(model, dist.rank, dist.size, gatherv, train.points, batchesDone);
+    if (gathered) {
+      gathered.inputScale = scaling.scale;
+      await gathered.save(o.save);
       say(`saved ${o.save}\n`);
     }
   }
@@ -241,19 +251,26 @@ export async function trainShardedOn(given: TrainCliOptions, io: Out, dist: Dist
   comm.allreduceSum(pairsAll);
   const widePairsAll = widePairs !== undefined ? Array.from(pairsAll) : null;
   const x = model.report();
-  if (o.json && dist.isRoot) {
-    io.out(JSON.stringify({
-      shardLabels: true, ranks: dist.size, mpi: dist.library, labels: L, labelsPerRank: sharding.labelsOf.map((a) => a.length), loadPerRank: loads,
-      featuresPerRank: model.featureSharding.featuresOf.map((a) => a.length), featureLoadPerRank: featureLoads,
-      epochs, batchSize, lr, minActivePerSlice: model.minActive, trainSeconds, trainCpuSecondsPerRank: Array.from(trainCpu), samplesPerSecond: samples / Math.max(trainSeconds, 1e-9),
-      history, metrics, predictSeconds, peakRssMBPerRank: Array.from(rss), sliceStateBytes: sliceBytes, widePairsPerRank: widePairsAll,
-      exchange: { steps: x.steps, bytesSentPerStep: x.bytesSentPerStep, split: x.split, activeRowsPerStep: x.activePerStep,
-        lowerSeconds: x.lowerSeconds, outputSeconds: x.outputSeconds, exchangeSeconds: x.exchangeSeconds },
-      checksum: { checks: x.checks, mismatches: x.mismatches },
-      checkpoints, save: o.save ?? null,
-    }) + '\n');
-  }
-  return 0;
+  const samplesPerSec = samples / Math.max(trainSeconds, 1e-9);
+  const report: TrainReport = {
+    shardLabels: true, mode: 'sharded', ranks: dist.size, mpi: dist.library, metrics, epochs, batchSize, lr,
+    samples, samplesPerSec, trainSeconds, workers: 1, peakRssMB: rss[0]!, model: o.save ? resolve(o.save) : null, checkpoints,
+    labels: L, labelsPerRank: sharding.labelsOf.map((a) => a.length), loadPerRank: loads,
+    featuresPerRank: model.featureSharding.featuresOf.map((a) => a.length), featureLoadPerRank: featureLoads,
+    minActivePerSlice: model.minActive, trainCpuSecondsPerRank: Array.from(trainCpu),
+    // Alias of samplesPerSec, as before the common schema (kept for one minor version).
+    samplesPerSecond: samplesPerSec,
+    predictSeconds, peakRssMBPerRank: Array.from(rss), sliceStateBytes: sliceBytes, widePairsPerRank: widePairsAll,
+    exchange: {
+      steps: x.steps, bytesPerStep: x.bytesSentPerStep, bytesSentPerStep: x.bytesSentPerStep, split: x.split, activeRowsPerStep: x.activePerStep,
+      lowerSeconds: x.lowerSeconds, outputSeconds: x.outputSeconds, exchangeSeconds: x.exchangeSeconds,
+    },
+    checksum: { checks: x.checks, mismatches: x.mismatches },
+    // Alias of model: the path as given (kept for one minor version).
+    save: o.save ?? null,
+    history: history.map((h) => ({ ...h, samplesPerSec: h.samplesPerSecond })),
+  };
+  return { network: gathered, report, rank: dist.rank };
 }
 
 type Gatherv = (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] };

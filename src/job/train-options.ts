@@ -1,14 +1,29 @@
-// The options of `sublinear train` (engine-commands.ts declares its flags; train.ts runs it).
+// The options of a training job: train(job) and `sublinear train` (src/cli/train.ts declares one flag per
+// option, in kebab-case: `checkpointEvery` is `--checkpoint-every`). Messages name the flags.
+import type { SparseDataset } from '../datasets/csr.js';
 import type { NetworkConfig } from '../network/config.js';
-import type { InputFormat } from './engine.js';
+import type { Network } from '../network/network.js';
+import type { ConfigFileTraining } from './config-file.js';
+import type { JobEvents } from './events.js';
 
-export interface TrainCliOptions {
-  /** Required unless `resume` is given. */
-  train?: string;
-  test?: string;
+/** The format of data files: XC (the default), LIBSVM, or raw text (one point per line). */
+export type InputFormat = 'xc' | 'libsvm' | 'text';
+
+export interface TrainJob extends JobEvents {
+  /** The training data: a file (required unless `resume` is given), or a dataset in memory. */
+  train?: string | SparseDataset;
+  /** Test data, evaluated after training (and every `evalEvery` epochs): a file or a dataset in memory. */
+  test?: string | SparseDataset;
+  /** JSON file: the network (NetworkConfig; inputDim defaults to the data) and training options (epochs, batchSize, lr, ...). */
   config?: string;
-  /** A configuration object instead of a --config file (the demo's). */
+  /** A network configuration object instead of a `config` file. Default: the defaults rule (docs/defaults.md). */
   networkConfig?: NetworkConfig;
+  /**
+   * Training options as a `config` file holds them (epochs, batchSize, lr, betas, eps, workers, threads,
+   * validation, rebuild, inputScaling; documented in FitOptions), over the file's. The job's own `epochs`,
+   * `batch`, `lr`, `workers` and `threads` override both. Default: none.
+   */
+  training?: ConfigFileTraining;
   format?: InputFormat;
   /** Same as `format` (the name predict uses); giving both with different values is an error. */
   inputFormat?: InputFormat;
@@ -18,10 +33,10 @@ export interface TrainCliOptions {
   maxVocabulary?: number;
   hashBits?: number;
   /**
-   * Warm start: a model file to continue from on the new data (`Network.grow`: labels it has never seen
-   * get new outputs; a text model keeps its vectorizer and label names). Not with --resume or --config.
+   * Warm start: a model file (or a network) to continue from on the new data (`Network.grow`: labels it has
+   * never seen get new outputs; a text model keeps its vectorizer and label names). Not with resume or config.
    */
-  init?: string;
+  init?: string | Network;
   /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
   zeroBased?: boolean;
   epochs?: number;
@@ -32,7 +47,6 @@ export interface TrainCliOptions {
   threads?: number;
   save?: string;
   evalEvery?: number;
-  json?: boolean;
   seed?: number;
   maxMemory?: number;
   mode?: 'exact' | 'sampled';
@@ -57,8 +71,10 @@ export interface TrainCliOptions {
   unsavedOk?: boolean;
   /** JSON-lines file: one line per epoch, then a summary line. */
   log?: string;
-  /** No progress or messages on stderr (errors still). */
+  /** No progress and no information lines (warnings, and notices that the result is lost, still come). */
   quiet?: boolean;
+  /** Stops training after the batches in flight (then checkpoints, saves and reports as at the end); its reason names the stop in messages ('SIGINT', 'SIGTERM'). */
+  signal?: AbortSignal;
   /**
    * Train data-parallel as one rank of an MPI job (`mpirun -np R sublinear train ... --distributed`; see
    * src/train/distributed.ts): `batch` is the global batch, split across the ranks; rank 0 alone prints,

@@ -1,7 +1,7 @@
-// The progress line of a training run whose length held-out validation decides (src/cli/train-progress.ts):
+// The progress line of a training run whose length held-out validation decides (src/job/train-progress.ts):
 // the epoch cap is not presented as the plan.
 import { describe, expect, it } from 'vitest';
-import { earlyStopProgressText } from '../../src/cli/train-progress.js';
+import { earlyStopProgressText } from '../../src/job/train-progress.js';
 import type { FitProgress } from '../../src/train/fit.js';
 
 const p = (o: Partial<FitProgress>): FitProgress => ({
