@@ -3,7 +3,16 @@
 
 import { escapeControl } from '../util/bounded-text.js';
 
-/** A problem in the contents of a data file (not an I/O error: those keep Node's own errors). */
+/**
+ * A problem in the contents of a data file (not an I/O error: those keep Node's own errors): `file`, `line`
+ * and `problem`, and the message `file:line: problem`.
+ *
+ * @example
+ * ```ts
+ * try { await readXC('train.txt'); }
+ * catch (e) { if (e instanceof DataFormatError) console.error(`${e.file}:${e.line}: ${e.problem}`); else throw e; }
+ * ```
+ */
 export class DataFormatError extends Error {
   /** The file as the caller named it. */
   readonly file: string;

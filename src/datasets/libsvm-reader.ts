@@ -24,7 +24,15 @@ export interface ReadLibsvmOptions extends StreamOptions {
   displayName?: string;
 }
 
-/** Reads a multi-label LIBSVM file into a CSR dataset on SharedArrayBuffers (0-based ids). */
+/**
+ * Reads a multi-label LIBSVM file into a CSR dataset on SharedArrayBuffers (0-based ids).
+ *
+ * @example
+ * ```ts
+ * const data = await readLibsvm('train.svm', { oneBased: true });
+ * console.log(data.points, data.features, data.labels);
+ * ```
+ */
 export async function readLibsvm(path: string, opts: ReadLibsvmOptions = {}): Promise<SparseDataset> {
   for (const k of ['features', 'labels'] as const) {
     const v = opts[k];

@@ -19,6 +19,13 @@ export interface ReadSplitOptions {
  * `file:line: problem`): a column the file does not have, lines with differing column counts, an entry
  * that is not a positive integer, a row outside [1, numPoints], a row listed twice in the column.
  * Blank lines at the end are fine. Split files are small, so this reads the file synchronously.
+ *
+ * @example
+ * ```ts
+ * const data = await readXC('Bibtex_data.txt');
+ * const rows = readSplit('bibtex_trSplit.txt', 1, data.points); // split 1
+ * const train = subset(data, rows);
+ * ```
  */
 export function readSplit(path: string, column: number, numPoints: number, opts: ReadSplitOptions = {}): Uint32Array {
   if (!(Number.isInteger(column) && column >= 1)) {
@@ -72,6 +79,11 @@ export function readSplit(path: string, column: number, numPoints: number, opts:
 /**
  * The rows `rows` of `dataset` (0-based, in the given order; repeats allowed) as a new dataset on
  * SharedArrayBuffers with the same features/labels dimensions.
+ *
+ * @example
+ * ```ts
+ * const firstHundred = subset(data, Array.from({ length: 100 }, (_, i) => i));
+ * ```
  */
 export function subset(dataset: SparseDataset, rows: ArrayLike<number>): SparseDataset {
   const d = dataset;

@@ -319,7 +319,15 @@ export interface SynthesizeOptions {
   seed?: number;
 }
 
-/** Generates `points` points in memory (the same rows `generateSynthetic` writes for the same seed). */
+/**
+ * Generates `points` points in memory (the same rows `generateSynthetic` writes for the same seed).
+ *
+ * @example
+ * ```ts
+ * const data = synthesize({ shape: 'tiny', points: 1000, seed: 1 });
+ * const { report } = await train({ train: data, epochs: 2 });
+ * ```
+ */
 export function synthesize(opts: SynthesizeOptions): SparseDataset {
   checkCount('points', opts.points);
   const model = new SynthModel(opts.shape, opts.seed ?? 1);

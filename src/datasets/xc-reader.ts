@@ -34,6 +34,12 @@ export interface XCHeader {
  * Throws DataFormatError (`file:line: problem`) for anything that is not exactly the format: a bad header,
  * fewer or more points than declared, ids out of range, negative or non-numeric ids, repeated ids in a row,
  * malformed `id:value` pairs, non-finite values.
+ *
+ * @example
+ * ```ts
+ * const test = await readXC('test.txt');
+ * const top = await (await Network.load('model.sl')).predict(test, { k: 5 });
+ * ```
  */
 export async function readXC(path: string, opts: ReadXCOptions = {}): Promise<SparseDataset> {
   const file = opts.displayName ?? path;

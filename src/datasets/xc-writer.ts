@@ -25,6 +25,11 @@ const FLUSH_BYTES = 4 * 1024 * 1024;
 /**
  * Writes `dataset` to `path` in XC format, atomically. Returns the number of bytes written.
  * Rows are written as stored (ids are expected increasing, as every reader of this package produces).
+ *
+ * @example
+ * ```ts
+ * await writeXC('tiny.txt', synthesize({ shape: 'tiny', points: 100 }));
+ * ```
  */
 export async function writeXC(path: string, dataset: SparseDataset, opts: WriteXCOptions = {}): Promise<number> {
   checkShape(dataset);

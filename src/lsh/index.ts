@@ -85,10 +85,12 @@ export function resolveQuerySpec(o: Omit<LshQueryOptions, 'required' | 'seed'>, 
  * maximum-inner-product queries with small candidate sets.
  *
  * @example
+ * ```ts
  * const index = new LshIndex({ family: 'dwta', K: 6, L: 50, dim: 128, seed: 42 });
  * index.build(weights);                              // weights: Float32Array (n, 128), one row per neuron
  * const { offsets, ids } = index.query(x, 1, { mode: 'topk', budget: 1000 });
  * // ids[offsets[0] .. offsets[1]) are the neurons to score exactly for x.
+ * ```
  */
 export class LshIndex {
   /** Validated options with every default filled in. */

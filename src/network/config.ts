@@ -217,6 +217,15 @@ export const RERANK_KEYS = ['shortlist', 'shortlistRows', 'C', 'prune', 'maxIter
 const HASHES: readonly HashName[] = ['dwta', 'simhash', 'wta', 'minhash'];
 const MODES: readonly SelectionMode[] = ['union', 'topk', 'threshold'];
 
+/**
+ * A network configuration that breaks a rule (an unknown key, a value out of range), naming the key.
+ *
+ * @example
+ * ```ts
+ * try { new Network({ inputDim: 10, layers: [{ size: 4, dropuot: 0.5 }] } as never); }
+ * catch (e) { if (e instanceof ConfigError) console.error(e.message); else throw e; } // did you mean layers[0].dropout?
+ * ```
+ */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -415,6 +424,14 @@ export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
  *   the wide part they added 4.5-6.8 points of P@1 at 670k labels with 30,000 points (and cost 1.2 points
  *   at 200,000); with it they cost 0.7-1.2 points there and twice the training time (0.8465 or 0.842 on,
  *   0.854 off): the wide part's per-label evidence does what their hard negatives did. `points` is not used.
+ *
+ * @example
+ * ```ts
+ * const data = await readXC('train.txt');
+ * const config = defaultConfig(data);            // what `sublinear train` builds for this data
+ * config.layers[0] = { ...config.layers[0]!, size: 256 };
+ * await train({ train: data, networkConfig: config, save: 'model.sl' });
+ * ```
  */
 export function defaultConfig(shape: { features: number; labels: number; points?: number }, seed = 1): NetworkConfig {
   const sampled = shape.labels >= SAMPLED_OUTPUT_MIN_LABELS;

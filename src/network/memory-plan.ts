@@ -236,7 +236,16 @@ export function addPart(plan: MemoryPlan, name: string, bytes: number): void {
   plan.totalBytes += bytes;
 }
 
-/** Thrown by `checkMemory` (and the loaders' memory check) when a plan exceeds the limit. */
+/**
+ * Thrown by `checkMemory` (and the loaders' memory check) when a plan exceeds the limit, before anything
+ * is allocated; the message names the largest parts.
+ *
+ * @example
+ * ```ts
+ * try { await train({ train: 'train.txt', maxMemory: 2 ** 30 }); }
+ * catch (e) { if (e instanceof MemoryLimitError) console.error(e.message); else throw e; }
+ * ```
+ */
 export class MemoryLimitError extends Error {
   override name = 'MemoryLimitError';
 }

@@ -124,18 +124,13 @@ export interface Predictions {
  *
  * @example
  * ```ts
- * import { Network, readXC } from 'sublinear';
- * const train = await readXC('train.txt');
- * const net = new Network({
- *   inputDim: train.features,
- *   layers: [
- *     { size: 128, activation: 'relu' },
- *     { size: train.labels, activation: 'softmax', sampling: { hash: 'dwta', K: 6, L: 50 } },
- *   ],
- * });
- * await net.fit(train, { epochs: 5, batchSize: 128, onProgress: console.log });
- * const metrics = await net.evaluate(await readXC('test.txt'), { k: [1, 3, 5] });
- * await net.save('model.sl');
+ * import { Network, readXC, train } from 'sublinear';
+ * await train({ train: 'train.txt', save: 'model.sl' });   // or train({ train, networkConfig: {...} })
+ * const net = await Network.load('model.sl');
+ * const test = await readXC('test.txt');
+ * const top = await net.predict(test, { k: 5 });           // labels and scores, (points, k)
+ * const metrics = await net.evaluate(test, { k: [1, 3, 5] });
+ * await net.grow(net.config.layers.at(-1)!.size + 10).save('grown.sl');
  * ```
  */
 export class Network {
@@ -412,7 +407,7 @@ export class Network {
    * ```ts
    * const net = await Network.load('m.sl');
    * const grown = net.grow(net.config.layers.at(-1)!.size + 50);
-   * await grown.fit(moreData, { epochs: 3 });
+   * await train({ train: moreData, init: grown, epochs: 3, save: 'm2.sl' });
    * ```
    */
   grow(labels: number, labelNames?: readonly string[]): Network {

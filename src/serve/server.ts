@@ -148,7 +148,15 @@ export class PredictionServer {
  * Starts an HTTP/JSON prediction server for a model (a `Network` or a model file) and resolves once it
  * listens. Routes: `POST /predict` (`{"features": {"id": value, ...}}`, `{"text": "..."}` for a model
  * trained on text, or `{"instances": [...]}` of either; optional `k` and `mode`), `GET /health`,
- * `GET /model` (ModelInfo). Errors are `{"error": message}` with a 4xx status. See README "Serving predictions".
+ * `GET /model` (ModelInfo). Errors are `{"error": message}` with a 4xx status. See docs/serving.md.
+ *
+ * @example
+ * ```ts
+ * import { serve } from 'sublinear';
+ * const server = await serve('model.sl', { port: 8080, workers: 2 });
+ * // curl -s localhost:8080/predict -d '{"features": {"12": 0.5}, "k": 3}'
+ * await server.close();
+ * ```
  */
 export async function serve(model: Network | string, opts: ServeOptions = {}): Promise<PredictionServer> {
   const port = positiveInt('port', opts.port, 8080, 0);

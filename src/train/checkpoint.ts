@@ -278,7 +278,16 @@ export async function writeCheckpoint(
   return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, m.earlyStop?.snapshot ?? null, src.inputScale) });
 }
 
-/** A checkpoint file whose contents cannot be used (a BinFileError covers damaged containers). */
+/**
+ * A checkpoint file whose contents cannot be used (a BinFileError covers damaged containers); resuming a
+ * directory skips such files (renamed `<file>.corrupt`) for the newest usable one.
+ *
+ * @example
+ * ```ts
+ * try { await train({ resume: 'ckpt/ckpt-000000400.bin', save: 'model.sl' }); }
+ * catch (e) { if (e instanceof CheckpointFormatError) console.error(e.message); else throw e; }
+ * ```
+ */
 export class CheckpointFormatError extends Error {
   override name = 'CheckpointFormatError';
 }

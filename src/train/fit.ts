@@ -261,6 +261,12 @@ export const DIVERGED_LOSS = 1e4;
 /**
  * Training stopped because a batch's mean loss was NaN, infinite or above DIVERGED_LOSS (almost always a learning rate too high for
  * the data). No checkpoint is written after that batch, so the last one holds weights from before it.
+ *
+ * @example
+ * ```ts
+ * try { await train({ train: 'train.txt', lr: 1e9 }); }
+ * catch (e) { if (e instanceof DivergedError) console.error(e.message); else throw e; } // ... try a lower one
+ * ```
  */
 export class DivergedError extends Error {
   override name = 'DivergedError';
