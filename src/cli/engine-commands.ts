@@ -52,7 +52,7 @@ export const trainCmd = defineCommand({
   name: 'train',
   summary: 'Train a network on an extreme-classification dataset (and evaluate it on a test set).',
   description:
-    'Without --config the network is chosen from the data by the defaults rule (README "Defaults"): one ReLU ' +
+    'Without --config the network is chosen from the data by the defaults rule (docs/defaults.md): one ReLU ' +
     'hidden layer of 1024, 512, 256 or 128 units with dropout, and a softmax output, LSH-sampled with the logQ ' +
     'correction and a per-label wide part when there are 8192 labels or more. Without --epochs, 5% of the training points (at most 5000) ' +
     'are held out, the learning rate is halved whenever P@k on them stops improving, training stops after 3 such ' +
@@ -119,7 +119,7 @@ export const trainCmd = defineCommand({
     distributed: {
       type: 'boolean',
       description: 'train data-parallel as one rank of an MPI job: mpirun -np 4 sublinear train ... --distributed ' +
-        '(--batch is the global batch, split across the ranks; rank 0 prints, saves and writes checkpoints; needs Open MPI, see README)',
+        '(--batch is the global batch, split across the ranks; rank 0 prints, saves and writes checkpoints; needs Open MPI, see docs/distributed.md)',
     },
     shardLabels: {
       type: 'boolean',

@@ -392,13 +392,13 @@ export function storedConfig(c: NetworkConfig): NetworkConfig {
   return { ...c, layers };
 }
 
-/** Output layers with at least this many labels are LSH-sampled by default (README "Defaults"). */
+/** Output layers with at least this many labels are LSH-sampled by default (docs/defaults.md). */
 export const SAMPLED_OUTPUT_MIN_LABELS = 8192;
 /** The default hidden width is the widest of 1024, 512, 256 whose two weight matrices stay under this many parameters, else 128. */
 export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
 
 /**
- * The defaults rule (README "Defaults"), from the data's shape alone:
+ * The defaults rule (docs/defaults.md), from the data's shape alone:
  * - one ReLU hidden layer, as wide as the parameter budget allows: the widest of 1024, 512 and 256 with
  *   (features + labels) * width <= 2^26 (67M parameters: weights, Adam moments and the early-stopping
  *   snapshot stay near 1 GB), else 128. Wide layers are cheap when the output is small or sampled, and with
@@ -453,7 +453,7 @@ export function defaultConfig(shape: { features: number; labels: number; points?
 }
 
 /**
- * The wide part of the default sampled output layers (README "How the defaults were chosen"): 64 pairs per
+ * The wide part of the default sampled output layers (docs/defaults.md "How the defaults were chosen"): 64 pairs per
  * label at most, each holding at least 10% of its label's centroid norm, starting from 8 x the label's unit
  * centroid, Adagrad at 0.2, no hard negatives (WideConfig.negatives). Dense outputs (fewer than 8,192 labels) have none: on Bibtex it cost 0.7 points
  * of P@1 and doubled the training time.
@@ -487,7 +487,7 @@ function tableBits(neurons: number): number {
  *   and halves the rate at each stall, 5e-3 reached a higher plateau in fewer epochs on the real 22,868-label
  *   text set (P@1 0.779-0.7795 in three runs against 0.766-0.777 at 1e-2, in 54-71 s against 71-84 s; 2e-2:
  *   0.742), the same P@1 in fewer epochs on its tail and on the 200k-label taxonomy, and -0.2 points at the
- *   670k shape (README "How the defaults were chosen");
+ *   670k shape (docs/defaults.md "How the defaults were chosen");
  * - workers: one when the output layer is dense (every batch updates every output row, so HOGWILD
  *   workers would overwrite each other's updates on all of them: measured on Bibtex, 2 workers lost
  *   4 points of P@1 and once diverged), else the machine's cores;

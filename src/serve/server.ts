@@ -1,7 +1,7 @@
 // The prediction server: HTTP/JSON on Node's own `http` (no framework: three routes, and the limits that
 // matter here, body size, queue and shutdown, are easier to state exactly without one). Predictions run
 // on a pool of worker threads that share the model's SharedArrayBuffers; concurrent requests are batched
-// into the native predict calls by src/serve/batcher.ts. API and limits: README "Serving predictions".
+// into the native predict calls by src/serve/batcher.ts. API and limits: docs/serving.md.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';

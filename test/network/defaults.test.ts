@@ -1,4 +1,4 @@
-// The defaults rule (defaultConfig, defaultTraining in src/network/config.ts; README "Defaults"): every
+// The defaults rule (defaultConfig, defaultTraining in src/network/config.ts; docs/defaults.md): every
 // default comes from the data's shape, never from a dataset's name.
 import { describe, expect, it } from 'vitest';
 import { defaultConfig, defaultThreads, defaultTraining, resolveConfig, tablesQueriedInTraining, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
