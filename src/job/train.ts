@@ -24,7 +24,6 @@ import { holdsShardCheckpoints } from '../train/shard-checkpoint.js';
 import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
 import { escapeControl } from '../util/bounded-text.js';
 import { packageVersion } from '../util/package-root.js';
-import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from '../util/usage-error.js';
 import { readConfigFile, type ConfigFile, type ConfigFileTraining } from './config-file.js';
 import { checkEvaluable, checkFits, denseSampledWarning } from './data-checks.js';
