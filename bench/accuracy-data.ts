@@ -6,8 +6,8 @@
 //   label-less points dropped), which cuts debian-deps to about 10^4 labels (m = 3);
 // - a seeded subsample of a training set (the test set stays whole), for the small-data rows.
 import { Xoshiro128, shuffleInPlace } from '../src/util/rng.js';
-import { CsrBuilder } from '../datasets/csr-builder.js';
-import { subset, type SparseDataset } from '../datasets/index.js';
+import { CsrBuilder } from '../src/datasets/csr-builder.js';
+import { subset, type SparseDataset } from '../src/datasets/index.js';
 
 /** The `n` most frequent labels over the sets (ties: the lower id first), most frequent first. */
 export function mostFrequentLabels(sets: readonly SparseDataset[], n: number): number[] {

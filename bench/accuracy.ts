@@ -55,15 +55,15 @@ import { join, resolve } from 'node:path';
 import { packageRoot } from '../src/util/package-root.js';
 import { defineCommand, UsageError, type CliIO } from '../src/cli/args.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../src/network/config.js';
-import { computeMetrics, NO_PREDICTION } from '../src/train/metrics.js';
-import { readXC, parseXCHeader, type SparseDataset } from '../datasets/index.js';
+import { computeMetrics, NO_PREDICTION } from '../src/network/metrics.js';
+import { readXC, parseXCHeader, type SparseDataset } from '../src/datasets/index.js';
 import { runBenchChild } from './child.js';
 import { plotCurves } from './plot.js';
 import { benchMain } from './cli.js';
 import { DATA_DIR_HELP, findDataset } from './data-dir.js';
 import { ANCHORS, anchorMissing, findPython, runAnchor, runMeasured as runCommand, type AnchorName, type Measured } from './anchors.js';
 import { frequentSplit, subsamplePoints, tailSplit } from './accuracy-data.js';
-import { writeXC } from '../datasets/index.js';
+import { writeXC } from '../src/datasets/index.js';
 
 const DATASETS = [
   'bibtex', 'bibtex-300', 'bibtex-1000', 'delicious', 'delicious-300', 'delicious-1000',

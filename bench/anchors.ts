@@ -14,8 +14,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { computeMetrics, NO_PREDICTION } from '../src/train/metrics.js';
-import type { SparseDataset } from '../datasets/index.js';
+import { computeMetrics, NO_PREDICTION } from '../src/network/metrics.js';
+import type { SparseDataset } from '../src/datasets/index.js';
 
 /** The anchors, by the names bench:accuracy's --systems takes. */
 export const ANCHORS = ['omikuji', 'pecos', 'napkinxc'] as const;

@@ -4,10 +4,10 @@
 // of one real batch (bench/scaling: ~54 ms per 128-point batch at the Amazon-670K shape, 1 worker).
 //
 //   node dist/bench/dispatch.js [--tasks 2000] [--json]
-import { synthesize } from '../datasets/index.js';
+import { synthesize } from '../src/datasets/index.js';
 import { Network } from '../src/network/network.js';
-import { InlineExecutor, PoolExecutor } from '../src/train/executor.js';
-import type { TrainTask } from '../src/train/tasks.js';
+import { InlineExecutor, PoolExecutor } from '../src/network/executor.js';
+import type { TrainTask } from '../src/network/tasks.js';
 import { defineCommand } from '../src/cli/args.js';
 import { benchMain } from './cli.js';
 

@@ -19,14 +19,15 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import xxhash from 'xxhash-wasm';
-import type { SparseDataset } from '../datasets/csr.js';
-import { CsrBuilder } from '../datasets/csr-builder.js';
+import type { SparseDataset } from '../src/datasets/csr.js';
+import { CsrBuilder } from '../src/datasets/csr-builder.js';
 import { Network } from '../src/network/network.js';
 import { DivergedError } from '../src/train/fit.js';
 import { CheckpointFormatError, listCheckpoints, readCheckpoint } from '../src/train/checkpoint.js';
 import { BinFileError, readBinFile } from '../src/util/binfile.js';
-import { MemoryLimitError } from '../src/train/memory-plan.js';
+import { MemoryLimitError } from '../src/network/memory-plan.js';
 import type { CaseRng } from './case-rng.js';
+import { fit } from '../src/train/fit-network.js';
 
 /** One section of a crafted file: its table entry (any values) and the bytes placed at its offset. */
 export interface CraftedSection {
@@ -164,12 +165,12 @@ export async function craftedSeeds(dir: string): Promise<CraftedSeeds> {
   };
   const net = new Network(config);
   const ck = join(dir, 'crafted-seed-ckpt');
-  await net.fit(data, { epochs: 1, batchSize: 32, workers: 0, checkpoint: { dir: ck, every: 1000 } });
+  await fit(net, data, { epochs: 1, batchSize: 32, workers: 0, checkpoint: { dir: ck, every: 1000 } });
   const modelPath = join(dir, 'crafted-seed.sl');
   await net.save(modelPath);
   const net2 = new Network(config);
   const ck2 = join(dir, 'crafted-seed-ckpt-best');
-  await net2.fit(data, { batchSize: 32, workers: 0, validation: { maxEpochs: 2 }, checkpoint: { dir: ck2, every: 1000 } });
+  await fit(net2, data, { batchSize: 32, workers: 0, validation: { maxEpochs: 2 }, checkpoint: { dir: ck2, every: 1000 } });
   const [c1] = await listCheckpoints(ck);
   const [c2] = await listCheckpoints(ck2);
   return { model: await parseBinFile(modelPath), checkpoint: await parseBinFile(c1!.file), checkpointBest: await parseBinFile(c2!.file) };
@@ -457,7 +458,7 @@ async function consistencyProblem(net: Network, r: CaseRng): Promise<string | nu
   const stepsBefore = net.spec.layers.map((l) => l.rowSteps.slice());
   // Large but finite crafted values can make the loss blow up: training then stops with DivergedError,
   // a clean refusal (no NaN weights kept, nothing saved), which is what is required of it.
-  const st = await net.fit(data, { epochs: 1, batchSize: 8, workers, validation: false }).catch((e: unknown) => {
+  const st = await fit(net, data, { epochs: 1, batchSize: 8, workers, validation: false }).catch((e: unknown) => {
     if (e instanceof DivergedError) return null;
     throw e;
   });

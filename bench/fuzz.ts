@@ -10,7 +10,7 @@
 // of failing cases are kept in the printed folder; with --keep, all are.
 //
 // The contract checked for each case:
-// - readers: either a dataset that satisfies the CSR invariants of datasets/csr.ts (offsets start at 0
+// - readers: either a dataset that satisfies the CSR invariants of src/datasets/csr.ts (offsets start at 0
 //   and are monotone, ids < dims and strictly increasing within a row, values finite, array lengths
 //   consistent), or a DataFormatError naming the file and a line inside it. Files the generator wrote
 //   without mutation must come back exactly as generated. Nothing else may be thrown (a RangeError from
@@ -31,15 +31,16 @@ import { join } from 'node:path';
 import { CaseRng } from './case-rng.js';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import type { SparseDataset } from '../datasets/csr.js';
-import { DataFormatError } from '../datasets/errors.js';
-import { readLibsvm } from '../datasets/libsvm-reader.js';
-import { readXC } from '../datasets/xc-reader.js';
+import type { SparseDataset } from '../src/datasets/csr.js';
+import { DataFormatError } from '../src/datasets/errors.js';
+import { readLibsvm } from '../src/datasets/libsvm-reader.js';
+import { readXC } from '../src/datasets/xc-reader.js';
 import { Network } from '../src/network/network.js';
 import { readCheckpoint } from '../src/train/checkpoint.js';
 import { defineCommand, UsageError } from '../src/cli/args.js';
 import { benchMain } from './cli.js';
 import { craftedSeeds, runCraftedCase, type CraftedSeeds } from './fuzz-structured.js';
+import { fit } from '../src/train/fit-network.js';
 
 export type FuzzTarget = 'xc' | 'libsvm' | 'model' | 'checkpoint' | 'crafted-model' | 'crafted-checkpoint';
 export const FUZZ_TARGETS: readonly FuzzTarget[] = ['xc', 'libsvm', 'model', 'checkpoint', 'crafted-model', 'crafted-checkpoint'];
@@ -383,7 +384,7 @@ function readerErrorProblem(e: unknown, file: string, bytes: Buffer): string | n
 
 /** A small trained model and checkpoint to mutate. */
 async function seedFiles(dir: string): Promise<{ model: Buffer; checkpoint: Buffer }> {
-  const { synthesize } = await import('../datasets/synth.js');
+  const { synthesize } = await import('../src/datasets/synth.js');
   const data = synthesize({ shape: 'tiny', points: 300, seed: 5 });
   const net = new Network({
     inputDim: data.features,
@@ -391,7 +392,7 @@ async function seedFiles(dir: string): Promise<{ model: Buffer; checkpoint: Buff
     seed: 2,
   });
   const ck = join(dir, 'seed-ckpt');
-  await net.fit(data, { epochs: 1, workers: 0, checkpoint: { dir: ck, every: 1000 } });
+  await fit(net, data, { epochs: 1, workers: 0, checkpoint: { dir: ck, every: 1000 } });
   const model = join(dir, 'seed-model.sl');
   await net.save(model);
   const { listCheckpoints } = await import('../src/train/checkpoint.js');

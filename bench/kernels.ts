@@ -9,10 +9,10 @@
 //   node dist/bench/kernels.js [--json] [--batches n] [--dense-batches n] [--batch b] [--only dense|sampled] [--seed s]
 //
 // Weights + Adam state take ~1.25 GB; the LSH tables ~0.5 GB.
-import { synthesize } from '../datasets/synth.js';
+import { synthesize } from '../src/datasets/synth.js';
 import { allocateTables, generateHashSpec } from '../src/lsh/index.js';
-import { native } from '../src/native.js';
-import type { NetSpec, TrainHyper } from '../src/network/native-types.js';
+import { native } from '../src/native/addon.js';
+import type { NetSpec, TrainHyper } from '../src/native/network-types.js';
 import { allocateLayers, stateBytes } from '../src/network/state.js';
 import { defineCommand } from '../src/cli/args.js';
 import { benchMain } from './cli.js';

@@ -24,7 +24,7 @@
 // Query-side stages and the brute force report the fastest of 3 runs (the box is shared; the minimum is the
 // least noisy estimate). speedupVsBruteForce = brute-force seconds per query / LSH seconds per query.
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { native } from '../src/native.js';
+import { native } from '../src/native/addon.js';
 import { LshIndex, type HashSpec, type LshFamily, type LshQueryOptions, type TablesSpec } from '../src/lsh/index.js';
 import { Xoshiro128 } from '../src/util/rng.js';
 import { defineCommand } from '../src/cli/args.js';

@@ -11,8 +11,8 @@
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateSynthetic } from '../datasets/synth.js';
-import { readXC } from '../datasets/xc-reader.js';
+import { generateSynthetic } from '../src/datasets/synth.js';
+import { readXC } from '../src/datasets/xc-reader.js';
 import { peakRssMB } from '../src/util/peak-rss.js';
 import { defineCommand } from '../src/cli/args.js';
 import { benchMain } from './cli.js';

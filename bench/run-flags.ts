@@ -1,6 +1,6 @@
 // The flags bench:engine and bench:scaling share: the synthetic dataset and the training run each of
 // their child processes (bench/train-run.ts) makes.
-import { SHAPE_NAMES } from '../datasets/index.js';
+import { SHAPE_NAMES } from '../src/datasets/index.js';
 
 export const SYNTHETIC_RUN_FLAGS = {
   shape: { type: 'choice', choices: SHAPE_NAMES, default: 'amazon-670k', description: 'synthetic dataset shape' },

@@ -14,14 +14,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readXC } from '../datasets/xc-reader.js';
-import { subset, synthesize } from '../datasets/index.js';
-import type { SparseDataset } from '../datasets/csr.js';
+import { readXC } from '../src/datasets/xc-reader.js';
+import { subset, synthesize } from '../src/datasets/index.js';
+import type { SparseDataset } from '../src/datasets/csr.js';
 import { Network } from '../src/network/network.js';
 import { packageRoot } from '../src/util/package-root.js';
 import { defineCommand, UsageError } from '../src/cli/args.js';
 import { benchMain } from './cli.js';
 import { fuzzBodies } from './serve-fuzz.js';
+import { fit } from '../src/train/fit-network.js';
 
 /** The part of autocannon's API used here (it ships no types). */
 interface AutocannonResult {
@@ -111,7 +112,7 @@ async function measure(a: Args): Promise<void> {
     points = subset(synthesize({ shape: 'small', points: 5000, seed: 2 }), Array.from({ length: 1000 }, (_, i) => 4000 + i));
     const net = new Network({ inputDim: train.features, seed: 1, layers: [{ size: 64 }, { size: train.labels, sampling: { hash: 'dwta', K: 4, L: 16, logQ: true } }] });
     log('training a small synthetic model (no --model given)');
-    await net.fit(train, { epochs: 2 });
+    await fit(net, train, { epochs: 2 });
     model = join(dir, 'model.sl');
     await net.save(model);
   }

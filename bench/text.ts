@@ -9,7 +9,7 @@
 // Last stdout line: {"mbPerSec": median, "readSeconds", "fitSeconds", "transformSeconds", "bytes", ...}.
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { readText } from '../datasets/text-reader.js';
+import { readText } from '../src/datasets/text-reader.js';
 import { TextVectorizer } from '../src/text/vectorizer.js';
 import { peakRssMB } from '../src/util/peak-rss.js';
 import { defineCommand } from '../src/cli/args.js';

@@ -4,12 +4,13 @@
 //   node dist/bench/train-run.js --shape amazon-670k --train 20000 --test 2000 --seed 1 \
 //        --workers 1 --output sampled|dense --epochs 1 --lr 1e-3 [--labels n] [--K 6] [--L 50] [--budget n] [--mode union|topk|threshold]
 //        [--min-active n] [--per-sample-fill] [--no-batch-negatives] [--split] [--verbose]
-import { synthesize, subset, resolveShape, SHAPE_NAMES, type ShapeName, type SynthShape } from '../datasets/index.js';
+import { synthesize, subset, resolveShape, SHAPE_NAMES, type ShapeName, type SynthShape } from '../src/datasets/index.js';
 import { Network } from '../src/network/network.js';
 import type { NetworkConfig } from '../src/network/config.js';
 import { peakRssMB } from '../src/util/peak-rss.js';
 import { defineCommand } from '../src/cli/args.js';
 import { benchMain } from './cli.js';
+import { fit } from '../src/train/fit-network.js';
 
 export interface TrainRunResult {
   shape: string;
@@ -90,7 +91,7 @@ async function trainRun(a: TrainRunOptions) {
   };
   const net = new Network(config);
   let active = 0, miss = 0, reps = 0;
-  const stats = await net.fit(train, {
+  const stats = await fit(net, train, {
     epochs, lr, workers, batchSize: a.batch, split: a.split,
     onProgress: (p) => {
       if (p.avgActive > 0) { active += p.avgActive; miss += p.labelMissRate; reps++; }

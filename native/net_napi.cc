@@ -1,4 +1,4 @@
-// Bindings of the network kernels (shapes: src/network/native-types.ts, math: net.h):
+// Bindings of the network kernels (shapes: src/native/network-types.ts, math: net.h):
 //   netTrainSlice(net, data, pointIds, hyper, outStats) -> undefined, or in mode 3 the sparse gradients
 //   netApplyRows(net, hyper, updates)
 //   netPredictSlice(net, data, pointIds, k, sampled, outIdx, outVal)

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm pack` / `npm publish` (prepack): puts this platform's compiled addon into
 // prebuilds/<platform>-<arch>/ so that installs on the same platform load it without compiling
-// (src/native.ts finds it through node-gyp-build; scripts/install.cjs skips the compiler).
+// (src/native/addon.ts finds it through node-gyp-build; scripts/install.cjs skips the compiler).
 //
 // It reuses build/Release/sublinear.node when build-native.cjs stamped it as built from exactly the
 // current sources with the portable flags (no SUBLINEAR_MARCH_NATIVE), and compiles afresh otherwise,

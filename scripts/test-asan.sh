@@ -2,14 +2,14 @@
 # `npm run test:asan`: builds the addon with AddressSanitizer + UndefinedBehaviorSanitizer in a separate
 # directory and runs the tests that exercise native code against that build.
 #
-#   npm run test:asan                      # test/lsh test/network test/train test/native-addon.test.ts
+#   npm run test:asan                      # test/lsh test/network test/train test/native
 #                                          # test/cli/train-checkpoint.test.ts test/cli/train-faults.test.ts
 #   npm run test:asan -- test/lsh/query.test.ts   # only these tests
 #
 # The build never touches build/ (other builds and running tests use build/Release): binding.gyp and
 # native/ are copied (mtimes kept, so rebuilds are incremental) to $SUBLINEAR_ASAN_DIR (default
 # ${TMPDIR:-/tmp}/sublinear-asan-<uid>) with the sanitizer flags added, and the tests load that addon
-# through SUBLINEAR_ADDON (src/native.ts). libasan must be loaded before anything else in the process,
+# through SUBLINEAR_ADDON (src/native/addon.ts). libasan must be loaded before anything else in the process,
 # hence LD_PRELOAD; detect_leaks=0 because Node itself does not free everything at exit. UBSan reports
 # halt the process, so a report fails the test run.
 set -euo pipefail
@@ -62,14 +62,14 @@ echo "test:asan: built $ADDON"
 npx tsc -p tsconfig.json || echo "test:asan: tsc reported errors; testing what it emitted" >&2
 # Default: everything that runs native code in-process, plus the CLI training runs (child processes
 # inherit LD_PRELOAD and SUBLINEAR_ADDON, so the sanitized addon trains there too).
-[ "$#" -gt 0 ] || set -- test/lsh test/network test/train test/native-addon.test.ts test/cli/train-checkpoint.test.ts test/cli/train-faults.test.ts
+[ "$#" -gt 0 ] || set -- test/lsh test/network test/train test/native test/cli/train-checkpoint.test.ts test/cli/train-faults.test.ts
 export SUBLINEAR_ADDON="$ADDON"
 export LD_PRELOAD="$LIBASAN"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:print_summary=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 # Make sure the sanitized addon is the one a process loads (and that it loads at all under LD_PRELOAD).
 node --input-type=module -e "
-  const { native } = await import('$ROOT/dist/src/native.js');
+  const { native } = await import('$ROOT/dist/src/native/addon.js');
   native();
   const maps = (await import('node:fs')).readFileSync('/proc/self/maps', 'utf8');
   if (!maps.includes('$ADDON') || !maps.includes('libasan')) { console.error('test:asan: the sanitized addon is not the one loaded'); process.exit(1); }

@@ -1,43 +1,56 @@
-// Public entry point of the sublinear package.
+// The public entry point of the sublinear package: a deliberate, small set of names, each a promise kept
+// across versions (test/index.test.ts lists them: an addition is reviewed there). Everything else is
+// internal: reachable by the package's own modules and tests through their paths, not from 'sublinear'.
+//
+//   jobs       train, evaluate, plan: what `sublinear train`, `eval` and `plan` do, one call each
+//   the model  Network (load, predict, evaluate, grow, save), defaultConfig, serve, LshIndex
+//   data       readXC, writeXC, readLibsvm, readText, readSplit, subset, synthesize
+//   errors     UsageError, ConfigError, DataFormatError, BinFileError, MemoryLimitError, OutputCheckError,
+//              DivergedError, CheckpointFormatError, DirectoryLockedError, RequestError
+
+// Jobs.
+export { train, type TrainJob, type TrainReport, type TrainResult } from './job/train.js';
+export type { TrainReportCommon, TrainMode } from './job/train-report.js';
+export type { InputFormat } from './job/train-options.js';
+export { evaluate, type EvalJob, type EvalReport, type EvalResult } from './job/evaluate.js';
+export { plan, type PlanJob, type PlanResult } from './job/plan.js';
+export type { JobEvents, ProgressSink } from './job/events.js';
+export type { ConfigFileTraining } from './job/config-file.js';
+export type { TrainingPlan, PlanCandidate, PlanMode, DataShape } from './train/plan.js';
+export type { FitStats, FitProgress } from './train/fit.js';
+export type { ValidationOptions, SelectionReport, BlendReport } from './train/early-stop.js';
+export type { RebuildScheduleOptions } from './network/schedule.js';
+
+// The model.
 export {
-  Network, type PredictOptions, type EvaluateOptions, type Predictions, type ResumeOptions, type ResumeInfo, type LoadOptions,
-  type SaveOptions, type NetworkOptions,
+  Network, type PredictOptions, type EvaluateOptions, type Predictions, type LoadOptions, type SaveOptions, type NetworkOptions,
 } from './network/network.js';
-export type { TrainingSummary } from './network/model-file.js';
 export {
-  defaultConfig, resolveConfig, ConfigError,
-  type NetworkConfig, type LayerConfig, type SamplingConfig, type WideConfig, type HashName, type SelectionMode,
+  defaultConfig, type NetworkConfig, type LayerConfig, type SamplingConfig, type WideConfig, type RerankConfig, type HashName, type SelectionMode,
 } from './network/config.js';
-export type { ValidationOptions, ValidationPoint, SelectionReport, BlendReport, BlendTry } from './train/early-stop.js';
-export { DivergedError, type FitOptions, type FitProgress, type FitStats, type CheckpointFailure } from './train/fit.js';
-export type { RebuildScheduleOptions } from './train/schedule.js';
-export {
-  listCheckpoints, CheckpointFormatError, checkpointFileBytes,
-  type CheckpointOptions, type CheckpointInfo, type CheckpointReason, type TrainingPosition, type SavedFitOptions,
-  type SkippedCheckpoint,
-} from './train/checkpoint.js';
-export { MemoryLimitError } from './train/memory-plan.js';
-export {
-  planTraining, scanDataShape, datasetShape, shapeFromCounts, stepCost, shardedExchange, replicatedExchange, collectiveCost, rankMemory, workload, waitFactor,
-  formatPlanLine, PLAN_SHAPES, type TrainingPlan, type PlanInput, type PlanCandidate, type PlanMode, type DataShape, type Calibration, type ShardCalibration, type MachineSpec,
-  type StepCost, type Collective, type ExchangeInput, type Workload,
-} from './train/plan.js';
-export { calibrate, readCachedCalibration, writeCachedCalibration, defaultCalibrationFile, type CalibrateOptions } from './train/calibrate.js';
-export { BinFileError } from './util/binfile.js';
-export { modelFileBytes } from './network/model-file.js';
-export { checkOutputDirs, OutputCheckError, type PlannedOutput } from './util/output-check.js';
-export { lockDirectory, assertUnlocked, DirectoryLockedError, LOCK_FILE, type LockOwner, type DirectoryLock } from './train/lock.js';
-export { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './train/metrics.js';
+export type { Metrics } from './network/metrics.js';
+export type { TrainingSummary } from './network/model-file.js';
+export { serve, type ServeOptions, type ModelInfo, type PredictionServer } from './serve/server.js';
 export { LshIndex, type LshIndexOptions, type LshQueryOptions, type LshQueryResult } from './lsh/index.js';
-export {
-  readXC, writeXC, readLibsvm, readText, parseTextLine, type TextData, type ReadTextOptions, readSplit, subset, synthesize, generateSynthetic, describe, DataFormatError,
-  type SparseDataset,
-} from '../datasets/index.js';
-export { TextVectorizer, type TextVectorizerOptions, type TextVectorizerMeta } from './text/vectorizer.js';
-export { tokenize } from './text/tokenize.js';
-export { LabelNames, labelledDataset, type LabelledText } from './text/labels.js';
-export { readTextDatasets, type ReadTextDatasetsOptions, type TextDatasets } from './text/load.js';
-export { native as loadNative } from './native.js';
-export { serve, PredictionServer, type ServeOptions, type ModelInfo } from './serve/server.js';
+
+// Data.
+export { readXC, type ReadXCOptions } from './datasets/xc-reader.js';
+export { writeXC, type WriteXCOptions } from './datasets/xc-writer.js';
+export { readLibsvm, type ReadLibsvmOptions } from './datasets/libsvm-reader.js';
+export { readText, type ReadTextOptions, type TextData } from './datasets/text-reader.js';
+export { readSplit, subset, type ReadSplitOptions } from './datasets/split-reader.js';
+export { synthesize, type SynthesizeOptions, type ShapeName } from './datasets/synth.js';
+export type { SparseDataset } from './datasets/csr.js';
+export type { TextVectorizer } from './text/vectorizer.js';
+
+// Errors.
+export { UsageError } from './util/usage-error.js';
+export { ConfigError } from './network/config.js';
+export { DataFormatError } from './datasets/errors.js';
+export { BinFileError } from './util/binfile.js';
+export { MemoryLimitError } from './network/memory-plan.js';
+export { OutputCheckError } from './util/output-check.js';
+export { DivergedError } from './train/fit.js';
+export { CheckpointFormatError } from './train/checkpoint.js';
+export { DirectoryLockedError } from './train/lock.js';
 export { RequestError } from './serve/request.js';
-export { createExecutor, type Executor } from './train/executor.js';

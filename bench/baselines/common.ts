@@ -5,7 +5,7 @@
 // weights, zero biases. Points without labels carry no gradient and are skipped in training; they still
 // count (as misses) in P@1.
 
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import { Xoshiro128, shuffleInPlace } from '../../src/util/rng.js';
 
 /** One periodic evaluation. `seconds` is training wall-clock time, evaluation time excluded. */

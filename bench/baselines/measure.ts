@@ -6,7 +6,7 @@
 //   node dist/bench/baselines/measure.js tta       [--labels 2000,5000] [--max-seconds 240] [--points-per-label 10]
 //   common: [--batch 128] [--lr 1e-3] [--seed 1] [--emb sparse_adam|adam] [--json]
 //
-// delicious: <data dir>/delicious (--data-dir or $SUBLINEAR_DATASETS; or --train/--test paths); amazon: datasets/synth.ts points at
+// delicious: <data dir>/delicious (--data-dir or $SUBLINEAR_DATASETS; or --train/--test paths); amazon: src/datasets/synth.ts points at
 // the Amazon-670K shape (135,909 features, ~75 nnz and ~5.45 labels per point), a fixed number of batches;
 // tta: the same generator with --labels labels and --points-per-label x labels training points, trained
 // for --max-seconds (P@1 on 2,000 held-out points of the same stream every --eval-seconds).
@@ -14,9 +14,9 @@
 
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import { median, type BaselineOptions, type BaselineResult } from './common.js';
-import { readXC } from '../../datasets/xc-reader.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
 import { syntheticSplit } from './data.js';
 import { pytorchAvailable, trainPytorch } from './pytorch.js';
 import { commandArgv, defineCommand, UsageError } from '../../src/cli/args.js';
@@ -102,7 +102,7 @@ async function datasetFor(a: Args): Promise<{ train: SparseDataset; test?: Spars
     const files = a.train !== undefined && a.test !== undefined ? [a.train, a.test] : requireDataset('delicious', a.dataDir).files;
     return { train: await readXC(a.train ?? files[0]!), test: await readXC(a.test ?? files[1]!) };
   }
-  // datasets/synth.ts at the Amazon-670K shape (135,909 features, ~75 nnz, ~5.45 labels per point),
+  // src/datasets/synth.ts at the Amazon-670K shape (135,909 features, ~75 nnz, ~5.45 labels per point),
   // with the label count overridden by --labels
   const labels = a.labels === undefined ? (cmd === 'amazon' ? 670_091 : 5000) : parseInteger(a.labels, { min: 1 });
   if (labels === undefined) throw new UsageError(`option --labels expects a positive integer but received '${a.labels}'`);

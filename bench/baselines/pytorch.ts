@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { endianness, tmpdir, availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import { type BaselineOptions, type BaselineResult, type EvalRecord, resolveOptions } from './common.js';
 

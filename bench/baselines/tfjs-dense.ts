@@ -15,7 +15,7 @@
 
 import * as tf from '@tensorflow/tfjs';
 import '@tensorflow/tfjs-backend-wasm';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import {
   type BaselineOptions, type BaselineResult, type EvalRecord, type GatheredBatch,

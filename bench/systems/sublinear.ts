@@ -4,14 +4,15 @@
 //
 // Evaluation points of the P@1 curve are taken at epoch ends (sublinear's epochs are short); their time
 // is excluded from training time, as for the baselines.
-import type { SparseDataset } from '../../datasets/csr.js';
-import { subset } from '../../datasets/index.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
+import { subset } from '../../src/datasets/index.js';
 import { Network } from '../../src/network/network.js';
 import type { SamplingConfig } from '../../src/network/config.js';
-import { computeMetrics } from '../../src/train/metrics.js';
+import { computeMetrics } from '../../src/network/metrics.js';
 import { evalSubset, resolveOptions, type BaselineOptions, type BaselineResult } from '../baselines/common.js';
 import { Xoshiro128, shuffleInPlace } from '../../src/util/rng.js';
 import { peakRssBytes } from '../../src/util/peak-rss.js';
+import { fit } from '../../src/train/fit-network.js';
 
 export interface SublinearOptions extends BaselineOptions {
   /** LSH sampling of the output layer; null for a dense softmax. Default DWTA K=6 L=50 (SLIDE's Amazon setting). */
@@ -51,7 +52,7 @@ export async function trainSublinear(opts: SublinearOptions): Promise<BaselineRe
   const ac = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   if (Number.isFinite(o.maxSeconds)) timer = setTimeout(() => ac.abort(), o.maxSeconds * 1000);
-  const stats = await net.fit(train, {
+  const stats = await fit(net, train, {
     epochs, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, workers, signal: ac.signal,
     onEpochEnd: async (_epoch, s) => {
       if (!test) return;

@@ -9,6 +9,7 @@
 
 import { integerValue, numberValue } from '../util/parse-values.js';
 import { suggest } from '../util/suggest.js';
+import { UsageError } from '../util/usage-error.js';
 
 export { suggest };
 
@@ -20,13 +21,8 @@ export interface CliIO {
   drain?(): Promise<void>;
 }
 
-/** A mistake in how the command was invoked: printed with a pointer to --help, exit code 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+// A mistake in how the command was invoked (or in a job's options): printed with a pointer to --help, exit code 2.
+export { UsageError };
 
 interface FlagBase {
   /** One line for --help. */

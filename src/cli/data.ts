@@ -4,7 +4,7 @@ import { basename, join } from 'node:path';
 import {
   describe, generateSynthetic, generateTaxonomy, readLibsvm, readSplit, readXC, SHAPE_NAMES, subset, TAXONOMY_SHAPE_NAMES,
   writeXC, type DatasetStats, type SparseDataset, type ShapeName, type TaxonomyShapeName,
-} from '../../datasets/index.js';
+} from '../datasets/index.js';
 import { Progress, formatAmount } from '../util/progress.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { readTextDatasets } from '../text/load.js';
@@ -130,7 +130,7 @@ const synth = defineCommand({
   name: 'synth',
   summary: 'Generate a seeded synthetic dataset (train.txt, test.txt) at the shape of a real benchmark.',
   description:
-    'Two data models (datasets/README.md describes both); the same seed always writes the same bytes.\n' +
+    'Two data models (docs/data.md describes both); the same seed always writes the same bytes.\n' +
     '  prototype (default): independent Zipf-popular labels, each with its own feature prototype. Shapes:\n' +
     '    tiny (2,000 features / 100 labels), small (20,000 / 2,000), amazon-670k (135,909 / 670,091),\n' +
     '    delicious-200k (782,585 / 205,443), wiki-325k (1,617,899 / 325,056).\n' +

@@ -2,7 +2,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateSynthetic } from '../../datasets/index.js';
+import { generateSynthetic } from '../datasets/index.js';
 import type { NetworkConfig } from '../network/config.js';
 import type { Out } from './engine.js';
 import { trainCommand } from './train.js';

@@ -1,8 +1,8 @@
 // Command-line specs of `sublinear train | eval | predict | demo` (implementations in train.ts, eval.ts,
 // predict.ts and demo.ts).
-import { parseBytes } from '../train/memory-plan.js';
+import { parseBytes } from '../network/memory-plan.js';
 import { defineCommand, UsageError } from './args.js';
-import { MAX_EPOCHS } from './config-file.js';
+import { MAX_EPOCHS } from '../job/config-file.js';
 import { demoCommand } from './demo.js';
 import { evalCommand } from './eval.js';
 import { predictCommand } from './predict.js';
@@ -52,7 +52,7 @@ export const trainCmd = defineCommand({
   name: 'train',
   summary: 'Train a network on an extreme-classification dataset (and evaluate it on a test set).',
   description:
-    'Without --config the network is chosen from the data by the defaults rule (README "Defaults"): one ReLU ' +
+    'Without --config the network is chosen from the data by the defaults rule (docs/defaults.md): one ReLU ' +
     'hidden layer with dropout (1024 or 512 units where a dense output layer is cheap, else 256, or 128 for the largest ' +
     'shapes), and a softmax output, LSH-sampled with the logQ correction and a per-label wide part when there are 8192 ' +
     'labels or more, and per-label classifiers that re-rank its top candidates. Without --epochs, 5% of the training points ' +
@@ -121,7 +121,7 @@ export const trainCmd = defineCommand({
     distributed: {
       type: 'boolean',
       description: 'train data-parallel as one rank of an MPI job: mpirun -np 4 sublinear train ... --distributed ' +
-        '(--batch is the global batch, split across the ranks; rank 0 prints, saves and writes checkpoints; needs Open MPI, see README)',
+        '(--batch is the global batch, split across the ranks; rank 0 prints, saves and writes checkpoints; needs Open MPI, see docs/distributed.md)',
     },
     shardLabels: {
       type: 'boolean',

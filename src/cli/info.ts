@@ -8,9 +8,9 @@ import { boundText } from '../util/bounded-text.js';
 import { resolveStoredConfig, wideEntriesOf } from '../network/file-layout.js';
 import type { ResolvedNetworkConfig } from '../network/config.js';
 import type { TrainingSummary } from '../network/model-file.js';
-import { formatBytes } from '../train/memory-plan.js';
+import { formatBytes } from '../network/memory-plan.js';
 import { defineCommand } from './args.js';
-import { checkInputFile } from './preflight.js';
+import { checkInputFile } from '../job/preflight.js';
 
 /** What `info --json` prints (the text form shows the same). */
 export interface FileInfo {

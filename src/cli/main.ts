@@ -18,7 +18,7 @@ import { benchCmd } from './bench.js';
 import { infoCmd } from './info.js';
 import { planCmd } from './plan.js';
 import { serveCmd } from './serve.js';
-import { native } from '../native.js';
+import { native } from '../native/addon.js';
 
 /** Top-level commands and groups, in --help order. Registering a command is one line here. */
 export const COMMANDS: CommandNode[] = [

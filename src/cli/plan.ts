@@ -1,17 +1,12 @@
-// `sublinear plan`: the plan of a training job before anything is allocated: the network the defaults
-// build, memory per rank by part, predicted samples/s and epoch time of one process, replicated ranks and
-// label-sharded ranks, and the configuration it would choose (the work is in src/train/plan.ts; the
-// machine's costs come from a timing probe, src/train/calibrate.ts, cached per CPU and widths).
-import { defaultConfig, resolveConfig, type NetworkConfig } from '../network/config.js';
-import {
-  formatParts, formatPlanLine, formatSeconds, networkLine, planTraining, PLAN_SHAPES, scanDataShape, shapeFromCounts,
-  type DataShape, type PlanCandidate, type PlanMode, type TrainingPlan,
-} from '../train/plan.js';
-import { calibrate, defaultCalibrationFile, readCachedCalibration, writeCachedCalibration } from '../train/calibrate.js';
-import { formatBytes, parseBytes } from '../train/memory-plan.js';
+// `sublinear plan`: the flags become a job for plan() (src/job/plan.ts: the plan of a training job before
+// anything is allocated: the network the defaults build, memory per rank by part, predicted samples/s and
+// epoch time of one process, replicated ranks and label-sharded ranks, and the configuration it would choose);
+// this prints the plan as a table, or (--json) as one JSON object.
+import { plan } from '../job/plan.js';
+import { formatBytes, parseBytes } from '../network/memory-plan.js';
+import { formatParts, formatPlanLine, formatSeconds, networkLine, PLAN_SHAPES, type PlanCandidate, type PlanMode, type TrainingPlan } from '../train/plan.js';
 import { defineCommand, UsageError, type CliIO, type ParsedOptions } from './args.js';
-import { readConfigFile } from './config-file.js';
-import { checkInputFile } from './preflight.js';
+import { jobEvents } from './engine.js';
 
 const SHAPE_NAMES = Object.keys(PLAN_SHAPES) as (keyof typeof PLAN_SHAPES)[];
 
@@ -77,97 +72,35 @@ export const planCmd = defineCommand({
 type PlanOptions = ParsedOptions<typeof planFlags, typeof planPositionals>;
 
 async function planCommand(o: PlanOptions, io: CliIO): Promise<number> {
-  const baseRssBytes = process.memoryUsage().rss;
-  const countFlags = (['points', 'features', 'labels', 'avgNnz', 'avgLabels'] as const).filter((k) => o[k] !== undefined);
-  const flagName = (k: string) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
-  const sources = [o.data !== undefined, o.shape !== undefined, countFlags.length > 0].filter(Boolean).length;
-  if (sources === 0) throw new UsageError('give a data file, --shape, or --points --features --labels --avg-nnz --avg-labels');
-  if (sources > 1) throw new UsageError('give one of: a data file, --shape, or the counts (--points ...)');
-  if (countFlags.length > 0 && countFlags.length < 5) {
-    const missing = (['points', 'features', 'labels', 'avgNnz', 'avgLabels'] as const).filter((k) => o[k] === undefined).map(flagName);
-    throw new UsageError(`the shape needs ${missing.join(', ')} too`);
-  }
-  if (o.avgNnz !== undefined && !(o.avgNnz > 0)) throw new UsageError(`option --avg-nnz must be > 0 but received ${o.avgNnz}`);
-  if (o.avgLabels !== undefined && !(o.avgLabels > 0)) throw new UsageError(`option --avg-labels must be > 0 but received ${o.avgLabels}`);
   if (o.ranks !== undefined && o.maxRanks !== undefined) throw new UsageError('give --ranks or --max-ranks, not both');
-  if (o.config !== undefined && o.hidden !== undefined) throw new UsageError('--hidden applies to the default network, not to a --config file');
-  const links = o.linkGbps !== undefined ? parseList(o.linkGbps, 'link-gbps', false, false) : [10];
-  const ranks = o.ranks !== undefined ? parseList(o.ranks, 'ranks', true) : o.maxRanks !== undefined ? powersOfTwo(o.maxRanks) : [1];
-  let modes: PlanMode[] | undefined;
-  if (o.modes !== undefined) {
-    const m = o.modes.split(',').map((s) => s.trim());
-    const bad = m.find((x) => !['single', 'replicated', 'sharded'].includes(x));
-    if (bad !== undefined) throw new UsageError(`option --modes expects single, replicated or sharded but received '${bad}'`);
-    modes = m as PlanMode[];
-  }
-  let memoryBytes: number | undefined;
-  if (o.memory !== undefined) {
-    try {
-      memoryBytes = parseBytes(o.memory, '--memory');
-    } catch (e) {
-      throw new UsageError((e as Error).message);
-    }
-  }
-  if (o.data !== undefined) await checkInputFile(o.data, 'data');
-  const file = o.config !== undefined ? await readConfigFile(o.config) : undefined;
-
-  let shape: DataShape;
-  let source: string;
-  if (o.data !== undefined) {
-    if (!o.quiet) io.err(`reading the shape of ${o.data}\n`);
-    shape = await scanDataShape(o.data);
-    source = o.data;
-  } else if (o.shape !== undefined) {
-    shape = shapeFromCounts(PLAN_SHAPES[o.shape]);
-    source = o.shape;
-  } else {
-    shape = shapeFromCounts({ points: o.points!, features: o.features!, labels: o.labels!, avgNnz: o.avgNnz!, avgLabels: o.avgLabels! });
-    source = 'the given counts';
-  }
-  let config: NetworkConfig;
-  if (file) {
-    config = { ...file.network, inputDim: file.network.inputDim ?? shape.features } as NetworkConfig;
-  } else {
-    config = defaultConfig(shape);
-    if (o.hidden !== undefined) config.layers[0] = { ...config.layers[0]!, size: o.hidden };
-  }
-  let resolved;
-  try {
-    resolved = resolveConfig(config);
-  } catch (e) {
-    throw file ? new Error(`${o.config}: ${(e as Error).message}`) : e;
-  }
-  if (shape.features > resolved.inputDim) throw new Error(`${source} has ${shape.features} features but the configuration's inputDim is ${resolved.inputDim}`);
-  const batch = o.batch ?? file?.training.batchSize ?? 128;
-  const workers = o.workers ?? file?.training.workers;
-  const threads = o.threads ?? file?.training.threads;
-  const bestWeights = (o.epochs ?? file?.training.epochs) === undefined && file?.training.validation !== false;
-
-  const cacheFile = o.calibration ?? defaultCalibrationFile();
-  let cal = o.recalibrate ? null : await readCachedCalibration(resolved, cacheFile);
-  const cached = cal !== null;
-  if (!cal) {
-    if (!o.quiet) io.err('measuring this machine (timing probe: a few seconds to a minute)\n');
-    cal = await calibrate({ config: resolved, shape, batch, baseRssBytes });
-    try {
-      await writeCachedCalibration(resolved, cal, cacheFile);
-    } catch (e) {
-      if (!o.quiet) io.err(`sublinear: warning: could not cache the calibration in ${cacheFile}: ${(e as Error).message}\n`);
-    }
-  }
-  const plan = planTraining({
-    shape, config: resolved, batch, ...(workers !== undefined ? { workers } : {}), ...(threads !== undefined ? { threads } : {}), ranks, linkGbps: links, ...(modes ? { modes } : {}), bestWeights,
-    machine: {
-      ...(o.cores !== undefined ? { cores: o.cores } : {}), ...(memoryBytes !== undefined ? { memoryBytes } : {}), linkGbps: links[0]!, latency: o.latencyUs * 1e-6,
-      ...(o.ranksPerMachine !== undefined ? { ranksPerMachine: o.ranksPerMachine } : {}),
-    },
-  }, cal);
-  if (o.json) {
-    io.out(JSON.stringify(planJson(plan, source, cached, cacheFile)) + '\n');
-    return 0;
-  }
-  io.out(planText(plan, source, cached));
+  const { linkGbps, ranks, maxRanks, modes, memory, json, ...job } = o;
+  const { plan: p, source, cached, cacheFile } = await plan({
+    ...job,
+    linkGbps: linkGbps !== undefined ? parseList(linkGbps, 'link-gbps', false, false) : undefined,
+    ranks: ranks !== undefined ? parseList(ranks, 'ranks', true) : maxRanks !== undefined ? powersOfTwo(maxRanks) : undefined,
+    modes: modes !== undefined ? parseModes(modes) : undefined,
+    memoryBytes: memory !== undefined ? bytesFlag(memory, '--memory') : undefined,
+    ...jobEvents(io),
+  });
+  io.out(json ? JSON.stringify(planJson(p, source, cached, cacheFile)) + '\n' : planText(p, source, cached));
   return 0;
+}
+
+/** --modes: a comma-separated list of single, replicated, sharded. */
+function parseModes(text: string): PlanMode[] {
+  const m = text.split(',').map((s) => s.trim());
+  const bad = m.find((x) => !['single', 'replicated', 'sharded'].includes(x));
+  if (bad !== undefined) throw new UsageError(`option --modes expects single, replicated or sharded but received '${bad}'`);
+  return m as PlanMode[];
+}
+
+/** A size flag in bytes; a malformed one is a usage error. */
+function bytesFlag(text: string, flag: string): number {
+  try {
+    return parseBytes(text, flag);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
 }
 
 function powersOfTwo(max: number): number[] {

@@ -7,12 +7,13 @@ import type { DistributedRun } from '../train/distributed.js';
 import { loadShardedPart, newestShardCheckpoint, readShardManifest } from '../train/shard-checkpoint.js';
 import { ShardedModel } from '../train/sharded.js';
 import { UsageError } from './args.js';
-import type { Out } from './engine.js';
-import { loadData } from './data-loading.js';
+import { jobEvents, type Out } from './engine.js';
+import { loadData } from '../job/data-loading.js';
 import { writePredictions } from './predict-output.js';
-import type { PredictCliOptions } from './eval-predict-options.js';
+import type { PredictJob } from '../job/eval-predict-options.js';
+import { Reporter } from '../job/events.js';
 
-export async function predictShardedOn(o: PredictCliOptions, io: Out, dist: DistributedRun): Promise<number> {
+export async function predictShardedOn(o: PredictJob, io: Out, dist: DistributedRun): Promise<number> {
   if (o.input === '-') throw new UsageError('--distributed reads --input from a file (every rank reads it), not standard input');
   if (o.mode === 'sampled') throw new UsageError('--distributed scores every label of each slice exactly: leave out --mode sampled');
   if (o.inputFormat === 'text') throw new UsageError('--distributed reads numeric input (XC or LIBSVM)');
@@ -25,7 +26,7 @@ export async function predictShardedOn(o: PredictCliOptions, io: Out, dist: Dist
   const k = o.k ?? (o.threshold !== undefined ? Math.min(L, Math.floor(1 / o.threshold) + 1) : 5);
   if (k > L) throw new UsageError(`option --k ${k} exceeds the model's ${L} labels`);
   const part = await loadShardedPart(picked, manifest, dist.rank, dist.size);
-  let data = await loadData(o.input, o.inputFormat as 'xc' | 'libsvm' | undefined, 'input', quiet, undefined, o.zeroBased);
+  let data = await loadData(o.input, o.inputFormat as 'xc' | 'libsvm' | undefined, 'input', new Reporter(jobEvents(io), quiet), undefined, o.zeroBased);
   if (data.features > manifest.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${manifest.config.inputDim}`);
   if (part.inputScale) data = applyInputScale(data, part.inputScale);
   const model = new ShardedModel(dist.comm, manifest.config, { spec: part.spec }, part.labelFreq, part.featureFreq);

@@ -4,16 +4,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { SparseDataset } from '../../datasets/index.js';
+import type { SparseDataset } from '../datasets/index.js';
 import { Network } from '../network/network.js';
 import { UsageError } from './args.js';
-import { checkInputFile } from './preflight.js';
+import { checkInputFile } from '../job/preflight.js';
 import { writePredictions } from './predict-output.js';
-import { pointsProgress, warnDenseSampled, type InputFormat, type Out } from './engine.js';
-import { loadData, loadTextInput, memoryLimitBytes } from './data-loading.js';
-import type { PredictCliOptions } from './eval-predict-options.js';
+import { jobEvents, pointsProgress, type InputFormat, type Out } from './engine.js';
+import { denseSampledWarning } from '../job/data-checks.js';
+import { Reporter } from '../job/events.js';
+import { loadData, loadTextInput, memoryLimitBytes } from '../job/data-loading.js';
+import type { PredictJob } from '../job/eval-predict-options.js';
 
-export type { PredictCliOptions } from './eval-predict-options.js';
+/** The options of `sublinear predict`. */
+export type PredictCliOptions = PredictJob;
 
 export async function predictCommand(o: PredictCliOptions, io: Out): Promise<number> {
   if (o.distributed) {
@@ -23,6 +26,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
     return runAsRank(io, (dist, rankIo) => predictShardedOn(o, rankIo, dist));
   }
   const quiet = !!o.quiet;
+  const reports = new Reporter(jobEvents(io), quiet);
   if (o.zeroBased && o.inputFormat !== 'libsvm') throw new UsageError('--zero-based applies to --input-format libsvm only');
   const fromStdin = o.input === '-';
   if (!fromStdin) await checkInputFile(o.input, '--input');
@@ -32,7 +36,8 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   if (o.threshold !== undefined && !(o.threshold > 0 && o.threshold <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] but received ${o.threshold}`);
   // Softmax scores sum to 1: no more than floor(1/t) labels reach t (one more for rounding).
   const k = o.k ?? (o.threshold !== undefined ? Math.min(outputs, Math.floor(1 / o.threshold) + 1) : 5);
-  if (o.mode === 'sampled') warnDenseSampled(net.config, o.model, io);
+  const dense = o.mode === 'sampled' ? denseSampledWarning(net.config, o.model) : null;
+  if (dense) io.err(`sublinear: warning: ${dense}\n`);
   if (k > outputs) throw new UsageError(`option --k ${k} exceeds the model's ${outputs} labels`);
   let spool: string | undefined;
   let data: SparseDataset;
@@ -41,8 +46,8 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
     if (fromStdin) spool = await spoolStdin();
     const inputFormat = o.inputFormat ?? (net.textVectorizer ? 'text' : 'xc');
     data = await (inputFormat === 'text'
-      ? loadTextInput(net, spool ?? o.input, fromStdin ? '<stdin>' : o.input, false, io, quiet, o.maxMemory)
-      : loadData(spool ?? o.input, inputFormat, fromStdin ? 'standard input' : 'input', quiet, Math.max(0, memoryLimitBytes(o.maxMemory) - net.memoryBytes()), o.zeroBased))
+      ? loadTextInput(net, spool ?? o.input, fromStdin ? '<stdin>' : o.input, false, reports, o.maxMemory)
+      : loadData(spool ?? o.input, inputFormat, fromStdin ? 'standard input' : 'input', reports, Math.max(0, memoryLimitBytes(o.maxMemory) - net.memoryBytes()), o.zeroBased))
       .catch((e: unknown) => {
         throw spool && e instanceof Error ? new Error(e.message.replaceAll(spool, '<stdin>')) : e;
       });

@@ -4,7 +4,7 @@ import { parseSize } from '../util/parse-values.js';
 import { Network } from '../network/network.js';
 import { serve } from '../serve/server.js';
 import { defineCommand, UsageError, type CliIO } from './args.js';
-import { checkInputFile } from './preflight.js';
+import { checkInputFile } from '../job/preflight.js';
 import { GracefulStop } from './signals.js';
 
 function bytes(flag: string, text: string | undefined): number | undefined {

@@ -13,7 +13,7 @@ export class GracefulStop {
   received: StopSignal | null = null;
   private readonly handlers = new Map<StopSignal, () => void>();
 
-  /** `announce` prints what happens now (called once, on the first signal). */
+  /** `announce` prints what happens now (called once, on the first signal; the abort reason names the signal). */
   constructor(private readonly announce: (signal: StopSignal) => void) {}
 
   get signal(): AbortSignal {
@@ -27,7 +27,7 @@ export class GracefulStop {
         if (this.received) process.exit(EXIT_CODES[sig]); // the second signal: stop now
         this.received = sig;
         this.announce(sig);
-        this.controller.abort();
+        this.controller.abort(sig);
       };
       this.handlers.set(sig, h);
       process.on(sig, h);

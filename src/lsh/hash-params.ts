@@ -13,7 +13,7 @@
 //   ceil(dim / (K*L)); a sub-hash is the min offset within its bin, masked to bitsPerHash bits. Meant for
 //   sparse, high-dimensional inputs: with dim < K*L most bins are empty and the hash degenerates.
 import { SplitMix64, Xoshiro128 } from '../util/rng.js';
-import { FAMILY_CODE, type HashSpec } from './native-types.js';
+import { FAMILY_CODE, type HashSpec } from '../native/lsh-types.js';
 import { intInRange, nonNegativeInt, oneOf, positiveInt, show } from './validate.js';
 
 export type LshFamily = 'simhash' | 'dwta' | 'wta' | 'minhash';

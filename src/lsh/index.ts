@@ -1,7 +1,7 @@
 // Public LSH API: LshIndex indexes a set of vectors (a layer's neurons) in L hash tables and returns, for a
 // query vector, a small candidate set likely to hold the largest inner products. Native kernels do the
 // work (native/lsh_*.cc); this module validates arguments, owns the memory and derives seeds.
-import { native } from '../native.js';
+import { native } from '../native/addon.js';
 import { SplitMix64 } from '../util/rng.js';
 import {
   generateHashSpec,
@@ -12,7 +12,7 @@ import {
   type LshFamily,
   type ResolvedHashOptions,
 } from './hash-params.js';
-import { MODE_CODE, type HashSpec, type QuerySpec, type TablesSpec } from './native-types.js';
+import { MODE_CODE, type HashSpec, type QuerySpec, type TablesSpec } from '../native/lsh-types.js';
 import { allocateTables, resolveTablesOptions, tablesBytes, type BucketPolicy, type TablesOptions } from './tables.js';
 import { float32Array, nonNegativeInt, oneOf, positiveInt, show, uint32Array } from './validate.js';
 
@@ -20,8 +20,8 @@ export { generateHashSpec, hashSpecBytes, invertBins, resolveHashOptions, LSH_FA
 export type { HashParamsOptions, LshFamily, ResolvedHashOptions } from './hash-params.js';
 export { allocateTables, tablesBytes, tableCapacity, resolveTablesOptions } from './tables.js';
 export type { BucketPolicy, TablesOptions, TablesShape } from './tables.js';
-export { FAMILY_CODE, POLICY_CODE, MODE_CODE } from './native-types.js';
-export type { HashSpec, TablesSpec, QuerySpec, NativeLsh } from './native-types.js';
+export { FAMILY_CODE, POLICY_CODE, MODE_CODE } from '../native/lsh-types.js';
+export type { HashSpec, TablesSpec, QuerySpec, NativeLsh } from '../native/lsh-types.js';
 
 /** Options of an LshIndex: the hash family (see HashParamsOptions) and the bucket storage (TablesOptions). */
 export interface LshIndexOptions extends HashParamsOptions, TablesOptions {}
@@ -56,7 +56,7 @@ export interface LshQueryResult {
   ids: Uint32Array;
 }
 
-/** A CSR batch of sparse vectors (the layout of datasets/csr.ts). */
+/** A CSR batch of sparse vectors (the layout of src/datasets/csr.ts). */
 export interface SparseRows {
   offsets: Uint32Array;
   indices: Uint32Array;
@@ -85,10 +85,12 @@ export function resolveQuerySpec(o: Omit<LshQueryOptions, 'required' | 'seed'>, 
  * maximum-inner-product queries with small candidate sets.
  *
  * @example
+ * ```ts
  * const index = new LshIndex({ family: 'dwta', K: 6, L: 50, dim: 128, seed: 42 });
  * index.build(weights);                              // weights: Float32Array (n, 128), one row per neuron
  * const { offsets, ids } = index.query(x, 1, { mode: 'topk', budget: 1000 });
  * // ids[offsets[0] .. offsets[1]) are the neurons to score exactly for x.
+ * ```
  */
 export class LshIndex {
   /** Validated options with every default filled in. */

@@ -1,7 +1,7 @@
 // A full consistency check of a layer's hash tables (TablesSpec), for tables read from a file: the
 // native queries check each bucket they touch and throw "tables are corrupt", which in the middle of a
 // resumed run would stop it; checking them all once up front lets the loader rebuild them instead.
-import type { TablesSpec } from './native-types.js';
+import type { TablesSpec } from '../native/lsh-types.js';
 
 /**
  * The first inconsistency of `t` (bucket offsets not increasing or past the table's capacity, a bucket

@@ -6,7 +6,7 @@
 //   = 4 * L * (4B + 1 + 2N + B * slack)   (approximately 4 * L * (2N + 4B) with slack 1).
 // Amazon-670K (N = 670,091, L = 50, rangeBits 18, slack 1): 134 MB keys + 186 MB ids + 157 MB
 // offsets/fill/seen = 477 MB, instead of 6.7 GB for SLIDE's B * bucketSize slabs.
-import { POLICY_CODE, type TablesSpec } from './native-types.js';
+import { POLICY_CODE, type TablesSpec } from '../native/lsh-types.js';
 import { MAX_RANGE_BITS, MAX_TABLES } from './hash-params.js';
 import { intInRange, nonNegativeInt, oneOf, positiveInt, show } from './validate.js';
 

@@ -6,9 +6,9 @@
 import { allocateTables, generateHashSpec, MODE_CODE, POLICY_CODE } from '../lsh/index.js';
 import type { HashParamsOptions } from '../lsh/hash-params.js';
 import type { ResolvedNetworkConfig } from './config.js';
-import type { NetSpec } from './native-types.js';
-import type { TablesSpec } from '../lsh/native-types.js';
-import { sharedFloat32 } from '../../datasets/csr.js';
+import type { NetSpec } from '../native/network-types.js';
+import type { TablesSpec } from '../native/lsh-types.js';
+import { sharedFloat32 } from '../datasets/csr.js';
 import { allocateLayers, allocateTrainingArrays } from './state.js';
 import { emptyWide } from './wide.js';
 

@@ -1,6 +1,6 @@
 // Checks that a dataset fits a network before any kernel sees it (sizes that do not match the data
 // are the most common configuration mistake).
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../datasets/csr.js';
 import type { ResolvedNetworkConfig } from './config.js';
 
 export function checkDataset(d: SparseDataset, c: ResolvedNetworkConfig, what: string, needLabels = true): void {

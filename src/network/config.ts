@@ -175,12 +175,12 @@ export interface NetworkConfig {
 }
 
 /**
- * Training options are not part of a network's configuration (they are `Network.fit`'s options): a
+ * Training options are not part of a network's configuration (they are fit()'s, and train()'s `training`): a
  * NetworkConfig that holds one gets this hint instead of a did-you-mean. (The CLI's --config file may
- * hold them next to the network: src/cli/config-file.ts.)
+ * hold them next to the network: src/job/config-file.ts.)
  */
 const TRAINING_KEY_HINTS: Record<string, string> = Object.fromEntries(
-  ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild', 'inputScaling'].map((k) => [k, `${k} is a training option: pass it to Network.fit`]),
+  ['epochs', 'batchSize', 'lr', 'beta1', 'beta2', 'eps', 'workers', 'validation', 'rebuild', 'inputScaling'].map((k) => [k, `${k} is a training option: give it to train() (or next to the network in a --config file)`]),
 );
 
 /** Fully resolved sampling settings (every default filled in). */
@@ -217,6 +217,15 @@ export const RERANK_KEYS = ['shortlist', 'shortlistRows', 'C', 'prune', 'maxIter
 const HASHES: readonly HashName[] = ['dwta', 'simhash', 'wta', 'minhash'];
 const MODES: readonly SelectionMode[] = ['union', 'topk', 'threshold'];
 
+/**
+ * A network configuration that breaks a rule (an unknown key, a value out of range), naming the key.
+ *
+ * @example
+ * ```ts
+ * try { new Network({ inputDim: 10, layers: [{ size: 4, dropuot: 0.5 }] } as never); }
+ * catch (e) { if (e instanceof ConfigError) console.error(e.message); else throw e; } // did you mean layers[0].dropout?
+ * ```
+ */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -395,7 +404,7 @@ export interface DataShapeForDefaults {
   offsets?: ArrayLike<number>;
 }
 
-/** Output layers with at least this many labels are LSH-sampled by default (README "Defaults"). */
+/** Output layers with at least this many labels are LSH-sampled by default (docs/defaults.md). */
 export const SAMPLED_OUTPUT_MIN_LABELS = 8192;
 /** The default hidden width keeps its two weight matrices under this many parameters (else 128 units). */
 export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
@@ -407,15 +416,15 @@ export const HIDDEN_PARAMETER_BUDGET = 2 ** 26;
 export const DENSE_WIDTH_BUDGET = 2 ** 18;
 
 /**
- * The defaults rule (README "Defaults"), from the data's shape alone:
+ * The defaults rule (docs/defaults.md), from the data's shape alone:
  * - one ReLU hidden layer (defaultWidth): with a dense output layer, 1024 or 512 units where a training
  *   sample's multiply-adds, width x (nonzeros per point + labels), stay under DENSE_WIDTH_BUDGET (2^18), else
  *   256; with a sampled output layer 256; never more than the parameter budget allows ((features + labels) x
  *   width <= 2^26), else 128. The per-label wide part and the re-ranker carry most of the accuracy at 10^4+
  *   labels and on real text: a 256-wide layer scored as 1024 did on a real 22,868-label text set (P@1 0.800
  *   against 0.798) in a fifth of the time, and 128 as 256 on its 11,604-label cut; on Bibtex, whose 159
- *   outputs are cheap, 1024 stays (256 lost 0.2 to 0.4 points over ten splits) (README "How the defaults were
- *   chosen");
+ *   outputs are cheap, 1024 stays (256 lost 0.2 to 0.4 points over ten splits) (docs/defaults.md "How the
+ *   defaults were chosen");
  * - dropout on it: 0.7 at width >= 512, else 0.5;
  * - a dense softmax below 8,192 labels, else a sampled one with the logQ correction and a wide part (below).
  *   On a real text set cut to 3,896 labels the dense output was better (P@1 0.842 against 0.838, P@5 0.449
@@ -438,6 +447,14 @@ export const DENSE_WIDTH_BUDGET = 2 ** 18;
  *   at 200,000); with it they cost 0.7-1.2 points there and twice the training time (0.8465 or 0.842 on,
  *   0.854 off): the wide part's per-label evidence does what their hard negatives did. `points` and `nnz` are
  *   used only for the width of a dense output layer's hidden layer.
+ *
+ * @example
+ * ```ts
+ * const data = await readXC('train.txt');
+ * const config = defaultConfig(data);            // what `sublinear train` builds for this data
+ * config.layers[0] = { ...config.layers[0]!, size: 256 };
+ * await train({ train: data, networkConfig: config, save: 'model.sl' });
+ * ```
  */
 export function defaultConfig(shape: DataShapeForDefaults, seed = 1): NetworkConfig {
   const sampled = shape.labels >= SAMPLED_OUTPUT_MIN_LABELS;
@@ -474,7 +491,7 @@ export function defaultWidth(shape: DataShapeForDefaults): number {
 }
 
 /**
- * The wide part of the default sampled output layers (README "How the defaults were chosen"): 64 pairs per
+ * The wide part of the default sampled output layers (docs/defaults.md "How the defaults were chosen"): 64 pairs per
  * label at most, each holding at least 10% of its label's centroid norm, starting from 8 x the label's unit
  * centroid, Adagrad at 0.2, no hard negatives (WideConfig.negatives). Dense outputs (fewer than 8,192 labels) have none: on Bibtex it cost 0.7 points
  * of P@1 and doubled the training time.
@@ -506,7 +523,7 @@ function tableBits(neurons: number): number {
  *   label-sharded epochs at the 670k shape: P@1 0.835 at 1e-2, 0.814 at 5e-3). With the 'anneal' schedule,
  *   whose descent replaces the plateau's halvings, 1e-2 reached on the real text sets what 5e-3 reached with
  *   the plateau in half the epochs or fewer (debian-deps: 8 against 14-17); dense layers of 256 units took 2e-3 (Delicious, three seeds each:
- *   P@5 0.595 at 2e-3, 0.593 at 4e-3) (README "How the defaults were chosen");
+ *   P@5 0.595 at 2e-3, 0.593 at 4e-3) (docs/defaults.md "How the defaults were chosen");
  * - workers: one when the output layer is dense (every batch updates every output row, so HOGWILD
  *   workers would overwrite each other's updates on all of them: measured on Bibtex, 2 workers lost
  *   4 points of P@1 and once diverged), else the machine's cores;

@@ -6,7 +6,7 @@
 //   2. `resolveStoredConfig`: the stored configuration passes the rules of a user configuration
 //      (resolveConfig, plus the limits allocation enforces), and `layoutProblem`: the section table is
 //      exactly what it implies (every expected section present with its dtype and length, nothing unknown),
-//   3. `checkLoadMemory`: the memory plan of the network against the limit (src/train/memory-plan.ts),
+//   3. `checkLoadMemory`: the memory plan of the network against the limit (src/network/memory-plan.ts),
 //   4. only then the network is allocated and the sections streamed into it, and `valuesProblem` refuses
 //      non-finite weights, biases and Adam moments, and hash tables whose entries point outside their arrays.
 //
@@ -18,7 +18,7 @@ import { hashSpecBytesFor } from '../lsh/hash-params.js';
 import { hashOptionsOf } from './allocate.js';
 import type { SectionArray, SectionDtype, SectionInfo } from '../util/binfile.js';
 import { boundText } from '../util/bounded-text.js';
-import { checkMemory, MemoryLimitError, planNetworkMemory, type MemoryPlan } from '../train/memory-plan.js';
+import { checkMemory, MemoryLimitError, planNetworkMemory, type MemoryPlan } from './memory-plan.js';
 import { inputScaleProblem } from './input-scale.js';
 import { resolveConfig, storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import { wideBytes } from './wide.js';
@@ -26,7 +26,7 @@ import { wideBytes } from './wide.js';
 /** Limits of `Network.load` and `Network.resume`, checked before a file's network is allocated. */
 export interface LoadLimits {
   /**
-   * Refuse a file whose network needs more bytes than this (the memory plan of src/train/memory-plan.ts;
+   * Refuse a file whose network needs more bytes than this (the memory plan of src/network/memory-plan.ts;
    * the CLI's `--max-memory`): a model loaded by `Network.load` is planned for inference (weights, the
    * hash tables of sampled hidden layers, the output layer's cluster index, prediction scratch), a
    * checkpoint for training (also Adam moments, step counters and every layer's tables). Default: 90% of

@@ -3,7 +3,7 @@
 // [-1, 1] like the binary and normalised features the defaults were tuned on. The transform is a
 // per-feature divisor, kept with the network (model files and checkpoints) and applied to every input
 // it sees: fit(), predict(), evaluate(). Sparsity is kept (no centring): a zero stays a zero.
-import { sharedFloat32, type SparseDataset } from '../../datasets/csr.js';
+import { sharedFloat32, type SparseDataset } from '../datasets/csr.js';
 
 /** `FitOptions.inputScaling`: 'auto' scales raw-valued data (see detectInputScale), 'maxabs' always, 'off' never. */
 export type InputScaling = 'auto' | 'maxabs' | 'off';

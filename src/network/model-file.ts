@@ -16,7 +16,7 @@ import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './
 import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, wideEntriesOf, type LoadLimits } from './file-layout.js';
 import { allocateWide, wideProblem } from './wide.js';
 import { hasTrainingArrays } from './state.js';
-import type { NetSpec } from './native-types.js';
+import type { NetSpec } from '../native/network-types.js';
 
 /**
  * What a model file is written from and read into: the fields of a Network it touches (Network satisfies

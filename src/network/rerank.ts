@@ -1,9 +1,9 @@
 // The output layer's re-ranker (RerankConfig, native/net_rerank.cc): per-label sparse linear classifiers
 // trained on the network's shortlists, and how their scores re-order the network's top candidates.
-import type { SparseDataset } from '../../datasets/csr.js';
-import { native } from '../native.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import { native } from '../native/addon.js';
 import type { ResolvedRerank } from './config.js';
-import type { RerankArrays } from './native-types.js';
+import type { RerankArrays } from '../native/network-types.js';
 
 /** A trained re-ranker: the classifiers, and their weight against the network's log-probabilities. */
 export interface RerankState extends RerankArrays {

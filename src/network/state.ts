@@ -3,7 +3,7 @@
 // neuron-major (outDim, inDim). Sampling objects (hash functions and tables) are attached by the caller
 // (src/network/allocate.ts); `sampling` passes through untouched.
 import { Xoshiro128 } from '../util/rng.js';
-import { ACTIVATION_CODE, type LayerState } from './native-types.js';
+import { ACTIVATION_CODE, type LayerState } from '../native/network-types.js';
 
 /** Shape of one layer for allocation. */
 export interface StateLayerConfig {

@@ -1,9 +1,9 @@
 // The output layer's sparse per-label wide part (WideConfig, native/net_wide.h): which (feature, label)
 // pairs get a weight, chosen from the training data, and the checks of a stored one.
-import type { SparseDataset } from '../../datasets/csr.js';
-import { sharedFloat32, sharedUint32 } from '../../datasets/csr.js';
-import { native } from '../native.js';
-import type { WideState } from './native-types.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import { sharedFloat32, sharedUint32 } from '../datasets/csr.js';
+import { native } from '../native/addon.js';
+import type { WideState } from '../native/network-types.js';
 
 /** A wide part with no pairs yet (a network not trained): every feature's list is empty. */
 export function emptyWide(inputDim: number): WideState {

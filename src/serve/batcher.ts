@@ -3,7 +3,7 @@
 // waits for a timer: an idle server sends a request on at once as a batch of one; under load, the requests
 // that arrived while the workers were busy form the next batch. So batches grow with the load, and the
 // latency at low load is one predict call.
-import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
+import { sharedFloat32, sharedUint32, type SparseDataset } from '../datasets/csr.js';
 import { RequestError, type ParsedRequest } from './request.js';
 
 /** Top-k of one point: label ids and softmax scores, best first. */

@@ -1,10 +1,19 @@
 // Validation of `POST /predict` bodies (src/serve/server.ts). Pure functions: a body string in, either the
 // points to predict (CSR rows, feature ids ascending) or a RequestError with the HTTP status and a message
 // that says what is wrong and where. Nothing here throws anything else, whatever the input.
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../datasets/csr.js';
 import { suggest } from '../util/suggest.js';
 
-/** A client error: answered with `status` and `{"error": message}`. */
+/**
+ * A client error: answered with `status` and `{"error": message}`. `parsePredictRequest` throws it.
+ *
+ * @example
+ * ```ts
+ * const server = await serve('model.sl');
+ * const r = await fetch(`${server.url}/predict`, { method: 'POST', body: '{"features": {"x": 1}}' });
+ * console.log(r.status, await r.json()); // 400 { error: '...' }: a RequestError's status and message
+ * ```
+ */
 export class RequestError extends Error {
   constructor(readonly status: number, message: string) {
     super(message);

@@ -1,12 +1,12 @@
 // The prediction server: HTTP/JSON on Node's own `http` (no framework: three routes, and the limits that
 // matter here, body size, queue and shutdown, are easier to state exactly without one). Predictions run
 // on a pool of worker threads that share the model's SharedArrayBuffers; concurrent requests are batched
-// into the native predict calls by src/serve/batcher.ts. API and limits: README "Serving predictions".
+// into the native predict calls by src/serve/batcher.ts. API and limits: docs/serving.md.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { defaultCandidates, Network } from '../network/network.js';
-import { createExecutor, type Executor } from '../train/executor.js';
+import { createExecutor, type Executor } from '../network/executor.js';
 import { MicroBatcher, type BatcherStats, type PointPrediction } from './batcher.js';
 import { parsePredictRequest, RequestError, type RequestLimits, type TextFeaturizer } from './request.js';
 
@@ -148,7 +148,15 @@ export class PredictionServer {
  * Starts an HTTP/JSON prediction server for a model (a `Network` or a model file) and resolves once it
  * listens. Routes: `POST /predict` (`{"features": {"id": value, ...}}`, `{"text": "..."}` for a model
  * trained on text, or `{"instances": [...]}` of either; optional `k` and `mode`), `GET /health`,
- * `GET /model` (ModelInfo). Errors are `{"error": message}` with a 4xx status. See README "Serving predictions".
+ * `GET /model` (ModelInfo). Errors are `{"error": message}` with a 4xx status. See docs/serving.md.
+ *
+ * @example
+ * ```ts
+ * import { serve } from 'sublinear';
+ * const server = await serve('model.sl', { port: 8080, workers: 2 });
+ * // curl -s localhost:8080/predict -d '{"features": {"12": 0.5}, "k": 3}'
+ * await server.close();
+ * ```
  */
 export async function serve(model: Network | string, opts: ServeOptions = {}): Promise<PredictionServer> {
   const port = positiveInt('port', opts.port, 8080, 0);

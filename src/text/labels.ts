@@ -3,9 +3,9 @@
 // Ids are given in order of first appearance (the training file's first line's labels are 0, 1, ...);
 // a model trained on text stores its names (Network.labelNames, index = id). Growing a model with new
 // data appends the names it has never seen after the old ones, so old ids keep their meaning.
-import type { SparseDataset } from '../../datasets/csr.js';
-import { sharedUint32 } from '../../datasets/csr.js';
-import type { TextData } from '../../datasets/text-reader.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import { sharedUint32 } from '../datasets/csr.js';
+import type { TextData } from '../datasets/text-reader.js';
 import type { TextVectorizer } from './vectorizer.js';
 
 /** A list of label names with its name -> id index. */

@@ -1,8 +1,8 @@
-// One call from raw-text files to labelled tf-idf datasets: read the training file (datasets/text-reader.ts),
+// One call from raw-text files to labelled tf-idf datasets: read the training file (src/datasets/text-reader.ts),
 // fit a vectorizer on it (or use a given one), give label names ids (after the given names), and featurize
 // an optional test file with the same vectorizer and names.
-import { readText, type ReadTextOptions, type TextData } from '../../datasets/text-reader.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { readText, type ReadTextOptions, type TextData } from '../datasets/text-reader.js';
+import type { SparseDataset } from '../datasets/csr.js';
 import { LabelNames, labelledDataset } from './labels.js';
 import { TextVectorizer, type TextVectorizerOptions } from './vectorizer.js';
 
@@ -43,8 +43,8 @@ export interface TextDatasets {
  * @example
  * ```ts
  * const { train, test, vectorizer, labelNames } = await readTextDatasets('train.txt', 'test.txt', { vectorizerOptions: { bigrams: true } });
- * const net = new Network(defaultConfig({ features: train.features, labels: train.labels, points: train.points, nnz: train.offsets[train.points] }));
- * await net.fit(train);
+ * const net = new Network(defaultConfig(train));
+ * await fit(net, train);
  * net.textVectorizer = vectorizer;
  * net.labelNames = labelNames;
  * ```

@@ -1,4 +1,4 @@
-// TextVectorizer: raw text -> tf-idf rows in the CSR layout of datasets/csr.ts.
+// TextVectorizer: raw text -> tf-idf rows in the CSR layout of src/datasets/csr.ts.
 //
 // fit() tokenises the training texts (src/text/tokenize.ts), counts each token's document frequency (df)
 // and keeps the tokens found in at least `minDf` documents. If they are at most `maxVocabulary`, each kept
@@ -12,7 +12,7 @@
 // text, w = (1 + ln tf) * idf, idf = ln((1 + N) / (1 + df)) + 1 with N the training documents; each row is
 // then divided by its L2 norm (a row with no known token stays empty).
 import xxhash from 'xxhash-wasm';
-import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
+import { sharedFloat32, sharedUint32, type SparseDataset } from '../datasets/csr.js';
 import { tokenize } from './tokenize.js';
 
 const { h32 } = await xxhash();

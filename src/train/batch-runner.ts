@@ -22,8 +22,8 @@
 //
 // The inline executor (workers: 0) runs tasks synchronously in the calling thread: no timeout can
 // interrupt them there.
-import type { Executor } from './executor.js';
-import type { TrainResult, TrainTask } from './tasks.js';
+import type { Executor } from '../network/executor.js';
+import type { TrainResult, TrainTask } from '../network/tasks.js';
 
 /** What running one task (with its retry) came to. */
 export type TaskOutcome =

@@ -29,8 +29,8 @@ import { join, dirname } from 'node:path';
 import { mkdir, readFile } from 'node:fs/promises';
 import { Network } from '../network/network.js';
 import type { ResolvedNetworkConfig, NetworkConfig } from '../network/config.js';
-import type { RowUpdate } from '../network/native-types.js';
-import { native } from '../native.js';
+import type { RowUpdate } from '../native/network-types.js';
+import { native } from '../native/addon.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { probeDataset, workload, type Calibration, type DataShape, type ShardCalibration } from './plan.js';
 import { allocateRank, buildSliceWide, featureFrequencies, ShardedModel, shardFeatures, shardLabels } from './sharded.js';
@@ -40,12 +40,13 @@ import { Worker } from 'node:worker_threads';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { packageRoot } from '../util/package-root.js';
-import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
-import { InlineExecutor } from './executor.js';
-import { labelFrequencies } from './metrics.js';
+import { sharedFloat32, sharedUint32, type SparseDataset } from '../datasets/csr.js';
+import { InlineExecutor } from '../network/executor.js';
+import { labelFrequencies } from '../network/metrics.js';
 import { sharedSetLogQ } from './logq.js';
 import { buildWide, emptyWide } from '../network/wide.js';
-import { subset } from '../../datasets/split-reader.js';
+import { subset } from '../datasets/split-reader.js';
+import { fit } from './fit-network.js';
 
 /**
  * A stopwatch of the calling thread's work: seconds since `start()`, the least of the wall-clock time and the
@@ -319,7 +320,7 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
   const fitRun = async (workers: number, threads = 1) => {
     const sw = stopwatch();
     sw.start();
-    const st = await netB.fit(fitData, { epochs: 2, batchSize: batch, workers, threads, validation: false, inputScaling: 'off', rebuild: { first: 1e9, maxInterval: 1e9 } });
+    const st = await fit(netB, fitData, { epochs: 2, batchSize: batch, workers, threads, validation: false, inputScaling: 'off', rebuild: { first: 1e9, maxInterval: 1e9 } });
     // (Intra-batch threads are idle in a batch's serial parts: their run is taken as timed.)
     const share = threads > 1 ? 1 : sw.ratio(Math.min(workers, cores));
     const h = st.history;

@@ -23,21 +23,22 @@
 import { mkdir, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import xxhash from 'xxhash-wasm';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../datasets/csr.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
-import type { NetSpec } from '../network/native-types.js';
+import type { NetSpec } from '../native/network-types.js';
 import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
 import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, wideEntriesOf, type LoadLimits } from '../network/file-layout.js';
 import { allocateWide, wideProblem } from '../network/wide.js';
-import { MemoryLimitError } from './memory-plan.js';
-import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
+import { Network, setCheckpointReader } from '../network/network.js';
+import { MemoryLimitError } from '../network/memory-plan.js';
+import { RebuildSchedule, type RebuildScheduleOptions } from '../network/schedule.js';
 import { lockDirectory, type DirectoryLock } from './lock.js';
 import { isProcessAlive } from '../util/process-alive.js';
 import { checkOutputDirs } from '../util/output-check.js';
-import { formatBytes } from './memory-plan.js';
-import { resolveValidation, selectionProblem, WeightSnapshot, type EarlyStopState, type ResolvedValidation, type SelectionReport } from './early-stop.js';
+import { formatBytes } from '../network/memory-plan.js';
+import { resolveValidation, selectionProblem, WeightSnapshot, type EarlyStop, type EarlyStopState, type ResolvedValidation, type SelectionReport } from './early-stop.js';
 import { durationSeconds, parseInteger } from '../util/parse-values.js';
 
 /** `meta.format` of a checkpoint file. */
@@ -143,7 +144,7 @@ export interface CheckpointMeta {
   earlyStop?: EarlyStopState | null;
 }
 
-/** What a checkpoint is taken from (Network implements it). */
+/** The network state a checkpoint is taken from (Network implements it). */
 export interface CheckpointSource {
   readonly config: ResolvedNetworkConfig;
   readonly spec: NetSpec;
@@ -153,8 +154,6 @@ export interface CheckpointSource {
   trainPoints: number;
   /** Per-feature input divisors (raw-valued training data, src/network/input-scale.ts), or null. */
   inputScale: Float32Array | null;
-  /** Early stopping of the run in progress (fit with validation), or null. */
-  earlyStop: { state: EarlyStopState; snapshot: WeightSnapshot | null } | null;
 }
 
 /** Parsed `CheckpointOptions.every`. */
@@ -259,7 +258,7 @@ export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null,
 export async function writeCheckpoint(
   path: string,
   src: CheckpointSource,
-  m: { position: TrainingPosition; options: SavedFitOptions; data: DataFingerprint; reason: CheckpointReason; extra: unknown },
+  m: { position: TrainingPosition; options: SavedFitOptions; data: DataFingerprint; reason: CheckpointReason; extra: unknown; earlyStop: EarlyStop | null },
 ): Promise<number> {
   const meta: CheckpointMeta = {
     format: CHECKPOINT_FORMAT,
@@ -274,12 +273,21 @@ export async function writeCheckpoint(
     reason: m.reason,
     savedAt: new Date().toISOString(),
     extra: m.extra ?? null,
-    earlyStop: src.earlyStop?.state ?? null,
+    earlyStop: m.earlyStop?.state ?? null,
   };
-  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, src.earlyStop?.snapshot ?? null, src.inputScale) });
+  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, m.earlyStop?.snapshot ?? null, src.inputScale) });
 }
 
-/** A checkpoint file whose contents cannot be used (a BinFileError covers damaged containers). */
+/**
+ * A checkpoint file whose contents cannot be used (a BinFileError covers damaged containers); resuming a
+ * directory skips such files (renamed `<file>.corrupt`) for the newest usable one.
+ *
+ * @example
+ * ```ts
+ * try { await train({ resume: 'ckpt/ckpt-000000400.bin', save: 'model.sl' }); }
+ * catch (e) { if (e instanceof CheckpointFormatError) console.error(e.message); else throw e; }
+ * ```
+ */
 export class CheckpointFormatError extends Error {
   override name = 'CheckpointFormatError';
 }
@@ -357,7 +365,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   make: (c: NetworkConfig) => N,
   beforeAllocate?: (c: NetworkConfig) => void,
   limits: LoadLimits = {},
-): Promise<{ network: N; meta: CheckpointMeta }> {
+): Promise<{ network: N; meta: CheckpointMeta; earlyStop: EarlyStop | null }> {
   const head = await readBinFile<CheckpointMeta>(path, { kind: 'checkpoint', headerOnly: true });
   await verifyBinFileChecksum(path);
   const problem = metaProblem(head.meta);
@@ -405,8 +413,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   network.labelFreq = freq;
   network.inputScale = scale;
   network.trainPoints = meta.trainPoints;
-  network.earlyStop = meta.earlyStop ? { state: meta.earlyStop, snapshot: best } : null;
-  return { network, meta };
+  return { network, meta, earlyStop: meta.earlyStop ? { state: meta.earlyStop, snapshot: best } : null };
 }
 
 /** An error thrown by loadLatestCheckpoint's beforeAllocate, carried out of the search unchanged. */
@@ -443,7 +450,7 @@ export async function loadLatestCheckpoint<N extends CheckpointTarget>(
   warn: (message: string) => void,
   beforeAllocate?: (c: NetworkConfig) => void,
   limits: LoadLimits = {},
-): Promise<{ network: N; meta: CheckpointMeta; file: string; skipped: SkippedCheckpoint[] }> {
+): Promise<{ network: N; meta: CheckpointMeta; earlyStop: EarlyStop | null; file: string; skipped: SkippedCheckpoint[] }> {
   try {
     if (!(await stat(dir)).isDirectory()) throw new Error(`${dir}: not a directory`);
   } catch (e) {
@@ -558,6 +565,8 @@ export class Checkpointer {
     private options: SavedFitOptions,
     private data: DataFingerprint,
     private warn: (message: string) => void = (m) => void process.stderr.write(`sublinear: ${m}\n`),
+    /** The early stopping of the run (fit with validation) at the time of each checkpoint, or null. */
+    private earlyStop: () => EarlyStop | null = () => null,
   ) {
     if (!opts || typeof opts.dir !== 'string' || opts.dir.length === 0) {
       throw new Error(`Expected a directory path for checkpoint.dir but received ${JSON.stringify(opts?.dir)}`);
@@ -647,7 +656,7 @@ export class Checkpointer {
     const file = join(this.dir, checkpointName(position.batchesDone));
     let bytes: number;
     try {
-      bytes = await writeCheckpoint(file, this.src, { position, options: this.options, data: this.data, reason, extra: (typeof this.opts.extra === 'function' ? (this.opts.extra as () => unknown)() : this.opts.extra) ?? null });
+      bytes = await writeCheckpoint(file, this.src, { position, options: this.options, data: this.data, reason, extra: (typeof this.opts.extra === 'function' ? (this.opts.extra as () => unknown)() : this.opts.extra) ?? null, earlyStop: this.earlyStop() });
     } catch (e) {
       // Training goes on: the weights are in memory and the next checkpoint (or the final save) may
       // succeed (space freed, disk remounted); stopping would throw away everything since the last one.
@@ -674,3 +683,13 @@ export class Checkpointer {
     return info;
   }
 }
+
+// Network.load reads a checkpoint file's network (for evaluation) through this: the network layer does not
+// know training state. The checkpoint's tables index the weights of its last scheduled rebuild; inference
+// wants the current ones: the seed of that rebuild is replayed, as a loaded model does.
+setCheckpointReader(async (file, limits) => {
+  const { network } = await readCheckpoint(file, (config) => new Network(config), undefined, limits);
+  network.rebuildRound = Math.max(0, network.rebuildRound - 1);
+  network.invalidateTables();
+  return network;
+});

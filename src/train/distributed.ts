@@ -27,16 +27,18 @@
 // with different instruction sets) is detected by a checksum of the whole training state compared across
 // ranks about once an epoch, before any prediction (held-out validation, evaluation) and at the end; a
 // mismatch is repaired by broadcasting rank 0's state, and counted in the report.
-import type { SparseDataset } from '../../datasets/csr.js';
-import { subset } from '../../datasets/split-reader.js';
-import { native } from '../native.js';
-import { Network, type EvaluateOptions, type ResumeOptions } from '../network/network.js';
-import type { NetSpec, RowUpdate } from '../network/native-types.js';
+import { UsageError } from '../util/usage-error.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import { subset } from '../datasets/split-reader.js';
+import { native } from '../native/addon.js';
+import { Network, type EvaluateOptions } from '../network/network.js';
+import type { NetSpec, RowUpdate } from '../native/network-types.js';
 import { checkpointSections } from './checkpoint.js';
-import { createExecutor, type Executor } from './executor.js';
-import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './metrics.js';
+import { createExecutor, type Executor } from '../network/executor.js';
+import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from '../network/metrics.js';
 import { mpi, type MpiAddon } from './mpi.js';
-import type { PredictResult, PredictTask, RehashTask, SparseTrainResult, TrainResult, TrainTask } from './tasks.js';
+import type { PredictResult, PredictTask, RehashTask, SparseTrainResult, TrainResult, TrainTask } from '../network/tasks.js';
+import { resume, resumeInfo, type ResumeOptions } from './fit-network.js';
 
 /** The collectives the exchange uses (the MPI addon's, or a stand-in with the same semantics). */
 export type Comm = Pick<MpiAddon, 'allgatherv' | 'allreduceSum' | 'bcast' | 'barrier' | 'abort'> & { rank: number; size: number };
@@ -532,11 +534,11 @@ export class DistributedRun {
    */
   async resume(dir: string, opts: ResumeOptions): Promise<Network> {
     if (this.isRoot) {
-      const net = await Network.resume(dir, opts);
-      this.agree(net.resumeInfo!.file);
+      const net = await resume(dir, opts);
+      this.agree(resumeInfo(net)!.file);
       return net;
     }
-    return Network.resume(this.agree(''), opts);
+    return resume(this.agree(''), opts);
   }
 
   /** The fields `train --distributed --json` adds to its summary. */
@@ -582,18 +584,18 @@ interface Out {
 
 /**
  * Runs a command body as one rank of an MPI job: initialises MPI, gives ranks other than 0 a silent io
- * (only rank 0 reports), and turns an error on any rank into the end of the whole job (MPI_Abort, exit code
+ * (only rank 0 reports; null: every rank a silent one), and turns an error on any rank into the end of the whole job (MPI_Abort, exit code
  * 1, or 2 for a usage error) with a message naming the rank, so that no rank waits forever for a dead peer.
  * Finalises MPI after a clean finish.
  */
-export async function runAsRank(io: Out, body: (dist: DistributedRun, io: Out) => Promise<number>): Promise<number> {
+export async function runAsRank<T>(io: Out | null, body: (dist: DistributedRun, io: Out) => Promise<T>): Promise<T> {
   const dist = DistributedRun.start();
-  const rankIo: Out = dist.isRoot ? io : { out: () => {}, err: () => {} };
-  let code: number;
+  const rankIo: Out = dist.isRoot && io ? io : { out: () => {}, err: () => {} };
+  let code: T;
   try {
     code = await body(dist, rankIo);
   } catch (e) {
-    const usage = (e as Error)?.constructor?.name === 'UsageError';
+    const usage = e instanceof UsageError;
     process.stderr.write(`sublinear: rank ${dist.rank} of ${dist.size}: ${(e as Error)?.message ?? String(e)}\n`);
     dist.comm.abort(usage ? 2 : 1);
     throw e; // not reached

@@ -5,7 +5,7 @@
 // "Improvement" means a gain worth an epoch (`minGain`): a new best counts only when it beats the last epoch
 // that counted (the reference) by more than minGain. A plateau's new bests are record-breaking noise, a few
 // hundredths of a point each on 1,500-5,000 held-out points: a rule that counted every one of them ran 7
-// epochs at 200,000 points and 12 at 30,000 where the held-out P@1 had stopped moving after 2-5 (README
+// epochs at 200,000 points and 12 at 30,000 where the held-out P@1 had stopped moving after 2-5 (docs/defaults.md
 // "How the defaults were chosen"). Against a fixed reference, slow real gains add up until they count, and
 // a small held-out slice, whose noise alone moves the score by more than minGain, keeps training as before.
 // `significance` asks for a gain above the held-out points' own noise instead (a paired standard error).
@@ -15,15 +15,15 @@
 // a 670k-label set after a few epochs of 230 batches); a schedule tied to a planned epoch count would
 // need that count in advance, which is exactly what is not known. Halving the rate when the held-out
 // score stalls lets Adam settle into the minimum it is circling (not measured on its own; at the 670k
-// shape the held-out P@1 kept rising after each cut: README "How the defaults were chosen").
+// shape the held-out P@1 kept rising after each cut: docs/defaults.md "How the defaults were chosen").
 //
 // On small training sets one slice is too small to decide anything (15 points for 300: one point moves
 // P@1 by 7 points), so below `minHoldout` held-out points the epoch count is chosen by k-fold
 // cross-validation instead (kfoldSplit, bestMeanEpoch; the fold runs are in Network.fit) and the network
-// then trains on all of the data: README "Small training sets".
+// then trains on all of the data: docs/defaults.md "Small training sets".
 import { boundJson } from '../util/bounded-text.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
-import type { NetSpec } from '../network/native-types.js';
+import type { NetSpec } from '../native/network-types.js';
 import type { RerankTry } from '../network/rerank.js';
 import { checkKnownKeys } from '../util/suggest.js';
 
@@ -331,6 +331,12 @@ export interface ValidationPoint {
    * standard error (it counted when gain > max(minGain, significance x se); ValidationOptions.minGain).
    */
   gain?: { ref: number; gain: number; se: number };
+}
+
+/** Early stopping of a run with held-out validation: its state (scores so far) and the best epoch's weights. */
+export interface EarlyStop {
+  state: EarlyStopState;
+  snapshot: WeightSnapshot | null;
 }
 
 /** Early-stopping state carried across epochs (and stored in checkpoints). */

@@ -6,13 +6,13 @@
 // failure stops training with an error that says how many batches completed, so a checkpoint taken then
 // is consistent. A task that fails after it started updating the weights is not retried: its batch is
 // reported as lost (FitStats.lostBatches, a warning). Hung tasks time out. See src/train/batch-runner.ts.
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../datasets/csr.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
-import type { NetSpec } from '../network/native-types.js';
+import type { NetSpec } from '../native/network-types.js';
 import type { CheckpointFailure, CheckpointInfo, CheckpointOptions, CheckpointReason, TrainingPosition } from './checkpoint.js';
-import { InlineExecutor, type Executor } from './executor.js';
-import { RebuildSchedule, type RebuildScheduleOptions } from './schedule.js';
-import type { InjectedFault, TrainResult, TrainTask } from './tasks.js';
+import { InlineExecutor, type Executor } from '../network/executor.js';
+import { RebuildSchedule, type RebuildScheduleOptions } from '../network/schedule.js';
+import type { InjectedFault, TrainResult, TrainTask } from '../network/tasks.js';
 import { BatchRunner, maxLostBatches } from './batch-runner.js';
 import type { BlendReport, SelectionReport, ValidationOptions, ValidationPoint } from './early-stop.js';
 import type { InputScaleReport, InputScaling } from '../network/input-scale.js';
@@ -113,7 +113,7 @@ export interface FitOptions {
   signal?: AbortSignal;
   /**
    * Periodic checkpoints (src/train/checkpoint.ts), taken between batches with none in flight, plus one
-   * when fit() ends or is aborted. Continue from them with `Network.resume(dir)`. Default: none.
+   * when fit() ends or is aborted. Continue from them with `resume(dir)`. Default: none.
    */
   checkpoint?: CheckpointOptions;
   /**
@@ -285,6 +285,12 @@ export const DIVERGED_LOSS = 1e4;
 /**
  * Training stopped because a batch's mean loss was NaN, infinite or above DIVERGED_LOSS (almost always a learning rate too high for
  * the data). No checkpoint is written after that batch, so the last one holds weights from before it.
+ *
+ * @example
+ * ```ts
+ * try { await train({ train: 'train.txt', lr: 1e9 }); }
+ * catch (e) { if (e instanceof DivergedError) console.error(e.message); else throw e; } // ... try a lower one
+ * ```
  */
 export class DivergedError extends Error {
   override name = 'DivergedError';

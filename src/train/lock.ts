@@ -27,7 +27,15 @@ export interface LockOwner {
   token: string;
 }
 
-/** A directory locked by another live run. */
+/**
+ * A checkpoint directory locked by another live run (the message names its pid and host).
+ *
+ * @example
+ * ```ts
+ * try { await train({ train: 'train.txt', checkpoint: 'ckpt' }); }
+ * catch (e) { if (e instanceof DirectoryLockedError) console.error(e.message); else throw e; }
+ * ```
+ */
 export class DirectoryLockedError extends Error {
   override name = 'DirectoryLockedError';
   constructor(readonly dir: string, readonly owner: LockOwner | null, message: string) {

@@ -6,7 +6,7 @@
 // log-sum-exp, sum over S of exp(z_j) / q_j, an estimate of the full softmax's (Bengio & Senecal 2008;
 // Jean et al. 2015; Yi et al. 2019 for in-batch negatives).
 
-import { sharedFloat32 } from '../../datasets/csr.js';
+import { sharedFloat32 } from '../datasets/csr.js';
 
 /** (N) offsets -log q_j on a SharedArrayBuffer, for labels with training counts `freq`. */
 export function sharedSetLogQ(freq: Uint32Array, points: number, batchSize: number, minActive: number): Float32Array {

@@ -10,13 +10,13 @@
 // (dense: L; sampled with sharedFill: the batch's distinct labels plus the random fill, at least minActive),
 // w the wide pairs a sample scans, U(n) the distinct input features of n points.
 import { cpus, totalmem } from 'node:os';
-import { streamLines } from '../../datasets/line-parser.js';
-import { DataFormatError } from '../../datasets/errors.js';
-import type { SparseDataset } from '../../datasets/csr.js';
-import { sharedFloat32, sharedUint32 } from '../../datasets/csr.js';
-import { zipfCdf, sampleCdf } from '../../datasets/synth.js';
+import { streamLines } from '../datasets/line-parser.js';
+import { DataFormatError } from '../datasets/errors.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import { sharedFloat32, sharedUint32 } from '../datasets/csr.js';
+import { zipfCdf, sampleCdf } from '../datasets/synth.js';
 import { defaultConfig, defaultThreads, defaultTraining, resolveConfig, tablesQueriedInTraining, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
-import { planMemory, formatBytes, type MemoryPlan, type MemoryPart } from './memory-plan.js';
+import { planMemory, formatBytes, type MemoryPlan, type MemoryPart } from '../network/memory-plan.js';
 import { Xoshiro128 } from '../util/rng.js';
 import { buildWide } from '../network/wide.js';
 import { boundJson } from '../util/bounded-text.js';

@@ -3,11 +3,11 @@
 // the probe network, the same batches, each collective a spinning barrier of the two threads (probe-comm.ts).
 // Rank 0's steps are then timed as a rank's are when another rank shares the machine's cores and memory.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../datasets/csr.js';
 import type { NetworkConfig } from '../network/config.js';
 import { resolveConfig } from '../network/config.js';
 import { emptyWide } from '../network/wide.js';
-import { native } from '../native.js';
+import { native } from '../native/addon.js';
 import { abandon, probeComm, type ProbeBarrier } from './probe-comm.js';
 import { allocateRank, buildSliceWide, ShardedModel, shardFeatures, shardLabels } from './sharded.js';
 

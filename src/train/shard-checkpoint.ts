@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { resolveConfig, type NetworkConfig } from '../network/config.js';
-import type { LayerState, NetSpec, WideState } from '../network/native-types.js';
+import type { LayerState, NetSpec, WideState } from '../native/network-types.js';
 import { mergeWide, pickWide, wideProblem } from '../network/wide.js';
 import { allocateRank, replicatedArrays, shardFeatures, shardLabels } from './sharded.js';
 

@@ -27,11 +27,11 @@
 //      batch's summed gradient (netShardLowerBackward).
 // Per step a rank exchanges the Z all-reduce (4 B H0 bytes), 3 doubles per sample and the dH all-reduce
 // (4 B d bytes): nothing grows with the number of labels or features.
-import type { SparseDataset } from '../../datasets/csr.js';
-import { native } from '../native.js';
+import type { SparseDataset } from '../datasets/csr.js';
+import { native } from '../native/addon.js';
 import type { NetworkConfig } from '../network/config.js';
-import type { LayerState, NetSpec, WideState } from '../network/native-types.js';
-import { computeMetrics, inversePropensity, type Metrics } from './metrics.js';
+import type { LayerState, NetSpec, WideState } from '../native/network-types.js';
+import { computeMetrics, inversePropensity, type Metrics } from '../network/metrics.js';
 import { sharedSetLogQ } from './logq.js';
 import { initSeed } from '../network/state.js';
 import { resolveConfig } from '../network/config.js';

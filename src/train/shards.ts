@@ -5,7 +5,7 @@
 // replicas stay identical; a run on shards equals a run on their concatenation, bit for bit.
 // The network dominates a rank's memory (the Amazon-670K network is ~2 GB, its data ~50 MB), so holding
 // all of the data on every rank costs little.
-import { sharedFloat32, sharedUint32, type SparseDataset } from '../../datasets/csr.js';
+import { sharedFloat32, sharedUint32, type SparseDataset } from '../datasets/csr.js';
 import type { Comm } from './distributed.js';
 
 /** The placeholder of a rank's number in a --train path. */

@@ -117,7 +117,16 @@ export interface ReadBinFileOptions {
 /** Why a file was refused. `message` always starts with the path, e.g. `model.bin: checksum mismatch ...`. */
 export type BinFileProblem = 'bad-magic' | 'version' | 'truncated' | 'size' | 'checksum' | 'header' | 'kind' | 'into';
 
-/** Error thrown by `readBinFile` for a file it cannot accept; other I/O errors (ENOENT...) pass through. */
+/**
+ * Error thrown by `readBinFile` for a file it cannot accept (a damaged or truncated model or checkpoint file,
+ * or one that is not sublinear's); other I/O errors (ENOENT...) pass through.
+ *
+ * @example
+ * ```ts
+ * try { await Network.load('model.sl'); }
+ * catch (e) { if (e instanceof BinFileError) console.error(`damaged: ${e.message}`); else throw e; }
+ * ```
+ */
 export class BinFileError extends Error {
   override name = 'BinFileError';
   constructor(

@@ -23,7 +23,16 @@ export interface PlannedOutput {
   creatable?: boolean;
 }
 
-/** An output directory that cannot take the planned files. */
+/**
+ * An output directory that cannot take the planned files (missing, not writable, or without room): thrown
+ * before any data is read.
+ *
+ * @example
+ * ```ts
+ * try { await train({ train: 'train.txt', save: '/read-only/model.sl' }); }
+ * catch (e) { if (e instanceof OutputCheckError) console.error(e.message); else throw e; }
+ * ```
+ */
 export class OutputCheckError extends Error {
   override name = 'OutputCheckError';
 }

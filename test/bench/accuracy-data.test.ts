@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { frequentSplit, mostFrequentLabels, subsamplePoints, tailSplit } from '../../bench/accuracy-data.js';
-import { CsrBuilder } from '../../datasets/csr-builder.js';
-import { synthesize } from '../../datasets/synth.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { CsrBuilder } from '../../src/datasets/csr-builder.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 
 /** A dataset from rows of [labels, features] (feature value = 1 + feature id / 10). */
 function rows(labels: number, list: [number[], number[]][]): SparseDataset {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseNapkinPredictions, parseOmikujiPredictions, scoreTop5 } from '../../bench/anchors.js';
-import { NO_PREDICTION } from '../../src/train/metrics.js';
-import { CsrBuilder } from '../../datasets/csr-builder.js';
+import { NO_PREDICTION } from '../../src/network/metrics.js';
+import { CsrBuilder } from '../../src/datasets/csr-builder.js';
 
 const N = NO_PREDICTION;
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { csrProblem, runFuzz } from '../../bench/fuzz.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sublinear-fuzz-test-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

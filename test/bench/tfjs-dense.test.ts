@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import * as tf from '@tensorflow/tfjs';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import { tinyProblem } from './tiny-problem.js';
 import { gatherBatch } from '../../bench/baselines/common.js';

@@ -1,4 +1,4 @@
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 
 /** A learnable tiny problem: each label owns 3 features; a point shows its labels' features plus noise. */

@@ -8,9 +8,9 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readXC } from '../../datasets/xc-reader.js';
-import { readSplit, subset } from '../../datasets/split-reader.js';
-import { synthesizeTaxonomy } from '../../datasets/taxonomy.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
+import { readSplit, subset } from '../../src/datasets/split-reader.js';
+import { synthesizeTaxonomy } from '../../src/datasets/taxonomy.js';
 
 const FIX = join(ROOT, 'datasets/fixtures');
 const SHARED = join(ROOT, '../shared/datasets');

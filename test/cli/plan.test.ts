@@ -8,8 +8,8 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from './built.js';
 import { defaultConfig, resolveConfig } from '../../src/network/config.js';
-import { readXC } from '../../datasets/index.js';
-import { planNetworkMemory } from '../../src/train/memory-plan.js';
+import { readXC } from '../../src/datasets/index.js';
+import { planNetworkMemory } from '../../src/network/memory-plan.js';
 import { PLAN_SHAPES, shapeFromCounts, type Calibration } from '../../src/train/plan.js';
 import { writeCachedCalibration } from '../../src/train/calibrate.js';
 

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
-import { readXC } from '../../datasets/xc-reader.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
 
 let dir: string;
 let model: string;

@@ -9,10 +9,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCrafted, type CraftedFile } from '../../bench/fuzz-structured.js';
 import { Network } from '../../src/network/network.js';
-import { synthesize } from '../../datasets/synth.js';
-import { writeXC } from '../../datasets/xc-writer.js';
-import { readXC } from '../../datasets/xc-reader.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import { writeXC } from '../../src/datasets/xc-writer.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
 import { assertBuilt, CLI, ROOT } from './built.js';
+import { fit } from '../../src/train/fit-network.js';
 
 let dir: string;
 let testFile: string;
@@ -109,7 +110,7 @@ describe('eval --max-memory and useless data files', () => {
     const train = join(dir, 'train.txt');
     await writeXC(train, data);
     const net = new Network({ inputDim: data.features, layers: [{ size: 8 }, { size: data.labels }] });
-    await net.fit(data, { epochs: 1, workers: 0 });
+    await fit(net, data, { epochs: 1, workers: 0 });
     const model = join(dir, 'real.sl');
     await net.save(model);
 
@@ -133,7 +134,7 @@ describe('eval --max-memory and useless data files', () => {
     expect(t.code).toBe(1);
     expect(t.stderr).toContain(`sublinear: ${unlabelled}: no labels (2 points, none with a label): there is nothing to train on`);
     // The library says so too.
-    await expect(new Network({ inputDim: 10, layers: [{ size: 4 }, { size: 3 }] }).fit({ ...synthesize({ shape: 'tiny', points: 0, seed: 1 }), features: 10, labels: 3 }, { epochs: 1 }))
+    await expect(fit(new Network({ inputDim: 10, layers: [{ size: 4 }, { size: 3 }] }), { ...synthesize({ shape: 'tiny', points: 0, seed: 1 }), features: 10, labels: 3 }, { epochs: 1 }))
       .rejects.toThrow('The training data has no labels (0 points, none with a label): there is nothing to train on');
     await expect(net.evaluate(synthesize({ shape: 'tiny', points: 0, seed: 1 }))).rejects.toThrow('Cannot evaluate on 0 points: the evaluation data is empty');
   });

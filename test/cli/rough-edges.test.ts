@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from './built.js';
-import { readXC } from '../../datasets/xc-reader.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
 import * as api from '../../src/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sublinear-edges-'));

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertBuilt, CLI, ROOT } from './built.js';
 import { Network } from '../../src/network/network.js';
-import { synthesize } from '../../datasets/index.js';
+import { synthesize } from '../../src/datasets/index.js';
+import { fit } from '../../src/train/fit-network.js';
 
 let dir: string;
 let model: string;
@@ -17,7 +18,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'sublinear-serve-'));
   model = join(dir, 'm.sl');
   const net = new Network({ inputDim: data.features, seed: 1, layers: [{ size: 16 }, { size: data.labels }] });
-  await net.fit(data, { epochs: 1, workers: 0 });
+  await fit(net, data, { epochs: 1, workers: 0 });
   await net.save(model);
 });
 afterAll(async () => {

@@ -13,9 +13,10 @@ import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
 import { checkpointName, listCheckpoints, readCheckpoint } from '../../src/train/checkpoint.js';
 import { LOCK_FILE } from '../../src/train/lock.js';
-import { addPart, checkMemory, planMemory, planNetworkMemory, type MemoryPlan } from '../../src/train/memory-plan.js';
+import { addPart, checkMemory, planMemory, planNetworkMemory, type MemoryPlan } from '../../src/network/memory-plan.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
-import { readXC } from '../../datasets/xc-reader.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
+import { kfoldSnapshotBytes } from '../../src/train/fit-network.js';
 
 
 let dir: string;

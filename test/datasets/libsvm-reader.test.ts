@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readLibsvm } from '../../datasets/libsvm-reader.js';
-import { readXC } from '../../datasets/xc-reader.js';
-import { DataFormatError } from '../../datasets/errors.js';
+import { readLibsvm } from '../../src/datasets/libsvm-reader.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
+import { DataFormatError } from '../../src/datasets/errors.js';
 
 const FIX = join(import.meta.dirname, '../../datasets/fixtures');
 let dir: string;

@@ -6,8 +6,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readXC } from '../../datasets/xc-reader.js';
-import { readLibsvm } from '../../datasets/libsvm-reader.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
+import { readLibsvm } from '../../src/datasets/libsvm-reader.js';
 
 let dir: string;
 beforeAll(async () => {

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readSplit, subset } from '../../datasets/split-reader.js';
-import { readXC } from '../../datasets/xc-reader.js';
-import { DataFormatError } from '../../datasets/errors.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { readSplit, subset } from '../../src/datasets/split-reader.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
+import { DataFormatError } from '../../src/datasets/errors.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 
 const FIX = join(import.meta.dirname, '../../datasets/fixtures');
 let dir: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { describe as stats } from '../../datasets/stats.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { describe as stats } from '../../src/datasets/stats.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 
 function dataset(rows: { labels: number[]; features: number[] }[], features: number, labels: number): SparseDataset {
   const offsets = [0], labelOffsets = [0], indices: number[] = [], labelIndices: number[] = [];

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateSynthetic, SHAPES, synthesize, type ShapeName } from '../../datasets/synth.js';
-import { readXC } from '../../datasets/xc-reader.js';
-import { subset } from '../../datasets/split-reader.js';
-import { describe as stats } from '../../datasets/stats.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { generateSynthetic, SHAPES, synthesize, type ShapeName } from '../../src/datasets/synth.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
+import { subset } from '../../src/datasets/split-reader.js';
+import { describe as stats } from '../../src/datasets/stats.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 
 let dir: string;
 beforeAll(async () => {

@@ -4,12 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   generateTaxonomy, synthesizeTaxonomy, TaxonomyModel, TAXONOMY_SHAPES, type TaxonomyShape, type TaxonomyShapeName,
-} from '../../datasets/taxonomy.js';
-import { synthesize } from '../../datasets/synth.js';
-import { readXC } from '../../datasets/xc-reader.js';
-import { subset } from '../../datasets/split-reader.js';
-import { describe as stats } from '../../datasets/stats.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+} from '../../src/datasets/taxonomy.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
+import { subset } from '../../src/datasets/split-reader.js';
+import { describe as stats } from '../../src/datasets/stats.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 
 let dir: string;
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readText, parseTextLine, firstInvalidUtf8 } from '../../datasets/text-reader.js';
+import { readText, parseTextLine, firstInvalidUtf8 } from '../../src/datasets/text-reader.js';
 
 let dir: string;
 beforeAll(async () => {

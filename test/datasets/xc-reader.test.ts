@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readXC } from '../../datasets/xc-reader.js';
-import { writeXC } from '../../datasets/xc-writer.js';
-import { synthesize } from '../../datasets/synth.js';
-import { DataFormatError } from '../../datasets/errors.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { readXC } from '../../src/datasets/xc-reader.js';
+import { writeXC } from '../../src/datasets/xc-writer.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import { DataFormatError } from '../../src/datasets/errors.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 
 let dir: string;
 beforeAll(async () => {

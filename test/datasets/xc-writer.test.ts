@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatFloat32, writeXC } from '../../datasets/xc-writer.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { formatFloat32, writeXC } from '../../src/datasets/xc-writer.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 
 let dir: string;

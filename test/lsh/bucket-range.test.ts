@@ -2,7 +2,7 @@
 // 2^(K * bitsPerHash) codes occur; when folded to fewer bits, every bucket is still hit. Reference SLIDE's
 // DWTA index shifts 3-bit sub-hashes by floor(ln 8) = 2 bits, so its codes overlap and most buckets are dead.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { generateHashSpec, type HashSpec } from '../../src/lsh/index.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import { slideReferenceIndex } from './reference.js';

@@ -1,7 +1,7 @@
 // Every family's native keys equal the plain TypeScript reference (test/lsh/reference.ts) exactly, on dense
 // and sparse input, for full and partial table ranges, including ties, zeros and densification.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { generateHashSpec, type HashParamsOptions, type LshFamily } from '../../src/lsh/index.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import { refKeys, refKeysSparse } from './reference.js';

@@ -1,6 +1,6 @@
 // Query modes over hand-built tables (exact expectations) and through LshIndex end to end.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { allocateTables, LshIndex, MODE_CODE, type QuerySpec, type TablesSpec } from '../../src/lsh/index.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 

@@ -5,7 +5,7 @@
 // each query is a noisy copy of a random neuron (+ 0.4 * N(0, I)). The exact top-10 of a query are then
 // mostly its source's cluster-mates, which LSH should find without scanning.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { LshIndex, type LshFamily, type LshQueryOptions } from '../../src/lsh/index.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 

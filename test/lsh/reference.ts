@@ -1,7 +1,7 @@
 // Plain TypeScript reference of native/lsh.h's hash semantics: straightforward loops, no shortcuts
 // (every bin is computed, densification probes follow the text of lsh.h). Float32 arithmetic is emulated
 // with Math.fround where the native code sums in float.
-import type { HashSpec } from '../../src/lsh/native-types.js';
+import type { HashSpec } from '../../src/native/lsh-types.js';
 
 export function mix32(x: number): number {
   x >>>= 0;

@@ -2,7 +2,7 @@
 // probability 1 - theta / pi. Our projections are sparse +-1 (density 1/3, as SLIDE), not Gaussian, so the
 // law holds approximately; we check it per bit over many random pairs and projections.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { generateHashSpec } from '../../src/lsh/index.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 

@@ -1,7 +1,7 @@
 // Compact tables: rebuild layout (capacities, bucket contents), bucket policies (FIFO vs reservoir),
 // incremental updates, table-range rebuilds, memory accounting.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { allocateTables, generateHashSpec, tablesBytes, type TablesSpec } from '../../src/lsh/index.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 

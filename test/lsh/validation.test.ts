@@ -1,7 +1,7 @@
 // Invalid parameters throw clear errors: the TypeScript layer word for word, and the C++ re-checks throw
 // (never crash) when handed bad arrays directly.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { allocateTables, generateHashSpec, LshIndex, type LshIndexOptions } from '../../src/lsh/index.js';
 
 const base: LshIndexOptions = { family: 'dwta', K: 4, L: 10, dim: 128, seed: 1 };

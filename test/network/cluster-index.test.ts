@@ -2,11 +2,12 @@
 // structure against a TypeScript recomputation of the MIPS transform, and sampled inference through it
 // against exact (brute-force) inference.
 import { describe, expect, it } from 'vitest';
-import { synthesize } from '../../datasets/synth.js';
-import { subset } from '../../datasets/split-reader.js';
-import { native } from '../../src/native.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import { subset } from '../../src/datasets/split-reader.js';
+import { native } from '../../src/native/addon.js';
 import { Network } from '../../src/network/network.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
+import { fit } from '../../src/train/fit-network.js';
 
 describe('netClusterBuild', () => {
   const N = 600, d = 6, C = 12;
@@ -83,7 +84,7 @@ describe('sampled inference through the cluster index', () => {
       inputDim: train.features, seed: 3,
       layers: [{ size: 48 }, { size: train.labels, sampling: { hash: 'dwta', K: 4, L: 8, logQ: true } }],
     });
-    await net.fit(train, { epochs: 3, workers: 0 });
+    await fit(net, train, { epochs: 3, workers: 0 });
     const exact = await net.predict(testRows, { k: 1, workers: 0 });
     const seen = new Set(train.labelIndices);
     const agree = async (candidates: number) => {

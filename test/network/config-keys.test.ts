@@ -16,9 +16,9 @@ describe('resolveConfig rejects unknown keys', () => {
     expect(bad({ ...base, colour: 'blue' })).toThrow(/^Unknown option colour$/);
   });
 
-  it('points a training option to Network.fit', () => {
-    expect(bad({ ...base, epochs: 3 })).toThrow('Unknown option epochs (epochs is a training option: pass it to Network.fit)');
-    expect(() => new Network({ ...base, lr: 0.1 } as NetworkConfig)).toThrow('Unknown option lr (lr is a training option: pass it to Network.fit)');
+  it('points a training option to train()', () => {
+    expect(bad({ ...base, epochs: 3 })).toThrow('Unknown option epochs (epochs is a training option: give it to train() (or next to the network in a --config file))');
+    expect(() => new Network({ ...base, lr: 0.1 } as NetworkConfig)).toThrow('Unknown option lr (lr is a training option: give it to train() (or next to the network in a --config file))');
   });
 
   it('accepts every documented key', () => {

@@ -1,9 +1,10 @@
-// The defaults rule (defaultConfig, defaultTraining in src/network/config.ts; README "Defaults"): every
+// The defaults rule (defaultConfig, defaultTraining in src/network/config.ts; docs/defaults.md): every
 // default comes from the data's shape, never from a dataset's name.
 import { describe, expect, it } from 'vitest';
 import { defaultConfig, defaultThreads, defaultWidth, defaultTraining, resolveConfig, tablesQueriedInTraining, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
 import { Network } from '../../src/network/network.js';
-import { synthesize } from '../../datasets/synth.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import { fit } from '../../src/train/fit-network.js';
 
 const shape = (features: number, labels: number, points = 10_000) => ({ features, labels, points });
 
@@ -101,12 +102,12 @@ describe('defaultTraining', () => {
   it('fit() trains a sampled output layer at 1e-2, under held-out validation and for a fixed number of epochs', async () => {
     const syn = synthesize({ shape: 'tiny', points: 600, seed: 5 });
     const cfg = { inputDim: syn.features, seed: 3, layers: [{ size: 24 }, { size: syn.labels, sampling: { hash: 'dwta' as const, K: 2, L: 4, logQ: true } }] };
-    const held = await new Network(cfg).fit(syn, { workers: 0, validation: { maxEpochs: 1, minHoldout: 1, refitMaxPoints: 0 } });
+    const held = await fit(new Network(cfg), syn, { workers: 0, validation: { maxEpochs: 1, minHoldout: 1, refitMaxPoints: 0 } });
     expect(held.validation![0]!.lr).toBe(1e-2);
     // A fixed epoch count: the same weights as lr 1e-2 given explicitly (one worker in this thread: deterministic).
     const weightsAfter = async (lr?: number) => {
       const net = new Network(cfg);
-      await net.fit(syn, { epochs: 1, workers: 0, ...(lr !== undefined ? { lr } : {}) });
+      await fit(net, syn, { epochs: 1, workers: 0, ...(lr !== undefined ? { lr } : {}) });
       return Array.from(net.spec.layers[1]!.weights);
     };
     const dflt = await weightsAfter();

@@ -1,8 +1,8 @@
 // Malformed arguments become JS exceptions with clear messages (the addon never aborts), and a failed call
 // leaves the network untouched.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
-import type { NetSpec, TrainHyper } from '../../src/network/native-types.js';
+import { native } from '../../src/native/addon.js';
+import type { NetSpec, TrainHyper } from '../../src/native/network-types.js';
 import { fixedSampling, ids, makeNet, randomData, snapshot } from './helpers.js';
 import type { RefData } from './reference.js';
 

@@ -1,8 +1,8 @@
 // Mode-1 gradients equal central finite differences of the mode-2 loss, for every weight and bias of small
 // networks (dense, two hidden layers, linear hidden, and sampled layers with fixed candidate sets).
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
-import type { LayerGrads, NetSpec } from '../../src/network/native-types.js';
+import { native } from '../../src/native/addon.js';
+import type { LayerGrads, NetSpec } from '../../src/native/network-types.js';
 import { checkFiniteDifferences, FD_HYPER, sliceLoss, fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
 import type { RefData } from './reference.js';
 

@@ -1,10 +1,10 @@
 // Shared fixtures of the network tests: tiny datasets, networks, and hand-made LSH sampling whose
 // candidate set is known in advance.
 import { expect } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { allocateTables } from '../../src/lsh/index.js';
-import type { HashSpec, QuerySpec } from '../../src/lsh/native-types.js';
-import type { LayerSampling, LayerState, NetSpec } from '../../src/network/native-types.js';
+import type { HashSpec, QuerySpec } from '../../src/native/lsh-types.js';
+import type { LayerSampling, LayerState, NetSpec } from '../../src/native/network-types.js';
 import { allocateLayers, type StateLayerConfig } from '../../src/network/state.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import type { RefData } from './reference.js';

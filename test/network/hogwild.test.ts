@@ -2,8 +2,8 @@
 // through the raw addon (sampled output layer included); nothing crashes and the loss goes down.
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
-import type { NetSpec } from '../../src/network/native-types.js';
+import { native } from '../../src/native/addon.js';
+import type { NetSpec } from '../../src/native/network-types.js';
 import { fixedSampling, ids, makeNet, randomData } from './helpers.js';
 import type { RefData } from './reference.js';
 

@@ -7,10 +7,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Network } from '../../src/network/network.js';
 import { loadModel } from '../../src/network/model-file.js';
-import { MemoryLimitError, planMemory, planNetworkMemory } from '../../src/train/memory-plan.js';
-import { synthesize } from '../../datasets/synth.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { MemoryLimitError, planMemory, planNetworkMemory } from '../../src/network/memory-plan.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import type { NetworkConfig } from '../../src/network/config.js';
+import { fit } from '../../src/train/fit-network.js';
 
 let dir: string;
 let train: SparseDataset;
@@ -34,7 +35,7 @@ beforeAll(async () => {
     ],
   };
   trained = new Network(config);
-  await trained.fit(train, { epochs: 2, workers: 0 });
+  await fit(trained, train, { epochs: 2, workers: 0 });
   modelPath = join(dir, 'model.sl');
   await trained.save(modelPath);
 });
@@ -82,8 +83,8 @@ describe('Network.load: an inference-sized network', () => {
         await lean.predict(test, { k: 3, mode: 'sampled', workers: 0 });
         await full.predict(test, { k: 3, mode: 'sampled', workers: 0 });
       }
-      const a = await lean.fit(train, { epochs: 1, workers: 0 });
-      const b = await full.fit(train, { epochs: 1, workers: 0 });
+      const a = await fit(lean, train, { epochs: 1, workers: 0 });
+      const b = await fit(full, train, { epochs: 1, workers: 0 });
       expect(lean.hasTrainingState).toBe(true);
       expect(a.lastLoss).toBe(b.lastLoss);
       lean.spec.layers.forEach((l, k) => {
@@ -107,8 +108,8 @@ describe('Network.load: an inference-sized network', () => {
         expect(Array.from(l[key]), `layer ${k} ${key}`).toEqual(Array.from(f[key]));
       }
     });
-    const sa = await a.fit(train, { epochs: 1, workers: 0 });
-    const sb = await b.fit(train, { epochs: 1, workers: 0 });
+    const sa = await fit(a, train, { epochs: 1, workers: 0 });
+    const sb = await fit(b, train, { epochs: 1, workers: 0 });
     expect(sa.lastLoss).toBe(sb.lastLoss);
   });
 

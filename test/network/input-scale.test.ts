@@ -4,13 +4,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import { Network } from '../../src/network/network.js';
 import { applyInputScale, detectInputScale } from '../../src/network/input-scale.js';
-import { computeMetrics } from '../../src/train/metrics.js';
+import { computeMetrics } from '../../src/network/metrics.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import { toCsr } from './helpers.js';
+import { fit, resume } from '../../src/train/fit-network.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-scale-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -85,7 +86,7 @@ describe('training on raw-valued inputs', () => {
   const trainedScaled = async () => {
     if (!scaled) {
       scaled = new Network(config);
-      const st = await scaled.fit(train, opts);
+      const st = await fit(scaled, train, opts);
       expect(st.inputScaling?.scaled).toBe(true);
     }
     return scaled;
@@ -95,7 +96,7 @@ describe('training on raw-valued inputs', () => {
     const net = await trainedScaled();
     expect([...net.inputScale!].every((s, j) => s <= SCALES[j]! && s > 0.9 * SCALES[j]!)).toBe(true);
     const off = new Network(config);
-    const st = await off.fit(train, { ...opts, inputScaling: 'off' });
+    const st = await fit(off, train, { ...opts, inputScaling: 'off' });
     expect(st.inputScaling).toEqual(expect.objectContaining({ scaled: false, reason: 'input scaling is off' }));
     expect(off.inputScale).toBeNull();
     const withScale = await p1(net, test), without = await p1(off, test);
@@ -120,9 +121,9 @@ describe('training on raw-valued inputs', () => {
 
   it('a later fit() keeps the transform of the first', async () => {
     const net = new Network(config);
-    await net.fit(train, { ...opts, epochs: 1 });
+    await fit(net, train, { ...opts, epochs: 1 });
     const first = net.inputScale!.slice();
-    const st = await net.fit({ ...train, values: train.values.map((v) => v * 2) }, { ...opts, epochs: 1 });
+    const st = await fit(net, { ...train, values: train.values.map((v) => v * 2) }, { ...opts, epochs: 1 });
     expect(net.inputScale).toEqual(first);
     expect(st.inputScaling?.reason).toBe('the network\'s stored input scaling (decided by its first training) is applied');
   });
@@ -131,10 +132,10 @@ describe('training on raw-valued inputs', () => {
     const dir = join(root, 'ckpt');
     const net = new Network(config);
     const ac = new AbortController();
-    await net.fit(train, { ...opts, epochs: 3, signal: ac.signal, checkpoint: { dir, every: 8, onSaved: () => ac.abort() } });
-    const resumed = await Network.resume(dir);
+    await fit(net, train, { ...opts, epochs: 3, signal: ac.signal, checkpoint: { dir, every: 8, onSaved: () => ac.abort() } });
+    const resumed = await resume(dir);
     expect(resumed.inputScale).toEqual(net.inputScale);
-    const st = await resumed.fit(train);
+    const st = await fit(resumed, train);
     expect(st.inputScaling?.scaled).toBe(true);
   });
 
@@ -157,7 +158,7 @@ describe('training on raw-valued inputs', () => {
     expect((await old.predict(test, { k: 2, workers: 0 })).labels).toEqual(want.labels);
     // And an unscaled network's file has no such section at all.
     const plain = new Network({ inputDim: 3, seed: 1, layers: [{ size: 4 }, { size: 2 }] });
-    await plain.fit(binaryData(), { epochs: 1, workers: 0 });
+    await fit(plain, binaryData(), { epochs: 1, workers: 0 });
     await plain.save(join(root, 'plain.sl'));
     expect(Object.keys((await readBinFile(join(root, 'plain.sl'))).sections)).not.toContain('inputScale');
     expect((await Network.load(join(root, 'plain.sl'))).inputScale).toBeNull();

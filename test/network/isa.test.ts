@@ -3,7 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { maxRelDiff } from './helpers.js';
 
 interface IsaRun {

@@ -1,8 +1,8 @@
 // End-to-end learning with the raw kernels: a synthetic problem where each of 50 labels owns a few
 // distinctive features is learned to P@1 > 0.9 on held-out points by calling netTrainSlice in a loop.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
-import type { NetSpec } from '../../src/network/native-types.js';
+import { native } from '../../src/native/addon.js';
+import type { NetSpec } from '../../src/native/network-types.js';
 import { shuffleInPlace, Xoshiro128 } from '../../src/util/rng.js';
 import { fixedSampling, ids, makeNet, toCsr } from './helpers.js';
 import type { RefData } from './reference.js';

@@ -9,10 +9,11 @@ import { encodeCrafted, parseBinFile, writeCrafted, type CraftedFile } from '../
 import { Network } from '../../src/network/network.js';
 import { loadModel } from '../../src/network/model-file.js';
 import { CheckpointFormatError, listCheckpoints, loadLatestCheckpoint, readCheckpoint } from '../../src/train/checkpoint.js';
-import { MemoryLimitError } from '../../src/train/memory-plan.js';
+import { MemoryLimitError } from '../../src/network/memory-plan.js';
 import { BinFileError } from '../../src/util/binfile.js';
 import { verifyBinFileChecksum } from '../../src/util/binfile-verify.js';
-import { synthesize } from '../../datasets/synth.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import { fit, resume, resumeInfo } from '../../src/train/fit-network.js';
 
 let dir: string;
 let model: CraftedFile;
@@ -29,7 +30,7 @@ beforeAll(async () => {
   const data = synthesize({ shape: 'tiny', points: 200, seed: 4 });
   const net = new Network(CONFIG);
   ckptDir = join(dir, 'ckpt');
-  await net.fit(data, { epochs: 2, workers: 0, checkpoint: { dir: ckptDir, every: 2 } });
+  await fit(net, data, { epochs: 2, workers: 0, checkpoint: { dir: ckptDir, every: 2 } });
   await net.save(join(dir, 'seed.sl'));
   model = await parseBinFile(join(dir, 'seed.sl'));
   ckpt = await parseBinFile((await listCheckpoints(ckptDir))[0]!.file);
@@ -174,14 +175,14 @@ describe('readCheckpoint refuses crafted checkpoints', () => {
     new Float32Array(s.data.buffer, s.data.byteOffset, s.data.length / 4)[0] = NaN;
     await writeCrafted(newest, f);
     const warnings: string[] = [];
-    const net = await Network.resume(ckptDir, { onWarning: (m) => warnings.push(m) });
-    expect(net.resumeInfo!.file).toBe(files[1]!.file);
+    const net = await resume(ckptDir, { onWarning: (m) => warnings.push(m) });
+    expect(resumeInfo(net)!.file).toBe(files[1]!.file);
     expect(warnings[0]).toContain(`${newest}: section "layer1.weights" holds a non-finite value (NaN) at index 0`);
     await writeFile(newest, original);
     await rm(newest + '.corrupt', { force: true });
 
     // The memory limit is the caller's refusal: no file is renamed, no older one tried.
-    const err = await Network.resume(ckptDir, { maxMemory: 1000, onWarning: (m) => warnings.push(m) }).catch((e: unknown) => e);
+    const err = await resume(ckptDir, { maxMemory: 1000, onWarning: (m) => warnings.push(m) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(MemoryLimitError);
     expect((err as Error).message).toMatch(new RegExp(`^${newest.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: Not enough memory: .* but the limit is 1.00 kB \\(--max-memory\\)$`));
     expect((await readdir(ckptDir)).filter((n) => n.endsWith('.corrupt'))).toEqual([]);

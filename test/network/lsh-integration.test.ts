@@ -3,8 +3,8 @@
 // the same tables, and a synthetic problem is learned with the tables rebuilt every epoch.
 import { describe, expect, it } from 'vitest';
 import { allocateTables, generateHashSpec } from '../../src/lsh/index.js';
-import { native } from '../../src/native.js';
-import type { LayerSampling, NetSpec } from '../../src/network/native-types.js';
+import { native } from '../../src/native/addon.js';
+import type { LayerSampling, NetSpec } from '../../src/native/network-types.js';
 import { shuffleInPlace, Xoshiro128 } from '../../src/util/rng.js';
 import { ids, makeNet, randomData, randomizeBiases, toCsr } from './helpers.js';
 import { refForward, refFromState, type RefData } from './reference.js';

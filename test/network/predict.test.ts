@@ -1,8 +1,8 @@
 // netPredictSlice: exact top-k equals the reference (ids, order and probabilities); sampled prediction
 // returns only LSH candidates; padding when k exceeds the computed set.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
-import type { NetSpec } from '../../src/network/native-types.js';
+import { native } from '../../src/native/addon.js';
+import type { NetSpec } from '../../src/native/network-types.js';
 import { fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
 import { refFromState, refPredict, type ActiveSets, type RefData } from './reference.js';
 

@@ -2,8 +2,8 @@
 // straightforward per-sample loops and dense gradient accumulators: forward, softmax cross-entropy with
 // labels split evenly, backward, and lazy Adam on touched rows with per-row step counts. Sampled layers
 // take their active sets from a callback (the tests build LSH tables whose candidates are known).
-import type { SparseDataset } from '../../datasets/csr.js';
-import type { LayerState } from '../../src/network/native-types.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
+import type { LayerState } from '../../src/native/network-types.js';
 
 export interface RefLayer {
   inDim: number;

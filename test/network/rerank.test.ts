@@ -6,17 +6,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
-import { kfoldSnapshotBytes, Network } from '../../src/network/network.js';
+import { native } from '../../src/native/addon.js';
+import { Network } from '../../src/network/network.js';
 import { defaultConfig, resolveConfig, resolveRerank } from '../../src/network/config.js';
 import { selectionProblem } from '../../src/train/early-stop.js';
 import { RERANK_WEIGHTS, rerankCombine, rerankProblem, rerankScores, trainRerank, type RerankState } from '../../src/network/rerank.js';
 import { fileInfo } from '../../src/cli/info.js';
-import { synthesize } from '../../datasets/synth.js';
-import { subset } from '../../datasets/split-reader.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import { subset } from '../../src/datasets/split-reader.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import { randomData } from './helpers.js';
 import type { RefData } from './reference.js';
+import { kfoldSnapshotBytes, fit } from '../../src/train/fit-network.js';
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -353,7 +354,7 @@ describe('re-ranker in fit(), predict() and model files', () => {
   let trained: Network;
   it('trains after the network, chooses the weight on the held-out points and applies it in predict()', async () => {
     const net = new Network(small({}));
-    const st = await net.fit(train, { workers: 0, validation: { refitMaxPoints: 0 } });
+    const st = await fit(net, train, { workers: 0, validation: { refitMaxPoints: 0 } });
     const r = st.rerank!;
     expect(r.skipped).toBeUndefined();
     expect(r.tried.map((t) => t.weight)).toEqual([...RERANK_WEIGHTS]);
@@ -382,7 +383,7 @@ describe('re-ranker in fit(), predict() and model files', () => {
 
   it('after a held-out selection on a copy (refitMaxPoints), takes the copy\'s weight and trains on all points', async () => {
     const net = new Network(small({}));
-    const st = await net.fit(train, { workers: 0, validation: { refitMaxPoints: 20_000 } });
+    const st = await fit(net, train, { workers: 0, validation: { refitMaxPoints: 20_000 } });
     const sel = st.selection!;
     if (sel.method !== 'holdout' || !sel.refit || !sel.rerank) throw new Error(`expected a refit with a re-ranker weight, got ${JSON.stringify(sel)}`);
     expect(st.samples).toBe(sel.epochs * train.points);
@@ -432,23 +433,23 @@ describe('re-ranker in fit(), predict() and model files', () => {
 
   it('is not trained without held-out points unless a weight is given; with one it is applied as given', async () => {
     const a = new Network(small({}));
-    const sa = await a.fit(train, { workers: 0, epochs: 2 });
+    const sa = await fit(a, train, { workers: 0, epochs: 2 });
     expect(sa.rerank?.skipped).toBe('no held-out points to choose its weight (rerank.weight trains it without them)');
     expect(a.rerank).toBeNull();
     const b = new Network(small({ weight: 1.5, shortlist: 8 }));
-    const sb = await b.fit(train, { workers: 0, epochs: 2 });
+    const sb = await fit(b, train, { workers: 0, epochs: 2 });
     expect(sb.rerank).toMatchObject({ weight: 1.5, points: 0, tried: [] });
     expect(b.rerank).toMatchObject({ weight: 1.5, shortlist: 8 });
     // A second fit drops the classifiers of the old weights and trains new ones.
     const before = b.rerank!.weights;
-    await b.fit(train, { workers: 0, epochs: 1 });
+    await fit(b, train, { workers: 0, epochs: 1 });
     expect(b.rerank!.weights).not.toBe(before);
   });
 
   it('on a small training set, takes its weight from the k-fold selection (every point scored once)', async () => {
     const few = subset(train, Array.from({ length: 400 }, (_, i) => i));
     const net = new Network(small({}));
-    const st = await net.fit(few, { workers: 0 });
+    const st = await fit(net, few, { workers: 0 });
     const sel = st.selection!;
     expect(sel.method).toBe('kfold');
     if (sel.method !== 'kfold') return;
@@ -463,7 +464,7 @@ describe('re-ranker in fit(), predict() and model files', () => {
     expect(selectionProblem({ ...sel, rerank: { weight: -1, tried: [] } })).toBe('invalid rerank');
     // A given weight skips the choice (no snapshots, no rerank in the selection report).
     const fixed = new Network(small({ weight: 0.5 }));
-    const sf = await fixed.fit(few, { workers: 0 });
+    const sf = await fit(fixed, few, { workers: 0 });
     expect(sf.selection?.method === 'kfold' && sf.selection.rerank).toBeFalsy();
     expect(fixed.rerank?.weight).toBe(0.5);
     expect(kfoldSnapshotBytes(resolveConfig(small({})))).toBe(4 * (shape.features * 32 + 32 + 32 * shape.labels + shape.labels));

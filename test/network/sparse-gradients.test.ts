@@ -2,11 +2,11 @@
 // the pair data-parallel training uses (src/train/distributed.ts). One slice's mode 3 + netApplyRows must
 // leave the network exactly as mode 0 does; several slices' rows are summed id by id in list order.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
+import { native } from '../../src/native/addon.js';
 import { Network } from '../../src/network/network.js';
-import type { NetSpec, RowGradients, RowUpdate } from '../../src/network/native-types.js';
-import { InlineExecutor } from '../../src/train/executor.js';
-import { toShared } from '../../datasets/csr.js';
+import type { NetSpec, RowGradients, RowUpdate } from '../../src/native/network-types.js';
+import { InlineExecutor } from '../../src/network/executor.js';
+import { toShared } from '../../src/datasets/csr.js';
 import { ids, makeNet, randomData, randomizeBiases, snapshot } from './helpers.js';
 import type { RefData } from './reference.js';
 

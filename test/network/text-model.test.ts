@@ -8,10 +8,11 @@ import { Network } from '../../src/network/network.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 import { TextVectorizer } from '../../src/text/vectorizer.js';
 import { LabelNames, labelledDataset } from '../../src/text/labels.js';
-import type { TextData } from '../../datasets/text-reader.js';
-import { parseTextLine } from '../../datasets/text-reader.js';
+import type { TextData } from '../../src/datasets/text-reader.js';
+import { parseTextLine } from '../../src/datasets/text-reader.js';
 import { topicLines } from '../text/synthetic-text.js';
 import type { NetworkConfig } from '../../src/network/config.js';
+import { fit } from '../../src/train/fit-network.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -54,7 +55,7 @@ describe('text models in model files', () => {
     const names = new LabelNames();
     const d = labelledDataset(train, v, names, true).dataset;
     const net = new Network(sampledOutput(names.size, v.features));
-    await net.fit(d, { epochs: 2, workers: 0 });
+    await fit(net, d, { epochs: 2, workers: 0 });
     net.textVectorizer = v;
     net.labelNames = names.names;
     const path = join(dir, 'text.sl');
@@ -102,7 +103,7 @@ describe('Network.grow', () => {
   it('keeps every old row bit for bit (weights, biases, Adam moments, step counters) and leaves the original alone', async () => {
     for (const config of [sampledOutput(10, 40), { inputDim: 40, seed: 2, layers: [{ size: 10, activation: 'softmax' as const }] }]) {
       const net = new Network(config);
-      await net.fit(hashedTopics(10), { epochs: 1, workers: 0 }); // moments and step counters become nonzero
+      await fit(net, hashedTopics(10), { epochs: 1, workers: 0 }); // moments and step counters become nonzero
       const before = net.spec.layers.map((l) => ({ w: l.weights.slice(), m: l.mWeights.slice(), v: l.vWeights.slice(), b: l.bias.slice(), s: l.rowSteps.slice() }));
       const g = net.grow(13, undefined);
       const last = net.spec.layers.length - 1;
@@ -146,7 +147,7 @@ describe('Network.grow', () => {
     const d0 = labelledDataset(oldData, v, names, true).dataset;
     expect(names.size).toBe(36);
     const net = new Network(sampledOutput(36, v.features));
-    await net.fit(d0, { epochs: 6, workers: 0 });
+    await fit(net, d0, { epochs: 6, workers: 0 });
     net.textVectorizer = v;
     net.labelNames = names.names.slice();
     const testOld = labelledDataset(textData(topicLines(200, 0, 36, 13)), v, names, false).dataset;
@@ -159,7 +160,7 @@ describe('Network.grow', () => {
     const v2 = TextVectorizer.fit(all.texts, { minDf: 1 });
     expect(v2.features).toBeGreaterThan(v.features);
     const net2 = new Network(sampledOutput(36, v2.features));
-    await net2.fit(labelledDataset(oldData, v2, new LabelNames(), true).dataset, { epochs: 6, workers: 0 });
+    await fit(net2, labelledDataset(oldData, v2, new LabelNames(), true).dataset, { epochs: 6, workers: 0 });
     net2.labelNames = names.names.slice();
     const grownNames = new LabelNames(net2.labelNames);
     const more = labelledDataset(textData([...newLines, ...topicLines(300, 0, 36, 14)]), v2, grownNames, true).dataset;
@@ -167,7 +168,7 @@ describe('Network.grow', () => {
     expect(grownNames.size).toBe(40);
     const grown = net2.grow(grownNames.size, grownNames.names);
     expect(grown.labelNames).toEqual(grownNames.names);
-    await grown.fit(more, { epochs: 4, workers: 0 });
+    await fit(grown, more, { epochs: 4, workers: 0 });
     const newTestLines = topicLines(200, 36, 40, 15);
     const testNew = labelledDataset(textData(newTestLines), v2, grownNames, false).dataset;
     expect(await p1(grown, testNew, 36, 40)).toBeGreaterThan(0.8); // observed 1.0

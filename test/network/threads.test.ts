@@ -2,8 +2,8 @@
 // output layer (rows), of layer 0's forward (samples) and of layer 0's update (feature rows) computed by
 // several threads give what one thread gives (the float64 reference), and a given count is reproducible.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
-import type { LayerGrads, NetSpec, TrainHyper } from '../../src/network/native-types.js';
+import { native } from '../../src/native/addon.js';
+import type { LayerGrads, NetSpec, TrainHyper } from '../../src/native/network-types.js';
 import { ids, makeNet, maxRelDiff, randomData, randomizeBiases, snapshot } from './helpers.js';
 import { refFromState, refTrainSlice, zeroGrads, type RefData } from './reference.js';
 

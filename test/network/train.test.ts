@@ -1,8 +1,8 @@
 // netTrainSlice against the float64 reference (test/network/reference.ts): Adam (mode 0), gradients
 // (mode 1) and loss (mode 2) on tiny dense and sampled networks, lazy-Adam bookkeeping, and statistics.
 import { describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
-import type { LayerGrads, NetSpec, TrainHyper } from '../../src/network/native-types.js';
+import { native } from '../../src/native/addon.js';
+import type { LayerGrads, NetSpec, TrainHyper } from '../../src/native/network-types.js';
 import { fixedSampling, ids, makeNet, maxRelDiff, randomData, randomizeBiases, snapshot, toCsr } from './helpers.js';
 import { refFromState, refTrainSlice, zeroGrads, type ActiveSets, type RefData, type RefLayer } from './reference.js';
 

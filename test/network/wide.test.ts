@@ -5,18 +5,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { native } from '../../src/native.js';
-import type { LayerGrads, NetSpec, WideState } from '../../src/network/native-types.js';
+import { native } from '../../src/native/addon.js';
+import type { LayerGrads, NetSpec, WideState } from '../../src/native/network-types.js';
 import { buildWide, mergeWide, pickWide, wideProblem } from '../../src/network/wide.js';
 import { shardLabels } from '../../src/train/sharded.js';
 import { Network } from '../../src/network/network.js';
 import { BLEND_SCALES, EPOCH_BLEND_SCALES } from '../../src/train/early-stop.js';
 import { DEFAULT_WIDE, defaultConfig, resolveWide } from '../../src/network/config.js';
 import { fileInfo } from '../../src/cli/info.js';
-import { synthesize } from '../../datasets/synth.js';
+import { synthesize } from '../../src/datasets/synth.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
 import { checkFiniteDifferences, FD_HYPER, sliceLoss, fixedSampling, ids, makeNet, randomData, randomizeBiases } from './helpers.js';
 import { refBuildWide, refForward, refFromState, refPredict, type RefData } from './reference.js';
+import { fit, resume, resumeInfo } from '../../src/train/fit-network.js';
 
 const H = FD_HYPER;
 
@@ -290,7 +291,7 @@ describe('wide part: prediction under several logit scales in one pass', () => {
       inputDim: syn.features, seed: 221,
       layers: [{ size: 16 }, { size: syn.labels, sampling: { K: 3, L: 4, budget: 0, minActive: 20 }, wide: { ...DEFAULT_WIDE } }],
     });
-    await net.fit(syn, { epochs: 1, workers: 0, validation: false });
+    await fit(net, syn, { epochs: 1, workers: 0, validation: false });
     net.buildClusterIndex();
     const spec = { layers: net.spec.layers.slice() };
     const last = spec.layers.length - 1;
@@ -433,7 +434,7 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
     dir = await mkdtemp(join(tmpdir(), 'sublinear-wide-'));
     const net = new Network(config(true));
     expect(net.spec.layers[1]!.wide!.labels.length).toBe(0);
-    await net.fit(syn, { epochs: 2, workers: 0, validation: false });
+    await fit(net, syn, { epochs: 2, workers: 0, validation: false });
     const w = net.spec.layers[1]!.wide!;
     expect(w.labels.length).toBeGreaterThan(0);
     expect(w.accum.some((a) => a > 0)).toBe(true); // Adagrad moved them
@@ -454,11 +455,11 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
       layers: [{ size: 32, activation: 'relu' as const }, { size: syn.labels, activation: 'softmax' as const, sampling: { K: 2, L: 4, minActive: 20 }, wide: { maxPerLabel: 16 } }],
     };
     const net = new Network(sampledCfg);
-    const st = await net.fit(syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5, refitMaxPoints: 0 } });
+    const st = await fit(net, syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5, refitMaxPoints: 0 } });
     expect(st.validation!.length).toBe(3);
     expect(net.clusterIndexSeconds).toBeGreaterThan(0); // built for the held-out scoring
     const plain = new Network({ ...sampledCfg, layers: [sampledCfg.layers[0]!, { ...sampledCfg.layers[1]!, wide: undefined }] });
-    await plain.fit(syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5, refitMaxPoints: 0 } });
+    await fit(plain, syn, { epochs: 3, workers: 0, validation: { minHoldout: 10, fraction: 0.2, patience: 5, refitMaxPoints: 0 } });
     expect(plain.clusterIndexSeconds).toBe(0); // exact held-out scoring without a wide part
   });
 
@@ -471,7 +472,7 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
     const v = { minHoldout: 10, fraction: 0.2, patience: 5, lrDecay: 1, refitMaxPoints: 0 };
     const plain = new Network(cfg);
     const byEpoch: { w: Float32Array; b: Float32Array; wide: Float32Array }[] = [];
-    const sp = await plain.fit(syn, {
+    const sp = await fit(plain, syn, {
       epochs: 3, workers: 0, validation: { ...v, blend: false },
       onEpochEnd: () => {
         const o = plain.spec.layers[1]!;
@@ -481,7 +482,7 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
     expect(sp.blend).toBeUndefined();
     expect(sp.validation!.every((p) => p.scale === undefined)).toBe(true);
     const net = new Network(cfg);
-    const st = await net.fit(syn, { epochs: 3, workers: 0, validation: v });
+    const st = await fit(net, syn, { epochs: 3, workers: 0, validation: v });
     const b = st.blend!;
     expect(b.points).toBe(st.validationPoints);
     expect(b.epoch).toBe(st.bestEpoch);
@@ -508,12 +509,12 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
       layers: [{ size: 32, activation: 'relu' as const }, { size: syn.labels, activation: 'softmax' as const, sampling: { K: 2, L: 4, minActive: 20 }, wide: { maxPerLabel: 16, negatives: 4 } }],
     };
     const net = new Network(cfg);
-    const st = await net.fit(syn, { epochs: 3, workers: 0, lr: 0.005, validation: { minHoldout: 10, fraction: 0.2, schedule: 'plateau', patience: 5, refitMaxPoints: 20_000 } });
+    const st = await fit(net, syn, { epochs: 3, workers: 0, lr: 0.005, validation: { minHoldout: 10, fraction: 0.2, schedule: 'plateau', patience: 5, refitMaxPoints: 20_000 } });
     const sel = st.selection!;
     if (sel.method !== 'holdout' || !sel.refit || !sel.blend) throw new Error(`expected a refit with a blend, got ${JSON.stringify(sel)}`);
     expect(st.blend).toEqual(sel.blend);
     const fixed = new Network(cfg);
-    await fixed.fit(syn, { epochs: sel.epochs, workers: 0, lr: 0.005, validation: false });
+    await fit(fixed, syn, { epochs: sel.epochs, workers: 0, lr: 0.005, validation: false });
     const o = net.spec.layers[1]!, f = fixed.spec.layers[1]!;
     expect(Array.from(o.weights)).toEqual(Array.from(f.weights, (w) => Math.fround(w * sel.blend!.scale)));
     expect(Array.from(o.wide!.weights)).toEqual(Array.from(f.wide!.weights));
@@ -522,18 +523,18 @@ describe('wide part in Network: training, save/load, checkpoints', () => {
   it('a checkpointed run resumes to the same weights as an uninterrupted one', async () => {
     dir ||= await mkdtemp(join(tmpdir(), 'sublinear-wide-'));
     const full = new Network(config(true));
-    await full.fit(syn, { epochs: 3, workers: 0, validation: false });
+    await fit(full, syn, { epochs: 3, workers: 0, validation: false });
     const ck = join(dir, 'ck');
     const first = new Network(config(true));
     const ctl = new AbortController();
-    await first.fit(syn, {
+    await fit(first, syn, {
       epochs: 3, workers: 0, validation: false, signal: ctl.signal, checkpoint: { dir: ck, every: 3 },
       onEpochEnd: (epoch) => { if (epoch === 0) ctl.abort(); },
     });
-    const resumed = await Network.resume(ck);
-    expect(resumed.resumeInfo!.position.epoch).toBe(1); // stopped after one of three epochs
+    const resumed = await resume(ck);
+    expect(resumeInfo(resumed)!.position.epoch).toBe(1); // stopped after one of three epochs
     expect(resumed.spec.layers[1]!.wide!.accum.some((a) => a > 0)).toBe(true);
-    await resumed.fit(syn, { workers: 0 });
+    await fit(resumed, syn, { workers: 0 });
     expect(Array.from(resumed.spec.layers[1]!.wide!.weights)).toEqual(Array.from(full.spec.layers[1]!.wide!.weights));
     expect(Array.from(resumed.spec.layers[1]!.weights)).toEqual(Array.from(full.spec.layers[1]!.weights));
   });

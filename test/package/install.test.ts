@@ -90,7 +90,7 @@ describe.skipIf(!supported)('npm package (linux-x64, glibc)', () => {
     expect(readdirSync(installed)).not.toContain('build');
 
     // The main thread and a worker thread load the same (prebuilt) file.
-    const nativeUrl = JSON.stringify(pathToFileURL(join(installed, 'dist', 'src', 'native.js')).href);
+    const nativeUrl = JSON.stringify(pathToFileURL(join(installed, 'dist', 'src', 'native', 'addon.js')).href);
     writeFileSync(join(project, 'worker.mjs'), `import { parentPort } from 'node:worker_threads';
 const m = await import(${nativeUrl});
 m.native();

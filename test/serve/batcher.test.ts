@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { MicroBatcher, type PredictBatch } from '../../src/serve/batcher.js';
 import { RequestError, type ParsedRequest } from '../../src/serve/request.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 
 /** A request of `points` rows; row r has the single feature `tag + r` (value 1). */
 function req(points: number, tag: number, k = 2, mode: 'exact' | 'sampled' = 'exact'): ParsedRequest {

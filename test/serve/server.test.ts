@@ -6,9 +6,10 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Network } from '../../src/network/network.js';
 import { serve, type PredictionServer } from '../../src/serve/server.js';
-import { subset, synthesize } from '../../datasets/index.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import { subset, synthesize } from '../../src/datasets/index.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
 import { fuzzBodies } from '../../bench/serve-fuzz.js';
+import { fit } from '../../src/train/fit-network.js';
 
 const train = synthesize({ shape: 'small', points: 3000, seed: 5 });
 const test = subset(synthesize({ shape: 'small', points: 3200, seed: 5 }), Array.from({ length: 200 }, (_, i) => 3000 + i));
@@ -17,7 +18,7 @@ let server: PredictionServer;
 
 beforeAll(async () => {
   net = new Network({ inputDim: train.features, seed: 9, layers: [{ size: 32 }, { size: train.labels, sampling: { hash: 'dwta', K: 4, L: 8, logQ: true } }] });
-  await net.fit(train, { epochs: 2, workers: 0 });
+  await fit(net, train, { epochs: 2, workers: 0 });
   server = await serve(net, { port: 0, workers: 2, maxBatch: 16, candidates: 200 });
 }, 120_000);
 afterAll(async () => {

@@ -1,7 +1,8 @@
 // The change-triggered rebuild policy: a sketch of code drift decides whether a scheduled check rebuilds.
 import { describe, expect, it } from 'vitest';
 import { Network } from '../../src/network/network.js';
-import { synthesize } from '../../datasets/index.js';
+import { synthesize } from '../../src/datasets/index.js';
+import { fit } from '../../src/train/fit-network.js';
 
 const data = synthesize({ shape: 'tiny', points: 2000, seed: 5 });
 const config = () => ({
@@ -13,7 +14,7 @@ const config = () => ({
 describe('change-triggered rebuilds', () => {
   it('the drift sketch is 0 right after a rebuild and grows when the weights move', async () => {
     const net = new Network(config());
-    await net.fit(data, { epochs: 1, workers: 0 }); // ends with a rebuild from the final weights
+    await fit(net, data, { epochs: 1, workers: 0 }); // ends with a rebuild from the final weights
     expect(net.codeChangeFraction()).toBe(0);
     const w = net.spec.layers[1]!.weights;
     for (let i = 0; i < w.length; i++) w[i] = -w[i]! + 0.05 * Math.sin(i); // every row moves a lot
@@ -23,10 +24,10 @@ describe('change-triggered rebuilds', () => {
   it('a threshold no drift reaches never rebuilds; a tiny one rebuilds at every check', async () => {
     const batches = Math.ceil(data.points / 128) * 2; // 32 batches, checks every 4
     const calm = new Network(config());
-    const a = await calm.fit(data, { epochs: 2, workers: 0, rebuild: { policy: 'change', checkEvery: 4, threshold: 1 } });
+    const a = await fit(calm, data, { epochs: 2, workers: 0, rebuild: { policy: 'change', checkEvery: 4, threshold: 1 } });
     expect(a.rebuilds).toBe(0);
     const eager = new Network(config());
-    const b = await eager.fit(data, { epochs: 2, workers: 0, lr: 1e-2, rebuild: { policy: 'change', checkEvery: 4, threshold: 1e-6 } });
+    const b = await fit(eager, data, { epochs: 2, workers: 0, lr: 1e-2, rebuild: { policy: 'change', checkEvery: 4, threshold: 1e-6 } });
     expect(b.rebuilds).toBe(Math.floor((batches - 1) / 4));
     expect(eager.lastCodeChange).toBeGreaterThan(0);
   });
@@ -35,7 +36,7 @@ describe('change-triggered rebuilds', () => {
     const layers = (budget: number) => [{ size: 32 }, { size: data.labels, sampling: { hash: 'dwta' as const, K: 3, L: 8, budget, minActive: 20 } }];
     const idle = new Network({ inputDim: data.features, seed: 6, layers: layers(0) });
     expect(idle.tablesInTraining).toBe(false);
-    const a = await idle.fit(data, { epochs: 4, workers: 0 });
+    const a = await fit(idle, data, { epochs: 4, workers: 0 });
     expect(a.rebuilds).toBe(0);
     expect(a.history.every((e) => e.labelRecall === undefined)).toBe(true);
     // Nor built before the first batch or after the last: allocated and empty; sampled prediction probes the index.
@@ -47,7 +48,7 @@ describe('change-triggered rebuilds', () => {
     expect(pred.outputsScoredPerPoint).toBeLessThan(data.labels);
     const used = new Network({ inputDim: data.features, seed: 6, layers: layers(16) });
     expect(used.tablesInTraining).toBe(true);
-    const b = await used.fit(data, { epochs: 4, workers: 0 });
+    const b = await fit(used, data, { epochs: 4, workers: 0 });
     expect(b.rebuilds).toBeGreaterThan(0); // 64 batches: a rebuild after 50
     expect(b.indexSeconds).toBeGreaterThan(0);
     expect(used.spec.layers[1]!.sampling!.tables.fill.some((x) => x > 0)).toBe(true);

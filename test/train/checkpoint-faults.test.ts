@@ -18,6 +18,7 @@ import { LOCK_FILE } from '../../src/train/lock.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import { faultFixture, weightBytes } from './state-bytes.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
+import { fit, resume } from '../../src/train/fit-network.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-ckfault-'));
 let dirCount = 0;
@@ -66,7 +67,7 @@ describe.skipIf(mountProblem !== null)('a disk that fills up during training', (
     const net = new Network(config());
     const warnings: string[] = [];
     const saved: CheckpointInfo[] = [];
-    const stats = await net.fit(data, {
+    const stats = await fit(net, data, {
       ...base,
       onWarning: (m) => warnings.push(m),
       checkpoint: { dir, every: 4, onSaved: (i) => { saved.push(i); if (saved.length === 1) fillDisk(disk); } },
@@ -81,7 +82,7 @@ describe.skipIf(mountProblem !== null)('a disk that fills up during training', (
     expect(warnings.at(-1)).toMatch(new RegExp(`^cannot write checkpoint ${join(dir, checkpointName(36))}: ENOSPC.*\\. The final state is not checkpointed; `));
     // The failed writes left no temporary files; the good checkpoint is still there and loads.
     expect(readdirSync(dir)).toEqual([checkpointName(4)]);
-    expect((await Network.resume(dir)).batchesDone).toBe(4);
+    expect((await resume(dir)).batchesDone).toBe(4);
     // Nothing trained was lost, and it can be saved on another disk.
     expect(weightBytes(net).equals(await uninterrupted())).toBe(true);
     const model = join(freshDir() + '-model.sl');
@@ -94,7 +95,7 @@ describe.skipIf(mountProblem !== null)('a disk that fills up during training', (
     const disk = mountTmpfs(2 * size + 4096)!;
     const dir = join(disk, 'ckpt');
     let batches = 0;
-    await expect(new Network(config()).fit(data, { ...base, onProgress: () => void batches++, checkpoint: { dir, every: 4 } })).rejects.toThrow(
+    await expect(fit(new Network(config()), data, { ...base, onProgress: () => void batches++, checkpoint: { dir, every: 4 } })).rejects.toThrow(
       new RegExp(`^not enough free space: \\d\\.\\d\\d [kM]B needed, .* available on the filesystem of ${dir} \\(checkpoint directory ${dir}: .* \\(3 more checkpoint file\\(s\\) of .*: keep 2 plus the one being written, 0 already there\\)\\)$`),
     );
     expect(batches).toBe(0);
@@ -107,7 +108,7 @@ describe.skipIf(mountProblem !== null)('a disk that fills up during training', (
     mkdirSync(join(disk, 'ckpt'));
     expect(spawnSync('mount', ['-o', 'remount,ro', disk]).status).toBe(0);
     const dir = join(disk, 'ckpt');
-    await expect(new Network(config()).fit(data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow(
+    await expect(fit(new Network(config()), data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow(
       `checkpoint directory ${dir} is not writable: read-only filesystem`,
     );
   });
@@ -138,7 +139,7 @@ describe('checkpoints are only taken between fully applied batches', () => {
     const seen: number[] = [];
     // save() throws if the loop asks for a checkpoint while a task is in flight (a loop that does not
     // drain first would fail here).
-    const stats = await new Network(config()).fit(data, { ...base, workers: 2, checkpoint: { dir, every: 1, keep: 1, onSaved: (i) => void seen.push(i.batchesDone) } });
+    const stats = await fit(new Network(config()), data, { ...base, workers: 2, checkpoint: { dir, every: 1, keep: 1, onSaved: (i) => void seen.push(i.batchesDone) } });
     expect(seen).toEqual(Array.from({ length: 36 }, (_, i) => i + 1));
     expect(stats.checkpointFailures).toEqual([]);
   });
@@ -168,14 +169,14 @@ describe('the checkpoint directory lock', () => {
     holder = await lockHolder(dir);
     const pid = holder.pid!;
     const msg = `checkpoint directory ${dir} is in use by process ${pid} on this host`;
-    await expect(new Network(config()).fit(data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow(msg);
+    await expect(fit(new Network(config()), data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow(msg);
     // Resuming is refused before anything is read or renamed there.
-    await expect(Network.resume(dir)).rejects.toThrow(msg);
+    await expect(resume(dir)).rejects.toThrow(msg);
     // The owner dies without releasing it (SIGKILL): the lock is stale and a new run takes over.
     holder.kill('SIGKILL');
     await new Promise((r) => holder!.once('exit', r));
     expect(existsSync(join(dir, LOCK_FILE))).toBe(true);
-    const stats = await new Network(config()).fit(data, { ...base, epochs: 1, checkpoint: { dir, every: 4 } });
+    const stats = await fit(new Network(config()), data, { ...base, epochs: 1, checkpoint: { dir, every: 4 } });
     expect(stats.batches).toBe(12);
     // Released at the end of the run.
     expect(existsSync(join(dir, LOCK_FILE))).toBe(false);
@@ -185,16 +186,16 @@ describe('the checkpoint directory lock', () => {
     const dir = freshDir();
     let second: Promise<unknown> | undefined;
     // While the first run is at its first checkpoint, a second one starts on the same directory.
-    const first = new Network(config()).fit(data, {
+    const first = fit(new Network(config()), data, {
       ...base,
-      checkpoint: { dir, every: 4, onSaved: () => void (second ??= new Network(config()).fit(data, { ...base, checkpoint: { dir, every: 4 } }).catch((e) => e)) },
+      checkpoint: { dir, every: 4, onSaved: () => void (second ??= fit(new Network(config()), data, { ...base, checkpoint: { dir, every: 4 } }).catch((e) => e)) },
     });
     await first;
     expect(((await second) as Error).message).toMatch(new RegExp(
       `^checkpoint directory ${dir} is in use by process ${process.pid} on this host \\(since [0-9T:.Z-]+; lock file ${join(dir, LOCK_FILE)}\\)\\. Wait for that run to finish or stop it\\.$`,
     ));
     const other = freshDir();
-    await expect(new Network(config()).fit(data, { ...base, workers: 1, faultInjection: { batch: 1, failures: 2 }, checkpoint: { dir: other, every: 4 } })).rejects.toThrow(/training stopped/);
+    await expect(fit(new Network(config()), data, { ...base, workers: 1, faultInjection: { batch: 1, failures: 2 }, checkpoint: { dir: other, every: 4 } })).rejects.toThrow(/training stopped/);
     expect(existsSync(join(other, LOCK_FILE))).toBe(false);
   });
 
@@ -211,13 +212,13 @@ describe('the checkpoint directory lock', () => {
     mkdirSync(dir);
     const lock = join(dir, LOCK_FILE);
     writeFileSync(lock, JSON.stringify({ pid: 1234, hostname: 'elsewhere.example', since: '2026-01-01T00:00:00.000Z', token: 'x' }));
-    await expect(new Network(config()).fit(data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow(
+    await expect(fit(new Network(config()), data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow(
       `checkpoint directory ${dir} is in use by process 1234 on host elsewhere.example (since 2026-01-01T00:00:00.000Z; lock file ${lock}). Wait for that run to finish; if it is gone, delete the lock file.`,
     );
     writeFileSync(lock, 'garbage');
     const old = new Date(Date.now() - 60_000);
     utimesSync(lock, old, old);
-    const stats = await new Network(config()).fit(data, { ...base, epochs: 1, checkpoint: { dir, every: 4 } });
+    const stats = await fit(new Network(config()), data, { ...base, epochs: 1, checkpoint: { dir, every: 4 } });
     expect(stats.batches).toBe(12);
   });
 });
@@ -226,16 +227,16 @@ describe('damaged checkpoints', () => {
   it('hash tables damaged behind a valid checksum are rebuilt on resume, with a warning', async () => {
     const dir = freshDir();
     const ac = new AbortController();
-    await new Network(config()).fit(data, { ...base, signal: ac.signal, checkpoint: { dir, every: 4, onSaved: (i) => { if (i.batchesDone === 8) ac.abort(); } } });
+    await fit(new Network(config()), data, { ...base, signal: ac.signal, checkpoint: { dir, every: 4, onSaved: (i) => { if (i.batchesDone === 8) ac.abort(); } } });
     const file = join(dir, checkpointName(8));
     const f = await readBinFile(file);
     (f.sections['layer1.tables.ids'] as Uint32Array).fill(0xffffffff);
     await writeBinFile(file, { kind: f.kind, meta: f.meta, sections: f.sections });
     const warnings: string[] = [];
-    const net = await Network.resume(dir, { onWarning: (m) => warnings.push(m) });
+    const net = await resume(dir, { onWarning: (m) => warnings.push(m) });
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(new RegExp(`^checkpoint ${file}: the hash tables of layer 1 are damaged \\(table 0: bucket \\d+ holds id 4294967295 >= ${data.labels}\\); they will be rebuilt from the checkpoint's weights, so the resumed run will not be bit-identical to an uninterrupted one$`));
-    const stats = await net.fit(data, { workers: 0 });
+    const stats = await fit(net, data, { workers: 0 });
     expect(stats.batches).toBe(28);
   });
 
@@ -243,7 +244,7 @@ describe('damaged checkpoints', () => {
     const dir = freshDir();
     mkdirSync(dir);
     for (let b = 1; b <= 6; b++) writeFileSync(join(dir, checkpointName(b)), 'not a checkpoint');
-    await expect(Network.resume(dir, { onWarning: () => {} })).rejects.toThrow(`${dir}: no usable checkpoint`);
+    await expect(resume(dir, { onWarning: () => {} })).rejects.toThrow(`${dir}: no usable checkpoint`);
     // The newest (highest batch count) ones.
     expect(readdirSync(dir).sort()).toEqual([4, 5, 6].map((b) => checkpointName(b) + '.corrupt'));
   });

@@ -6,12 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Network } from '../../src/network/network.js';
-import { synthesize } from '../../datasets/index.js';
+import { synthesize } from '../../src/datasets/index.js';
 import {
   checkpointName, listCheckpoints, parseCheckpointEvery, readCheckpoint, type CheckpointInfo,
 } from '../../src/train/checkpoint.js';
 import type { FitOptions } from '../../src/train/fit.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
+import { fit, resume, resumeInfo } from '../../src/train/fit-network.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-ckpt-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -53,7 +54,7 @@ async function trainAndStop(dir: string, every: number, stopAt: number, opts: Fi
   const net = new Network(config());
   const ac = new AbortController();
   const saved: CheckpointInfo[] = [];
-  const stats = await net.fit(data, {
+  const stats = await fit(net, data, {
     ...opts,
     signal: ac.signal,
     checkpoint: { dir, every, onSaved: (i) => { saved.push(i); if (i.batchesDone === stopAt) ac.abort(); } },
@@ -66,7 +67,7 @@ let uninterrupted: Network | undefined;
 async function reference(): Promise<Network> {
   if (!uninterrupted) {
     uninterrupted = new Network(config());
-    await uninterrupted.fit(data, base);
+    await fit(uninterrupted, data, base);
   }
   return uninterrupted;
 }
@@ -99,11 +100,11 @@ describe('resume is bit-identical to an uninterrupted run (one thread)', () => {
     const saved = await trainAndStop(dir, every, stopAt);
     expect(saved.at(-1)!.batchesDone).toBe(stopAt);
     expect(saved.map((s) => s.reason).every((r) => r === 'periodic')).toBe(true);
-    const net = await Network.resume(dir);
-    expect(net.resumeInfo!.position).toEqual({ epoch: Math.floor(stopAt / 12), batch: stopAt % 12, batchesDone: stopAt });
-    expect(net.resumeInfo!.fitOptions).toMatchObject({ epochs: 3, batchSize: 128, lr: 2e-3, rebuild: { first: 3, growth: 1.15, maxInterval: 1000 } });
+    const net = await resume(dir);
+    expect(resumeInfo(net)!.position).toEqual({ epoch: Math.floor(stopAt / 12), batch: stopAt % 12, batchesDone: stopAt });
+    expect(resumeInfo(net)!.fitOptions).toMatchObject({ epochs: 3, batchSize: 128, lr: 2e-3, rebuild: { first: 3, growth: 1.15, maxInterval: 1000 } });
     // No options: the saved ones apply (epochs 3, lr 2e-3, the rebuild schedule).
-    const stats = await net.fit(data, { workers: 0 });
+    const stats = await fit(net, data, { workers: 0 });
     expect(stats.batches).toBe(36 - stopAt);
     expectSameState(net, await reference());
   });
@@ -111,8 +112,8 @@ describe('resume is bit-identical to an uninterrupted run (one thread)', () => {
   it('with one worker thread', async () => {
     const dir = freshDir();
     await trainAndStop(dir, 5, 10, { ...base, workers: 1 });
-    const net = await Network.resume(dir);
-    await net.fit(data, { workers: 1 });
+    const net = await resume(dir);
+    await fit(net, data, { workers: 1 });
     expectSameState(net, await reference());
   });
 
@@ -120,11 +121,11 @@ describe('resume is bit-identical to an uninterrupted run (one thread)', () => {
     const dir = freshDir();
     const first = new Network(config());
     const saved: CheckpointInfo[] = [];
-    await first.fit(data, { ...base, epochs: 2, checkpoint: { dir, every: 100, onSaved: (i) => void saved.push(i) } });
+    await fit(first, data, { ...base, epochs: 2, checkpoint: { dir, every: 100, onSaved: (i) => void saved.push(i) } });
     expect(saved.map((s) => [s.reason, s.batchesDone, s.epoch, s.batch])).toEqual([['end', 24, 2, 0]]);
-    const net = await Network.resume(dir);
-    expect(net.resumeInfo!.reason).toBe('end');
-    await net.fit(data, { epochs: 3, workers: 0 });
+    const net = await resume(dir);
+    expect(resumeInfo(net)!.reason).toBe('end');
+    await fit(net, data, { epochs: 3, workers: 0 });
     expectSameState(net, await reference());
   });
 
@@ -132,9 +133,9 @@ describe('resume is bit-identical to an uninterrupted run (one thread)', () => {
     const dir = freshDir();
     await trainAndStop(dir, 4, 12);
     expect(readdirSync(dir).sort()).toEqual([checkpointName(8), checkpointName(12)]);
-    const net = await Network.resume(dir);
+    const net = await resume(dir);
     const more: number[] = [];
-    await net.fit(data, { workers: 0, checkpoint: { dir, every: 10, onSaved: (i) => void more.push(i.batchesDone) } });
+    await fit(net, data, { workers: 0, checkpoint: { dir, every: 10, onSaved: (i) => void more.push(i.batchesDone) } });
     expect(more).toEqual([20, 30, 36]);
     expect(readdirSync(dir).sort()).toEqual([checkpointName(30), checkpointName(36)]);
     expectSameState(net, await reference());
@@ -146,7 +147,7 @@ describe('checkpoint timing', () => {
     const dir = freshDir();
     const net = new Network(config());
     const seen: number[] = [];
-    const stats = await net.fit(data, { ...base, workers: 2, checkpoint: { dir, every: 5, keep: 3, onSaved: (i) => void seen.push(i.batchesDone) } });
+    const stats = await fit(net, data, { ...base, workers: 2, checkpoint: { dir, every: 5, keep: 3, onSaved: (i) => void seen.push(i.batchesDone) } });
     expect(seen).toEqual([5, 10, 15, 20, 25, 30, 35, 36]);
     expect(stats.batches).toBe(36);
     // Each file holds the counters of its batch count.
@@ -157,10 +158,10 @@ describe('checkpoint timing', () => {
 
   it('durations: a long one only gives the final checkpoint, a tiny one many', async () => {
     const long: string[] = [];
-    await new Network(config()).fit(data, { ...base, checkpoint: { dir: freshDir(), every: '1h', onSaved: (i) => void long.push(`${i.reason}@${i.batchesDone}`) } });
+    await fit(new Network(config()), data, { ...base, checkpoint: { dir: freshDir(), every: '1h', onSaved: (i) => void long.push(`${i.reason}@${i.batchesDone}`) } });
     expect(long).toEqual(['end@36']);
     let n = 0;
-    await new Network(config()).fit(data, { ...base, checkpoint: { dir: freshDir(), every: '0.000001s', onSaved: () => void n++ } });
+    await fit(new Network(config()), data, { ...base, checkpoint: { dir: freshDir(), every: '0.000001s', onSaved: () => void n++ } });
     expect(n).toBe(36);
   });
 });
@@ -175,16 +176,16 @@ describe('damaged checkpoints', () => {
     writeFileSync(newest, bytes);
     await expect(readCheckpoint(newest, (c) => new Network(c))).rejects.toThrow(`${newest}: checksum mismatch (file is corrupt or truncated)`);
     const warnings: string[] = [];
-    const net = await Network.resume(dir, { onWarning: (m) => warnings.push(m) });
+    const net = await resume(dir, { onWarning: (m) => warnings.push(m) });
     expect(warnings).toEqual([
       `checkpoint ${newest} is unusable: ${newest}: checksum mismatch (file is corrupt or truncated) (moved to ${newest}.corrupt); ` +
         `falling back to the previous checkpoint ${join(dir, checkpointName(8))}`,
     ]);
-    expect(net.resumeInfo!.file).toBe(join(dir, checkpointName(8)));
-    expect(net.resumeInfo!.skipped.map((s) => s.file)).toEqual([newest]);
+    expect(resumeInfo(net)!.file).toBe(join(dir, checkpointName(8)));
+    expect(resumeInfo(net)!.skipped.map((s) => s.file)).toEqual([newest]);
     expect(existsSync(newest + '.corrupt')).toBe(true);
     expect((await listCheckpoints(dir)).map((c) => c.batchesDone)).toEqual([8]);
-    await net.fit(data, { workers: 0 });
+    await fit(net, data, { workers: 0 });
     expectSameState(net, await reference());
   });
 
@@ -196,7 +197,7 @@ describe('damaged checkpoints', () => {
     const minSize = files.map((f) => Math.ceil((16 + readFileSync(f).readUInt32LE(12)) / 8) * 8 + 16);
     for (const f of files) truncateSync(f, 1000);
     const warnings: string[] = [];
-    await expect(Network.resume(dir, { onWarning: (m) => warnings.push(m) })).rejects.toThrow(
+    await expect(resume(dir, { onWarning: (m) => warnings.push(m) })).rejects.toThrow(
       `${dir}: no usable checkpoint (${files[0]}: ${files[0]}: truncated: `,
     );
     expect(warnings).toHaveLength(2);
@@ -209,16 +210,16 @@ describe('damaged checkpoints', () => {
 
   it('an empty or missing directory says so', async () => {
     const dir = freshDir();
-    await expect(Network.resume(dir)).rejects.toThrow(`${dir}: no such checkpoint directory`);
+    await expect(resume(dir)).rejects.toThrow(`${dir}: no such checkpoint directory`);
     await trainAndStop(dir, 4, 4);
     for (const f of await listCheckpoints(dir)) rmSync(f.file);
-    await expect(Network.resume(dir)).rejects.toThrow(`${dir}: no checkpoints (ckpt-<batches>.bin files) found`);
+    await expect(resume(dir)).rejects.toThrow(`${dir}: no checkpoints (ckpt-<batches>.bin files) found`);
   });
 
   it('a model file is not a checkpoint', async () => {
     const path = join(root, 'model.sl');
     await new Network(config()).save(path);
-    await expect(Network.resume(path)).rejects.toThrow(`${path}: expected a checkpoint file but this is a model`);
+    await expect(resume(path)).rejects.toThrow(`${path}: expected a checkpoint file but this is a model`);
   });
 });
 
@@ -227,7 +228,7 @@ describe('misuse', () => {
     const dir = freshDir();
     await trainAndStop(dir, 4, 4);
     const net = new Network(config());
-    await expect(net.fit(data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow(
+    await expect(fit(net, data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow(
       `checkpoint directory ${dir} already holds checkpoints of another run (newest: ${join(dir, checkpointName(4))}); ` +
         'resume them (sublinear train --resume, Network.resume) or use an empty directory',
     );
@@ -236,27 +237,27 @@ describe('misuse', () => {
   it('resuming on other data, or with another batch size mid-epoch, is refused', async () => {
     const dir = freshDir();
     await trainAndStop(dir, 5, 5);
-    const net = await Network.resume(dir);
+    const net = await resume(dir);
     const file = join(dir, checkpointName(5));
-    await expect(net.fit(other, { workers: 0 })).rejects.toThrow(`The training data is not the data of checkpoint ${file}: it has 1500 points`);
-    await expect(net.fit(data, { workers: 0, batchSize: 64 })).rejects.toThrow(
+    await expect(fit(net, other, { workers: 0 })).rejects.toThrow(`The training data is not the data of checkpoint ${file}: it has 1500 points`);
+    await expect(fit(net, data, { workers: 0, batchSize: 64 })).rejects.toThrow(
       `Cannot change batchSize from 128 to 64 when resuming mid-epoch (${file} is at batch 5 of epoch 1); resume with batchSize 128`,
     );
     // Still pending after the refusals: the right call resumes.
-    const stats = await net.fit(data, { workers: 0 });
+    const stats = await fit(net, data, { workers: 0 });
     expect(stats.batches).toBe(31);
   });
 
   it('resuming an older checkpoint file must not write into the directory of its newer successors', async () => {
     const dir = freshDir();
     await trainAndStop(dir, 4, 12);
-    const older = await Network.resume(join(dir, checkpointName(8)));
-    await expect(older.fit(data, { workers: 0, checkpoint: { dir, every: 4 } })).rejects.toThrow(
+    const older = await resume(join(dir, checkpointName(8)));
+    await expect(fit(older, data, { workers: 0, checkpoint: { dir, every: 4 } })).rejects.toThrow(
       `checkpoint directory ${dir} already holds checkpoints of another run (newest: ${join(dir, checkpointName(12))})`,
     );
-    const newest = await Network.resume(join(dir, checkpointName(12)));
+    const newest = await resume(join(dir, checkpointName(12)));
     const seen: number[] = [];
-    await newest.fit(data, { workers: 0, checkpoint: { dir, every: 12, onSaved: (i) => void seen.push(i.batchesDone) } });
+    await fit(newest, data, { workers: 0, checkpoint: { dir, every: 12, onSaved: (i) => void seen.push(i.batchesDone) } });
     expect(seen).toEqual([24, 36]);
     expectSameState(newest, await reference());
   });
@@ -265,7 +266,7 @@ describe('misuse', () => {
     const dir = freshDir();
     const net = new Network(config());
     const warnings: string[] = [];
-    const stats = await net.fit(data, {
+    const stats = await fit(net, data, {
       ...base,
       onWarning: (m) => warnings.push(m),
       checkpoint: {
@@ -293,10 +294,10 @@ describe('misuse', () => {
 
   it('bad checkpoint options', async () => {
     const net = new Network(config());
-    await expect(net.fit(data, { ...base, checkpoint: { dir: freshDir(), every: 'often' } })).rejects.toThrow(
+    await expect(fit(net, data, { ...base, checkpoint: { dir: freshDir(), every: 'often' } })).rejects.toThrow(
       'Expected a number of batches (e.g. 500) or a duration (e.g. 90s, 10m, 1h) for checkpoint every but received "often"',
     );
-    await expect(net.fit(data, { ...base, checkpoint: { dir: freshDir(), keep: 0 } })).rejects.toThrow(
+    await expect(fit(net, data, { ...base, checkpoint: { dir: freshDir(), keep: 0 } })).rejects.toThrow(
       'Expected positive integer for checkpoint.keep but received 0',
     );
   });
@@ -305,7 +306,7 @@ describe('misuse', () => {
     const dir = freshDir();
     await trainAndStop(dir, 4, 8);
     const a = await Network.load(join(dir, checkpointName(8)));
-    const b = await Network.resume(join(dir, checkpointName(8)));
+    const b = await resume(join(dir, checkpointName(8)));
     expect(Buffer.from(a.spec.layers[1]!.weights.buffer).equals(Buffer.from(b.spec.layers[1]!.weights.buffer))).toBe(true);
     expect(a.batchesDone).toBe(8);
   });
@@ -328,12 +329,12 @@ describe('files written before an option existed', () => {
     await trainAndStop(dir, 4, 8);
     const file = join(dir, checkpointName(8));
     const model = join(dir, 'model.sl');
-    await (await Network.resume(file)).save(model);
-    expect(optionsOf(await Network.resume(file))).toEqual({ sharedFill: true, batchNegatives: true });
+    await (await resume(file)).save(model);
+    expect(optionsOf(await resume(file))).toEqual({ sharedFill: true, batchNegatives: true });
     expect(optionsOf(await Network.load(model))).toEqual({ sharedFill: true, batchNegatives: true });
     await asOldFile(file);
     await asOldFile(model);
-    expect(optionsOf(await Network.resume(file))).toEqual({ sharedFill: false, batchNegatives: false });
+    expect(optionsOf(await resume(file))).toEqual({ sharedFill: false, batchNegatives: false });
     expect(optionsOf(await Network.load(model))).toEqual({ sharedFill: false, batchNegatives: false });
   });
 });

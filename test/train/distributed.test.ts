@@ -13,6 +13,7 @@ import { assertBuilt, CLI, ROOT } from '../cli/built.js';
 import { MPI_ADDON_ENV, mpiAddonPath } from '../../src/train/mpi.js';
 import { Network } from '../../src/network/network.js';
 import { readBinFile } from '../../src/util/binfile.js';
+import { TRAIN_REPORT_FIELDS } from '../../src/job/train-report.js';
 
 function maxAbsDiff(a: Float32Array, b: Float32Array): number {
   let m = 0;
@@ -83,6 +84,11 @@ describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost$
     // --json changes stdout only: rank 0 (and no other) still says on stderr what it trains.
     expect(two.stderr.split('\n').filter((l) => l.startsWith('network: '))).toHaveLength(1);
     const s = JSON.parse(lines[0]!);
+    // The report of every mode (docs/cli.md): the common fields, and the older names kept as aliases.
+    for (const f of TRAIN_REPORT_FIELDS) expect(s, f).toHaveProperty(f);
+    expect(s.mode).toBe('replicated');
+    expect(s.metrics.p1).toBe(s.p1);
+    expect(s.exchange.bytesPerStep).toBe(s.bytesPerStep);
     expect(s.ranks).toBe(2);
     expect(s.bytesPerStep).toBeGreaterThan(0);
     expect(s.exchange.steps).toBe(2 * Math.ceil(1200 / 64));

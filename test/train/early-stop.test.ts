@@ -1,10 +1,10 @@
 // Training that decides its own length (src/train/early-stop.ts and Network.fit): the held-out split,
 // the plateau schedule and the stopping rule, and the weights that fit() leaves in the network.
 import { describe, expect, it } from 'vitest';
-import { synthesize } from '../../datasets/synth.js';
-import { subset } from '../../datasets/split-reader.js';
+import { synthesize } from '../../src/datasets/synth.js';
+import { subset } from '../../src/datasets/split-reader.js';
 import { Network } from '../../src/network/network.js';
-import { computeMetrics, pointPrecisions } from '../../src/train/metrics.js';
+import { computeMetrics, pointPrecisions } from '../../src/network/metrics.js';
 import type { FitProgress } from '../../src/train/fit.js';
 import {
   annealMultiplier, descentEpochs,
@@ -12,6 +12,7 @@ import {
   type ValidationPoint,
 } from '../../src/train/early-stop.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
+import { fit } from '../../src/train/fit-network.js';
 
 const point = (epoch: number, score: number, lr = 1e-3): ValidationPoint => ({ epoch, p1: score, p3: score, p5: score, score, lr });
 /** earlyStopStep's decision as one word: 'stop', else 'best' (a new best) or 'worse'. */
@@ -253,7 +254,7 @@ describe('fit with held-out validation', () => {
   it('decides the number of epochs, reports the curve and leaves the best epoch\'s weights in the network', async () => {
     const net = new Network(config);
     const progress: FitProgress[] = [];
-    const stats = await net.fit(data, { workers: 0, validation: { schedule: 'plateau', patience: 2, maxEpochs: 30, minHoldout: 60, refitMaxPoints: 0 }, progressEvery: 0, onProgress: (p) => progress.push(p) });
+    const stats = await fit(net, data, { workers: 0, validation: { schedule: 'plateau', patience: 2, maxEpochs: 30, minHoldout: 60, refitMaxPoints: 0 }, progressEvery: 0, onProgress: (p) => progress.push(p) });
     // The 30-epoch cap is no plan: onProgress says so, and times the epoch in progress.
     expect(progress.length).toBeGreaterThan(0);
     expect(progress.every((p) => p.epochsIsLimit && p.epochs === 30)).toBe(true);
@@ -283,7 +284,7 @@ describe('fit with held-out validation', () => {
   it('--epochs style: an explicit count trains exactly that many epochs on all rows, without validation', async () => {
     const net = new Network(config);
     let fixed: boolean | undefined;
-    const stats = await net.fit(data, { workers: 0, epochs: 2, onProgress: (p) => (fixed = !p.epochsIsLimit) });
+    const stats = await fit(net, data, { workers: 0, epochs: 2, onProgress: (p) => (fixed = !p.epochsIsLimit) });
     expect(fixed).toBe(true);
     expect(stats.epochs).toBe(2);
     expect(stats.validation).toBeUndefined();
@@ -293,7 +294,7 @@ describe('fit with held-out validation', () => {
   it("schedule 'anneal' (the default): descends after the first stall for at least 64 batches, then stops, keeping the best epoch", async () => {
     const net = new Network(config);
     const lrs: number[] = [];
-    const stats = await net.fit(data, {
+    const stats = await fit(net, data, {
       workers: 0, validation: { maxEpochs: 30, minHoldout: 60 },
       lrSchedule: (e, b, bpe) => (lrs.push(e + b / bpe), 1), // records where every batch falls
     });
@@ -314,7 +315,7 @@ describe('fit with held-out validation', () => {
 
   it('held-out rows are never trained on', async () => {
     const net = new Network(config);
-    const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 1, minHoldout: 60, refitMaxPoints: 0 } });
+    const stats = await fit(net, data, { workers: 0, validation: { maxEpochs: 1, minHoldout: 60, refitMaxPoints: 0 } });
     expect(stats.samples).toBe(data.points - 60);
     expect(stats.selection).toEqual({ method: 'holdout', points: 60, epochs: 1, reason: '60 held-out points (at least minHoldout 60): the best epoch\'s weights are kept (not trained again on all points: refitMaxPoints is 0)' });
   });

@@ -10,11 +10,12 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Network } from '../../src/network/network.js';
-import { PoolExecutor } from '../../src/train/executor.js';
-import { addonFile } from '../../src/native.js';
+import { PoolExecutor } from '../../src/network/executor.js';
+import { addonFile } from '../../src/native/addon.js';
 import { packageRoot } from '../../src/util/package-root.js';
 import type { FitOptions } from '../../src/train/fit.js';
 import { faultFixture, weightBytes } from './state-bytes.js';
+import { fit } from '../../src/train/fit-network.js';
 
 // 1000 points / batch 128 = 8 batches per epoch.
 const { data, config, base, uninterrupted } = faultFixture(1000, { epochs: 2, workers: 1, rebuild: { first: 3 }, lr: 2e-3 });
@@ -22,7 +23,7 @@ const { data, config, base, uninterrupted } = faultFixture(1000, { epochs: 2, wo
 async function withFault(fault: NonNullable<FitOptions['faultInjection']>, extra: FitOptions = {}) {
   const net = new Network(config());
   const warnings: string[] = [];
-  const stats = await net.fit(data, { ...base, ...extra, faultInjection: fault, onWarning: (m) => warnings.push(m) });
+  const stats = await fit(net, data, { ...base, ...extra, faultInjection: fault, onWarning: (m) => warnings.push(m) });
   return { net, stats, warnings };
 }
 
@@ -61,7 +62,7 @@ describe('a task that fails after applying its update is not retried: applied on
 
   it('more lost batches than max(3, 0.1% of the run) stop training', async () => {
     const warnings: string[] = [];
-    await expect(new Network(config()).fit(data, {
+    await expect(fit(new Network(config()), data, {
       ...base, onWarning: (m) => warnings.push(m), faultInjection: { batch: 1, failures: 1, kind: 'throw', at: 'after-update', count: 5 },
     })).rejects.toThrow(/^training stopped: 4 batches lost to worker failures \(more than 3\); the last: batch 4 of epoch 1\. 1 batches completed\.$/);
     expect(warnings).toHaveLength(4);
@@ -70,10 +71,10 @@ describe('a task that fails after applying its update is not retried: applied on
   it('the comparison can fail: a run without that batch differs', async () => {
     // The weights compared above are sensitive to one batch: skipping batch 5's update changes them.
     const net = new Network(config());
-    await net.fit(data, { ...base, epochs: 1 });
+    await fit(net, data, { ...base, epochs: 1 });
     const oneEpoch = weightBytes(net);
     const more = new Network(config());
-    await more.fit(data, { ...base, epochs: 1, batchSize: 125 });
+    await fit(more, data, { ...base, epochs: 1, batchSize: 125 });
     expect(weightBytes(more).equals(oneEpoch)).toBe(false);
   });
 });
@@ -105,7 +106,7 @@ describe('hung workers', () => {
     // 1 s in, while they hang (or wait to start: they count as lost alike).
     const t0 = performance.now();
     setTimeout(() => ac.abort(), 1000);
-    const stats = await net.fit(data, {
+    const stats = await fit(net, data, {
       ...base, workers: 4, rebuild: { first: 50 }, signal: ac.signal, onWarning: (m) => warnings.push(m),
       faultInjection: { batch: 0, failures: 1, kind: 'hang', count: 4 },
     });
@@ -119,11 +120,11 @@ describe('hung workers', () => {
   });
 
   it('taskTimeout is validated', async () => {
-    await expect(new Network(config()).fit(data, { ...base, taskTimeout: 0 })).rejects.toThrow('Expected positive number of seconds for taskTimeout but received 0');
+    await expect(fit(new Network(config()), data, { ...base, taskTimeout: 0 })).rejects.toThrow('Expected positive number of seconds for taskTimeout but received 0');
   });
 
   it("'exit' and 'hang' faults need a worker pool", async () => {
-    await expect(new Network(config()).fit(data, { ...base, workers: 0, faultInjection: { batch: 1, failures: 1, kind: 'hang' } })).rejects.toThrow(
+    await expect(fit(new Network(config()), data, { ...base, workers: 0, faultInjection: { batch: 1, failures: 1, kind: 'hang' } })).rejects.toThrow(
       "faultInjection kind 'hang' needs a worker pool (workers >= 1)",
     );
   });
@@ -159,8 +160,8 @@ describe('the worker pool', () => {
       const copy = join(dir, 'copy.node');
       copyFileSync(addonFile(), copy);
       const script = `
-        const { PoolExecutor } = await import(${JSON.stringify(join(packageRoot(), 'dist/src/train/executor.js'))});
-        const { addonFile } = await import(${JSON.stringify(join(packageRoot(), 'dist/src/native.js'))});
+        const { PoolExecutor } = await import(${JSON.stringify(join(packageRoot(), 'dist/src/network/executor.js'))});
+        const { addonFile } = await import(${JSON.stringify(join(packageRoot(), 'dist/src/native/addon.js'))});
         const pool = new PoolExecutor(1);
         const [r] = await pool.rendezvous(1, 20000);
         await pool.close();

@@ -3,7 +3,7 @@
 // end the job naming rank 1 (no rank waits forever). Uses the compiled dist/.
 import { runAsRank } from '../../dist/src/train/distributed.js';
 import { allocateRank, featureFrequencies, ShardedModel, shardFeatures, shardLabels } from '../../dist/src/train/sharded.js';
-import { labelFrequencies } from '../../dist/src/train/metrics.js';
+import { labelFrequencies } from '../../dist/src/network/metrics.js';
 
 const D = 20, L = 6, N = 32;
 const config = { inputDim: D, seed: 1, layers: [{ size: 8 }, { size: L }] };

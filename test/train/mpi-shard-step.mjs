@@ -11,10 +11,10 @@
 // Adagrad sums; with `scan` too, the rank's wide part has no label-major index), `deep` (two hidden layers:
 // the middle one computed and updated alike on every rank).
 import { runAsRank } from '../../dist/src/train/distributed.js';
-import { native } from '../../dist/src/native.js';
+import { native } from '../../dist/src/native/addon.js';
 import { Network } from '../../dist/src/network/network.js';
 import { allocateRank, arraysChecksum, featureFrequencies, replicatedArrays, ShardedModel, shardFeatures, shardLabels, wideByLabel } from '../../dist/src/train/sharded.js';
-import { labelFrequencies } from '../../dist/src/train/metrics.js';
+import { labelFrequencies } from '../../dist/src/network/metrics.js';
 import { buildWide, pickWide } from '../../dist/src/network/wide.js';
 
 const D = 40, HID = 16, MID = 12, L = 11, N = 48;

@@ -5,10 +5,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readXC, toShared } from '../../datasets/index.js';
+import { readXC, toShared } from '../../src/datasets/index.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { Network } from '../../src/network/network.js';
-import { planNetworkMemory } from '../../src/train/memory-plan.js';
+import { planNetworkMemory } from '../../src/network/memory-plan.js';
 import { allocateRank } from '../../src/train/sharded.js';
 import { networkBytes } from '../../src/network/allocate.js';
 import {

@@ -6,12 +6,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { synthesize } from '../../datasets/synth.js';
+import { synthesize } from '../../src/datasets/synth.js';
 import { Network } from '../../src/network/network.js';
 import { annealMultiplier, bestMeanEpoch, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
 import type { FitOptions, FitProgress, FitStats } from '../../src/train/fit.js';
 import type { NetworkConfig } from '../../src/network/config.js';
-import type { SparseDataset } from '../../datasets/csr.js';
+import type { SparseDataset } from '../../src/datasets/csr.js';
+import { fit, resume, resumeInfo } from '../../src/train/fit-network.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-select-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -24,7 +25,7 @@ function fitOnce(config: NetworkConfig, data: SparseDataset, opts: FitOptions): 
   let first: Promise<{ net: Network; stats: FitStats }> | undefined;
   return () => (first ??= (async () => {
     const net = new Network(config);
-    return { net, stats: await net.fit(data, opts) };
+    return { net, stats: await fit(net, data, opts) };
   })());
 }
 
@@ -41,15 +42,15 @@ function selectionResumeTests(c: {
     const dir = freshDir();
     const ac = new AbortController();
     const net = new Network(config);
-    const stats = await net.fit(data, {
+    const stats = await fit(net, data, {
       ...opts, signal: ac.signal, progressEvery: 0, checkpoint: { dir, every: 1 },
       onProgress: (p) => { if (selecting(p) && p.epoch >= 1) ac.abort(); },
     });
     expect(stats.aborted).toBe(true);
     expect(stats.samples).toBe(0);
-    const resumed = await Network.resume(dir);
-    expect(resumed.resumeInfo!.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0 });
-    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 } });
+    const resumed = await resume(dir);
+    expect(resumeInfo(resumed)!.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0 });
+    const st = await fit(resumed, data, { checkpoint: { dir, every: 1 } });
     const ref = await uninterrupted();
     expect(st.selection).toEqual(ref.stats.selection);
     expect(weights(resumed)).toEqual(weights(ref.net));
@@ -62,14 +63,14 @@ function selectionResumeTests(c: {
     const ref = await uninterrupted();
     expect(ref.stats.epochs).toBeGreaterThanOrEqual(2);
     let selectionProgress = 0;
-    const stats = await net.fit(data, {
+    const stats = await fit(net, data, {
       ...opts, signal: ac.signal, checkpoint: { dir, every: 1 },
       onEpochEnd: (epoch) => { if (epoch === 0) ac.abort(); },
     });
     expect(stats.aborted).toBe(true);
-    const resumed = await Network.resume(dir);
-    expect(resumed.resumeInfo!.fitOptions).toMatchObject({ epochs: ref.stats.epochs, validation: null, selection: ref.stats.selection });
-    const st = await resumed.fit(data, { checkpoint: { dir, every: 1 }, onProgress: (p) => { if (selecting(p)) selectionProgress++; } });
+    const resumed = await resume(dir);
+    expect(resumeInfo(resumed)!.fitOptions).toMatchObject({ epochs: ref.stats.epochs, validation: null, selection: ref.stats.selection });
+    const st = await fit(resumed, data, { checkpoint: { dir, every: 1 }, onProgress: (p) => { if (selecting(p)) selectionProgress++; } });
     expect(selectionProgress).toBe(0);
     expect(st.selection).toEqual(ref.stats.selection);
     expect(st.epochs).toBe(ref.stats.epochs);
@@ -171,7 +172,7 @@ describe('fit on a small training set', () => {
   it('is deterministic for a seed', async () => {
     const { net, stats } = await uninterrupted();
     const again = new Network(config);
-    const st = await again.fit(data, opts);
+    const st = await fit(again, data, opts);
     expect(st.selection).toEqual(stats.selection);
     expect(weights(again)).toEqual(weights(net));
   });
@@ -180,7 +181,7 @@ describe('fit on a small training set', () => {
 
   it('keeps one held-out slice, early stopping and the best weights when the slice is large enough', async () => {
     const net = new Network(config);
-    const stats = await net.fit(data, { workers: 0, validation: { maxEpochs: 3, minHoldout: 15, refitMaxPoints: 0 } });
+    const stats = await fit(net, data, { workers: 0, validation: { maxEpochs: 3, minHoldout: 15, refitMaxPoints: 0 } });
     expect(stats.selection).toMatchObject({ method: 'holdout', points: 15 });
     expect(stats.selection!.reason).toMatch(/not trained again on all points: refitMaxPoints is 0\)$/);
     expect(stats.validationPoints).toBe(15);
@@ -210,13 +211,13 @@ describe('fit up to refitMaxPoints points: held-out selection on a copy, then al
     expect(stats.bestEpoch).toBeUndefined();
     // The same weights as a network trained for that many epochs on all of the points from the start.
     const fixed = new Network(config);
-    await fixed.fit(data, { workers: 0, lr: 0.003, epochs: s.epochs, validation: false });
+    await fit(fixed, data, { workers: 0, lr: 0.003, epochs: s.epochs, validation: false });
     expect(weights(net)).toEqual(weights(fixed));
   });
 
   it("under schedule 'anneal' the run on all points descends where the copy did", async () => {
     const net = new Network(config);
-    const stats = await net.fit(data, { workers: 0, lr: 0.003, validation: { maxEpochs: 20, minHoldout: 15, refitMaxPoints: 20_000 } });
+    const stats = await fit(net, data, { workers: 0, lr: 0.003, validation: { maxEpochs: 20, minHoldout: 15, refitMaxPoints: 20_000 } });
     const s = stats.selection!;
     expect(s.method).toBe('holdout');
     if (s.method !== 'holdout') return;
@@ -226,18 +227,18 @@ describe('fit up to refitMaxPoints points: held-out selection on a copy, then al
     expect(stats.epochs).toBe(s.epochs);
     // The same weights as a fixed run of that many epochs on all points along the same curve.
     const fixed = new Network(config);
-    await fixed.fit(data, { workers: 0, lr: 0.003, epochs: s.epochs, validation: false, lrSchedule: (e, b, bpe) => annealMultiplier(s.anneal!.from, s.anneal!.epochs, e, b, bpe) });
+    await fit(fixed, data, { workers: 0, lr: 0.003, epochs: s.epochs, validation: false, lrSchedule: (e, b, bpe) => annealMultiplier(s.anneal!.from, s.anneal!.epochs, e, b, bpe) });
     expect(weights(net)).toEqual(weights(fixed));
   });
 
   it('is off at refitMaxPoints 0 and below minHoldout (k-fold selection)', async () => {
     const off = new Network(config);
-    const st = await off.fit(data, { ...opts, validation: { ...opts.validation as object, refitMaxPoints: 0 } });
+    const st = await fit(off, data, { ...opts, validation: { ...opts.validation as object, refitMaxPoints: 0 } });
     expect(st.selection).toMatchObject({ method: 'holdout', points: 15 });
     expect(st.selection).not.toHaveProperty('refit');
     expect(st.validationPoints).toBe(15);
     const small = new Network(config);
-    expect((await small.fit(data, { ...opts, validation: { maxEpochs: 2 } })).selection!.method).toBe('kfold');
+    expect((await fit(small, data, { ...opts, validation: { maxEpochs: 2 } })).selection!.method).toBe('kfold');
   });
 
   selectionResumeTests({ data, config, opts, uninterrupted, selecting: (p) => p.selection !== undefined, after: 'the training on all points' });

@@ -20,6 +20,7 @@ import { buildWide } from '../../src/network/wide.js';
 import { loadShardedPart, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta, type ShardPart } from '../../src/train/shard-checkpoint.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 import { randomData } from '../network/helpers.js';
+import { TRAIN_REPORT_FIELDS } from '../../src/job/train-report.js';
 
 describe('shardLabels', () => {
   it('balances the label counts greedily, gives every label one row of one rank, and is deterministic', () => {
@@ -363,6 +364,12 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toContain('without its default wide part');
     const j = lastJson(r.stdout);
+    // The report of every mode (docs/cli.md): the common fields, and the older names kept as aliases.
+    for (const f of TRAIN_REPORT_FIELDS) expect(j, f).toHaveProperty(f);
+    expect(j.mode).toBe('sharded');
+    expect(j.samplesPerSecond).toBe(j.samplesPerSec);
+    expect(j.history[0].samplesPerSecond).toBe(j.history[0].samplesPerSec);
+    expect(j.model).toBe(join(dir, 'w2.sl'));
     expect(Math.abs(j.metrics.p1 - lastJson(one.stdout).p1)).toBeLessThanOrEqual(0.01);
     const pairs = j.widePairsPerRank.reduce((a: number, b: number) => a + b);
     expect(j.widePairsPerRank).toHaveLength(2);

@@ -1,8 +1,9 @@
 // Shared by the fault tests: a small sampled network on synthetic data, the bytes of everything a batch
 // update touches, and those bytes after an uninterrupted run, to compare a run that met a fault with.
-import { synthesize } from '../../datasets/index.js';
+import { synthesize } from '../../src/datasets/index.js';
 import { Network } from '../../src/network/network.js';
 import type { FitOptions } from '../../src/train/fit.js';
+import { fit } from '../../src/train/fit-network.js';
 
 /** Weights, biases, Adam moments and step counters of every layer, concatenated. */
 export function weightBytes(net: Network): Buffer {
@@ -25,7 +26,7 @@ export function faultFixture(points: number, base: FitOptions) {
   const uninterrupted = async (): Promise<Buffer> => {
     if (!reference) {
       const net = new Network(config());
-      await net.fit(data, base);
+      await fit(net, data, base);
       reference = weightBytes(net);
     }
     return reference;

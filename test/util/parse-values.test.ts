@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { durationSeconds, integerValue, numberValue, parseDuration, parseInteger, parseSize } from '../../src/util/parse-values.js';
-import { parseBytes } from '../../src/train/memory-plan.js';
+import { parseBytes } from '../../src/network/memory-plan.js';
 import { parseCheckpointEvery } from '../../src/train/checkpoint.js';
 
 describe('integerValue / parseInteger', () => {

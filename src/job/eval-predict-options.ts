@@ -1,0 +1,76 @@
+// The options of an evaluation (evaluate(job), `sublinear eval`) and of a prediction (`sublinear predict`),
+// and the --k parser: shared by the one-process jobs and their label-sharded MPI variants.
+import { UsageError } from '../util/usage-error.js';
+import type { JobEvents } from './events.js';
+import type { InputFormat } from './train-options.js';
+import type { PredictMode } from '../network/network.js';
+
+export interface EvalJob extends JobEvents {
+  model: string;
+  test: string;
+  /** Default: text for a model trained on text, else xc. */
+  format?: InputFormat;
+  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
+  zeroBased?: boolean;
+  /** No progress and no information lines. Default false. */
+  quiet?: boolean;
+  workers?: number;
+  mode?: PredictMode;
+  candidates?: number;
+  propensityA?: number;
+  propensityB?: number;
+  /** Cut-offs of P@k, nDCG@k, PSP@k, e.g. '1,3,5,10'. Default '1,3,5'. */
+  k?: string;
+  /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */
+  maxMemory?: number;
+  /**
+   * Evaluate label-sharded as one rank of an MPI job: `model` is the --checkpoint directory of
+   * `train --shard-labels` (src/job/evaluate.ts). Default false.
+   */
+  distributed?: boolean;
+}
+
+/** Parses `--k 1,3,5`: distinct positive integers, at most `max`, in increasing order. */
+export function parseKs(text: string, max: number): number[] {
+  const parts = text.split(',').map((x) => x.trim());
+  const ks = parts.map(Number);
+  if (!parts.length || parts.some((p, i) => !/^\d+$/.test(p) || !(ks[i]! >= 1))) {
+    throw new UsageError(`option --k expects positive integers separated by commas, e.g. 1,3,5, but received '${text.length > 60 ? `${text.slice(0, 57)}...` : text}'`);
+  }
+  const over = ks.find((k) => k > max);
+  if (over !== undefined) throw new UsageError(`option --k ${over} exceeds the model's ${max} labels`);
+  return [...new Set(ks)].sort((a, b) => a - b);
+}
+
+export interface PredictJob {
+  model: string;
+  /** A data file, or '-' for standard input. */
+  input: string;
+  /** Format of the input. Default: text for a model trained on text, else xc. */
+  inputFormat?: InputFormat;
+  /** LIBSVM feature ids start at 0 (files are 1-based by default). Default false. */
+  zeroBased?: boolean;
+  /**
+   * What is printed: 'xc' (a sparse score matrix of label ids, with a header) or 'jsonl'. Default: jsonl
+   * (with label names) for a model with label names, else xc.
+   */
+  format?: 'xc' | 'jsonl';
+  /** Labels per point (at most). Default 5; with `threshold`, every label above it. */
+  k?: number;
+  /**
+   * Print only the labels whose score is at least this, in (0, 1] (napkinXC's threshold prediction). Scores
+   * are softmax probabilities, which sum to 1, so at most 1/t labels pass. Default none (top-k).
+   */
+  threshold?: number;
+  workers?: number;
+  mode?: PredictMode;
+  candidates?: number;
+  quiet?: boolean;
+  /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */
+  maxMemory?: number;
+  /**
+   * Predict label-sharded as one rank of an MPI job: `model` is the --checkpoint directory of
+   * `train --shard-labels`; rank 0 writes (src/cli/predict-sharded.ts). Default false.
+   */
+  distributed?: boolean;
+}

@@ -1,0 +1,126 @@
+// Where tasks run: in the calling thread (workers = 0) or on a piscina pool of worker threads that
+// share the network's SharedArrayBuffers.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { availableParallelism } from 'node:os';
+import { Piscina } from 'piscina';
+import { packageRoot } from '../util/package-root.js';
+import { runPredict, runRehash, runTrain, runTrainSparse } from './kernels.js';
+import { toWire } from './wire.js';
+import type {
+  PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainResult, TrainTask,
+} from './tasks.js';
+
+export interface Executor {
+  /** Number of tasks that can usefully run at once. */
+  readonly parallelism: number;
+  /**
+   * Tasks of any kind submitted and not yet settled. Checkpoints assert that it is 0 (a checkpoint
+   * taken while a task updates the weights would not be the state of any batch count).
+   */
+  readonly inFlight: number;
+  /**
+   * Runs a train task. `signal` (worker pools only) cancels it: a task not yet started is dropped and a
+   * running one has its worker thread terminated (piscina replaces the thread); the promise rejects at
+   * once with an AbortError whose cause is the signal's reason. The inline executor runs tasks
+   * synchronously and cannot be interrupted.
+   */
+  train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult>;
+  /** The slice's gradient rows (mode 3), weights untouched: data-parallel training (src/train/distributed.ts). */
+  trainSparse(t: TrainTask): Promise<SparseTrainResult>;
+  predict(t: PredictTask): Promise<PredictResult>;
+  rehash(t: RehashTask): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** Runs every task synchronously in this thread. */
+export class InlineExecutor implements Executor {
+  readonly parallelism = 1;
+  // Tasks run synchronously inside the call: nothing is ever in flight between calls.
+  readonly inFlight = 0;
+  async train(t: TrainTask, _signal?: AbortSignal) {
+    return runTrain(t);
+  }
+  async trainSparse(t: TrainTask) {
+    return runTrainSparse(t);
+  }
+  async predict(t: PredictTask) {
+    return runPredict(t);
+  }
+  async rehash(t: RehashTask) {
+    return runRehash(t);
+  }
+  async close() {}
+}
+
+/** The compiled worker module. Under vitest (TS sources) we still use the compiled copy in dist/. */
+function workerFile(): string {
+  const here = fileURLToPath(new URL('./worker.js', import.meta.url));
+  if (existsSync(here)) return here;
+  const built = join(packageRoot(), 'dist', 'src', 'network', 'worker.js');
+  if (existsSync(built)) return built;
+  throw new Error(`sublinear: worker module not found (${here}); run \`npm run build\``);
+}
+
+/** A piscina pool of `workers` threads. */
+export class PoolExecutor implements Executor {
+  readonly parallelism: number;
+  private pool: Piscina;
+  private running = 0;
+  constructor(workers: number) {
+    this.parallelism = workers;
+    this.pool = new Piscina({
+      filename: workerFile(),
+      minThreads: workers,
+      maxThreads: workers,
+      idleTimeout: 60_000,
+      // Results are small; tasks are coarse. One queue slot per worker keeps dispatch latency low.
+      concurrentTasksPerWorker: 1,
+    });
+  }
+  get inFlight(): number {
+    return this.running;
+  }
+  // Tasks go through toWire (src/network/wire.ts): views of 4 GiB or more would arrive truncated.
+  train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult> {
+    return this.track(this.pool.run(toWire(t), signal ? { name: 'train', signal } : { name: 'train' }));
+  }
+  trainSparse(t: TrainTask): Promise<SparseTrainResult> {
+    return this.track(this.pool.run(toWire(t), { name: 'trainSparse' }));
+  }
+  predict(t: PredictTask): Promise<PredictResult> {
+    return this.track(this.pool.run(toWire(t), { name: 'predict' }));
+  }
+  rehash(t: RehashTask): Promise<number> {
+    return this.track(this.pool.run(toWire(t), { name: 'rehash' }));
+  }
+  /**
+   * Runs `parties` rendezvous tasks at once (see RendezvousTask): resolves with each task's result, all
+   * `met` when the pool really runs that many tasks concurrently. Diagnostics and tests.
+   */
+  async rendezvous(parties: number, timeoutMs = 10_000): Promise<RendezvousResult[]> {
+    const arrived = new Int32Array(new SharedArrayBuffer(4));
+    const task: RendezvousTask = { arrived, parties, timeoutMs };
+    return Promise.all(Array.from({ length: parties }, () => this.track(this.pool.run(task, { name: 'rendezvous' }) as Promise<RendezvousResult>)));
+  }
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.running++;
+    return p.finally(() => void this.running--);
+  }
+  async close() {
+    await this.pool.destroy();
+  }
+}
+
+/** Default worker count: the machine's cores. */
+export function defaultWorkers(): number {
+  return availableParallelism();
+}
+
+export function createExecutor(workers: number): Executor {
+  if (!Number.isInteger(workers) || workers < 0) {
+    throw new Error(`Expected non-negative integer for workers but received ${JSON.stringify(workers)}`);
+  }
+  return workers === 0 ? new InlineExecutor() : new PoolExecutor(workers);
+}
