@@ -22,8 +22,8 @@ const LAYERS = [
   [{ name: 'job', path: '^src/job/' }, { name: 'serve', path: '^src/serve/' }],
   // The command line: parses, calls the job layer, prints.
   [{ name: 'cli', path: '^src/(cli/|cli\\.ts$)' }],
-  // The package's public entry point.
-  [{ name: 'entry', path: '^src/index\\.ts$' }],
+  // The package's public entry points: import (index.ts) and require (require.cts, which hands over index.ts).
+  [{ name: 'entry', path: '^src/(index\\.ts|require\\.cts)$' }],
 ];
 
 const forbidden = [

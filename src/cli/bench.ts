@@ -40,7 +40,8 @@ export const benchCmd = defineCommand({
   examples: ['bench', 'bench --datasets amazon-670k --json'],
   async run(o, io) {
     const script = join(packageRoot(), 'dist', 'bench', 'compare.js');
-    if (!existsSync(script)) throw new Error(`${script} not found: the benchmarks ship with the repository (npm run build)`);
+    // The npm package leaves the benchmarks out (package.json's files): they run from a clone.
+    if (!existsSync(script)) throw new Error(`${script} not found: the benchmarks are not part of the npm package; run them from a clone of the repository (npm install, then npm run bench)`);
     // The baselines are devDependencies: an installed package lacks them unless the user adds them.
     const missing = BASELINE_PACKAGES.filter((p) => !resolvable(p));
     if (missing.length) {

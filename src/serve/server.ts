@@ -74,6 +74,9 @@ const positiveInt = (name: string, v: number | undefined, dflt: number, min = 1)
   return v;
 };
 
+/** Calls PredictionServer's private constructor (set by its static block). */
+let construct: (http: Server, exec: Executor, batcher: MicroBatcher, stopTimeoutMs: number) => PredictionServer;
+
 /**
  * A running prediction server (see `serve`).
  *
@@ -94,8 +97,11 @@ export class PredictionServer {
   private active = 0;
   private drained: (() => void) | undefined;
 
-  /** @internal use `serve` */
-  constructor(
+  /**
+   * Private, so that the published typings show no parameter types (they would need @types/node's Server);
+   * `serve` constructs through `construct`, which the static block below sets.
+   */
+  private constructor(
     private readonly http: Server,
     private readonly exec: Executor,
     private readonly batcher: MicroBatcher,
@@ -104,6 +110,10 @@ export class PredictionServer {
     const a = http.address() as AddressInfo;
     this.port = a.port;
     this.url = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+  }
+
+  static {
+    construct = (http, exec, batcher, stopTimeoutMs) => new PredictionServer(http, exec, batcher, stopTimeoutMs);
   }
 
   /** Requests being handled, and the batcher's counters. */
@@ -235,7 +245,7 @@ export async function serve(model: Network | string, opts: ServeOptions = {}): P
         resolve();
       });
     });
-    server = new PredictionServer(http, exec, batcher, stopTimeoutMs);
+    server = construct(http, exec, batcher, stopTimeoutMs);
     const srv = server;
 
     async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

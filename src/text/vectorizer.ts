@@ -11,11 +11,9 @@
 // Weights (scikit-learn's TfidfVectorizer with smooth_idf and sublinear_tf): for a token of count tf in a
 // text, w = (1 + ln tf) * idf, idf = ln((1 + N) / (1 + df)) + 1 with N the training documents; each row is
 // then divided by its L2 norm (a row with no known token stays empty).
-import xxhash from 'xxhash-wasm';
 import { sharedFloat32, sharedUint32, type SparseDataset } from '../datasets/csr.js';
 import { tokenize } from './tokenize.js';
-
-const { h32 } = await xxhash();
+import { xxh32 as h32 } from '../util/xxhash32.js';
 
 /** Word ids below 2^26 make a bigram's key first * 2^26 + second an exact float64 integer. */
 const PAIR_SHIFT = 2 ** 26;

@@ -88,8 +88,14 @@ export class NotRegularFileError extends Error {
   override name = 'NotRegularFileError';
 }
 
+/**
+ * The type tests of an fs.Stats that describeFileType reads, typed here so that the package's published
+ * typings need no @types/node (this module's declarations are part of them).
+ */
+export type FileTypeTests = Record<'isFile' | 'isDirectory' | 'isCharacterDevice' | 'isBlockDevice' | 'isFIFO' | 'isSocket' | 'isSymbolicLink', () => boolean>;
+
 /** 'a directory', 'a character device', ... for messages. */
-export function describeFileType(st: Stats): string {
+export function describeFileType(st: FileTypeTests): string {
   if (st.isFile()) return 'a regular file';
   if (st.isDirectory()) return 'a directory';
   if (st.isCharacterDevice()) return 'a character device';
