@@ -57,6 +57,8 @@ export interface NumberFlag extends FlagBase {
   /** Inclusive bounds. */
   min?: number;
   max?: number;
+  /** Exclusive lower bound (a value must be greater), e.g. 0 for a positive number. */
+  above?: number;
   valueName?: string;
 }
 export interface ChoiceFlag<C extends string = string> extends FlagBase {
@@ -254,6 +256,7 @@ function convert(f: Exclude<FlagSpec, BooleanFlag>, raw: string, shown: string):
         throw new UsageError(`option ${shown} expects ${f.type === 'integer' ? 'an integer' : 'a number'} but received '${raw}'`);
       }
       if (f.min !== undefined && v < f.min) throw new UsageError(`option ${shown} must be >= ${f.min} but received ${raw}`);
+      if (f.type === 'number' && f.above !== undefined && !(v > f.above)) throw new UsageError(`option ${shown} must be > ${f.above} but received ${raw}`);
       if (f.max !== undefined && v > f.max) throw new UsageError(`option ${shown} must be <= ${f.max} but received ${raw}`);
       return v;
     }

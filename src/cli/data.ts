@@ -8,13 +8,18 @@ import {
 import { Progress, formatAmount } from '../util/progress.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { readTextDatasets } from '../text/load.js';
-import { defineCommand, defineGroup, UsageError } from './args.js';
+import { inFlagWords } from '../job/data-loading.js';
+import { defineCommand, defineGroup, UsageError, type CliIO } from './args.js';
 
 const FORMATS = ['xc', 'libsvm'] as const;
 type Format = (typeof FORMATS)[number];
 
-/** Reads a dataset with a progress bar on a terminal's stderr. */
-async function load(path: string, format: Format, zeroBased: boolean, quiet: boolean): Promise<SparseDataset> {
+/**
+ * Reads a dataset with a progress bar on a terminal's stderr (not when `quiet`). Opening a FIFO blocks until
+ * something writes to it: unless `silent`, that is said on stderr first rather than hanging without a word.
+ */
+async function load(path: string, format: Format, zeroBased: boolean, quiet: boolean, io: CliIO, silent: boolean): Promise<SparseDataset> {
+  if (!silent && (await stat(path).catch(() => null))?.isFIFO()) io.err(`reading ${path} from a pipe (waiting for its writer)\n`);
   const bar = quiet ? null : new Progress({ label: `reading ${basename(path)}`, unit: 'MB' });
   const onProgress = bar ? (done: number, total: number) => bar.update(done / 1e6, total / 1e6) : undefined;
   try {
@@ -48,7 +53,7 @@ const inspect = defineCommand({
   async run(o, io) {
     const bytes = (await stat(o.file)).size;
     const t0 = performance.now();
-    const d = await load(o.file, o.format, o.zeroBased, o.json || o.quiet);
+    const d = await load(o.file, o.format, o.zeroBased, o.json || o.quiet, io, !!o.quiet);
     const seconds = (performance.now() - t0) / 1000;
     const s = describe(d);
     if (o.json) {
@@ -97,7 +102,7 @@ const split = defineCommand({
   },
   examples: ['data split Bibtex_data.txt --train-split bibtex_trSplit.txt --test-split bibtex_tstSplit.txt --column 1 --out bibtex1'],
   async run(o, io) {
-    const d = await load(o.data, o.format, o.zeroBased, o.json || o.quiet);
+    const d = await load(o.data, o.format, o.zeroBased, o.json || o.quiet, io, !!o.quiet);
     const trainRows = readSplit(o.trainSplit, o.column, d.points);
     const testRows = readSplit(o.testSplit, o.column, d.points);
     const overlap = countOverlap(trainRows, testRows, d.points);
@@ -213,6 +218,8 @@ const featurize = defineCommand({
         vectorizerOptions: { minDf: o.minDf, bigrams: o.bigrams, maxVocabulary: o.maxVocabulary, hashBits: o.hashBits },
         onProgress: bar ? (_f, done, total) => bar.update(done / 1e6, total / 1e6) : undefined,
       });
+    } catch (e) {
+      throw inFlagWords(e);
     } finally {
       bar?.done();
     }

@@ -35,8 +35,8 @@ const mode = {
   type: 'choice', choices: ['auto', 'exact', 'sampled'] as const, default: 'auto',
   description: 'inference: exact scores every label; sampled scores only the candidates of the output layer\'s cluster index and wide part (faster); auto is sampled for a sampled output layer with a wide part (the defaults from 8192 labels), else exact',
 } as const;
-const propensityA = { type: 'number', valueName: 'A', description: 'propensity model A for PSP@k (default 0.55; 0.6 for Amazon)' } as const;
-const propensityB = { type: 'number', valueName: 'B', description: 'propensity model B for PSP@k (default 1.5; 2.6 for Amazon)' } as const;
+const propensityA = { type: 'number', above: 0, valueName: 'A', description: 'propensity model A for PSP@k, > 0 (default 0.55; 0.6 for Amazon)' } as const;
+const propensityB = { type: 'number', above: 0, valueName: 'B', description: 'propensity model B for PSP@k, > 0 (default 1.5; 2.6 for Amazon)' } as const;
 
 // train's own variants without flag defaults (--resume must tell a flag given again from a default).
 const trainFormat = {
@@ -69,7 +69,7 @@ export const trainCmd = defineCommand({
   flags: {
     train: { type: 'string', valueName: 'file', description: 'training data (required unless --resume); with --distributed, %r in the name is the rank: each rank reads its own shard' },
     test: { type: 'string', valueName: 'file', description: 'test data, evaluated after training (and every --eval-every epochs)' },
-    config: { type: 'string', valueName: 'json', description: 'JSON file: the network (NetworkConfig; inputDim defaults to the data) and training options (epochs, batchSize, lr, ...; flags override them)' },
+    config: { type: 'string', valueName: 'json', description: 'JSON file: the network (NetworkConfig; inputDim defaults to the data; without layers, the default network) and training options (epochs, batchSize, lr, ...; flags override them)' },
     format: trainFormat,
     inputFormat: { ...trainFormat, description: 'the same as --format' },
     minDf: { type: 'integer', min: 1, valueName: 'n', description: 'text: keep words found in at least n training points (default: 2)' },
@@ -87,7 +87,7 @@ export const trainCmd = defineCommand({
       description: 'train exactly n passes over all of the training data (default: decided by held-out P@k, at most 50)',
     },
     batch: { type: 'integer', min: 1, valueName: 'n', description: 'mini-batch size (default: 128)' },
-    lr: { type: 'number', min: 0, valueName: 'x', description: 'Adam learning rate, > 0 (default: 0.001 with a dense output layer; with a sampled one 0.005, or 0.01 with --epochs)' },
+    lr: { type: 'number', above: 0, valueName: 'x', description: 'Adam learning rate, > 0 (default: 0.001 with a dense output layer; with a sampled one 0.005, or 0.01 with --epochs)' },
     workers,
     threads: {
       type: 'integer', min: 1, max: 256, valueName: 'n',
@@ -197,7 +197,7 @@ export const predictCmd = defineCommand({
       description: 'format of the output (see above; default: jsonl with label names for a model trained on text, else xc)',
       hint: 'the format of the input is --input-format',
     },
-    k: { type: 'integer', min: 1, valueName: 'k', description: 'labels per point, at most the model\'s labels (default: 5; with --threshold: all that reach it)' },
+    k: { type: 'integer', min: 1, valueName: 'k', description: 'labels per point, at most the model\'s labels (default: 5, or all of a model\'s fewer labels; with --threshold: all that reach it)' },
     threshold: {
       type: 'number', min: 0, valueName: 't',
       description: 'only the labels scoring at least t, in (0, 1] (scores are probabilities: at most 1/t labels); with --k, at most k of them',

@@ -10,7 +10,7 @@ import { UsageError } from './args.js';
 import { jobEvents, type Out } from './engine.js';
 import { loadData } from '../job/data-loading.js';
 import { writePredictions } from './predict-output.js';
-import type { PredictJob } from '../job/eval-predict-options.js';
+import { predictK, type PredictJob } from '../job/eval-predict-options.js';
 import { Reporter } from '../job/events.js';
 
 export async function predictShardedOn(o: PredictJob, io: Out, dist: DistributedRun): Promise<number> {
@@ -22,9 +22,7 @@ export async function predictShardedOn(o: PredictJob, io: Out, dist: Distributed
   if (!picked) throw new Error(`${o.model}: no complete sharded checkpoint (predict --distributed reads the --checkpoint directory of train --shard-labels)`);
   const manifest = await readShardManifest(picked);
   const L = manifest.config.layers.at(-1)!.size;
-  if (o.threshold !== undefined && !(o.threshold > 0 && o.threshold <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] but received ${o.threshold}`);
-  const k = o.k ?? (o.threshold !== undefined ? Math.min(L, Math.floor(1 / o.threshold) + 1) : 5);
-  if (k > L) throw new UsageError(`option --k ${k} exceeds the model's ${L} labels`);
+  const k = predictK(o, L);
   const part = await loadShardedPart(picked, manifest, dist.rank, dist.size);
   let data = await loadData(o.input, o.inputFormat as 'xc' | 'libsvm' | undefined, 'input', new Reporter(jobEvents(io), quiet), undefined, o.zeroBased);
   if (data.features > manifest.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${manifest.config.inputDim}`);

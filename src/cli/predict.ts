@@ -10,10 +10,10 @@ import { UsageError } from './args.js';
 import { checkInputFile } from '../job/preflight.js';
 import { writePredictions } from './predict-output.js';
 import { jobEvents, pointsProgress, type InputFormat, type Out } from './engine.js';
-import { denseSampledWarning } from '../job/data-checks.js';
+import { denseSampledWarning, predictWarnings } from '../job/data-checks.js';
 import { Reporter } from '../job/events.js';
 import { loadData, loadTextInput, memoryLimitBytes } from '../job/data-loading.js';
-import type { PredictJob } from '../job/eval-predict-options.js';
+import { predictK, type PredictJob } from '../job/eval-predict-options.js';
 
 /** The options of `sublinear predict`. */
 export type PredictCliOptions = PredictJob;
@@ -33,12 +33,9 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   await checkInputFile(o.model, '--model');
   const net = await Network.load(o.model, { maxMemory: o.maxMemory, workers: o.workers });
   const outputs = net.config.layers.at(-1)!.size;
-  if (o.threshold !== undefined && !(o.threshold > 0 && o.threshold <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] but received ${o.threshold}`);
-  // Softmax scores sum to 1: no more than floor(1/t) labels reach t (one more for rounding).
-  const k = o.k ?? (o.threshold !== undefined ? Math.min(outputs, Math.floor(1 / o.threshold) + 1) : 5);
+  const k = predictK(o, outputs);
   const dense = o.mode === 'sampled' ? denseSampledWarning(net.config, o.model) : null;
   if (dense) io.err(`sublinear: warning: ${dense}\n`);
-  if (k > outputs) throw new UsageError(`option --k ${k} exceeds the model's ${outputs} labels`);
   let spool: string | undefined;
   let data: SparseDataset;
   try {
@@ -60,7 +57,9 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   const { bar, onProgress } = pointsProgress(quiet, 'predicting');
   let p;
   try {
-    p = await net.predict(data, { k, mode: o.mode ?? 'auto', workers: o.workers, candidates: o.candidates, onProgress });
+    p = await net.predict(data, {
+      k, mode: o.mode ?? 'auto', workers: o.workers, candidates: o.candidates, onProgress, onWarning: predictWarnings(net.config, (w) => io.err(`sublinear: warning: ${w}\n`)),
+    });
   } finally {
     bar?.done();
   }

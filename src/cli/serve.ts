@@ -6,6 +6,7 @@ import { serve } from '../serve/server.js';
 import { defineCommand, UsageError, type CliIO } from './args.js';
 import { checkInputFile } from '../job/preflight.js';
 import { GracefulStop } from './signals.js';
+import { denseSampledWarning } from '../job/data-checks.js';
 
 function bytes(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -64,6 +65,9 @@ async function serveCommand(
   await checkInputFile(o.model, '--model');
   const net = await Network.load(o.model, { maxMemory, workers: o.workers });
   const labels = net.config.layers.at(-1)!.size;
+  // Said once here: the server does not warn per request (ServeOptions.mode).
+  const dense = o.mode === 'sampled' && !o.quiet ? denseSampledWarning(net.config, o.model) : null;
+  if (dense) io.err(`sublinear: warning: ${dense}\n`);
   const server = await serve(net, {
     port: o.port, host: o.host, workers: o.workers, mode: o.mode, k: Math.min(o.k ?? 5, labels), maxK: o.maxK, candidates: o.candidates,
     maxBatch: o.maxBatch, maxQueue: o.maxQueue, maxInstances: o.maxInstances, maxBodyBytes,

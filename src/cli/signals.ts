@@ -13,8 +13,12 @@ export class GracefulStop {
   received: StopSignal | null = null;
   private readonly handlers = new Map<StopSignal, () => void>();
 
-  /** `announce` prints what happens now (called once, on the first signal; the abort reason names the signal). */
-  constructor(private readonly announce: (signal: StopSignal) => void) {}
+  /**
+   * `announce` prints what happens now (called once, on the first signal; the abort reason names the signal);
+   * `forced`, on a second signal just before the process exits, prints what that loses (what is not saved,
+   * where the last saved state is).
+   */
+  constructor(private readonly announce: (signal: StopSignal) => void, private readonly forced?: (signal: StopSignal) => void) {}
 
   get signal(): AbortSignal {
     return this.controller.signal;
@@ -24,7 +28,12 @@ export class GracefulStop {
   install(): this {
     for (const sig of Object.keys(EXIT_CODES) as StopSignal[]) {
       const h = () => {
-        if (this.received) process.exit(EXIT_CODES[sig]); // the second signal: stop now
+        if (this.received) {
+          // The second signal: stop now, saying what is lost (a write in progress is atomic: its file is
+          // either whole or absent, so nothing half-written is left to be mistaken for a result).
+          this.forced?.(sig);
+          process.exit(EXIT_CODES[sig]);
+        }
         this.received = sig;
         this.announce(sig);
         this.controller.abort(sig);

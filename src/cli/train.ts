@@ -1,7 +1,9 @@
 // `sublinear train`: the flags (declared in engine-commands.ts) become a job for train() (src/job/train.ts),
 // which does the work; this prints what it reports: progress and messages on stderr, the test metrics or
 // the JSON report (--json) on stdout.
+import type { ProgressSink } from '../job/events.js';
 import { train, type TrainJob } from '../job/train.js';
+import { forcedStopText } from '../job/train-stop.js';
 import { metricLine } from '../network/metrics.js';
 import { jobEvents, type Out } from './engine.js';
 import { GracefulStop } from './signals.js';
@@ -18,11 +20,20 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
   // others waiting in a collective): the periodic checkpoints are what a job resumes from. The handlers stay
   // installed until the end: a signal during the save or the final evaluation still ends the run with
   // 130/143 once they are done (a second one exits at once).
-  const stop = new GracefulStop(() => {});
+  const events = jobEvents(io);
+  /** The display in use (cleared before the second signal's line) and the model file once it is written. */
+  let bar: ProgressSink | undefined;
+  let savedTo: string | undefined;
+  const stop = new GracefulStop(() => {}, (sig) => {
+    bar?.clear();
+    io.err(`${forcedStopText(sig, o, savedTo)}\n`);
+  });
   if (!o.distributed) stop.install();
   try {
     const { json, ...job } = o;
-    const { report, rank, notSaved } = await train({ ...job, ...jobEvents(io), signal: stop.signal });
+    const { report, rank, notSaved, savedInstead } = await train({
+      ...job, ...events, progress: (label, unit) => (bar = events.progress(label, unit)), signal: stop.signal, onSaved: (file) => (savedTo = file),
+    });
     // Under MPI rank 0 prints. The result goes to stdout whatever --quiet says (it silences stderr); --json
     // prints it in its object. (Label-sharded runs say the test metrics on stderr, with their progress.)
     if (rank === 0 && report.metrics && !json && report.mode !== 'sharded') io.out(`test: ${metricLine(report.metrics)}\n`);
@@ -31,7 +42,8 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
       io.err(`sublinear: ${notSaved}\n`);
       return 1;
     }
-    return stop.exitCode(0);
+    // A model saved elsewhere than --save (said by the job): the command did not do what it was asked.
+    return stop.exitCode(savedInstead ? 1 : 0);
   } finally {
     stop.uninstall();
   }

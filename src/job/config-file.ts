@@ -1,5 +1,6 @@
 // The --config file of `sublinear train`: one JSON object holding the network (NetworkConfig's keys)
 // and, next to it, training options (the subset of Network.fit's options that makes sense in a file).
+// Without "layers" the network is the default one for the data (a file of training options only).
 // One strict schema: every key is known or refused with its path and a did-you-mean, so a typo like
 // `layers[0].activaton` is an error instead of a ReLU network trained silently. Flags given on the
 // command line override the file's training options.
@@ -7,7 +8,7 @@
 //   { "layers": [{ "size": 512, "dropout": 0.5 }, { "size": 3993 }], "seed": 3,
 //     "epochs": 20, "lr": 0.002, "batchSize": 256, "validation": { "patience": 5 } }
 import { readFile } from 'node:fs/promises';
-import { NETWORK_KEYS, resolveConfig, type NetworkConfig } from '../network/config.js';
+import { defaultConfig, NETWORK_KEYS, resolveConfig, type DataShapeForDefaults, type NetworkConfig } from '../network/config.js';
 import { resolveValidation } from '../train/early-stop.js';
 import { INPUT_SCALINGS } from '../network/input-scale.js';
 import type { FitOptions } from '../train/fit.js';
@@ -23,10 +24,24 @@ export const TRAINING_FILE_KEYS = ['epochs', 'batchSize', 'lr', 'beta1', 'beta2'
 /** The most epochs `train` accepts (--epochs and a config's "epochs"): beyond, a typo, not a plan. */
 export const MAX_EPOCHS = 1_000_000;
 
-/** A parsed --config file: the network without inputDim when the file leaves it to the data. */
+/**
+ * A parsed --config file: the network without inputDim when the file leaves it to the data, and without
+ * layers when the file holds only training options (and perhaps a seed): the default network for the data.
+ */
 export interface ConfigFile {
-  network: Omit<NetworkConfig, 'inputDim'> & { inputDim?: number };
+  network: Omit<NetworkConfig, 'inputDim' | 'layers'> & { inputDim?: number; layers?: NetworkConfig['layers'] };
   training: ConfigFileTraining;
+}
+
+/**
+ * The network of a --config file for data of this shape: the file's layers (inputDim from the data unless
+ * the file gives it), or for a file without layers the default network for the data (defaultConfig).
+ * `seed` (--seed) overrides the file's.
+ */
+export function networkOfFile(file: ConfigFile, shape: DataShapeForDefaults, seed?: number): NetworkConfig {
+  const n = file.network;
+  if (!n.layers) return defaultConfig(shape, seed ?? n.seed ?? 1);
+  return { ...n, layers: n.layers, inputDim: n.inputDim ?? shape.features, seed: seed ?? n.seed };
 }
 
 /**
@@ -59,11 +74,16 @@ export function parseConfigObject(parsed: unknown, path: string): ConfigFile {
   const network: Record<string, unknown> = {};
   const training: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(o)) ((TRAINING_FILE_KEYS as readonly string[]).includes(k) ? training : network)[k] = v;
-  try {
-    // inputDim 1 stands in for one the data will give: everything else is checked now.
-    resolveConfig({ ...(network as unknown as NetworkConfig), inputDim: (network.inputDim as number | undefined) ?? 1 });
-  } catch (e) {
-    throw fail((e as Error).message);
+  // Only training options (and perhaps a seed): the default network for the data, checked with it later.
+  if (network.layers === undefined) {
+    if (network.inputDim !== undefined) throw fail('"inputDim" without "layers": give the layers too, or leave both out for the default network of the data');
+  } else {
+    try {
+      // inputDim 1 stands in for one the data will give: everything else is checked now.
+      resolveConfig({ ...(network as unknown as NetworkConfig), inputDim: (network.inputDim as number | undefined) ?? 1 });
+    } catch (e) {
+      throw fail((e as Error).message);
+    }
   }
   const t = training as ConfigFileTraining;
   const int = (v: unknown, name: string, min: number, max = Number.MAX_SAFE_INTEGER) => {

@@ -1,6 +1,7 @@
 // Checks of data against what a job does with it: test data P@k can be measured on, and ids that fit the network.
 import type { SparseDataset } from '../datasets/csr.js';
 import type { NetworkConfig } from '../network/config.js';
+import { sampledModeNote } from '../network/network.js';
 
 /** Refuses test data that P@k cannot be measured on (no points, or no labels at all), naming the file. */
 export function checkEvaluable(d: SparseDataset, path: string): void {
@@ -19,4 +20,16 @@ export function denseSampledWarning(config: NetworkConfig, what: string): string
   return config.layers.at(-1)!.sampling
     ? null
     : `--mode sampled: the output layer of ${what} is dense (not LSH-sampled), so every output is scored, as in --mode exact`;
+}
+
+/**
+ * The onWarning of a job's predict and evaluate calls (PredictOptions.onWarning): their warnings through
+ * `warn`, except the library's note on sampled mode with a dense output layer, which the job has said in its
+ * own words before the work (denseSampledWarning).
+ */
+export function predictWarnings(config: NetworkConfig, warn: (message: string) => void): (message: string) => void {
+  const said = sampledModeNote(config);
+  return (m) => {
+    if (m !== said) warn(m);
+  };
 }

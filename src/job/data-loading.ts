@@ -5,7 +5,7 @@ import { DataFormatError, readXC, readLibsvm, type SparseDataset } from '../data
 import type { Network } from '../network/network.js';
 import { memoryLimit } from '../network/memory-plan.js';
 import { UsageError } from '../util/usage-error.js';
-import { readTextDatasets, type TextDatasets } from '../text/load.js';
+import { EmptyVocabularyError, readTextDatasets, type TextDatasets } from '../text/load.js';
 import { LabelNames, labelledDataset } from '../text/labels.js';
 import { readText } from '../datasets/text-reader.js';
 import type { Reporter } from './events.js';
@@ -61,6 +61,8 @@ export async function loadTextData(trainPath: string, testPath: string | undefin
       vectorizerOptions: { minDf: o.minDf, bigrams: o.bigrams || undefined, maxVocabulary: o.maxVocabulary, hashBits: o.hashBits },
       onProgress: bar ? (_f, done, total) => bar.update(done / 1e6, total / 1e6) : undefined,
     });
+  } catch (e) {
+    throw inFlagWords(e);
   } finally {
     bar?.done();
   }
@@ -71,6 +73,13 @@ export async function loadTextData(trainPath: string, testPath: string | undefin
     if (t.unknownTestLabels) r.warn(`${testPath}: ${t.unknownTestLabels} label occurrence(s) name labels not in the training data (dropped: no output can predict them)`);
   }
   return t;
+}
+
+/** An error of readTextDatasets in the job's (the command line's) words: an empty vocabulary names --min-df; others as they are. */
+export function inFlagWords(e: unknown): unknown {
+  if (!(e instanceof EmptyVocabularyError)) return e;
+  return new Error(`${e.file}: the vocabulary is empty: no word occurs in ${e.minDf} or more of its ${e.texts} points (--min-df ${e.minDf}; the default is 2); ` +
+    'give a lower --min-df (1 keeps every word) or more text', { cause: e });
 }
 
 /** Bytes of a dataset's arrays. */

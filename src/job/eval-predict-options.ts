@@ -42,6 +42,17 @@ export function parseKs(text: string, max: number): number[] {
   return [...new Set(ks)].sort((a, b) => a - b);
 }
 
+/**
+ * The labels per point predict prints: `k` as given (refused above the model's `outputs` labels), else
+ * with `threshold` as many as can reach it (softmax scores sum to 1: at most floor(1/t) labels reach t,
+ * one more for rounding), else 5; a default is cut to a smaller model's labels.
+ */
+export function predictK(o: Pick<PredictJob, 'k' | 'threshold'>, outputs: number): number {
+  if (o.threshold !== undefined && !(o.threshold > 0 && o.threshold <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] but received ${o.threshold}`);
+  if (o.k !== undefined && o.k > outputs) throw new UsageError(`option --k ${o.k} exceeds the model's ${outputs} labels`);
+  return o.k ?? Math.min(outputs, o.threshold !== undefined ? Math.floor(1 / o.threshold) + 1 : 5);
+}
+
 export interface PredictJob {
   model: string;
   /** A data file, or '-' for standard input. */
@@ -55,7 +66,7 @@ export interface PredictJob {
    * (with label names) for a model with label names, else xc.
    */
   format?: 'xc' | 'jsonl';
-  /** Labels per point (at most). Default 5; with `threshold`, every label above it. */
+  /** Labels per point (at most). Default 5 (the model's labels if fewer); with `threshold`, every label above it. */
   k?: number;
   /**
    * Print only the labels whose score is at least this, in (0, 1] (napkinXC's threshold prediction). Scores

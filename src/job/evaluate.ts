@@ -10,7 +10,7 @@ import { loadShardedPart, newestShardCheckpoint, readShardManifest } from '../tr
 import { ShardedModel } from '../train/sharded.js';
 import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from '../util/usage-error.js';
-import { checkEvaluable, checkFits, denseSampledWarning } from './data-checks.js';
+import { checkEvaluable, checkFits, denseSampledWarning, predictWarnings } from './data-checks.js';
 import { loadData, loadTextInput, memoryLimitBytes } from './data-loading.js';
 import { parseKs, type EvalJob } from './eval-predict-options.js';
 import { Reporter, SILENT, type JobEvents } from './events.js';
@@ -98,7 +98,7 @@ async function evaluateOn(o: EvalJob, r: Reporter, exec: Executor | undefined): 
   let m;
   try {
     m = await net.evaluate(test, {
-      mode, workers: o.workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB, k: ks,
+      mode, workers: o.workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB, k: ks, onWarning: predictWarnings(net.config, (w) => r.warn(w)),
       ...(bar ? { onProgress: (done: number, total: number) => bar.update(done, total) } : {}), ...(exec ? { executor: exec } : {}),
     });
   } finally {

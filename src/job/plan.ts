@@ -7,7 +7,7 @@ import { defaultConfig, resolveConfig, type NetworkConfig } from '../network/con
 import { calibrate, defaultCalibrationFile, readCachedCalibration, writeCachedCalibration } from '../train/calibrate.js';
 import { planTraining, PLAN_SHAPES, scanDataShape, shapeFromCounts, type DataShape, type PlanMode, type TrainingPlan } from '../train/plan.js';
 import { UsageError } from '../util/usage-error.js';
-import { readConfigFile } from './config-file.js';
+import { networkOfFile, readConfigFile } from './config-file.js';
 import { Reporter, type JobEvents } from './events.js';
 import { checkInputFile } from './preflight.js';
 
@@ -89,7 +89,7 @@ export async function plan(job: PlanJob): Promise<PlanResult> {
   const { shape, source } = await dataShape(job, r);
   let config: NetworkConfig;
   if (file) {
-    config = { ...file.network, inputDim: file.network.inputDim ?? shape.features } as NetworkConfig;
+    config = networkOfFile(file, shape);
   } else {
     config = defaultConfig(shape);
     if (job.hidden !== undefined) config.layers[0] = { ...config.layers[0]!, size: job.hidden };

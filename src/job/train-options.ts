@@ -45,7 +45,15 @@ export interface TrainJob extends JobEvents {
   workers?: number;
   /** Threads sharing each batch's dense work (FitOptions.threads). */
   threads?: number;
+  /**
+   * The model file written at the end. When it cannot be written then (a full disk, the path replaced by a
+   * directory), the model is kept next to it, in the checkpoint directory or in the system's temporary
+   * directory, said as a notice; the report's `model` names that file, `saveError` says why, and the result's
+   * `savedInstead` is set. Default: none.
+   */
   save?: string;
+  /** Called once the model file is written: `save`, or the file the model went to instead. Default: none. */
+  onSaved?: (file: string) => void;
   evalEvery?: number;
   seed?: number;
   maxMemory?: number;

@@ -67,6 +67,8 @@ export interface TrainFacts {
   lr: number;
   workers: number;
   model: string | null;
+  /** Why `save` could not be written, when the model went to another file (`model` names it). */
+  saveError?: string;
   signal: string | null;
   batchesDone: number;
   checkpoints: { written: number; failed: number } | null;
@@ -114,6 +116,7 @@ export function trainReport(f: TrainFacts): TrainReport {
     ...(f.signal ? { signal: f.signal } : {}),
     batchesDone: f.batchesDone,
     model: f.model,
+    ...(f.saveError ? { saveError: f.saveError } : {}),
     lostBatches: s.lostBatches,
     checkpoints: f.checkpoints?.written ?? 0,
     ...(f.checkpoints ? { checkpointFailures: f.checkpoints.failed } : {}),
@@ -144,4 +147,9 @@ export interface TrainResult {
    * (the CLI prints it and exits 1).
    */
   notSaved?: string;
+  /**
+   * Set when `save` could not be written at the end and the model was written to this file instead
+   * (next to it, in the checkpoint directory or the temporary directory; the CLI exits 1).
+   */
+  savedInstead?: string;
 }

@@ -24,10 +24,11 @@ import { labelFrequencies, metricLine } from '../network/metrics.js';
 import { formatBytes } from '../network/memory-plan.js';
 import { peakRssMB } from '../util/peak-rss.js';
 import { UsageError } from '../util/usage-error.js';
-import { readConfigFile } from './config-file.js';
+import { networkOfFile, readConfigFile } from './config-file.js';
 import { checkEvaluable, checkFits } from './data-checks.js';
 import { inputFormatOf, loadData } from './data-loading.js';
 import { Reporter, type JobEvents } from './events.js';
+import { keptElsewhereText, rescuePaths, saveKept, type KeptModel } from './rescue-save.js';
 import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js';
 import type { TrainReport, TrainResult } from './train-report.js';
 import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
@@ -109,7 +110,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   // The whole network's configuration (its wide part, if any, is sharded with the labels).
   let config: NetworkConfig;
   if (manifest) config = manifest.config;
-  else if (file) config = { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
+  else if (file) config = networkOfFile(file, train, o.seed);
   else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points, nnz: train.offsets[train.points]! }, o.seed ?? 1);
   const resolved = resolveConfig(config);
   if (resolved.layers.at(-1)!.wide?.negatives) {
@@ -235,14 +236,20 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
     say(`test: ${metricLine(metrics)}\n`);
   }
   let gathered: Network | null = null;
+  /** Where the model went when `save` could not be written (rescue-save.ts), and why. */
+  let kept: KeptModel | undefined;
   if (o.save) {
     gathered = await gatherModel(model, dist.rank, dist.size, gatherv, train.points, batchesDone);
     if (gathered) {
       gathered.inputScale = scaling.scale;
-      await gathered.save(o.save);
-      say(`saved ${o.save}\n`);
+      const net = gathered;
+      kept = await saveKept((file) => net.save(file), o.save, rescuePaths(o.save, o.checkpoint));
+      o.onSaved?.(kept.file);
+      if (kept.failed.length) r.notice(`sublinear: ${keptElsewhereText(o.save, kept)}`);
+      else say(`saved ${o.save}\n`);
     }
   }
+  const savedInstead = kept?.failed.length ? kept.file : undefined;
   const rss = new Float64Array(dist.size);
   rss[dist.rank] = peakRssMB();
   comm.allreduceSum(rss);
@@ -254,7 +261,8 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   const samplesPerSec = samples / Math.max(trainSeconds, 1e-9);
   const report: TrainReport = {
     shardLabels: true, mode: 'sharded', ranks: dist.size, mpi: dist.library, metrics, epochs, batchSize, lr,
-    samples, samplesPerSec, trainSeconds, workers: 1, peakRssMB: rss[0]!, model: o.save ? resolve(o.save) : null, checkpoints,
+    samples, samplesPerSec, trainSeconds, workers: 1, peakRssMB: rss[0]!, model: o.save ? resolve(savedInstead ?? o.save) : null, checkpoints,
+    ...(savedInstead ? { saveError: `${o.save}: ${kept!.failed[0]!.error.message}` } : {}),
     labels: L, labelsPerRank: sharding.labelsOf.map((a) => a.length), loadPerRank: loads,
     featuresPerRank: model.featureSharding.featuresOf.map((a) => a.length), featureLoadPerRank: featureLoads,
     minActivePerSlice: model.minActive, trainCpuSecondsPerRank: Array.from(trainCpu),
@@ -270,7 +278,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
     save: o.save ?? null,
     history: history.map((h) => ({ ...h, samplesPerSec: h.samplesPerSecond })),
   };
-  return { network: gathered, report, rank: dist.rank };
+  return { network: gathered, report, rank: dist.rank, ...(savedInstead ? { savedInstead } : {}) };
 }
 
 type Gatherv = (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] };

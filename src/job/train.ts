@@ -11,7 +11,7 @@ import { defaultWorkers } from '../network/executor.js';
 import { addPart, checkMemory, formatBytes, planNetworkMemory, type MemoryPlan } from '../network/memory-plan.js';
 import { PhaseTimer } from '../util/phases.js';
 import { metricLine, type Metrics } from '../network/metrics.js';
-import { modelFileBytes } from '../network/model-file.js';
+import { modelFileBytes, type TrainingSummary } from '../network/model-file.js';
 import { Network } from '../network/network.js';
 import type { TextDatasets } from '../text/load.js';
 import { readCachedCalibration } from '../train/calibrate.js';
@@ -26,13 +26,14 @@ import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
 import { escapeControl } from '../util/bounded-text.js';
 import { packageVersion } from '../util/package-root.js';
 import { UsageError } from '../util/usage-error.js';
-import { readConfigFile, type ConfigFile, type ConfigFileTraining } from './config-file.js';
-import { checkEvaluable, checkFits, denseSampledWarning } from './data-checks.js';
+import { networkOfFile, readConfigFile, type ConfigFile, type ConfigFileTraining } from './config-file.js';
+import { checkEvaluable, checkFits, denseSampledWarning, predictWarnings } from './data-checks.js';
 import { dataBytes, inputFormatOf, loadData, loadTextData, memoryLimitBytes } from './data-loading.js';
 import { Reporter, SILENT, type JobEvents } from './events.js';
 import { checkInputFile, checkOutputDir, checkOutputFile } from './preflight.js';
 import { checkCheckpointDirFree, checkResumable, OUTPUT_KEYS, readSavedCli, readSavedRecords, savedCli, type EpochRecord } from './train-checkpoint.js';
 import { TrainLog } from './train-log.js';
+import { keptElsewhereText, rescuePaths, saveKept, type KeptModel } from './rescue-save.js';
 import type { TrainJob } from './train-options.js';
 import { earlyStopProgressText } from './train-progress.js';
 import { trainReport, type TrainResult } from './train-report.js';
@@ -382,7 +383,7 @@ function networkConfig(o: TrainJob, file: ConfigFile | undefined, resumed: Netwo
   if (resumed) return resumed.config;
   if (grown) return grown.config;
   if (o.networkConfig) return o.networkConfig;
-  if (file) return { ...file.network, inputDim: file.network.inputDim ?? train.features, seed: o.seed ?? file.network.seed } as NetworkConfig;
+  if (file) return networkOfFile(file, train, o.seed);
   return defaultConfig(train, o.seed ?? 1);
 }
 
@@ -416,7 +417,7 @@ interface Trained {
   evalOpts: EvalOpts;
 }
 
-type EvalOpts = { mode: 'exact' | 'sampled'; workers: number; candidates?: number; propensityA?: number; propensityB?: number };
+type EvalOpts = { mode: 'exact' | 'sampled'; workers: number; candidates?: number; propensityA?: number; propensityB?: number; onWarning: (message: string) => void };
 
 async function fitNetwork(ctx: Ctx, run: Resolved, data: Data, built: Built, stop: Stop): Promise<Trained> {
   const { r, dist, writer } = ctx;
@@ -445,7 +446,10 @@ async function fitNetwork(ctx: Ctx, run: Resolved, data: Data, built: Built, sto
   const log = o.log && writer ? new TrainLog(o.log, priorRecords, !!resumed && !run.priorKnown, (m) => r.warn(m)) : null;
   // Test evaluation splits the points into chunks: every core helps, whatever trained (unless --workers says).
   const evalWorkers = dist ? workers : o.workers ?? t.workers ?? Math.max(workers, defaultWorkers());
-  const evalOpts: EvalOpts = { mode: net.inferenceMode(o.mode), workers: evalWorkers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB };
+  const evalOpts: EvalOpts = {
+    mode: net.inferenceMode(o.mode), workers: evalWorkers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB,
+    onWarning: predictWarnings(net.config, (w) => r.warn(w)),
+  };
   const testByEpoch = new Map<number, Metrics>();
   // The progress display of a run whose length held-out validation decides (a resumed run continues its state).
   let firstAt: number | undefined;
@@ -543,11 +547,11 @@ async function finish(ctx: Ctx, run: Resolved, data: Data, built: Built, trained
   const { net } = built;
   const { stats, checkpoint } = trained;
   try {
-    if (!r.quiet) sayTrained(r, trained, data.train.points, o.log);
+    if (!r.quiet) sayTrained(r, trained, data.train.points);
     // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
-    // not cost the trained weights).
+    // not cost the trained weights); when `save` cannot be written, somewhere else (rescue-save.ts).
     const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
-    if (o.save && writer) await save(ctx, run, data, built, trained, !finalFailure);
+    const saved = o.save && writer ? await save(ctx, run, data, built, trained, !finalFailure) : undefined;
     // The test set is evaluated on the weights the network ends with, unless evalEvery already did
     // (exact inference of the same weights gives the same numbers); a run stopped by a signal skips it.
     const finalEpoch = stats.bestEpoch ?? (stats.aborted ? undefined : stats.epochs);
@@ -562,7 +566,8 @@ async function finish(ctx: Ctx, run: Resolved, data: Data, built: Built, trained
     const report = trainReport({
       mode: dist ? 'replicated' : 'single', ranks: dist ? dist.size : 1, metrics: metrics ?? null, stats,
       batchSize: built.batchSize ?? run.rinfo?.fitOptions.batchSize ?? 128, lr: savedLr(run, built), workers: built.workers,
-      model: o.save ? resolve(o.save) : null, signal: trained.stop.stopped, batchesDone: net.batchesDone,
+      model: o.save ? resolve(saved?.file ?? o.save) : null, signal: trained.stop.stopped, batchesDone: net.batchesDone,
+      ...(saved?.error ? { saveError: `${o.save}: ${saved.error}` } : {}),
       checkpoints: checkpoint ? { written: trained.checkpoints, failed: stats.checkpointFailures?.length ?? 0 } : null,
       logFailures: trained.log ? trained.log.failures : undefined,
       resumed: run.rinfo ? { file: run.rinfo.file, batchesDone: run.rinfo.position.batchesDone } : null,
@@ -574,10 +579,15 @@ async function finish(ctx: Ctx, run: Resolved, data: Data, built: Built, trained
     const { history: _, ...summary } = report;
     await trained.log?.write({ type: 'summary', ...summary });
     if (trained.log) report.logFailures = trained.log.failures; // the summary line itself may have failed
+    // Counted once every record, the summary's included, was tried: the same number as the report's.
+    if (trained.log && trained.log.failures > 0) r.say(`--log ${o.log}: ${trained.log.failures} record(s) not written`);
     const notSaved = finalFailure && !o.save
       ? `the trained state was not saved: the final checkpoint ${finalFailure.file} could not be written (${finalFailure.error}) and no --save was given`
       : undefined;
-    return { network: writer ? net : null, report, rank: dist ? dist.rank : 0, ...(notSaved ? { notSaved } : {}) };
+    return {
+      network: writer ? net : null, report, rank: dist ? dist.rank : 0, ...(notSaved ? { notSaved } : {}),
+      ...(saved?.error ? { savedInstead: saved.file } : {}),
+    };
   } finally {
     await trained.log?.close();
   }
@@ -619,14 +629,13 @@ function savedLr(run: Resolved, built: Built): number {
 }
 
 /** The lines after training: time, checkpoints, scaling, what selection and the re-ranker chose. */
-function sayTrained(r: Reporter, trained: Trained, points: number, logPath: string | undefined): void {
+function sayTrained(r: Reporter, trained: Trained, points: number): void {
   const { stats, checkpoint } = trained;
   r.say(`trained ${stats.samples} samples in ${stats.trainSeconds.toFixed(1)} s (${Math.round(stats.samplesPerSec)} samples/s; ` +
     `hash-table rebuilds ${stats.rebuildSeconds.toFixed(1)} s = ${(100 * stats.rebuildSeconds / Math.max(stats.trainSeconds, 1e-9)).toFixed(1)}%)` +
     `${stats.aborted ? ' (stopped early)' : ''}`);
   const failed = stats.checkpointFailures?.length ?? 0;
   if (checkpoint) r.say(`${trained.checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}`);
-  if (trained.log && trained.log.failures > 0) r.say(`--log ${logPath}: ${trained.log.failures} record(s) not written`);
   if (stats.inputScaling?.scaled) r.say(`inputs scaled: ${stats.inputScaling.reason} (stored in the model; predict and eval apply it)`);
   const sel = stats.selection;
   if (sel?.method === 'kfold') {
@@ -655,32 +664,42 @@ function sayTrained(r: Reporter, trained: Trained, points: number, logPath: stri
   }
 }
 
-/** Writes the model file (the job's `save`), saying where the weights are if it cannot. */
-async function save(ctx: Ctx, run: Resolved, data: Data, built: Built, trained: Trained, finalCheckpointed: boolean): Promise<void> {
+/**
+ * Writes the model file (the job's `save`), or when it cannot be written keeps the model elsewhere and says
+ * where (rescue-save.ts: `error` is then why `save` failed); throws, saying where the weights are, only
+ * when no file could be written.
+ */
+async function save(ctx: Ctx, run: Resolved, data: Data, built: Built, trained: Trained, finalCheckpointed: boolean): Promise<{ file: string; error?: string }> {
   const { o } = run;
   const { stats, checkpoint, lastCheckpointFile } = trained;
   const train = data.train;
+  const training: TrainingSummary = {
+    data: {
+      file: typeof o.train === 'string' ? resolve(o.train) : '', points: train.points, features: train.features, labels: train.labels,
+      nonzeros: train.offsets[train.points]!,
+    },
+    epochs: stats.epochs,
+    ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
+    batchSize: built.batchSize ?? run.rinfo?.fitOptions.batchSize ?? 128,
+    lr: savedLr(run, built),
+    version: packageVersion(),
+  };
+  let kept: KeptModel;
   try {
-    await ctx.phases.time('save', () => built.net.save(o.save!, {
-      training: {
-        data: {
-          file: typeof o.train === 'string' ? resolve(o.train) : '', points: train.points, features: train.features, labels: train.labels,
-          nonzeros: train.offsets[train.points]!,
-        },
-        epochs: stats.epochs,
-        ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
-        batchSize: built.batchSize ?? run.rinfo?.fitOptions.batchSize ?? 128,
-        lr: savedLr(run, built),
-        version: packageVersion(),
-      },
-    }));
+    kept = await ctx.phases.time('save', () => saveKept((file) => built.net.save(file, { training }), o.save!, rescuePaths(o.save!, checkpoint?.dir)));
   } catch (e) {
     // The final checkpoint is written before the best epoch's weights are restored: it holds the last epoch's.
     const which = stats.bestEpoch !== undefined && stats.bestEpoch !== stats.epochs ? `the weights of the last epoch (${stats.epochs}; the kept best epoch was ${stats.bestEpoch})` : 'the trained weights';
     const where = checkpoint && finalCheckpointed && lastCheckpointFile
       ? `; ${which} are in the final checkpoint ${lastCheckpointFile} (eval and predict accept it as a model)`
       : '';
-    throw new Error(`cannot save the model to ${o.save}: ${(e as Error).message}${where}`, { cause: e });
+    throw new Error(`${(e as Error).message}${where}`, { cause: e });
+  }
+  o.onSaved?.(kept.file);
+  if (kept.failed.length) {
+    ctx.r.notice(`sublinear: ${keptElsewhereText(o.save!, kept)}`);
+    return { file: kept.file, error: kept.failed[0]!.error.message };
   }
   ctx.r.say(`saved ${o.save}`);
+  return { file: kept.file };
 }

@@ -53,6 +53,22 @@ export interface PredictOptions {
    * prediction server (src/serve/). Default: none.
    */
   executor?: Executor;
+  /**
+   * Called when the call cannot do what it was asked: mode 'sampled' on a network whose output layer is
+   * dense scores every output (see `sampledModeNote`). Default: the message on stderr, `sublinear: warning: ...`.
+   */
+  onWarning?: (message: string) => void;
+}
+
+/**
+ * Why mode 'sampled' is no faster than 'exact' on a network of this configuration, or undefined: a dense
+ * (not LSH-sampled) output layer has no candidates to take, so every output is scored (sampled hidden
+ * layers, if any, are still sampled).
+ */
+export function sampledModeNote(config: { layers: readonly { sampling?: unknown }[] }): string | undefined {
+  if (config.layers.at(-1)!.sampling) return undefined;
+  const hidden = config.layers.slice(0, -1).some((l) => l.sampling);
+  return `the output layer is dense (not LSH-sampled), so every output is scored, as in exact mode${hidden ? ' (the sampled hidden layers are sampled)' : ''}`;
 }
 
 /**
@@ -303,6 +319,9 @@ export class Network {
     const k = opts.k ?? 5;
     if (!Number.isInteger(k) || k <= 0) throw new Error(`Expected positive integer for k but received ${JSON.stringify(opts.k)}`);
     const mode = this.inferenceMode(opts.mode);
+    // ('auto' never resolves to 'sampled' on a dense output layer: only a 'sampled' asked for is noted.)
+    const note = mode === 'sampled' ? sampledModeNote(this.config) : undefined;
+    if (note) (opts.onWarning ?? ((m: string) => void process.stderr.write(`sublinear: warning: mode 'sampled': ${m}\n`)))(note);
     const chunk = opts.chunk ?? 256;
     if (!Number.isInteger(chunk) || chunk <= 0) throw new Error(`Expected positive integer for chunk but received ${JSON.stringify(opts.chunk)}`);
     const outputs = this.config.layers.at(-1)!.size;

@@ -22,7 +22,10 @@ export interface ServeOptions {
   k?: number;
   /** Largest `k` a request may ask for. Default 100. */
   maxK?: number;
-  /** Mode of requests that give none: 'exact' or 'sampled' (see PredictOptions.mode). Default 'exact'. */
+  /**
+   * Mode of requests that give none: 'exact' or 'sampled' (see PredictOptions.mode; on a model whose output
+   * layer is dense, 'sampled' scores every output, as 'exact' does, without a warning per request). Default 'exact'.
+   */
   mode?: 'exact' | 'sampled';
   /** 'sampled' mode: output neurons scored per point (PredictOptions.candidates). Default: 0.5% of the labels, at least 256. */
   candidates?: number;
@@ -212,13 +215,14 @@ export async function serve(model: Network | string, opts: ServeOptions = {}): P
   const exec = createExecutor(workers);
   let server: PredictionServer | undefined;
   try {
-    const batcher = new MicroBatcher(net.config.inputDim, (data, kk, m) => net.predict(data, { k: kk, mode: m, candidates, chunk: maxBatch, executor: exec }), {
+    // No warning per request (mode 'sampled' on a dense output layer scores every output: ServeOptions.mode).
+    const batcher = new MicroBatcher(net.config.inputDim, (data, kk, m) => net.predict(data, { k: kk, mode: m, candidates, chunk: maxBatch, executor: exec, onWarning: () => {} }), {
       maxBatch, maxQueue, concurrency: Math.max(1, workers),
     });
     // Warm-up: the first sampled prediction builds the hash tables and the cluster index; do it now, once,
     // rather than in (and concurrently across) the first requests.
     const one = { points: 1, features: net.config.inputDim, labels: 0, offsets: new Uint32Array(2), indices: new Uint32Array(0), values: new Float32Array(0), labelOffsets: new Uint32Array(2), labelIndices: new Uint32Array(0) };
-    await net.predict(one, { k: 1, mode: 'sampled', candidates, executor: exec });
+    await net.predict(one, { k: 1, mode: 'sampled', candidates, executor: exec, onWarning: () => {} });
     await net.predict(one, { k: 1, mode: 'exact', executor: exec });
 
     const http = createServer({ requestTimeout: requestTimeoutMs, headersTimeout: Math.min(requestTimeoutMs, 10_000), keepAliveTimeout: 5_000 });

@@ -20,6 +20,15 @@ export interface ReadTextDatasetsOptions {
   onProgress?: (file: string, done: number, total: number) => void;
 }
 
+/** A training text file none of whose tokens is in at least `minDf` of its texts: nothing to learn from. */
+export class EmptyVocabularyError extends Error {
+  override name = 'EmptyVocabularyError';
+  constructor(readonly file: string, readonly texts: number, readonly minDf: number) {
+    super(`${file}: the vocabulary is empty: no token occurs in ${minDf} or more of its ${texts} texts (minDf ${minDf}); ` +
+      'a lower minDf keeps rarer tokens, more texts give more of them');
+  }
+}
+
 /** Result of `readTextDatasets`. */
 export interface TextDatasets {
   train: SparseDataset;
@@ -62,6 +71,9 @@ export async function readTextDatasets(trainPath: string, testPath?: string, opt
     });
   const trainText = await read(trainPath);
   const vectorizer = opts.vectorizer ?? TextVectorizer.fit(trainText.texts, opts.vectorizerOptions);
+  // A small sample file whose words each occur once keeps no token at the default minDf 2: say so here, not
+  // as a network with 0 input features.
+  if (vectorizer.features === 0) throw new EmptyVocabularyError(trainPath, trainText.points, vectorizer.options.minDf);
   const names = new LabelNames(opts.labelNames ?? []);
   const given = names.size;
   const train = labelledDataset(trainText, vectorizer, names, true).dataset;

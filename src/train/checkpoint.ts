@@ -20,8 +20,9 @@
 // Files are written through writeFileAtomic (temporary `.ckpt-....bin.tmp-<pid>-<hex>`, fsync,
 // rename): a crash leaves either the old set or the new file, plus possibly a temporary file that never
 // matches the checkpoint name pattern and is removed by the next run once its writer is dead.
-import { mkdir, readdir, rename, stat, unlink } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { mkdir, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import xxhash from 'xxhash-wasm';
 import type { SparseDataset } from '../datasets/csr.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
@@ -188,6 +189,23 @@ export async function listCheckpoints(dir: string): Promise<{ file: string; batc
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw e;
   }
+  return checkpointsAmong(dir, names);
+}
+
+/**
+ * listCheckpoints, synchronously, and [] for a directory that cannot be read: for a process about to exit
+ * (a second Ctrl-C) that says which checkpoint it leaves. A file under a checkpoint's name is whole
+ * (written to a temporary name, then renamed).
+ */
+export function listCheckpointsSync(dir: string): { file: string; batchesDone: number }[] {
+  try {
+    return checkpointsAmong(dir, readdirSync(dir));
+  } catch {
+    return [];
+  }
+}
+
+function checkpointsAmong(dir: string, names: readonly string[]): { file: string; batchesDone: number }[] {
   const out: { file: string; batchesDone: number }[] = [];
   for (const n of names) {
     const m = NAME_RE.exec(n);
@@ -537,6 +555,22 @@ export function checkpointFileBytes(src: Pick<CheckpointSource, 'spec' | 'config
 }
 
 /**
+ * Removes `dir` and its parents up to and including `top` (the first directory a recursive mkdir created
+ * for it), each only while it is empty: what a refused checkpoint directory left behind, nothing else.
+ */
+async function removeEmptyDirs(dir: string, top: string): Promise<void> {
+  const stop = resolve(top);
+  for (let d = resolve(dir); ; d = dirname(d)) {
+    try {
+      await rmdir(d);
+    } catch {
+      return; // not empty (or gone): leave it and its parents
+    }
+    if (d === stop || dirname(d) === d) return;
+  }
+}
+
+/**
  * Periodic checkpointing during one fit(): decides when a checkpoint is due and writes it. The fit loop
  * asks `due()` between batches, drains the batches in flight when it is, then calls `save()`.
  *
@@ -594,12 +628,25 @@ export class Checkpointer {
    * batch count of the checkpoint this network last wrote to or was resumed from in this directory), and
    * checks that the directory is writable and its filesystem has room for the checkpoints to come: keep
    * + 1 files at the peak (a new one is written before the oldest is deleted), less the ones already
-   * there. Call close() when the run ends, also after prepare() threw.
+   * there. A refused directory that prepare() created is removed again (with the parents it created, if
+   * empty), its lock released. Call close() when the run ends, also after prepare() threw.
    */
   async prepare(startBatches: number, owned: { dir: string; batchesDone: number } | null): Promise<void> {
     // A missing parent, a read-only filesystem or a file in the way: said plainly, naming the directory.
     await checkOutputDirs([{ dir: this.dir, bytes: 0, what: 'checkpoint directory', creatable: true }]);
-    await mkdir(this.dir, { recursive: true });
+    // The first directory mkdir created (undefined: it existed): a refusal below removes what it created.
+    const created = await mkdir(this.dir, { recursive: true });
+    try {
+      await this.checkDirectory(startBatches, owned);
+    } catch (e) {
+      await this.close();
+      if (created !== undefined) await removeEmptyDirs(this.dir, created);
+      throw e;
+    }
+  }
+
+  /** prepare()'s checks of a directory that exists: lock, stale temporaries, other runs' checkpoints, room. */
+  private async checkDirectory(startBatches: number, owned: { dir: string; batchesDone: number } | null): Promise<void> {
     this.lock = await lockDirectory(this.dir);
     await removeStaleTemps(this.dir);
     const existing = await listCheckpoints(this.dir);

@@ -1,15 +1,18 @@
-// Small CLI defects that misled users: binary bytes echoed to the terminal, a FIFO that blocks silently,
-// --epochs 0 and --lr 0, config files with a byte order mark or an absurd epoch count, eval's default
-// cut-offs on a small model, --mode sampled on a dense output layer, 0-based LIBSVM training data, and a
-// last layer wider than the labels. Spawns the compiled CLI (`npm test` builds it).
+// Small CLI defects that misled users: binary bytes echoed to the terminal, a FIFO that blocks silently
+// (train and data inspect), --epochs 0, --lr 0 and --propensity-a 0, config files with a byte order mark,
+// an absurd epoch count or training options only, eval's default cut-offs and predict's default --k on a
+// small model, --mode sampled on a dense output layer (CLI and library), 0-based LIBSVM training data, a
+// last layer wider than the labels, a text file whose vocabulary --min-df empties, and a failed write to
+// stdout (predict > /dev/full). Spawns the compiled CLI (`npm test` builds it).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from './built.js';
 import { readXC } from '../../src/datasets/xc-reader.js';
 import * as api from '../../src/index.js';
+import { sampledModeNote } from '../../src/network/network.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sublinear-edges-'));
 const tiny = join(ROOT, 'datasets/fixtures/tiny.txt');
@@ -82,6 +85,38 @@ describe('train refuses what would waste a run', () => {
     expect(run('train', '--train', tiny, '--epochs', '1000000000').stderr).toBe(usage('option --epochs must be <= 1000000 but received 1000000000'));
   });
 
+  it('a config file of training options only trains the default network for the data', () => {
+    writeFileSync(join(dir, 'opts.json'), JSON.stringify({ epochs: 2, lr: 0.002, seed: 5 }));
+    const r = run('train', '--train', tiny, '--config', 'opts.json', '--save', 'opts.sl', '--quiet', '--json');
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(r.stdout.trim().split('\n').at(-1)!)).toMatchObject({ epochs: 2 });
+    // The same network as without --config (the defaults for 2000 features and 100 labels, seed 5).
+    const info = run('info', 'opts.sl', '--json');
+    expect(JSON.parse(info.stdout).config).toMatchObject({ inputDim: 2000, seed: 5, layers: [{ size: 1024 }, { size: 100 }] });
+    // inputDim alone, without layers, is a mistake, not a default.
+    writeFileSync(join(dir, 'dim.json'), JSON.stringify({ inputDim: 3000, epochs: 1 }));
+    expect(run('train', '--train', tiny, '--config', 'dim.json')).toMatchObject({
+      code: 1, stderr: 'sublinear: dim.json: "inputDim" without "layers": give the layers too, or leave both out for the default network of the data\n',
+    });
+  });
+
+  it('--propensity-a and --propensity-b must be > 0: a usage error naming the flag, before training', () => {
+    expect(run('train', '--train', tiny, '--test', tiny, '--propensity-a', '0')).toMatchObject({ code: 2, stderr: usage('option --propensity-a must be > 0 but received 0') });
+    expect(run('eval', '--model', 'x.sl', '--test', tiny, '--propensity-b', '-1')).toMatchObject({
+      code: 2, stderr: "sublinear eval: option --propensity-b must be > 0 but received -1\nRun 'sublinear eval --help' for usage.\n",
+    });
+  });
+
+  it('a text file whose words are all rarer than --min-df: says so, naming the file and the flag', () => {
+    writeFileSync(join(dir, 'sample.txt'), 'sports\tthe match ended late\nnews\ta storm hit the coast\nsports,news\tcoach speaks\n');
+    const msg = 'sublinear: sample.txt: the vocabulary is empty: no word occurs in 3 or more of its 3 points (--min-df 3; the default is 2); ' +
+      'give a lower --min-df (1 keeps every word) or more text\n';
+    expect(run('train', '--train', 'sample.txt', '--input-format', 'text', '--min-df', '3', '--save', 'v.sl')).toMatchObject({ code: 1, stderr: expect.stringContaining(msg) });
+    expect(run('data', 'featurize', '--train', 'sample.txt', '--min-df', '3', '--out', 'feat')).toMatchObject({ code: 1, stderr: msg });
+    // 'the' is in two texts: the default --min-df 2 keeps it.
+    expect(run('train', '--train', 'sample.txt', '--input-format', 'text', '--epochs', '1', '--save', 'v.sl', '--quiet').code).toBe(0);
+  });
+
   it('warns about a last layer wider than the labels', () => {
     writeFileSync(join(dir, 'wide.json'), JSON.stringify({ layers: [{ size: 8 }, { size: 150 }], epochs: 1 }));
     const r = run('train', '--train', tiny, '--config', 'wide.json', '--save', 'wide.sl', '--quiet');
@@ -111,6 +146,41 @@ describe('eval and predict', () => {
     expect(Object.keys(m).filter((k) => /^p\d+$/.test(k))).toEqual(['p1', 'p3']);
     const s = run('eval', '--model', 'three.sl', '--test', 'three.txt', '--mode', 'sampled', '--json');
     expect(s.stderr).toBe('sublinear: warning: --mode sampled: the output layer of three.sl is dense (not LSH-sampled), so every output is scored, as in --mode exact\n');
+    const p = run('predict', '--model', 'three.sl', '--input', 'three.txt', '--mode', 'sampled', '--quiet');
+    expect(p.stderr).toBe('sublinear: warning: --mode sampled: the output layer of three.sl is dense (not LSH-sampled), so every output is scored, as in --mode exact\n');
+  });
+
+  it('predict\'s default --k 5 stops at a smaller model\'s labels; a --k given above them is refused', () => {
+    const p = run('predict', '--model', 'three.sl', '--input', 'three.txt');
+    expect({ code: p.code, stderr: p.stderr }).toEqual({ code: 0, stderr: '' });
+    const lines = p.stdout.trim().split('\n');
+    expect(lines[0]).toBe('4 3');
+    expect(lines.slice(1).map((l) => l.split(' ').length)).toEqual([3, 3, 3, 3]);
+    expect(run('predict', '--model', 'three.sl', '--input', 'three.txt', '--k', '4')).toMatchObject({
+      code: 2, stderr: "sublinear predict: option --k 4 exceeds the model's 3 labels\nRun 'sublinear predict --help' for usage.\n",
+    });
+  });
+
+  it('Network.predict in sampled mode on a dense output layer warns through onWarning (stderr by default)', async () => {
+    const net = await api.Network.load(join(dir, 'three.sl'));
+    const data = await readXC(join(dir, 'three.txt'));
+    const warnings: string[] = [];
+    const p = await net.predict(data, { k: 3, mode: 'sampled', workers: 0, onWarning: (m) => warnings.push(m) });
+    expect(p.outputsScoredPerPoint).toBe(3);
+    expect(warnings).toEqual(['the output layer is dense (not LSH-sampled), so every output is scored, as in exact mode']);
+    expect(warnings[0]).toBe(sampledModeNote(net.config));
+    await net.predict(data, { k: 3, mode: 'exact', workers: 0, onWarning: (m) => warnings.push(m) });
+    expect(warnings).toHaveLength(1);
+  });
+
+  it('a failed write to stdout (predict > /dev/full) ends with a message and exit 1, not a stack trace', () => {
+    const full = openSync('/dev/full', 'w');
+    try {
+      const r = spawnSync(process.execPath, [CLI, 'predict', '--model', 'three.sl', '--input', 'three.txt'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', full, 'pipe'] });
+      expect({ code: r.status, stderr: r.stderr }).toEqual({ code: 1, stderr: 'sublinear: cannot write to standard output: no space left on device; the output is incomplete\n' });
+    } finally {
+      closeSync(full);
+    }
   });
 });
 
@@ -126,5 +196,20 @@ describe('a FIFO as input', () => {
     expect(stderr).toBe(`reading training data from the pipe ${fifo} (waiting for its writer)\n`);
     writeFileSync(fifo, readFileSync(tiny)); // opens the FIFO for writing: the reader goes on
     expect(await exited).toBe(0);
+  });
+
+  it('data inspect says it is waiting for the writer too', async () => {
+    const fifo = join(dir, 'inspect.fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const child = spawn(process.execPath, [CLI, 'data', 'inspect', fifo, '--json'], { cwd: dir });
+    let stderr = '', stdout = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.on('data', (d) => (stdout += d));
+    const exited = new Promise<number | null>((res) => child.on('exit', res));
+    for (let i = 0; i < 500 && !stderr.includes('waiting'); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(stderr).toBe(`reading ${fifo} from a pipe (waiting for its writer)\n`);
+    writeFileSync(fifo, readFileSync(tiny));
+    expect(await exited).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ points: 20, labels: 100 });
   });
 });

@@ -223,6 +223,37 @@ describe('train stopped by a signal (Ctrl-C, or SIGTERM from a scheduler)', () =
   });
 });
 
+describe('a second signal', () => {
+  it('exits at once (143) saying what is not saved and which checkpoint the run goes on from', async () => {
+    // Batches long enough (3000 points through 1024 hidden units, one thread) that the second SIGTERM
+    // arrives while the first one still waits for the batch in flight, before anything is saved.
+    const cfg = join(dir, 'slow.json');
+    writeFileSync(cfg, JSON.stringify({ inputDim: 2000, seed: 3, layers: [{ size: 1024 }, { size: 100 }] }));
+    const ck = join(dir, 'ck-twice');
+    const model = join(dir, 'twice.sl');
+    const child = spawn(process.execPath, [CLI, 'train', '--train', trainFile, '--config', cfg, '--epochs', '100', '--batch', '3000', '--workers', '1', '--threads', '1',
+      '--checkpoint', ck, '--checkpoint-every', '1', '--save', model], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
+    while (!existsSync(ck) || (await listCheckpoints(ck)).length === 0) await sleep(5);
+    child.kill('SIGTERM');
+    while (!stderr.includes('SIGTERM: stopping after the batches in flight')) await sleep(2);
+    child.kill('SIGTERM');
+    const code = await exited;
+    expect(code, stderr).toBe(143);
+    const said = /SIGTERM again: exiting at once\. (.*) is not saved; the newest checkpoint is (.*) \(train --resume (.*) goes on from it\)\n/.exec(stderr);
+    expect(said, stderr).not.toBeNull();
+    expect(said![1]).toBe(model);
+    expect(said![3]).toBe(ck);
+    expect(existsSync(model)).toBe(false);
+    // The checkpoint it names is whole and loads.
+    expect((await listCheckpoints(ck)).map((c) => c.file)).toContain(said![2]);
+    const { meta } = await readCheckpoint(said![2]!, (c) => new Network(c));
+    expect(meta.position.batchesDone).toBeGreaterThan(0);
+  }, 120_000);
+});
+
 describe('train --resume settings', () => {
   it('flags given again override the saved ones; a finished run is refused, --epochs extends it', async () => {
     const ck = join(dir, 'ck2');

@@ -1,6 +1,8 @@
 // `sublinear train` on a checkpoint disk that fills up mid-run (a real full tmpfs): the checkpoints fail
 // with warnings, training finishes, --save (on another disk) is written and the exit status is 0; without
-// --save the final state is saved nowhere and the exit status is 1. Spawns the compiled CLI.
+// --save the final state is saved nowhere and the exit status is 1. A --save disk that fills up: the model
+// is kept in the checkpoint directory, or without one in the system temporary directory, said, and the
+// exit status is 1. Spawns the compiled CLI.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync, writeSync } from 'node:fs';
@@ -34,8 +36,11 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** Runs the CLI; fills the filesystem of `disk` as soon as a first checkpoint appears in `ckpt`. */
-function trainFillingDisk(disk: string, ckpt: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; filled: boolean }> {
+/**
+ * Runs the CLI; fills the filesystem of `disk` as soon as a first checkpoint appears in `ckpt` (or, with
+ * `ckpt` null, once training has started: the pre-flight checks are behind it).
+ */
+function trainFillingDisk(disk: string, ckpt: string | null, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; filled: boolean }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CLI, 'train', ...args], { cwd: ROOT });
     let stdout = '', stderr = '', filled = false;
@@ -45,7 +50,7 @@ function trainFillingDisk(disk: string, ckpt: string, args: string[]): Promise<{
     // deletes the oldest one, and the space it frees is taken again at the next tick (on a busy machine a
     // checkpoint could otherwise fit into it, and the final one succeed).
     const timer = setInterval(() => {
-      if (!filled && (!existsSync(ckpt) || !readdirSync(ckpt).some((n) => /^ckpt-\d+\.bin$/.test(n)))) return;
+      if (!filled && (ckpt === null ? !stderr.includes('network: ') : !existsSync(ckpt) || !readdirSync(ckpt).some((n) => /^ckpt-\d+\.bin$/.test(n)))) return;
       filled = true;
       const fd = openSync(join(disk, 'filler'), 'a');
       for (const size of [64 * 1024, 4096]) {
@@ -97,5 +102,45 @@ describe.skipIf(!canMount)('sublinear train on a checkpoint disk that fills up',
     expect(r.filled).toBe(true);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`sublinear: the trained state was not saved: the final checkpoint ${ckpt}/ckpt-\\d+\\.bin could not be written \\(ENOSPC: no space left on device.*\\) and no --save was given\\n$`));
+  });
+});
+
+describe.skipIf(!canMount)('sublinear train whose --save disk fills up before the end', () => {
+  const common = () => ['--train', trainFile, '--config', cfgFile, '--epochs', '6', '--workers', '0', '--json'];
+  const rescuedFrom = (stderr: string, save: string) =>
+    new RegExp(`sublinear: cannot save the model to ${save}: .*no space left on device.* The model is saved to (\\S+) instead: move it where it belongs\n`).exec(stderr)?.[1];
+
+  it('keeps the model in the checkpoint directory (another disk), says where, exits 1', async () => {
+    const disk = mountTmpfs(1 << 20)!;
+    const save = join(disk, 'model.sl');
+    // The checkpoints on another disk (a tmpfs too: fsync of a real disk is slow on a busy machine).
+    const ckpt = join(mountTmpfs(16 << 20)!, 'ck');
+    const r = await trainFillingDisk(disk, ckpt, [...common(), '--save', save, '--checkpoint', ckpt, '--checkpoint-every', '20']);
+    expect(r.filled).toBe(true);
+    expect(r.code, r.stderr).toBe(1);
+    const file = rescuedFrom(r.stderr, save);
+    expect(file, r.stderr).toMatch(new RegExp(`^${ckpt}/model\\.rescued-[0-9a-z]+-\\d+\\.sl$`));
+    // Next to --save was tried first, on the same full disk.
+    expect(r.stderr).toMatch(new RegExp(`Nor to ${disk}/model\\.rescued-\\S+\\.sl \\(.*no space left on device.*\\)\\. `));
+    expect(existsSync(save)).toBe(false);
+    expect(JSON.parse(r.stdout.trim().split('\n').at(-1)!)).toMatchObject({ model: file, saveError: expect.stringContaining('no space left on device') });
+    const ev = spawnSync(process.execPath, [CLI, 'eval', '--model', file!, '--test', trainFile, '--json'], { encoding: 'utf8' });
+    expect(ev.status, ev.stderr).toBe(0);
+  });
+
+  it('without a checkpoint directory, keeps it in the system temporary directory', async () => {
+    const disk = mountTmpfs(1 << 20)!;
+    const save = join(disk, 'model.sl');
+    const r = await trainFillingDisk(disk, null, [...common(), '--save', save]);
+    expect(r.filled).toBe(true);
+    expect(r.code, r.stderr).toBe(1);
+    const file = rescuedFrom(r.stderr, save);
+    try {
+      expect(file, r.stderr).toMatch(new RegExp(`^${tmpdir()}/sublinear-model\\.rescued-[0-9a-z]+-\\d+\\.sl$`));
+      const ev = spawnSync(process.execPath, [CLI, 'eval', '--model', file!, '--test', trainFile, '--json'], { encoding: 'utf8' });
+      expect(ev.status, ev.stderr).toBe(0);
+    } finally {
+      if (file) rmSync(file, { force: true });
+    }
   });
 });

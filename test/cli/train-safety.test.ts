@@ -4,9 +4,10 @@
 // names, and shows the inputs its checkpoint records before reading them; --quiet keeps the result on
 // stdout; a finished or early-stopped run is not "resumed" into a rewrite of --save; the checkpoint
 // directory's lock and contents are checked before the data is read; the log and the JSON history of a
-// crashed and resumed run describe every epoch once. Spawns the compiled CLI (`npm test` builds it).
+// crashed and resumed run describe every epoch once; a --save path replaced during training costs the file
+// name, not the model (it is kept next to it, exit 1). Spawns the compiled CLI (`npm test` builds it).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -122,8 +123,31 @@ describe('a --log that cannot be written (2)', () => {
     // 3 epoch records and the summary line.
     expect(lastJson(r.stdout)).toMatchObject({ epochs: 3, logFailures: 4 });
     expect(readFileSync(log, 'utf8')).toBe('');
-    // The text summary counts them too (the 3 epoch records; the summary record follows it).
-    expect(r.stderr).toContain(`--log ${log}: 3 record(s) not written\n`);
+    // The text summary counts them too, the summary record included: the same number as the JSON.
+    expect(r.stderr).toContain(`--log ${log}: 4 record(s) not written\n`);
+  });
+});
+
+describe('a --save that cannot be written at the end keeps the model (2b)', () => {
+  it('the path replaced by a directory during training: the model goes next to it, is said, and the exit status is 1', async () => {
+    const dir = fresh('replaced');
+    mkdirSync(dir);
+    const save = join(dir, 'model.sl');
+    const child = spawn(process.execPath, [CLI, 'train', '--train', trainFile, ...tiny(), '--epochs', '4', '--save', save, '--json'], { cwd: ROOT });
+    let stdout = '', stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const exited = new Promise<number | null>((res) => child.on('exit', res));
+    // After the pre-flight checks (the network line follows them), before the save.
+    while (!stderr.includes('network: ')) await new Promise((r) => setTimeout(r, 2));
+    mkdirSync(save);
+    expect(await exited, stderr).toBe(1);
+    const m = /sublinear: cannot save the model to (.*): \1 is a directory, not a regular file: refusing to replace it\. The model is saved to (.*) instead: move it where it belongs\n/.exec(stderr);
+    expect(m, stderr).not.toBeNull();
+    expect(m![2]).toMatch(new RegExp(`^${dir}/model\\.rescued-[0-9a-z]+-\\d+\\.sl$`));
+    expect(lastJson(stdout)).toMatchObject({ model: m![2], saveError: `${save}: ${save} is a directory, not a regular file: refusing to replace it` });
+    const ev = run('eval', '--model', m![2]!, '--test', testFile, '--json');
+    expect(ev.code, ev.stderr).toBe(0);
   });
 });
 

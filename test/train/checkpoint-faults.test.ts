@@ -1,5 +1,6 @@
 // Checkpoints under faults: a disk that fills up mid-run (a real full tmpfs) costs checkpoints, never the
-// trained weights; output directories are checked before training (missing, read-only, too small); the
+// trained weights; output directories are checked before training (missing, read-only, too small; a
+// refused one that the run created is removed again); the
 // checkpoint directory is locked against a second run (pid named, stale locks taken over, released on
 // exit); checkpoints are only taken with no task in flight; damaged tables in a checkpoint are rebuilt on
 // resume; `.corrupt` files do not pile up.
@@ -99,8 +100,17 @@ describe.skipIf(mountProblem !== null)('a disk that fills up during training', (
       new RegExp(`^not enough free space: \\d\\.\\d\\d [kM]B needed, .* available on the filesystem of ${dir} \\(checkpoint directory ${dir}: .* \\(3 more checkpoint file\\(s\\) of .*: keep 2 plus the one being written, 0 already there\\)\\)$`),
     );
     expect(batches).toBe(0);
-    // Released the lock on the way out.
+    // Released the lock on the way out, and removed the directory it had created (nothing is left behind).
     expect(existsSync(join(dir, LOCK_FILE))).toBe(false);
+    expect(existsSync(dir)).toBe(false);
+    // Likewise the parents it created; a directory that was there before stays, with what it held.
+    const deep = join(disk, 'a', 'b', 'ckpt');
+    await expect(fit(new Network(config()), data, { ...base, checkpoint: { dir: deep, every: 4 } })).rejects.toThrow('not enough free space');
+    expect(readdirSync(disk)).toEqual([]);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'notes.txt'), 'mine');
+    await expect(fit(new Network(config()), data, { ...base, checkpoint: { dir, every: 4 } })).rejects.toThrow('not enough free space');
+    expect(readdirSync(dir)).toEqual(['notes.txt']);
   });
 
   it('a read-only checkpoint filesystem is refused before training, naming the directory', async () => {
