@@ -458,8 +458,10 @@ async function consistencyProblem(net: Network, r: CaseRng): Promise<string | nu
   const stepsBefore = net.spec.layers.map((l) => l.rowSteps.slice());
   // Large but finite crafted values can make the loss blow up: training then stops with DivergedError,
   // a clean refusal (no NaN weights kept, nothing saved), which is what is required of it.
+  // A model whose training state (optimizer, hash tables of up to 2^24 buckets) exceeds the load's memory
+  // limit is refused by fit() with a MemoryLimitError before anything is allocated: a clean refusal too.
   const st = await fit(net, data, { epochs: 1, batchSize: 8, workers, validation: false }).catch((e: unknown) => {
-    if (e instanceof DivergedError) return null;
+    if (e instanceof DivergedError || e instanceof MemoryLimitError) return null;
     throw e;
   });
   // Step counters only grow (they saturate at 2^32 - 1): one that went down wrapped around.

@@ -5,6 +5,7 @@
 #   npm run test:asan                      # test/lsh test/network test/train test/native
 #                                          # test/cli/train-checkpoint.test.ts test/cli/train-faults.test.ts
 #   npm run test:asan -- test/lsh/query.test.ts   # only these tests
+#   npm run test:asan -- --exec node dist/bench/fuzz.js --cases 100   # any command, on the sanitized addon
 #
 # The build never touches build/ (other builds and running tests use build/Release): binding.gyp and
 # native/ are copied (mtimes kept, so rebuilds are incremental) to $SUBLINEAR_ASAN_DIR (default
@@ -55,13 +56,19 @@ fi
   exit 1
 }
 ADDON="$OUT/build/Release/sublinear.node"
-ldd "$ADDON" | grep -q libasan || { echo "test:asan: $ADDON is not linked against libasan" >&2; exit 1; }
+# Not `grep -q`: it stops reading at the first match, and under pipefail ldd killed by SIGPIPE fails the check.
+ldd "$ADDON" | grep libasan >/dev/null || { echo "test:asan: $ADDON is not linked against libasan" >&2; exit 1; }
 echo "test:asan: built $ADDON"
 
-# Workers run from dist/: compile the TypeScript first.
-npx tsc -p tsconfig.json || echo "test:asan: tsc reported errors; testing what it emitted" >&2
+# Workers run from dist/: compile the TypeScript first (SUBLINEAR_ASAN_NO_TSC=1: dist/ is known to be fresh,
+# e.g. in CI right after npm test).
+if [ -z "${SUBLINEAR_ASAN_NO_TSC:-}" ]; then
+  npx tsc -p tsconfig.json || echo "test:asan: tsc reported errors; testing what it emitted" >&2
+fi
 # Default: everything that runs native code in-process, plus the CLI training runs (child processes
 # inherit LD_PRELOAD and SUBLINEAR_ADDON, so the sanitized addon trains there too).
+EXEC=0
+if [ "${1:-}" = "--exec" ]; then EXEC=1; shift; [ "$#" -gt 0 ] || { echo "test:asan: --exec needs a command" >&2; exit 2; }; fi
 [ "$#" -gt 0 ] || set -- test/lsh test/network test/train test/native test/cli/train-checkpoint.test.ts test/cli/train-faults.test.ts
 export SUBLINEAR_ADDON="$ADDON"
 export LD_PRELOAD="$LIBASAN"
@@ -74,4 +81,5 @@ node --input-type=module -e "
   const maps = (await import('node:fs')).readFileSync('/proc/self/maps', 'utf8');
   if (!maps.includes('$ADDON') || !maps.includes('libasan')) { console.error('test:asan: the sanitized addon is not the one loaded'); process.exit(1); }
 "
+[ "$EXEC" = 1 ] && exec "$@"
 exec node "$ROOT/node_modules/vitest/vitest.mjs" run "$@"

@@ -96,6 +96,17 @@ export function defaultCandidates(outputs: number): number {
  */
 let checkpointReader: ((path: string, limits: LoadLimits) => Promise<Network>) | null = null;
 
+/** The maxMemory each network loaded by Network.load was loaded under (see loadMemoryLimit). */
+const loadedUnder = new WeakMap<Network, number | undefined>();
+
+/**
+ * The maxMemory a model file was loaded under (Network.load), undefined for other networks: the load checked
+ * the inference plan against it, and a fit() of the loaded network checks its training plan against it too.
+ */
+export function loadMemoryLimit(net: Network): number | undefined {
+  return loadedUnder.get(net);
+}
+
 /** Installs the reader of checkpoint files that Network.load uses (src/train/checkpoint.ts). */
 export function setCheckpointReader(reader: (path: string, limits: LoadLimits) => Promise<Network>): void {
   checkpointReader = reader;
@@ -529,7 +540,12 @@ export class Network {
   static async load(path: string, opts: LoadOptions = {}): Promise<Network> {
     const limits: LoadLimits = { maxMemory: opts.maxMemory, workers: opts.workers };
     const reader = checkpointReader;
-    return loadModel(path, (config) => new Network(config, { inference: true }), reader ? (file) => reader(file, limits) : undefined, limits);
+    const make = (config: NetworkConfig) => {
+      const net = new Network(config, { inference: true });
+      loadedUnder.set(net, opts.maxMemory);
+      return net;
+    };
+    return loadModel(path, make, reader ? (file) => reader(file, limits) : undefined, limits);
   }
 
   /** Marks tables and the cluster index stale (after weights were replaced from a file). */

@@ -16,11 +16,12 @@ import { tablesProblem } from '../lsh/tables-check.js';
 import { checkDataset } from '../network/check-data.js';
 import { defaultThreads, defaultTraining, storedConfig, type NetworkConfig, type ResolvedNetworkConfig, type ResolvedRerank } from '../network/config.js';
 import { allocateTrainingState } from '../network/allocate.js';
+import { checkMemory, planNetworkMemory } from '../network/memory-plan.js';
 import { createExecutor, defaultWorkers, type Executor } from '../network/executor.js';
 import type { LoadLimits } from '../network/file-layout.js';
 import { applyInputScale, detectInputScale, INPUT_SCALINGS, type InputScaleReport } from '../network/input-scale.js';
 import { computeMetrics, labelFrequencies, pointPrecisions } from '../network/metrics.js';
-import { defaultCandidates, Network, type Predictions } from '../network/network.js';
+import { defaultCandidates, loadMemoryLimit, Network, type Predictions } from '../network/network.js';
 import { RERANK_WEIGHTS, rerankBytes, rerankCombine, rerankScores, trainRerank, type RerankReport, type RerankTry } from '../network/rerank.js';
 import { RebuildSchedule } from '../network/schedule.js';
 import { allocateWide, buildWide } from '../network/wide.js';
@@ -177,7 +178,13 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   const phases = (runOf(network).phases = opts.phases ?? new PhaseTimer());
   const allocate0 = performance.now();
   // An inference-sized network (Network.load) gets its optimizer state and tables now, zero as a loaded
-  // model's always were; its tables are then empty and are built before the first batch.
+  // model's always were; its tables are then empty and are built before the first batch. The load
+  // checked the inference plan only: the training plan (a file may declare hash tables of 2^24 buckets
+  // for a tiny network) is checked first, against the load's maxMemory.
+  if (!network.hasTrainingState) {
+    const limit = loadMemoryLimit(network);
+    checkMemory(planNetworkMemory(network.config, opts.workers ?? 0, data), limit !== undefined ? { maxBytes: limit, limitName: 'maxMemory given to Network.load' } : {});
+  }
   if (allocateTrainingState(network.config, network.spec)) network.tablesFresh = false;
   // Every page of the training state mapped now (with the kernels' huge-page advice): a new network's Adam
   // moments would otherwise be first touched page by page in the first epoch (measured at the 670k shape:

@@ -128,6 +128,21 @@ describe('Network.load: an inference-sized network', () => {
     expect(err.message).not.toContain('Adam');
     expect(err.message).not.toContain('tables');
   });
+
+  it('fit() checks the training plan against the load\'s maxMemory before allocating it (a file may declare huge tables)', async () => {
+    // A tiny network whose output layer asks for 16 tables of 2^24 buckets (valid: rangeBits <= 24): a
+    // model file holds no tables, so it loads in a few kB; training them would take gigabytes.
+    const path = join(dir, 'huge-tables.sl');
+    const cfg: NetworkConfig = { inputDim: train.features, seed: 1, layers: [{ size: 8 }, { size: train.labels, sampling: { hash: 'dwta', K: 2, L: 16, rangeBits: 24 } }] };
+    await new Network(cfg, { inference: true }).save(path);
+    const limit = 64 * 2 ** 20;
+    const net = await Network.load(path, { maxMemory: limit });
+    expect(net.memoryBytes()).toBeLessThan(2 ** 20);
+    const err = await fit(net, train, { epochs: 1, workers: 0 }).catch((e: unknown) => e as Error);
+    expect(err).toBeInstanceOf(MemoryLimitError);
+    expect(err.message).toMatch(/^Not enough memory: the configuration needs 4\.30 GB \(output layer hash tables 4\.29 GB, .*\) but the limit is 67\.1 MB \(maxMemory given to Network\.load\)$/);
+    expect(net.hasTrainingState).toBe(false); // nothing was allocated
+  });
 });
 
 describe('planMemory with inference', () => {
