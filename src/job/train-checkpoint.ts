@@ -13,7 +13,7 @@ import type { TrainJob } from './train-options.js';
  * What `train --checkpoint` stores in each checkpoint (CheckpointOptions.extra), so that `--resume`
  * can continue with the same data and settings: paths are absolute (resume may run elsewhere).
  */
-const SAVED_CLI_KEYS = ['train', 'test', 'format', 'inputFormat', 'minDf', 'bigrams', 'maxVocabulary', 'hashBits', 'init', 'zeroBased', 'save', 'evalEvery', 'workers', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
+const SAVED_CLI_KEYS = ['train', 'test', 'format', 'inputFormat', 'minDf', 'bigrams', 'maxVocabulary', 'hashBits', 'init', 'zeroBased', 'save', 'evalEvery', 'workers', 'threads', 'maxMemory', 'mode', 'propensityA', 'propensityB', 'checkpointEvery', 'log'] as const;
 
 /** The settings of SAVED_CLI_KEYS as the train command took them (train always given). */
 type SavedCli = Pick<TrainJob, (typeof SAVED_CLI_KEYS)[number]> & { train: string };
@@ -37,7 +37,7 @@ export function readSavedCli(extra: unknown): Partial<SavedCli> | null {
   for (const k of SAVED_CLI_KEYS) {
     const v = (cli as Record<string, unknown>)[k];
     // A value of the wrong type (a damaged or hand-made file) is not used.
-    const numeric = ['evalEvery', 'workers', 'maxMemory', 'propensityA', 'propensityB', 'minDf', 'maxVocabulary', 'hashBits'].includes(k);
+    const numeric = ['evalEvery', 'workers', 'threads', 'maxMemory', 'propensityA', 'propensityB', 'minDf', 'maxVocabulary', 'hashBits'].includes(k);
     const flag = k === 'zeroBased' || k === 'bigrams';
     if (flag ? typeof v === 'boolean' : numeric ? typeof v === 'number' && Number.isFinite(v) : typeof v === 'string' && v !== '') out[k] = v;
   }

@@ -113,6 +113,7 @@ export function trainReport(f: TrainFacts): TrainReport {
     workers: f.workers,
     peakRssMB: peakRssMB(),
     aborted: s.aborted,
+    ...(s.stoppedIn ? { stoppedIn: s.stoppedIn } : {}),
     ...(f.signal ? { signal: f.signal } : {}),
     batchesDone: f.batchesDone,
     model: f.model,

@@ -15,7 +15,7 @@ import { modelFileBytes, type TrainingSummary } from '../network/model-file.js';
 import { Network } from '../network/network.js';
 import type { TextDatasets } from '../text/load.js';
 import { readCachedCalibration } from '../train/calibrate.js';
-import { parseCheckpointEvery } from '../train/checkpoint.js';
+import { listCheckpointsSync, parseCheckpointEvery } from '../train/checkpoint.js';
 import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
 import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { FitStats } from '../train/fit.js';
@@ -96,6 +96,12 @@ interface Ctx {
   ownFile: (path: string) => string;
   /** Where the job's time goes (the report's `phases`): reading, fit()'s own phases, saving, testing. */
   phases: PhaseTimer;
+  /**
+   * fit() is in its selection phase (copies of the network choose the epoch count: the network itself is
+   * untrained, and a stop now saves no model). Known from the phase's start checkpoint, the copies' phases
+   * and their progress; the network's own progress ends it.
+   */
+  inSelection: boolean;
 }
 
 async function trainOn(given: TrainJob, events: JobEvents, dist: DistributedRun | null): Promise<TrainResult> {
@@ -106,9 +112,11 @@ async function trainOn(given: TrainJob, events: JobEvents, dist: DistributedRun 
     writer: !dist || dist.isRoot, ownFile: (path) => (dist ? shardPath(path, dist.rank) : path),
     // The phases after the epochs are said as they start (the epochs have their progress bar).
     phases: new PhaseTimer('', undefined, (name) => {
+      if (name.startsWith('selection.')) ctx.inSelection = true;
       const text = phaseText(name);
       if (text) r.say(text);
     }),
+    inSelection: false,
   };
   checkGiven(given);
   await checkTrainPaths({ ...given, train: typeof given.train === 'string' ? ctx.ownFile(given.train) : undefined }, ctx.writer);
@@ -143,8 +151,9 @@ function watchStop(ctx: Ctx, run: Resolved): Stop {
   const onStop = () => {
     stop.stopped = typeof signal!.reason === 'string' ? signal!.reason : 'abort';
     const name = stop.stopped === 'SIGINT' ? 'Ctrl-C' : stop.stopped;
+    const saving = ctx.inSelection ? ' (nothing is trained yet: no model is saved)' : o.save ? ` and saving ${o.save}` : '';
     ctx.r.notice(`\n${name}: stopping after the batches in flight${o.checkpoint && ctx.writer ? ', writing a checkpoint' : ''}` +
-      `${o.save ? ` and saving ${o.save}` : ''} (${name} again to stop at once)`);
+      `${saving} (${name} again to stop at once)`);
   };
   if (signal?.aborted) onStop();
   else signal?.addEventListener('abort', onStop, { once: true });
@@ -436,9 +445,11 @@ async function fitNetwork(ctx: Ctx, run: Resolved, data: Data, built: Built, sto
         every: o.checkpointEvery ?? '10m',
         // The epochs' records so far go into every checkpoint: a resumed run's log and history continue them.
         extra: () => ({ ...(trainPath ? { cli: savedCli({ ...o, train: trainPath }) } : {}), epochs: [...priorRecords, ...records] }),
-        onSaved: (i: { file: string }) => {
+        onSaved: (i: { file: string; reason: string }) => {
           checkpoints++;
           lastCheckpointFile = i.file;
+          // The selection phase's start is written before the copies train (their progress follows).
+          if (i.reason === 'start') ctx.inSelection = true;
         },
       }
     : undefined;
@@ -490,6 +501,7 @@ async function fitNetwork(ctx: Ctx, run: Resolved, data: Data, built: Built, sto
       },
       ...(dist ? dist.fitOptions(net, workers, train, batchSize ?? rinfo?.fitOptions.batchSize ?? 128) : {}),
       onProgress: (p) => {
+        ctx.inSelection = p.fold !== undefined || p.selection !== undefined;
         // No batch finished since the last report (e.g. right after Ctrl-C): keep the last loss shown.
         const loss = Number.isFinite(p.loss) ? ` loss ${p.loss.toFixed(4)}` : '';
         const at = p.epoch * p.batchesPerEpoch + p.batch;
@@ -551,7 +563,11 @@ async function finish(ctx: Ctx, run: Resolved, data: Data, built: Built, trained
     // The model is saved whatever happened to the checkpoints (a full or read-only checkpoint disk must
     // not cost the trained weights); when `save` cannot be written, somewhere else (rescue-save.ts).
     const finalFailure = stats.checkpointFailures?.find((f) => f.reason !== 'periodic');
-    const saved = o.save && writer ? await save(ctx, run, data, built, trained, !finalFailure) : undefined;
+    // Stopped during the selection phase: the network is as the run began, no model: nothing is saved (a
+    // `save` file from an earlier run is left as it was), and the exit status says interrupted.
+    const untrained = stats.stoppedIn === 'selection';
+    if (untrained && writer) sayStoppedInSelection(r, o.save, checkpoint?.dir);
+    const saved = o.save && writer && !untrained ? await save(ctx, run, data, built, trained, !finalFailure) : undefined;
     // The test set is evaluated on the weights the network ends with, unless evalEvery already did
     // (exact inference of the same weights gives the same numbers); a run stopped by a signal skips it.
     const finalEpoch = stats.bestEpoch ?? (stats.aborted ? undefined : stats.epochs);
@@ -566,7 +582,7 @@ async function finish(ctx: Ctx, run: Resolved, data: Data, built: Built, trained
     const report = trainReport({
       mode: dist ? 'replicated' : 'single', ranks: dist ? dist.size : 1, metrics: metrics ?? null, stats,
       batchSize: built.batchSize ?? run.rinfo?.fitOptions.batchSize ?? 128, lr: savedLr(run, built), workers: built.workers,
-      model: o.save ? resolve(saved?.file ?? o.save) : null, signal: trained.stop.stopped, batchesDone: net.batchesDone,
+      model: o.save && !untrained ? resolve(saved?.file ?? o.save) : null, signal: trained.stop.stopped, batchesDone: net.batchesDone,
       ...(saved?.error ? { saveError: `${o.save}: ${saved.error}` } : {}),
       checkpoints: checkpoint ? { written: trained.checkpoints, failed: stats.checkpointFailures?.length ?? 0 } : null,
       logFailures: trained.log ? trained.log.failures : undefined,
@@ -626,6 +642,14 @@ function savedLr(run: Resolved, built: Built): number {
   if (built.lr !== undefined) return built.lr;
   if (run.rinfo) return run.rinfo.fitOptions.lr;
   return defaultTraining(built.resolved, built.workers).lr;
+}
+
+/** What a run stopped during its selection phase says (always): no trained model, and how to go on. */
+function sayStoppedInSelection(r: Reporter, save: string | undefined, checkpointDir: string | undefined): void {
+  const newest = checkpointDir !== undefined ? listCheckpointsSync(checkpointDir)[0]?.file : undefined;
+  r.notice('sublinear: stopped while choosing the epoch count on copies of the network, before the network itself trained: ' +
+    `there is no trained model${save ? `, so ${save} is not written` : ''}` +
+    `${newest ? `; train --resume ${checkpointDir} runs it from its start (${newest})` : ''}`);
 }
 
 /** The lines after training: time, checkpoints, scaling, what selection and the re-ranker chose. */

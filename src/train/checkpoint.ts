@@ -83,7 +83,18 @@ export interface TrainingPosition {
   batch: number;
   /** Global batch counter of the network (batches trained over its life, all fit() calls). */
   batchesDone: number;
+  /**
+   * The phase of the run's procedure this position is in (fit() on small training sets first chooses the
+   * epoch count on copies of the network: k-fold folds, or a held-out copy before a refit; then trains it):
+   * 'selection' is the start of that choice (the network as the run began; a resume makes it again,
+   * deterministically), 'train' (or absent, in files of earlier versions) the run's own training at
+   * (epoch, batch).
+   */
+  phase?: TrainingPhase;
 }
+
+/** See TrainingPosition.phase. */
+export type TrainingPhase = 'selection' | 'train';
 
 /** Reported to `CheckpointOptions.onSaved`. */
 export interface CheckpointInfo extends TrainingPosition {
@@ -93,8 +104,12 @@ export interface CheckpointInfo extends TrainingPosition {
   reason: CheckpointReason;
 }
 
-/** 'periodic': `every` came due; 'end': fit() completed; 'abort': fit() stopped by its signal. */
-export type CheckpointReason = 'periodic' | 'end' | 'abort';
+/**
+ * 'periodic': `every` came due; 'end': fit() completed; 'abort': fit() stopped by its signal; 'start': the
+ * run's start, written before a selection phase (TrainingPosition.phase), so that a run killed during it
+ * has a checkpoint to resume from.
+ */
+export type CheckpointReason = 'periodic' | 'end' | 'abort' | 'start';
 
 /** The fit options a checkpoint records (a resumed fit() defaults to them). */
 export interface SavedFitOptions {
@@ -323,6 +338,7 @@ function metaProblem(m: unknown): string | null {
   if (!o.config || typeof o.config !== 'object') return 'missing config';
   const p = o.position;
   if (!p || !isInt(p.epoch) || !isInt(p.batch) || !isInt(p.batchesDone) || p.batch > p.batchesDone) return 'invalid position';
+  if (p.phase !== undefined && p.phase !== 'selection' && p.phase !== 'train') return 'invalid position phase';
   if (!isInt(o.rebuildRound)) return 'invalid rebuildRound';
   const s = o.schedule;
   if (s !== null && (!s || !isInt(s.next) || !isInt(s.interval, 1) || !isInt(s.rebuilds))) return 'invalid schedule state';

@@ -144,7 +144,7 @@ export interface ResumeInfo {
   fitOptions: SavedFitOptions;
   /** `CheckpointOptions.extra` of the run (the CLI: data paths and flags). */
   extra: unknown;
-  /** 'periodic', 'end' (its fit completed) or 'abort'. */
+  /** 'periodic', 'end' (its fit completed), 'abort' or 'start' (CheckpointReason). */
   reason: string;
   /** ISO time of the write. */
   savedAt: string;
@@ -307,10 +307,16 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
     : resumed && (start.epoch > 0 || start.batch > 0) ? 'resumed part-way through its held-out run'
     : network.memoryBytes() + kfoldSnapshotBytes(network.config) > KFOLD_MEMORY ? 'a copy of the network would exceed 2 GiB'
     : null;
+  /** Set when the signal stopped the run during its selection phase: this network is untrained. */
+  let stoppedInSelection = false;
   if (validation && (folds >= 2 || refitWhy === null)) {
-    // Stopped during either selection: a resume selects again (deterministic: the same folds or slice).
+    // The selection phase's position (TrainingPosition.phase): this network as the run began. Written
+    // before the selection, so that a run killed during it resumes (selecting again, deterministically:
+    // the same folds or slice, the same result), and again if the signal stops it.
+    const selectionStart: TrainingPosition = { epoch: start.epoch, batch: start.batch, batchesDone: network.batchesDone, phase: 'selection' };
     let picked: SelectionReport | null;
     try {
+      await checkpointer?.save(selectionStart, 'start', 0, true);
       picked = folds >= 2
         ? await phases.time('selection.kfold', () => selectEpochs(network, data, validation!, folds, opts, o))
         : await selectOnHoldout(network, data, validation, { ...opts, phases: phases.nested('selection.') }, o);
@@ -320,9 +326,10 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
     }
     // Stopped during the selection (signal): nothing is trained; a checkpoint of the run's start keeps
     // its options (validation on), so a resume selects again (and gets the same result).
+    if (!picked) stoppedInSelection = true;
     if (!picked && checkpointer) {
       try {
-        await checkpointer.save({ epoch: start.epoch, batch: start.batch, batchesDone: network.batchesDone }, 'abort', 0, true);
+        await checkpointer.save(selectionStart, 'abort', 0, true);
       } catch (e) {
         await checkpointer.close();
         throw e;
@@ -381,6 +388,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
       end();
     }
     const stats = await fitLoop(network, data, exec, fitOpts, start, checkpointer, control);
+    if (stoppedInSelection) stats.stoppedIn = 'selection';
     phases.add('train', stats.trainSeconds);
     network.indexFresh = false; // an index built by the held-out scoring is of some epoch's weights, not the kept ones
     const early = run.earlyStop as EarlyStop | null; // set by withValidation

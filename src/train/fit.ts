@@ -9,7 +9,7 @@
 import type { SparseDataset } from '../datasets/csr.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../native/network-types.js';
-import type { CheckpointFailure, CheckpointInfo, CheckpointOptions, CheckpointReason, TrainingPosition } from './checkpoint.js';
+import type { CheckpointFailure, CheckpointInfo, CheckpointOptions, CheckpointReason, TrainingPhase, TrainingPosition } from './checkpoint.js';
 import { InlineExecutor, type Executor } from '../network/executor.js';
 import { RebuildSchedule, type RebuildScheduleOptions } from '../network/schedule.js';
 import type { InjectedFault, TrainResult, TrainTask } from '../network/tasks.js';
@@ -234,6 +234,12 @@ export interface FitStats {
   inputScaling?: InputScaleReport;
   /** True if training stopped early because of `signal`. */
   aborted: boolean;
+  /**
+   * 'selection' when `signal` stopped the run during its selection phase (TrainingPosition.phase): nothing
+   * was trained, the network is as the run began, and there is no model to keep (the checkpoint of that
+   * position, if any, resumes the run). Absent otherwise.
+   */
+  stoppedIn?: TrainingPhase;
   /**
    * Batches whose task failed after it had started updating the weights (or was cancelled when training
    * stopped): not retried, so never applied twice, but part or all of their update may be missing. Not

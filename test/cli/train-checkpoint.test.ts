@@ -223,6 +223,75 @@ describe('train stopped by a signal (Ctrl-C, or SIGTERM from a scheduler)', () =
   });
 });
 
+describe('interrupted while copies of the network choose the epoch count (the selection phase)', () => {
+  // The selection phases the defaults have: 5-fold cross-validation below 2,000 training points (1,200
+  // here; a 512-unit hidden layer keeps it a few seconds long), and with validation.refitMaxPoints a held-out
+  // copy before the refit on all points (3,000 points, the default network, from a --config of training
+  // options only).
+  const phases = {
+    kfold: { method: 'kfold', config: { inputDim: 2000, seed: 3, layers: [{ size: 512 }, { size: 100 }] }, data: () => kfoldFile },
+    refit: { method: 'holdout', config: { validation: { refitMaxPoints: 20_000 } }, data: () => trainFile },
+  } as const;
+  type Phase = keyof typeof phases;
+  let kfoldFile: string;
+  /** The weights, biases, wide part and re-ranker of a model file, for a bit-for-bit comparison. */
+  const modelBytes = async (file: string) => {
+    const net = await Network.load(file);
+    const parts = net.spec.layers.flatMap((l) => [l.weights, l.bias, ...(l.wide ? [l.wide.offsets, l.wide.labels, l.wide.weights] : [])]);
+    if (net.rerank) parts.push(net.rerank.weights, net.rerank.bias);
+    return Buffer.concat(parts.map((a) => Buffer.from(a.buffer, a.byteOffset, a.byteLength)));
+  };
+  const common = (phase: Phase) => ['--train', phases[phase].data(), '--config', join(dir, `sel-${phase}.json`), '--workers', '1', '--threads', '1', '--checkpoint-every', '50', '--json'];
+  const reference = new Map<Phase, Buffer>();
+  beforeAll(async () => {
+    const synth = run('data', 'synth', '--shape', 'tiny', '--train', '1200', '--seed', '7', '--out', join(dir, 'data-1200'));
+    expect(synth.code).toBe(0);
+    kfoldFile = join(dir, 'data-1200', 'train.txt');
+    for (const phase of Object.keys(phases) as Phase[]) {
+      writeFileSync(join(dir, `sel-${phase}.json`), JSON.stringify(phases[phase].config));
+      const r = run('train', ...common(phase), '--checkpoint', join(dir, `ck-sel-ref-${phase}`), '--save', join(dir, `sel-ref-${phase}.sl`));
+      expect(r.code, r.stderr).toBe(0);
+      expect(lastJson(r.stdout)).toMatchObject({ selection: { method: phases[phase].method } });
+      reference.set(phase, await modelBytes(join(dir, `sel-ref-${phase}.sl`)));
+    }
+  }, 300_000);
+
+  it.each([['kfold', 'SIGTERM'], ['kfold', 'SIGKILL'], ['refit', 'SIGTERM'], ['refit', 'SIGKILL']] as const)(
+    '%s, %s: no untrained model is saved; the checkpoint of the phase\'s start resumes to the uninterrupted run\'s model, bit for bit',
+    async (phase, sig) => {
+      const ck = join(dir, `ck-sel-${phase}-${sig}`), model = join(dir, `sel-${phase}-${sig}.sl`);
+      const child = spawn(process.execPath, [CLI, 'train', ...common(phase), '--checkpoint', ck, '--save', model], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      const exited = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
+      // The checkpoint of the phase's start is written before the copies train their first batch (the
+      // progress line may come too late: off a terminal it is printed every 5 s).
+      while (!existsSync(ck) || (await listCheckpoints(ck)).length === 0) await sleep(5);
+      await sleep(400);
+      child.kill(sig);
+      const code = await exited;
+      expect(existsSync(model)).toBe(false);
+      const [ckpt] = await listCheckpoints(ck);
+      expect(ckpt, stderr).toBeDefined();
+      const { meta } = await readCheckpoint(ckpt!.file, (c) => new Network(c));
+      expect(meta.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0, phase: 'selection' });
+      if (sig === 'SIGTERM') {
+        expect(code, stderr).toBe(143);
+        expect(meta.reason).toBe('abort');
+        expect(stderr).toContain('SIGTERM: stopping after the batches in flight, writing a checkpoint (nothing is trained yet: no model is saved)');
+        expect(stderr).toContain(`sublinear: stopped while choosing the epoch count on copies of the network, before the network itself trained: there is no trained model, so ${model} is not written; train --resume ${ck} runs it from its start (${ckpt!.file})\n`);
+      } else {
+        expect(meta.reason).toBe('start'); // written before the selection began
+      }
+      const fin = run('train', '--resume', ck, '--json', '--save', model);
+      expect(fin.code, fin.stderr).toBe(0);
+      expect(lastJson(fin.stdout)).toMatchObject({ selection: { method: phases[phase].method } });
+      expect((await modelBytes(model)).equals(reference.get(phase)!)).toBe(true);
+    },
+    300_000,
+  );
+});
+
 describe('a second signal', () => {
   it('exits at once (143) saying what is not saved and which checkpoint the run goes on from', async () => {
     // Batches long enough (3000 points through 1024 hidden units, one thread) that the second SIGTERM

@@ -48,8 +48,10 @@ function selectionResumeTests(c: {
     });
     expect(stats.aborted).toBe(true);
     expect(stats.samples).toBe(0);
+    expect(stats.stoppedIn).toBe('selection'); // the network is untrained: no model to keep
     const resumed = await resume(dir);
-    expect(resumeInfo(resumed)!.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0 });
+    expect(resumeInfo(resumed)!.position).toEqual({ epoch: 0, batch: 0, batchesDone: 0, phase: 'selection' });
+    expect(resumeInfo(resumed)!.reason).toBe('abort');
     const st = await fit(resumed, data, { checkpoint: { dir, every: 1 } });
     const ref = await uninterrupted();
     expect(st.selection).toEqual(ref.stats.selection);
