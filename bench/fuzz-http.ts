@@ -16,7 +16,7 @@
 // server process is alive, answers the same valid request exactly as before, and its resident memory grew
 // by less than --max-growth-mb (default 128). Exit code 1 when anything failed, with the seed and the
 // failing cases' indices; the last stdout line is a JSON report.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,11 +24,11 @@ import { join } from 'node:path';
 import { synthesize } from '../src/datasets/synth.js';
 import { Network } from '../src/network/network.js';
 import { fit } from '../src/train/fit-network.js';
-import { packageRoot } from '../src/util/package-root.js';
 import { defineCommand } from '../src/cli/args.js';
 import { benchMain } from './cli.js';
 import { CaseRng } from './case-rng.js';
 import { fuzzBodies } from './serve-fuzz.js';
+import { startServer } from './serve-child.js';
 
 export type HttpCaseKind = 'body' | 'oversize' | 'method' | 'path' | 'raw';
 export const HTTP_CASE_KINDS: readonly HttpCaseKind[] = ['body', 'oversize', 'method', 'path', 'raw'];
@@ -208,21 +208,6 @@ async function rssOf(pid: number): Promise<{ rss: number; peak: number } | null>
   }
 }
 
-/** Starts `sublinear serve` on a free loopback port; resolves with it and its URL. */
-function startServer(model: string, maxBodyBytes: number): Promise<{ child: ChildProcess; url: string }> {
-  const args = [join(packageRoot(), 'dist', 'src', 'cli.js'), 'serve', '--model', model, '--port', '0', '--quiet', '--workers', '1', '--max-body', String(maxBodyBytes)];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /^listening on (http:\S+)\n/.exec(out);
-      if (m) resolve({ child, url: m[1]! });
-    });
-    child.on('exit', (code) => reject(new Error(`sublinear serve exited with code ${code} before listening`)));
-  });
-}
-
 export const fuzzHttpCmd = defineCommand({
   name: 'bench/fuzz-http',
   summary: 'Hostile-request fuzzing of `sublinear serve`: every malformed request gets a 4xx, memory stays bounded.',
@@ -252,7 +237,7 @@ export const fuzzHttpCmd = defineCommand({
         await net.save(model);
       }
       const maxBodyBytes = 64 * 1024;
-      const started = await startServer(model, maxBodyBytes);
+      const started = await startServer(model, ['--workers', '1', '--max-body', String(maxBodyBytes)]);
       child = started.child;
       const { url } = started;
       const info = (await (await fetch(`${url}/model`)).json()) as { inputDim: number };

@@ -9,7 +9,6 @@
 // Without --model, a small synthetic model is trained first (a smoke run). The load generator shares the
 // machine with the server: on a 2-core machine it takes a good part of one core.
 // Last stdout line: {"cpu", "workers", "connections", "duration", "scenarios": [...], "fuzz": {...}}.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
@@ -18,11 +17,11 @@ import { readXC } from '../src/datasets/xc-reader.js';
 import { subset, synthesize } from '../src/datasets/index.js';
 import type { SparseDataset } from '../src/datasets/csr.js';
 import { Network } from '../src/network/network.js';
-import { packageRoot } from '../src/util/package-root.js';
 import { defineCommand, UsageError } from '../src/cli/args.js';
 import { benchMain } from './cli.js';
 import { fuzzBodies } from './serve-fuzz.js';
 import { fit } from '../src/train/fit-network.js';
+import { startServer } from './serve-child.js';
 
 /** The part of autocannon's API used here (it ships no types). */
 interface AutocannonResult {
@@ -80,22 +79,6 @@ function features(d: SparseDataset, i: number): Record<string, number> {
   return f;
 }
 
-/** Starts `sublinear serve` on a free loopback port; resolves with its URL. */
-function startServer(model: string, workers: number | undefined): Promise<{ child: ChildProcess; url: string }> {
-  const args = [join(packageRoot(), 'dist', 'src', 'cli.js'), 'serve', '--model', model, '--port', '0', '--quiet', '--max-queue', '65536'];
-  if (workers !== undefined) args.push('--workers', String(workers));
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /^listening on (http:\S+)\n/.exec(out);
-      if (m) resolve({ child, url: m[1]! });
-    });
-    child.on('exit', (code) => reject(new Error(`sublinear serve exited with code ${code} before listening`)));
-  });
-}
-
 async function measure(a: Args): Promise<void> {
   const log = (s: string) => {
     if (!a.json) process.stdout.write(s + '\n');
@@ -116,7 +99,7 @@ async function measure(a: Args): Promise<void> {
     model = join(dir, 'model.sl');
     await net.save(model);
   }
-  const { child, url } = await startServer(model, a.workers);
+  const { child, url } = await startServer(model, ['--max-queue', '65536', ...(a.workers !== undefined ? ['--workers', String(a.workers)] : [])]);
   try {
     const info = (await (await fetch(`${url}/model`)).json()) as { labels: number; inputDim: number; workers: number; defaults: { candidates: number } };
     log(`serving ${model}: ${info.inputDim} features, ${info.labels} labels, ${info.workers} workers, sampled candidates ${info.defaults.candidates}; ${url}`);
