@@ -1,6 +1,7 @@
 // `npm run bench:accuracy`: P@1/P@3/P@5, training and prediction seconds and peak memory on extreme-
 // classification datasets, for sublinear (defaults; optionally its tables/dense variants), the CPU XC tools
-// practitioners compare with (omikuji, PECOS XR-Linear, napkinXC: bench/anchors.ts; each run when installed,
+// practitioners compare with (omikuji, PECOS XR-Linear, napkinXC, and on small sets one-vs-rest logistic
+// regression: bench/anchors.ts; each run when installed,
 // skipped with the reason otherwise) and fastText (optional).
 //
 //   npm run bench:accuracy -- [--datasets list | --quick | --full] [--systems list] [--json]
@@ -19,6 +20,11 @@
 //   from both, the others renumbered, points left without labels dropped: 38,659 / 9,727 points, 22,818 labels);
 // - debian-deps-11k: debian-deps with only the labels on at least 3 training points (renumbered, points left
 //   without labels dropped: 43,099 / 10,651 points, 11,604 labels): a real text set at 10^4 labels;
+// - debian-tags-300, debian-tags-1000, debian-deps-300, debian-deps-1000: small bag-of-words sets with few
+//   points per label: the Debian sets' term counts (recovered from their tf-idf weights:
+//   termCountsFromTfidf), training points subsampled to 300 / 1,000 (seed 7), only the labels on at least 2
+//   of them kept (renumbered; points left without labels dropped, in train and test): 298 / 5,966 points
+//   and 115 labels, 1,000 / 6,049 and 229, 243 / 8,174 and 173, 858 / 9,055 and 600;
 // - model2-200k: the second data model (`data synth --model taxonomy --shape 200k`), 100,000 / 5,000
 //   points, 100,000 features, 200,000 labels, seed 1;
 // - amazon-670k: synthetic at the Amazon-670K shape, 30,000 train / 2,000 test points, seed 7;
@@ -26,7 +32,7 @@
 // The synthetic files are generated once with `sublinear data synth` and cached under --cache-dir
 // (default: <tmpdir>/sublinear-bench-cache), keyed by model, shape, sizes and seed.
 //
-// Systems (--systems; default sublinear and the three anchors), each run in its own process(es), so that
+// Systems (--systems; default sublinear and the four anchors), each run in its own process(es), so that
 // peak RSS and crashes are its own:
 // - sublinear: the whole `sublinear train --train --test --save` command with defaults (reading, training,
 //   held-out and test evaluation, saving), then `sublinear eval` for the prediction time. With --curve it
@@ -35,6 +41,8 @@
 // - sublinear-tables: the other side of the defaults rule's tables choice; sublinear-dense: the default
 //   network with a dense output layer (as before; both with per-epoch evaluation);
 // - omikuji, pecos, napkinxc: bench/anchors.ts, at their defaults with --threads threads;
+// - ovr-lr: one-vs-rest logistic regression (scikit-learn, liblinear, C = 1, one thread) on L2-normalised
+//   rows, where labels x training points are at most 2,000,000 (bench/anchors.ts: OVR_MAX_COST);
 // - fasttext: Debian's `fasttext supervised` (apt-get install fasttext) with `-loss ova` and `-loss hs`,
 //   `-dim 128`, on the same points converted to fastText's text format. P@k computed here.
 //
@@ -61,13 +69,14 @@ import { runBenchChild } from './child.js';
 import { plotCurves } from './plot.js';
 import { benchMain } from './cli.js';
 import { DATA_DIR_HELP, findDataset } from './data-dir.js';
-import { ANCHORS, anchorMissing, findPython, runAnchor, runMeasured as runCommand, type AnchorName, type Measured } from './anchors.js';
-import { frequentSplit, subsamplePoints, tailSplit } from './accuracy-data.js';
+import { ANCHORS, ANCHOR_TITLES, anchorMissing, findPython, ovrTooLarge, runAnchor, runMeasured as runCommand, type AnchorName, type Measured } from './anchors.js';
+import { frequentSplit, subsamplePoints, tailSplit, termCountsFromTfidf } from './accuracy-data.js';
 import { writeXC } from '../src/datasets/index.js';
 
 const DATASETS = [
   'bibtex', 'bibtex-300', 'bibtex-1000', 'delicious', 'delicious-300', 'delicious-1000',
-  'debian-deps', 'debian-deps-tail', 'debian-deps-11k', 'debian-tags', 'model2-200k', 'amazon-670k', 'amazon-670k-200k',
+  'debian-deps', 'debian-deps-tail', 'debian-deps-11k', 'debian-tags', 'debian-tags-300', 'debian-tags-1000',
+  'debian-deps-300', 'debian-deps-1000', 'model2-200k', 'amazon-670k', 'amazon-670k-200k',
 ] as const;
 type DatasetName = (typeof DATASETS)[number];
 const QUICK: readonly DatasetName[] = ['bibtex', 'delicious'];
@@ -79,10 +88,16 @@ const SUBSAMPLE_SEED = 7;
 const TAIL_DROP = 50;
 /** debian-deps-11k keeps the labels on at least this many training points (11,604 of 22,868). */
 const FREQUENT_MIN = 3;
+/**
+ * The small term-count subsamples of the Debian sets keep the labels on at least this many of their
+ * training points: a label seen once can be neither learnt and checked on held-out points nor found
+ * again (and debian-deps' 300 points would otherwise carry 936 labels, mostly seen once).
+ */
+const SMALL_MIN = 2;
 
-const SYSTEMS = ['sublinear', 'sublinear-tables', 'sublinear-dense', 'omikuji', 'pecos', 'napkinxc', 'fasttext'] as const;
+const SYSTEMS = ['sublinear', 'sublinear-tables', 'sublinear-dense', 'omikuji', 'pecos', 'napkinxc', 'ovr-lr', 'fasttext'] as const;
 type SystemName = (typeof SYSTEMS)[number];
-const DEFAULT_SYSTEMS: readonly SystemName[] = ['sublinear', 'omikuji', 'pecos', 'napkinxc'];
+const DEFAULT_SYSTEMS: readonly SystemName[] = ['sublinear', 'omikuji', 'pecos', 'napkinxc', 'ovr-lr'];
 
 /** The CLI, relative to dist/bench (runBenchChild runs scripts from there). */
 const CLI = '../src/cli.js';
@@ -229,6 +244,25 @@ async function prepare(name: DatasetName, o: Options, cacheDir: string, work: st
       await writeXC(files.test, t.test);
       const how = name === 'debian-deps-tail' ? `the ${TAIL_DROP} most frequent removed` : `those on at least ${FREQUENT_MIN} training points`;
       log(o, `  ${name}: ${t.train.points} train / ${t.test.points} test points, ${t.train.labels} labels (${how})`);
+      return files;
+    }
+    case 'debian-tags-300':
+    case 'debian-tags-1000':
+    case 'debian-deps-300':
+    case 'debian-deps-1000': {
+      const base = name.startsWith('debian-tags') ? 'debian-tags' : 'debian-deps';
+      const found = findDataset(base, o.dataDir);
+      if ('message' in found) return { skip: found.message };
+      const [train, test] = found.files as [string, string];
+      const tr = await readXC(train);
+      const [counts, testCounts] = termCountsFromTfidf(tr, [tr, await readXC(test)]);
+      const t = frequentSplit(subsamplePoints(counts!, name.endsWith('-300') ? 300 : 1000, SUBSAMPLE_SEED), testCounts!, SMALL_MIN);
+      const out = join(work, name);
+      mkdirSync(out, { recursive: true });
+      const files = { train: join(out, 'train.txt'), test: join(out, 'test.txt') };
+      await writeXC(files.train, t.train);
+      await writeXC(files.test, t.test);
+      log(o, `  ${name}: ${t.train.points} train / ${t.test.points} test points, ${t.train.labels} labels (term counts; those on at least ${SMALL_MIN} training points)`);
       return files;
     }
     case 'model2-200k':
@@ -583,7 +617,7 @@ async function runDataset(name: DatasetName, systemsWanted: readonly SystemName[
     const testData = await readXC(p.test);
     for (const a of anchors) {
       const title = ANCHOR_TITLES[ANCHORS.indexOf(a)]!;
-      const missing = anchorMissing(a as AnchorName, python);
+      const missing = anchorMissing(a as AnchorName, python) ?? (a === 'ovr-lr' ? ovrTooLarge(h.points, h.labels) : null);
       if (missing) {
         systems.push(skipped(title, missing));
         log(o, `${name}: ${title} skipped: ${missing}`);
@@ -648,13 +682,11 @@ export function phaseLine(phases: Record<string, number>): string {
     .join(', ');
 }
 
-/** The anchors' names in the results. */
-const ANCHOR_TITLES = ['omikuji Parabel', 'PECOS XR-Linear', 'napkinXC PLT'];
 
 /** The fastest anchor's training time against sublinear's whole command (null when either is missing). */
 export function speedRatio(d: DatasetResult): string | null {
   const ours = d.systems.find((s) => s.name === 'sublinear' && s.trainSeconds !== null);
-  const anchors = d.systems.filter((s) => ANCHOR_TITLES.includes(s.name) && s.trainSeconds !== null && !s.skipped && !s.error);
+  const anchors = d.systems.filter((s) => (ANCHOR_TITLES as readonly string[]).includes(s.name) && s.trainSeconds !== null && !s.skipped && !s.error);
   if (!ours || !anchors.length) return null;
   const fastest = anchors.reduce((a, s) => (s.trainSeconds! < a.trainSeconds! ? s : a));
   return `fastest anchor (${fastest.name}) ${fastest.trainSeconds!.toFixed(2)} s / sublinear ${ours.trainSeconds!.toFixed(2)} s = ${(fastest.trainSeconds! / ours.trainSeconds!).toFixed(2)}`;
@@ -675,8 +707,8 @@ export function markdownTable(datasets: readonly DatasetResult[]): string {
     return `${p1} / ${f3(s.p3)} / ${f3(s.p5)}, ${secs}${s.peakRssMB ? `, ${s.peakRssMB} MB` : ''}`;
   };
   const lines = [
-    '| dataset (train points, labels) | sublinear | omikuji Parabel | PECOS XR-Linear | napkinXC PLT | fastest anchor / sublinear | sublinear\'s largest phases (s) |',
-    '|---|---|---|---|---|---|---|',
+    `| dataset (train points, labels) | sublinear | ${ANCHOR_TITLES.join(' | ')} | fastest anchor / sublinear | sublinear's largest phases (s) |`,
+    `|---|---|${ANCHOR_TITLES.map(() => '---|').join('')}---|---|`,
   ];
   for (const d of datasets) {
     if (d.skipped) continue;
@@ -824,15 +856,17 @@ async function run(o: Options, io: CliIO): Promise<number> {
 
 export const accuracyCmd = defineCommand({
   name: 'bench:accuracy',
-  summary: 'P@k, training and prediction seconds, peak memory: sublinear against omikuji, PECOS XR-Linear and napkinXC (and fastText).',
+  summary: 'P@k, training and prediction seconds, peak memory: sublinear against omikuji, PECOS XR-Linear, napkinXC and one-vs-rest LR (and fastText).',
   description:
     'Datasets: bibtex (XC repository, split 1) and its 300- and 1,000-point subsamples, delicious likewise,\n' +
     'debian-deps, debian-deps-tail (its 50 most frequent labels removed), debian-deps-11k (only its labels on\n' +
-    'at least 3 training points: 11,604), debian-tags, model2-200k (the\n' +
+    'at least 3 training points: 11,604), debian-tags, debian-tags-300/-1000 and debian-deps-300/-1000 (term\n' +
+    'counts, training points subsampled, labels on at least 2 of them), model2-200k (the\n' +
     'taxonomy data model at 200,000 labels), amazon-670k (synthetic, 30,000 points), and with --full\n' +
     'amazon-670k-200k (200,000 points); one whose files are missing is skipped with the reason.\n' +
-    'Systems: sublinear (the whole train command, defaults), omikuji, pecos and napkinxc when installed\n' +
-    '(skipped with the reason otherwise); sublinear-tables, sublinear-dense and fasttext on request.\n' +
+    'Systems: sublinear (the whole train command, defaults), omikuji, pecos, napkinxc and ovr-lr (one-vs-rest\n' +
+    'logistic regression, scikit-learn; up to 2,000,000 labels x training points) when installed (skipped with\n' +
+    'the reason otherwise); sublinear-tables, sublinear-dense and fasttext on request.\n' +
     'Every system runs in its own process. Writes bench/results/accuracy.json and accuracy-<dataset>.svg.',
   flags: {
     datasets: { type: 'string', valueName: 'list', description: `comma-separated, of ${DATASETS.join(', ')} (default: all but ${FULL_ONLY.join(', ')})` },

@@ -6,7 +6,11 @@
 //   small Python helper here writes from the XC files, with L2-normalised rows as PECOS's maintainers
 //   prepare tf-idf (binary rows are L2-normalised too);
 // - napkinXC PLT: `nxc train` / `nxc test` on PATH; reads the XC files as they are (it L2-normalises rows
-//   itself by default).
+//   itself by default);
+// - one-vs-rest logistic regression (scikit-learn's LogisticRegression, liblinear, C = 1, one per label,
+//   ranked by its decision function) on L2-normalised rows, from a Python that imports scikit-learn and
+//   scipy: the per-label linear model small sets are judged against. It trains one classifier per label
+//   over every training point, so it runs only up to OVR_MAX_COST labels x training points.
 // Each runs at its library defaults with the given thread count. Predictions come back as the top 5
 // labels per test point and are scored here, by the same P@k as sublinear's (a test point without labels
 // counts as a miss). Times are wall clocks of each command (reading, training or predicting, saving);
@@ -18,8 +22,11 @@ import { computeMetrics, NO_PREDICTION } from '../src/network/metrics.js';
 import type { SparseDataset } from '../src/datasets/index.js';
 
 /** The anchors, by the names bench:accuracy's --systems takes. */
-export const ANCHORS = ['omikuji', 'pecos', 'napkinxc'] as const;
+export const ANCHORS = ['omikuji', 'pecos', 'napkinxc', 'ovr-lr'] as const;
 export type AnchorName = (typeof ANCHORS)[number];
+
+/** The anchors' names in the results, in the order of ANCHORS. */
+export const ANCHOR_TITLES = ['omikuji Parabel', 'PECOS XR-Linear', 'napkinXC PLT', 'one-vs-rest LR'] as const;
 
 /** A measured anchor run (or why there is none). */
 export interface AnchorResult {
@@ -101,7 +108,24 @@ export function anchorMissing(name: AnchorName, python: string): string | null {
       const r = runs(python, ['-c', 'import pecos.xmc.xlinear, scipy.sparse, sklearn']);
       return r.ok ? null : `${python} cannot import pecos.xmc.xlinear (with scipy and scikit-learn): ${r.out.trim().split('\n').at(-1) ?? ''}`;
     }
+    case 'ovr-lr': {
+      const r = runs(python, ['-c', 'import scipy.sparse, sklearn.linear_model']);
+      return r.ok ? null : `${python} cannot import scikit-learn and scipy: ${r.out.trim().split('\n').at(-1) ?? ''}`;
+    }
   }
+}
+
+/**
+ * One-vs-rest trains a classifier per label over every training point: above this many labels x training
+ * points it would take minutes to hours (Delicious, 983 x 12,920, is past it; the 1,000-point subsamples are not).
+ */
+export const OVR_MAX_COST = 2_000_000;
+
+/** Why one-vs-rest LR is not run on a training set of this shape, or null when it is. */
+export function ovrTooLarge(points: number, labels: number): string | null {
+  return labels * points > OVR_MAX_COST
+    ? `one classifier per label over every training point: ${labels.toLocaleString('en-US')} labels x ${points.toLocaleString('en-US')} points is over ${OVR_MAX_COST.toLocaleString('en-US')}`
+    : null;
 }
 
 /** The first of `candidates` that can import PECOS, else the first one (whose failure then says why). */
@@ -189,12 +213,13 @@ export interface AnchorJob {
 
 /** Trains and tests one anchor; failures come back as `error`, never thrown. */
 export async function runAnchor(name: AnchorName, job: AnchorJob): Promise<AnchorResult> {
-  const title = name === 'omikuji' ? 'omikuji Parabel' : name === 'pecos' ? 'PECOS XR-Linear' : 'napkinXC PLT';
+  const title = ANCHOR_TITLES[ANCHORS.indexOf(name)]!;
   try {
     switch (name) {
       case 'omikuji': return await runOmikuji(title, job);
       case 'pecos': return await runPecos(title, job);
       case 'napkinxc': return await runNapkin(title, job);
+      case 'ovr-lr': return await runOvr(title, job);
     }
   } catch (e) {
     return { ...empty(title), error: e instanceof Error ? e.message : String(e) };
@@ -305,5 +330,75 @@ async function runPecos(title: string, j: AnchorJob): Promise<AnchorResult> {
   return {
     name: title, ...m, trainSeconds: t.wallSeconds, predictSeconds: p.wallSeconds, peakRssMB: Math.max(t.peakRssMB, p.peakRssMB) || null,
     note: `defaults (PIFA, 16 splits, leaves <= 100, L2R_L2LOSS_SVC_DUAL, beam 10) on L2-normalised rows, ${j.threads} threads; .npz conversion not timed`,
+  };
+}
+
+/**
+ * The one-vs-rest helper: `train <xc> <model>` reads an XC file, L2-normalises its rows, fits one
+ * LogisticRegression (liblinear, C = 1) per label that has training points and pickles the weights;
+ * `predict <xc> <model> <out.txt> <k>` writes per test row `label:score ` best first (decision values).
+ * Written into the work folder at run time; uses PECOS_HELPER's reader.
+ */
+export const OVR_HELPER = `import sys, pickle
+import numpy as np
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
+
+def read(path):
+    with open(path, 'r', encoding='latin-1') as f:
+        head = f.readline().split()
+        n, d, L = int(head[0]), int(head[1]), int(head[2])
+        xi, xj, xv, ys = [], [], [], []
+        for row, line in enumerate(f):
+            parts = line.rstrip('\\n').split(' ')
+            ys.append([int(l) for l in parts[0].split(',')] if parts[0] else [])
+            for t in parts[1:]:
+                if t:
+                    a, b = t.split(':')
+                    xi.append(row); xj.append(int(a)); xv.append(float(b))
+    if len(ys) != n:
+        sys.exit('%s: header says %d points but found %d' % (path, n, len(ys)))
+    X = sp.csr_matrix((np.asarray(xv, dtype=np.float64), (np.asarray(xi), np.asarray(xj))), shape=(n, d))
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    norms[norms == 0] = 1
+    return sp.csr_matrix(sp.diags(1 / norms).dot(X)), ys, L
+
+if sys.argv[1] == 'train':
+    X, ys, L = read(sys.argv[2])
+    Y = sp.csc_matrix((np.ones(sum(map(len, ys))), ([i for i, ls in enumerate(ys) for _ in ls], [l for ls in ys for l in ls])), shape=(X.shape[0], L))
+    W, b, labels = [], [], []
+    for l in range(L):
+        y = (Y[:, l].toarray().ravel() > 0).astype(np.int8)
+        if y.sum() == 0:
+            continue
+        if y.sum() == len(y):
+            W.append(np.zeros(X.shape[1])); b.append(1e9); labels.append(l); continue
+        m = LogisticRegression(solver='liblinear', C=1.0).fit(X, y)
+        W.append(m.coef_.ravel()); b.append(m.intercept_[0]); labels.append(l)
+    with open(sys.argv[3], 'wb') as f:
+        pickle.dump((np.array(W).T, np.array(b), np.array(labels)), f)
+elif sys.argv[1] == 'predict':
+    X, _, _ = read(sys.argv[2])
+    with open(sys.argv[3], 'rb') as f:
+        W, b, labels = pickle.load(f)
+    k = int(sys.argv[5])
+    S = np.asarray(X.dot(W)) + b
+    with open(sys.argv[4], 'w') as f:
+        for i in range(S.shape[0]):
+            order = np.argsort(-S[i], kind='stable')[:k]
+            f.write(''.join('%d:%.6g ' % (labels[o], S[i, o]) for o in order) + '\\n')
+`;
+
+async function runOvr(title: string, j: AnchorJob): Promise<AnchorResult> {
+  const helper = join(j.work, 'ovr_helper.py'), model = join(j.work, 'ovr-model.pkl'), pred = join(j.work, 'ovr-pred.txt');
+  writeFileSync(helper, OVR_HELPER);
+  const t = await runMeasured(j.python, [helper, 'train', j.train, model], { verbose: j.verbose });
+  if (t.code !== 0) return { ...empty(title), error: failedRun('one-vs-rest LR training', t) };
+  const p = await runMeasured(j.python, [helper, 'predict', j.test, model, pred, '5'], { verbose: j.verbose });
+  if (p.code !== 0) return { ...empty(title), error: failedRun('one-vs-rest LR prediction', p) };
+  const m = scoreTop5(parseNapkinPredictions(readFileSync(pred, 'latin1'), j.testData.points, 5, 'one-vs-rest LR predictions'), j.testData);
+  return {
+    name: title, ...m, trainSeconds: t.wallSeconds, predictSeconds: p.wallSeconds, peakRssMB: Math.max(t.peakRssMB, p.peakRssMB) || null,
+    note: 'scikit-learn LogisticRegression (liblinear, C=1) per label on L2-normalised rows, ranked by decision value; one thread',
   };
 }

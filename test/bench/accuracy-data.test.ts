@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { frequentSplit, mostFrequentLabels, subsamplePoints, tailSplit } from '../../bench/accuracy-data.js';
+import { frequentSplit, mostFrequentLabels, subsamplePoints, tailSplit, termCountsFromTfidf } from '../../bench/accuracy-data.js';
 import { CsrBuilder } from '../../src/datasets/csr-builder.js';
 import { synthesize } from '../../src/datasets/synth.js';
 import type { SparseDataset } from '../../src/datasets/csr.js';
@@ -95,5 +95,32 @@ describe('subsamplePoints', () => {
   it('returns the whole set when n covers it, and checks n', () => {
     expect(subsamplePoints(d, 500, 7)).toBe(d);
     expect(() => subsamplePoints(d, 0, 7)).toThrow('Expected positive integer for n but received 0');
+  });
+});
+
+describe('termCountsFromTfidf', () => {
+  // Counts per training row; the tf-idf rows are built from them as the Debian sets were (ln(1 + tf) x
+  // ln(N / df), L2-normalised): feature 3 is on every training row (idf 0, weight 0).
+  const counts: [number[], number[]][] = [[[0, 1, 3], [1, 4, 1]], [[1, 2, 3], [2, 3, 1]], [[0, 2, 3], [1, 1, 7]], [[1, 2, 3], [1, 5, 2]]];
+  const testCounts: [number[], number[]][] = [[[0, 1, 4], [3, 1, 2]]];
+  const df = [2, 3, 3, 4];
+  const tfidf = (list: [number[], number[]][]): SparseDataset => {
+    const b = new CsrBuilder(list.length, 16, 4);
+    for (const [fs, tf] of list) {
+      const w = fs.map((f, i) => Math.log(1 + tf[i]!) * (f < 4 ? Math.log(4 / df[f]!) : 1));
+      const n = Math.hypot(...w);
+      b.addRow([0], 0, 1, fs, w.map((x) => x / n), 0, fs.length);
+    }
+    return b.toDataset(5, 1);
+  };
+
+  it('recovers the counts, also of rows without a count of 1 (row 1: 2 and 3) and of test rows', () => {
+    const train = tfidf(counts);
+    const [tr, te] = termCountsFromTfidf(train, [train, tfidf(testCounts)]);
+    // Feature 3 has no idf (on every training row) and feature 4 none at all (not in training): counted 1.
+    expect(Array.from(tr!.values)).toEqual([1, 4, 1, 2, 3, 1, 1, 1, 1, 1, 5, 1]);
+    expect(Array.from(te!.values)).toEqual([3, 1, 1]);
+    expect(tr!.indices).toBe(train.indices);
+    expect(tr!.values).not.toBe(train.values);
   });
 });

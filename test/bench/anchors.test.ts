@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { parseNapkinPredictions, parseOmikujiPredictions, scoreTop5 } from '../../bench/anchors.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { anchorMissing, findPython, ovrTooLarge, parseNapkinPredictions, parseOmikujiPredictions, runAnchor, scoreTop5 } from '../../bench/anchors.js';
+import { writeXC } from '../../src/datasets/index.js';
 import { NO_PREDICTION } from '../../src/network/metrics.js';
 import { CsrBuilder } from '../../src/datasets/csr-builder.js';
 
@@ -41,5 +45,31 @@ describe('scoreTop5', () => {
     expect(m.p1).toBeCloseTo(1 / 3, 10);
     expect(m.p3).toBeCloseTo((2 / 3 + 1 / 3) / 3, 10);
     expect(m.p5).toBeCloseTo((2 / 5 + 1 / 5) / 3, 10);
+  });
+});
+
+describe('one-vs-rest logistic regression', () => {
+  it('runs only up to OVR_MAX_COST labels x training points, saying why not beyond', () => {
+    expect(ovrTooLarge(1000, 600)).toBeNull();
+    expect(ovrTooLarge(12920, 983)).toBe('one classifier per label over every training point: 983 labels x 12,920 points is over 2,000,000');
+  });
+
+  // The helper itself needs a Python with scikit-learn (bench:accuracy skips the system without one).
+  const python = findPython(['python3']);
+  it.skipIf(anchorMissing('ovr-lr', python) !== null)('trains one classifier per label and ranks by decision value (a Python with scikit-learn)', async () => {
+    // 3 labels, each on the rows holding its own feature (5 of 6 points), plus a shared feature; a label never seen (3).
+    const b = new CsrBuilder(12, 24, 12);
+    for (let i = 0; i < 12; i++) b.addRow([i % 3], 0, 1, [i % 3, 5], [2, 1], 0, 2);
+    const data = b.toDataset(6, 4);
+    const work = mkdtempSync(join(tmpdir(), 'sublinear-ovr-'));
+    try {
+      const file = join(work, 'd.txt');
+      await writeXC(file, data);
+      const r = await runAnchor('ovr-lr', { train: file, test: file, testData: data, work, threads: 1, python, verbose: false });
+      expect(r).toMatchObject({ name: 'one-vs-rest LR', p1: 1 });
+      expect(r.trainSeconds).toBeGreaterThan(0);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 });
