@@ -26,7 +26,7 @@ export async function predictShardedOn(o: PredictJob, io: Out, dist: Distributed
   const part = await loadShardedPart(picked, manifest, dist.rank, dist.size);
   let data = await loadData(o.input, o.inputFormat as 'xc' | 'libsvm' | undefined, 'input', new Reporter(jobEvents(io), quiet), undefined, o.zeroBased);
   if (data.features > manifest.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${manifest.config.inputDim}`);
-  if (part.inputScale) data = applyInputScale(data, part.inputScale);
+  data = applyInputScale(data, part.inputScale, part.inputLog);
   const model = new ShardedModel(dist.comm, manifest.config, { spec: part.spec }, part.labelFreq, part.featureFreq);
   const p = model.predictTopK(data, k);
   if (dist.isRoot) await writePredictions({ points: data.points, k, labels: p.labels, scores: p.scores, outputsScoredPerPoint: L }, o.format ?? 'xc', L, io, undefined, o.threshold);

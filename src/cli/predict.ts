@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { SparseDataset } from '../datasets/index.js';
 import { Network } from '../network/network.js';
+import { inputTransformNote } from '../network/input-scale.js';
 import { UsageError } from './args.js';
 import { checkInputFile } from '../job/preflight.js';
 import { writePredictions } from './predict-output.js';
@@ -53,7 +54,8 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   }
   const inputName = fromStdin ? '<stdin>' : o.input;
   if (data.features > net.config.inputDim) throw new Error(`${inputName} has ${data.features} features but the network's inputDim is ${net.config.inputDim}`);
-  if (net.inputScale && !quiet) io.err(`applying the model's input scaling (each feature divided by its largest |value| in the training data)\n`);
+  const transform = inputTransformNote(net.inputScale, net.inputLog);
+  if (transform && !quiet) io.err(`${transform}\n`);
   const { bar, onProgress } = pointsProgress(quiet, 'predicting');
   let p;
   try {

@@ -103,7 +103,7 @@ export function parseConfigObject(parsed: unknown, path: string): ConfigFile {
   num(t.beta2, 'beta2', (x) => x >= 0 && x < 1, '[0, 1)');
   num(t.eps, 'eps', (x) => x > 0, '(0, inf)');
   if (t.inputScaling !== undefined && !INPUT_SCALINGS.includes(t.inputScaling)) {
-    throw fail(`Expected 'auto', 'maxabs' or 'off' for inputScaling but received ${JSON.stringify(t.inputScaling)}`);
+    throw fail(`Expected 'auto', 'maxabs', 'log' or 'off' for inputScaling but received ${JSON.stringify(t.inputScaling)}`);
   }
   try {
     if (t.validation !== undefined && t.validation !== false) resolveValidation(t.validation);

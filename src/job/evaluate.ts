@@ -3,7 +3,7 @@
 // directory of a label-sharded training job). It returns the report `eval --json` prints (docs/cli.md).
 import type { Metrics } from '../network/metrics.js';
 import { createExecutor, defaultWorkers, type Executor } from '../network/executor.js';
-import { applyInputScale } from '../network/input-scale.js';
+import { applyInputScale, inputTransformNote } from '../network/input-scale.js';
 import { runAsRank, type DistributedRun } from '../train/distributed.js';
 import { Network } from '../network/network.js';
 import { loadShardedPart, newestShardCheckpoint, readShardManifest } from '../train/shard-checkpoint.js';
@@ -87,7 +87,8 @@ async function evaluateOn(o: EvalJob, r: Reporter, exec: Executor | undefined): 
     : await loadData(o.test, format, 'test data', r, Math.max(0, memoryLimitBytes(o.maxMemory) - net.memoryBytes()), o.zeroBased);
   checkEvaluable(test, o.test);
   checkFits(test, o.test, net.config.inputDim, outputs);
-  if (net.inputScale) r.say('applying the model\'s input scaling (each feature divided by its largest |value| in the training data)');
+  const transform = inputTransformNote(net.inputScale, net.inputLog);
+  if (transform) r.say(transform);
   const mode = net.inferenceMode(o.mode);
   const dense = mode === 'sampled' ? denseSampledWarning(net.config, o.model) : null;
   if (dense) r.warn(dense);
@@ -110,7 +111,7 @@ async function evaluateOn(o: EvalJob, r: Reporter, exec: Executor | undefined): 
   const { outputsScoredPerPoint: _, predictSeconds: __, ...metrics } = m;
   return {
     ...m, metrics: metrics as Metrics, mode, ranks: 1, model: o.model, seconds, evalSeconds, pointsPerSec: m.points / seconds, outputsScoredPerPoint: scored,
-    outputsScoredFraction: scored / outputs, outputs, indexSeconds, inputScaled: net.inputScale !== null, peakRssMB: peakRssMB(), ks,
+    outputsScoredFraction: scored / outputs, outputs, indexSeconds, inputScaled: net.inputScale !== null || net.inputLog, peakRssMB: peakRssMB(), ks,
   };
 }
 
@@ -135,7 +136,7 @@ async function evaluateSharded(o: EvalJob, events: JobEvents, dist: DistributedR
   let test = await loadData(o.test, o.format as 'xc' | 'libsvm' | undefined, 'test data', r, undefined, o.zeroBased);
   checkEvaluable(test, o.test);
   checkFits(test, o.test, manifest.config.inputDim, L);
-  if (part.inputScale) test = applyInputScale(test, part.inputScale);
+  test = applyInputScale(test, part.inputScale, part.inputLog);
   const model = new ShardedModel(dist.comm, manifest.config, { spec: part.spec }, part.labelFreq, part.featureFreq);
   const t0 = performance.now();
   const m = model.evaluate(test, ks, manifest.trainPoints, { A: o.propensityA, B: o.propensityB });

@@ -124,9 +124,9 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   // Raw-valued inputs are scaled as a single process's fit() scales them (decided from the training data
   // alone, so a resumed run decides alike); the saved model stores the divisors.
   const scaling = detectInputScale(train, resolved.inputDim, 'auto');
-  if (scaling.scale) {
-    train = applyInputScale(train, scaling.scale);
-    if (test) test = applyInputScale(test, scaling.scale);
+  if (scaling.scale || scaling.log) {
+    train = applyInputScale(train, scaling.scale, scaling.log);
+    if (test) test = applyInputScale(test, scaling.scale, scaling.log);
     say(`input scaling: ${scaling.report.reason}\n`);
   }
   if (L < dist.size) throw new UsageError(`cannot shard ${L} labels over ${dist.size} ranks`);
@@ -176,7 +176,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   const checkpoint = async (epoch: number, batch: number, batchesDone: number) => {
     if (!o.checkpoint) return;
     const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config, ranks: dist.size, epoch, batch, batchesDone, trainPoints: train.points, settings };
-    const at = await writeShardCheckpoint(o.checkpoint, dist.rank, { ...part, labels: mine, features: model.features }, meta, () => comm.barrier(), scaling.scale);
+    const at = await writeShardCheckpoint(o.checkpoint, dist.rank, { ...part, labels: mine, features: model.features }, meta, () => comm.barrier(), scaling.scale, scaling.log);
     checkpoints++;
     lastCkptAt = performance.now();
     lastCkptBatch = batchesDone;
@@ -242,6 +242,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
     gathered = await gatherModel(model, dist.rank, dist.size, gatherv, train.points, batchesDone);
     if (gathered) {
       gathered.inputScale = scaling.scale;
+      gathered.inputLog = scaling.log;
       const net = gathered;
       kept = await saveKept((file) => net.save(file), o.save, rescuePaths(o.save, o.checkpoint));
       o.onSaved?.(kept.file);

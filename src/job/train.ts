@@ -660,7 +660,7 @@ function sayTrained(r: Reporter, trained: Trained, points: number): void {
     `${stats.aborted ? ' (stopped early)' : ''}`);
   const failed = stats.checkpointFailures?.length ?? 0;
   if (checkpoint) r.say(`${trained.checkpoints} checkpoint(s) written to ${checkpoint.dir}${failed ? `, ${failed} failed` : ''}`);
-  if (stats.inputScaling?.scaled) r.say(`inputs scaled: ${stats.inputScaling.reason} (stored in the model; predict and eval apply it)`);
+  if (stats.inputScaling?.scaled) r.say(`inputs ${stats.inputScaling.method === 'log' ? 'transformed' : 'scaled'}: ${stats.inputScaling.reason} (stored in the model; predict and eval apply it)`);
   const sel = stats.selection;
   if (sel?.method === 'kfold') {
     r.say(`epochs chosen by ${sel.folds}-fold cross-validation: ${sel.epochs} (mean held-out P@1 ${sel.p1[sel.epochs - 1]?.toFixed(4) ?? '-'}; ` +

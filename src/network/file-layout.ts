@@ -19,7 +19,7 @@ import { hashOptionsOf } from './allocate.js';
 import type { SectionArray, SectionDtype, SectionInfo } from '../util/binfile.js';
 import { boundText } from '../util/bounded-text.js';
 import { checkMemory, MemoryLimitError, planNetworkMemory, type MemoryPlan } from './memory-plan.js';
-import { inputScaleProblem } from './input-scale.js';
+import { INPUT_LOG_SECTION, inputLogProblem, inputScaleProblem } from './input-scale.js';
 import { resolveConfig, storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import { wideBytes } from './wide.js';
 
@@ -71,7 +71,7 @@ export interface SectionShape {
 /** The sections a file for a configuration holds: all `required`, and each `optional` group all or none. */
 export interface FileLayout {
   required: Map<string, SectionShape>;
-  /** Groups of sections that are present together or not at all (labelFreq; a checkpoint's best.* weights; inputScale). */
+  /** Groups of sections that are present together or not at all (labelFreq; a checkpoint's best.* weights; inputScale; inputLog). */
   optional: Map<string, SectionShape>[];
 }
 
@@ -129,8 +129,10 @@ export function fileLayout(c: ResolvedNetworkConfig, kind: 'model' | 'checkpoint
   const optional = [new Map([['labelFreq', u32(c.layers.at(-1)!.size)]])];
   if (kind === 'checkpoint') optional.push(best);
   // Last, so that the groups above keep their positions in `present`: the input divisors of a network
-  // trained on raw-valued data (src/network/input-scale.ts).
+  // trained on raw-valued data, then the mark of its count compression (src/network/input-scale.ts). A
+  // loader that predates a group refuses the file (unexpected section) rather than feed it raw inputs.
   optional.push(new Map([['inputScale', f32(c.inputDim)]]));
+  optional.push(new Map([[INPUT_LOG_SECTION, { dtype: 'u8', length: 1 }]]));
   return { required, optional };
 }
 
@@ -237,6 +239,10 @@ function firstNonFinite(a: Float32Array): number {
  */
 export function valuesProblem(_c: ResolvedNetworkConfig, sections: Record<string, SectionArray>): string | null {
   for (const [name, a] of Object.entries(sections)) {
+    if (name === INPUT_LOG_SECTION && a instanceof Uint8Array) {
+      const p = inputLogProblem(a);
+      if (p) return p;
+    }
     if (!(a instanceof Float32Array)) continue;
     const i = firstNonFinite(a);
     if (i >= 0) return `section "${name}" holds a non-finite value (${a[i]}) at index ${i}`;

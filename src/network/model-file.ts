@@ -1,5 +1,5 @@
 // Model files: config + weights + training label frequencies (+ the input divisors of a network trained
-// on raw-valued data, section inputScale) in the checksummed container of
+// on raw-valued data, section inputScale, or the mark of its count compression, section inputLog) in the checksummed container of
 // src/util/binfile.ts, written atomically. Hash tables are not stored: their functions derive from the
 // config's seed and the tables are rebuilt from the weights, so a loaded model predicts exactly as saved.
 // A model trained on raw text also holds its text vectorizer (meta.text; sections text.vocabulary, u8:
@@ -15,6 +15,7 @@ import { boundJson } from '../util/bounded-text.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, valuesProblem, wideEntriesOf, type LoadLimits } from './file-layout.js';
 import { allocateWide, wideProblem } from './wide.js';
+import { INPUT_LOG_SECTION, inputLogSection } from './input-scale.js';
 import { hasTrainingArrays } from './state.js';
 import type { NetSpec } from '../native/network-types.js';
 
@@ -30,6 +31,7 @@ export interface ModelTarget {
   trainPoints: number;
   labelFreq: Uint32Array | null;
   inputScale: Float32Array | null;
+  inputLog: boolean;
   textVectorizer: TextVectorizer | undefined;
   labelNames: readonly string[] | undefined;
   rerank: RerankState | null;
@@ -118,6 +120,7 @@ function sections(net: ModelTarget): Record<string, SectionArray> {
   });
   if (net.labelFreq) s['labelFreq'] = net.labelFreq;
   if (net.inputScale) s['inputScale'] = net.inputScale;
+  if (net.inputLog) s[INPUT_LOG_SECTION] = inputLogSection();
   return s;
 }
 
@@ -129,7 +132,7 @@ export function modelFileBytes(net: ModelTarget): number {
     if (l.wide) bytes += l.wide.offsets.byteLength + l.wide.labels.byteLength + l.wide.weights.byteLength + 24;
   }
   for (const a of Object.values(extraSections(net).sections)) bytes += a.byteLength + 16;
-  return bytes + 4 * net.config.layers.at(-1)!.size + 8 + (net.inputScale ? 4 * net.config.inputDim + 8 : 0); // labelFreq, inputScale
+  return bytes + 4 * net.config.layers.at(-1)!.size + 8 + (net.inputScale ? 4 * net.config.inputDim + 8 : 0) + (net.inputLog ? 16 : 0); // labelFreq, inputScale, inputLog
 }
 
 export async function saveModel(path: string, net: ModelTarget, training?: TrainingSummary): Promise<void> {
@@ -200,15 +203,18 @@ export async function loadModel<N extends ModelTarget>(
   const last = net.spec.layers.at(-1)!;
   if (last.wide) last.wide = allocateWide(config.inputDim, wideEntries, !hasTrainingArrays(last));
   const into = sections(net);
-  const hasFreq = present[0]!, hasScale = present[1]!;
+  const hasFreq = present[0]!, hasScale = present[1]!, hasLog = present[2]!;
   if (hasFreq) into['labelFreq'] = new Uint32Array(config.layers.at(-1)!.size);
   // Files written before input scaling existed have no inputScale: their inputs are used as they are.
   if (hasScale) into['inputScale'] = new Float32Array(config.inputDim);
+  // Files without inputLog (all written before the count compression existed) feed the inputs uncompressed.
+  if (hasLog) into[INPUT_LOG_SECTION] = new Uint8Array(1);
   const read = await readBinFile(path, { kind: 'model', into });
   const values = valuesProblem(config, into) ?? (last.wide ? wideProblem(last.wide, last.outDim) : null);
   if (values) throw new Error(`${path}: ${values}`);
   if (hasFreq) net.labelFreq = into['labelFreq'] as Uint32Array;
   net.inputScale = hasScale ? (into['inputScale'] as Float32Array) : null;
+  net.inputLog = hasLog;
   const extra = read.sections;
   try {
     if (meta.text) net.textVectorizer = TextVectorizer.fromParts(meta.text, extra['text.vocabulary'] as Uint8Array, extra['text.idf'] as Float32Array);

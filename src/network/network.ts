@@ -202,6 +202,11 @@ export class Network {
    * checkpoints. null: inputs are used as they are.
    */
   inputScale: Float32Array | null = null;
+  /**
+   * The count compression applied to every input (src/network/input-scale.ts: logCompress) when the
+   * training data was term counts; decided by the first fit() and kept in model files and checkpoints.
+   */
+  inputLog = false;
   /** Seconds spent building cluster indexes (sampled inference), over this network's life. */
   clusterIndexSeconds = 0;
   /** Last code-drift sketch taken by the 'change' rebuild policy (fraction of codes changed). */
@@ -326,7 +331,7 @@ export class Network {
   async predict(data: SparseDataset, opts: PredictOptions = {}): Promise<Predictions> {
     checkDataset(data, this.config, 'prediction input', false);
     data = toShared(data);
-    if (this.inputScale) data = applyInputScale(data, this.inputScale);
+    data = applyInputScale(data, this.inputScale, this.inputLog);
     const k = opts.k ?? 5;
     if (!Number.isInteger(k) || k <= 0) throw new Error(`Expected positive integer for k but received ${JSON.stringify(opts.k)}`);
     const mode = this.inferenceMode(opts.mode);

@@ -27,6 +27,7 @@ import xxhash from 'xxhash-wasm';
 import type { SparseDataset } from '../datasets/csr.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import type { NetSpec } from '../native/network-types.js';
+import { INPUT_LOG_SECTION, inputLogSection } from '../network/input-scale.js';
 import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
@@ -170,6 +171,8 @@ export interface CheckpointSource {
   trainPoints: number;
   /** Per-feature input divisors (raw-valued training data, src/network/input-scale.ts), or null. */
   inputScale: Float32Array | null;
+  /** The count compression of term-count training data (src/network/input-scale.ts: logCompress). */
+  inputLog: boolean;
 }
 
 /** Parsed `CheckpointOptions.every`. */
@@ -250,9 +253,12 @@ export async function dataFingerprint(d: SparseDataset): Promise<DataFingerprint
 }
 
 /** The sections of a checkpoint, by name (the network's own arrays: written from, or read into). */
-export function checkpointSections(spec: NetSpec, labelFreq: Uint32Array | null, best: WeightSnapshot | null = null, inputScale: Float32Array | null = null): Record<string, SectionArray> {
+export function checkpointSections(
+  spec: NetSpec, labelFreq: Uint32Array | null, best: WeightSnapshot | null = null, inputScale: Float32Array | null = null, inputLog: Uint8Array | null = null,
+): Record<string, SectionArray> {
   const s: Record<string, SectionArray> = {};
   if (inputScale) s['inputScale'] = inputScale;
+  if (inputLog) s[INPUT_LOG_SECTION] = inputLog;
   best?.weights.forEach((w, i) => {
     s[`best.layer${i}.weights`] = w;
     s[`best.layer${i}.bias`] = best.bias[i]!;
@@ -308,7 +314,7 @@ export async function writeCheckpoint(
     extra: m.extra ?? null,
     earlyStop: m.earlyStop?.state ?? null,
   };
-  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, m.earlyStop?.snapshot ?? null, src.inputScale) });
+  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, m.earlyStop?.snapshot ?? null, src.inputScale, src.inputLog ? inputLogSection() : null) });
 }
 
 /**
@@ -411,7 +417,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const wideEntries = wideEntriesOf(resolved, head.table);
   const layout = layoutProblem(fileLayout(resolved, 'checkpoint', wideEntries), head.table, present);
   if (layout) throw new CheckpointFormatError(`${path}: ${layout}`);
-  const [hasFreq, hasBest, hasScale] = present as [boolean, boolean, boolean];
+  const [hasFreq, hasBest, hasScale, hasLog] = present as [boolean, boolean, boolean, boolean];
   checkLoadMemory(path, resolved, limits, hasBest, wideEntries);
   const config = storedConfig(meta.config);
   // A caller's refusal (e.g. a memory limit) comes before any allocation and is not a damaged file.
@@ -428,7 +434,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const freq = hasFreq ? new Uint32Array(labels) : null;
   const best = hasBest ? new WeightSnapshot(network.spec) : null;
   const scale = hasScale ? new Float32Array(resolved.inputDim) : null;
-  const into = checkpointSections(network.spec, freq, best, scale);
+  const into = checkpointSections(network.spec, freq, best, scale, hasLog ? new Uint8Array(1) : null);
   await readBinFile(path, { kind: 'checkpoint', into });
   const values = valuesProblem(resolved, into) ?? (last.wide ? wideProblem(last.wide, last.outDim) : null);
   if (values) throw new CheckpointFormatError(`${path}: ${values}`);
@@ -446,6 +452,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   network.batchesDone = meta.position.batchesDone;
   network.labelFreq = freq;
   network.inputScale = scale;
+  network.inputLog = hasLog;
   network.trainPoints = meta.trainPoints;
   return { network, meta, earlyStop: meta.earlyStop ? { state: meta.earlyStop, snapshot: best } : null };
 }
@@ -565,7 +572,7 @@ async function removeStaleTemps(dir: string): Promise<void> {
 export function checkpointFileBytes(src: Pick<CheckpointSource, 'spec' | 'config'>, bestWeights: boolean): number {
   let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
   for (const a of Object.values(checkpointSections(src.spec, null))) bytes += a.byteLength + 8;
-  bytes += 4 * src.config.layers.at(-1)!.size + 4 * src.config.inputDim + 16; // labelFreq, inputScale
+  bytes += 4 * src.config.layers.at(-1)!.size + 4 * src.config.inputDim + 32; // labelFreq, inputScale, inputLog
   if (bestWeights) for (const l of src.spec.layers) bytes += l.weights.byteLength + l.bias.byteLength + 16;
   return bytes;
 }

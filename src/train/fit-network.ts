@@ -220,14 +220,24 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   // transform). The checkpoint fingerprint is of the data as given.
   if (opts.checkpoint) fingerprint ??= await dataFingerprint(data);
   const scaling = opts.inputScaling ?? 'auto';
-  if (!INPUT_SCALINGS.includes(scaling)) throw new Error(`Expected 'auto', 'maxabs' or 'off' for inputScaling but received ${JSON.stringify(opts.inputScaling)}`);
+  if (!INPUT_SCALINGS.includes(scaling)) throw new Error(`Expected 'auto', 'maxabs', 'log' or 'off' for inputScaling but received ${JSON.stringify(opts.inputScaling)}`);
   let inputScaling: InputScaleReport | undefined;
-  if (network.inputScale === null && network.batchesDone === 0 && !resumed) {
+  if (network.inputScale === null && !network.inputLog && network.batchesDone === 0 && !resumed) {
     const d = detectInputScale(data, network.config.inputDim, scaling);
     network.inputScale = d.scale;
+    network.inputLog = d.log;
     inputScaling = d.report;
   }
-  if (network.inputScale) {
+  if (network.inputLog) {
+    if (!inputScaling) {
+      const raw = detectInputScale(data, network.config.inputDim, 'off').report;
+      inputScaling = {
+        scaled: true, method: 'log', maxAbs: raw.maxAbs, featureMaxAbs: raw.featureMaxAbs,
+        reason: 'the network\'s stored input transform (term counts compressed, decided by its first training) is applied',
+      };
+    }
+    data = applyInputScale(data, network.inputScale, true);
+  } else if (network.inputScale) {
     data = applyInputScale(data, network.inputScale);
     if (!inputScaling) {
       let lo = Infinity, hi = 0;

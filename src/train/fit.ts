@@ -52,9 +52,11 @@ export interface FitOptions {
   validation?: ValidationOptions | false;
   /**
    * Scaling of raw-valued inputs, decided by the first fit() of a network (src/network/input-scale.ts):
-   * 'auto' divides every feature by its largest |value| in the training data when some value lies outside
-   * [-1, 1] or the features' largest magnitudes span more than 10^4; 'maxabs' always does; 'off' never.
-   * The divisors are kept with the network (model files, checkpoints) and applied by predict() and
+   * 'auto' compresses term counts (every value a non-negative integer, some above 1: each count n > 1
+   * becomes 1 + ln n) and otherwise divides every feature by its largest |value| in the training data when
+   * some value lies outside [-1, 1] or the features' largest magnitudes span more than 10^4; 'maxabs'
+   * always divides, 'log' always compresses (values beyond +-1 to +-(1 + ln |value|)), 'off' does neither.
+   * The transform is kept with the network (model files, checkpoints) and applied by predict() and
    * evaluate(). A network that has been trained keeps what its first fit() decided. Default 'auto'.
    */
   inputScaling?: InputScaling;

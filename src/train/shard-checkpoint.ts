@@ -23,6 +23,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { resolveConfig, type NetworkConfig } from '../network/config.js';
 import type { LayerState, NetSpec, WideState } from '../native/network-types.js';
 import { mergeWide, pickWide, wideProblem } from '../network/wide.js';
+import { INPUT_LOG_SECTION, inputLogProblem, inputLogSection } from '../network/input-scale.js';
 import { allocateRank, replicatedArrays, shardFeatures, shardLabels } from './sharded.js';
 
 /** What a sharded checkpoint records besides the weights. */
@@ -78,7 +79,7 @@ export function shardCheckpointDir(dir: string, batchesDone: number): string {
  * unfinished ones.
  */
 export async function writeShardCheckpoint(
-  dir: string, rank: number, part: ShardPart, meta: ShardCheckpointMeta, barrier: () => void, inputScale: Float32Array | null = null,
+  dir: string, rank: number, part: ShardPart, meta: ShardCheckpointMeta, barrier: () => void, inputScale: Float32Array | null = null, inputLog = false,
 ): Promise<string> {
   const target = shardCheckpointDir(dir, meta.batchesDone);
   const { mkdir } = await import('node:fs/promises');
@@ -99,7 +100,7 @@ export async function writeShardCheckpoint(
   await writeBinFile(join(target, `slice-${rank}.bin`), { kind: 'checkpoint', meta: { format: 'sublinear-shard-slice', rank }, sections: slice });
   const m: ShardCheckpointMeta = { ...meta, layout: SHARD_LAYOUT };
   if (rank === 0) {
-    const sections: Record<string, SectionArray> = { labelFreq: part.labelFreq, featureFreq: part.featureFreq, ...(inputScale ? { inputScale } : {}), ...replicatedArrays(spec) };
+    const sections: Record<string, SectionArray> = { labelFreq: part.labelFreq, featureFreq: part.featureFreq, ...(inputScale ? { inputScale } : {}), ...(inputLog ? { [INPUT_LOG_SECTION]: inputLogSection() } : {}), ...replicatedArrays(spec) };
     await writeBinFile(join(target, 'shared.bin'), { kind: 'checkpoint', meta: m, sections });
   }
   barrier();
@@ -181,7 +182,7 @@ function section<T extends SectionArray>(file: string, s: Record<string, Section
  */
 export async function loadShardedPart(
   ckpt: string, manifest: ShardCheckpointMeta, rank: number, size: number, opts: { featureFreq?: Uint32Array } = {},
-): Promise<ShardPart & { inputScale: Float32Array | null }> {
+): Promise<ShardPart & { inputScale: Float32Array | null; inputLog: boolean }> {
   const config = manifest.config;
   const g = resolveConfig(config);
   const D = g.inputDim, L = g.layers.at(-1)!.size, H0 = g.layers[0]!.size;
@@ -195,6 +196,9 @@ export async function loadShardedPart(
   if (featureFreq.length !== D) throw new Error(`${sharedFile}: ${featureFreq.length} feature counts for a network of ${D} input features`);
   const scale = ss.inputScale;
   if (scale !== undefined && !(scale instanceof Float32Array && scale.length === D)) throw new Error(`${sharedFile}: its inputScale section does not match the network's inputs`);
+  const log = ss[INPUT_LOG_SECTION];
+  const logProblem = log === undefined ? null : log instanceof Uint8Array ? inputLogProblem(log) : `section "${INPUT_LOG_SECTION}" is not u8`;
+  if (logProblem) throw new Error(`${sharedFile}: ${logProblem}`);
   const labels = shardLabels(labelFreq, size).labelsOf[rank]!;
   const features = shardFeatures(featureFreq, size).featuresOf[rank]!;
   const spec = allocateRank(config, labels.length, features.length);
@@ -207,7 +211,7 @@ export async function loadShardedPart(
     features.forEach((f, e) => copyTrainedRow(l0, e, { w, m, v, steps }, f, H0));
   }
   await readSliceRows(ckpt, manifest.ranks, { labels, numLabels: L, out: spec.layers.at(-1)!, features: legacy ? null : features, numFeatures: D, l0 });
-  return { spec, labels, features, labelFreq, featureFreq, inputScale: (scale as Float32Array | undefined) ?? null };
+  return { spec, labels, features, labelFreq, featureFreq, inputScale: (scale as Float32Array | undefined) ?? null, inputLog: log !== undefined };
 }
 
 /**

@@ -1,6 +1,6 @@
 // `sublinear train` on a small, raw-valued training set: the epoch count is chosen by k-fold
 // cross-validation and the inputs are scaled, both said on stderr and in --json; `eval` of the saved
-// model applies the same scaling. Spawns the compiled CLI (`npm test` builds it).
+// model applies the same scaling; term counts are compressed instead. Spawns the compiled CLI (`npm test` builds it).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertBuilt, CLI, ROOT } from './built.js';
 import { spawnSync } from 'node:child_process';
@@ -72,7 +72,7 @@ describe('train on a small raw-valued set', () => {
     const bad = join(dir, 'bad.json');
     writeFileSync(bad, JSON.stringify({ layers: [{ size: 16 }, { size: 3 }], inputScaling: 'minmax' }));
     const b = run('train', '--train', data, '--config', bad);
-    expect([b.code, b.stderr]).toEqual([1, `sublinear: ${bad}: Expected 'auto', 'maxabs' or 'off' for inputScaling but received "minmax"\n`]);
+    expect([b.code, b.stderr]).toEqual([1, `sublinear: ${bad}: Expected 'auto', 'maxabs', 'log' or 'off' for inputScaling but received "minmax"\n`]);
   });
 
   it('counts the fold copies in the memory check', () => {
@@ -83,5 +83,34 @@ describe('train on a small raw-valued set', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^sublinear: Not enough memory: the configuration needs 2\.\d\d GB \(5 network copies for k-fold selection 1\.\d\d GB, /);
     expect(run('train', '--train', data, '--config', wide, '--max-memory', '1GB', '--epochs', '1', '--quiet').code).toBe(0);
+  });
+});
+
+describe('train on term counts', () => {
+  it('compresses the counts, says so, and eval of the saved model applies the same transform', () => {
+    // 120 points of 4 topics: each holds 2 of its topic's 5 words and 4 of 20 shared words, 1 to 4 times each.
+    const rng = new Xoshiro128(5);
+    const lines = ['120 40 4'];
+    for (let p = 0; p < 120; p++) {
+      const l = p % 4, words = new Map<number, number>();
+      while (words.size < 2) words.set(5 * l + rng.below(5), 1 + rng.below(4));
+      while (words.size < 6) words.set(20 + rng.below(20), 1 + rng.below(4));
+      lines.push(`${l} ${[...words.keys()].sort((a, b) => a - b).map((w) => `${w}:${words.get(w)}`).join(' ')}`);
+    }
+    const counts = join(dir, 'counts.txt'), model = join(dir, 'counts.sl');
+    writeFileSync(counts, lines.join('\n') + '\n');
+    const cfg4 = join(dir, 'cfg4.json');
+    writeFileSync(cfg4, JSON.stringify({ layers: [{ size: 16 }, { size: 4 }], validation: { maxEpochs: 6 } }));
+    const r = run('train', '--train', counts, '--test', counts, '--config', cfg4, '--save', model, '--json');
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/\ninputs transformed: term counts \(non-negative integers up to 4\.00\): each count n > 1 replaced by 1 \+ ln n \(stored in the model; predict and eval apply it\)\n/);
+    const s = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
+    expect(s.inputScaling).toMatchObject({ scaled: true, method: 'log', maxAbs: 4 });
+    const e = run('eval', '--model', model, '--test', counts, '--k', '1,3', '--json');
+    expect(e.code).toBe(0);
+    expect(e.stderr).toContain("applying the model's input transform (term counts: each value n > 1 replaced by 1 + ln n)\n");
+    const m = JSON.parse(e.stdout.trim());
+    expect(m.inputScaled).toBe(true);
+    expect(m.p1).toBe(s.p1);
   });
 });

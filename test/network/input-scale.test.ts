@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SparseDataset } from '../../src/datasets/csr.js';
 import { Network } from '../../src/network/network.js';
-import { applyInputScale, detectInputScale } from '../../src/network/input-scale.js';
+import { applyInputScale, detectInputScale, logCompress, looksLikeCounts } from '../../src/network/input-scale.js';
 import { computeMetrics } from '../../src/network/metrics.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
@@ -173,5 +173,125 @@ describe('training on raw-valued inputs', () => {
     s[3] = 0;
     await writeBinFile(path, { kind: f.kind, meta: f.meta, sections: { ...f.sections, inputScale: s } });
     await expect(Network.load(path)).rejects.toThrow(`${path}: section "inputScale" holds an invalid divisor (0) at index 3`);
+  });
+});
+
+/**
+ * Bag-of-words counts: label l's topic words are features 5l .. 5l+4, features 20 .. 39 are noise words
+ * shared by all labels. A point holds 2 of its label's topic words and 6 noise words, each 1 to 3 times;
+ * with `outliers`, the first point of each topic word repeats it 200 times (a text that repeats one
+ * word), which makes that word's largest count 200 while its usual count stays 1 to 3.
+ */
+function countData(points: number, seed: number, outliers: boolean): SparseDataset {
+  const rng = new Xoshiro128(seed);
+  const rows = [];
+  const repeated = new Set<number>();
+  for (let p = 0; p < points; p++) {
+    const l = p % 4;
+    const words = new Map<number, number>();
+    while (words.size < 2) words.set(5 * l + rng.below(5), 1 + rng.below(3));
+    while (words.size < 8) words.set(20 + rng.below(20), 1 + rng.below(3));
+    if (outliers) {
+      for (const w of words.keys()) {
+        if (w < 20 && !repeated.has(w)) {
+          repeated.add(w);
+          words.set(w, 200);
+        }
+      }
+    }
+    const f = [...words.keys()].sort((a, b) => a - b);
+    rows.push({ f, v: f.map((w) => words.get(w)!), l: [l] });
+  }
+  return { ...toCsr(rows), features: 40, labels: 4 } as SparseDataset;
+}
+
+describe('term counts', () => {
+  it('looksLikeCounts: non-negative integers with some above 1; logCompress is the identity on [-1, 1]', () => {
+    expect(looksLikeCounts(countData(8, 1, false))).toBe(true);
+    expect(looksLikeCounts(binaryData())).toBe(false); // nothing above 1
+    const frac = countData(8, 1, false);
+    expect(looksLikeCounts({ ...frac, values: frac.values.map((v, e) => (e === 3 ? v + 0.5 : v)) })).toBe(false);
+    expect(looksLikeCounts({ ...frac, values: frac.values.map((v, e) => (e === 3 ? -v : v)) })).toBe(false);
+    expect([0, 0.5, 1, -1, -0.25].map(logCompress)).toEqual([0, 0.5, 1, -1, -0.25]);
+    expect(logCompress(2)).toBeCloseTo(1 + Math.log(2), 12);
+    expect(logCompress(100)).toBeCloseTo(5.60517, 5);
+    expect(logCompress(-100)).toBeCloseTo(-5.60517, 5);
+  });
+
+  it('are compressed, not divided per feature: a word seen once stays 1, whatever its largest count', () => {
+    const d = { ...toCsr([{ f: [0, 1], v: [1, 3], l: [0] }, { f: [0, 2], v: [13, 1], l: [1] }]), features: 4, labels: 2 } as SparseDataset;
+    const r = detectInputScale(d, 4);
+    expect(r.log).toBe(true);
+    expect(r.scale).toBeNull();
+    expect(r.report).toEqual({
+      scaled: true, method: 'log', maxAbs: 13, featureMaxAbs: [1, 13],
+      reason: 'term counts (non-negative integers up to 13.0): each count n > 1 replaced by 1 + ln n',
+    });
+    const s = applyInputScale(d, null, true);
+    expect([...s.values]).toEqual([1, 1 + Math.log(3), 1 + Math.log(13), 1].map(Math.fround));
+    expect([...d.values]).toEqual([1, 3, 13, 1]); // the caller's data is untouched
+    // A fractional value anywhere: raw measurements, divided per feature as before; 'log' and 'maxabs' force either.
+    const raw = { ...d, values: Float32Array.from([1, 3, 12.5, 1]) };
+    expect(detectInputScale(raw, 4)).toMatchObject({ log: false, report: { method: 'maxabs' } });
+    expect(detectInputScale(raw, 4, 'log')).toMatchObject({ log: true, scale: null, report: { method: 'log', reason: 'inputScaling log: every value beyond +-1 replaced by +-(1 + ln |value|)' } });
+    expect(detectInputScale(d, 4, 'maxabs')).toMatchObject({ log: false, report: { method: 'maxabs' } });
+    expect(detectInputScale(d, 4, 'off')).toMatchObject({ log: false, scale: null, report: { method: 'none' } });
+  });
+
+  describe('training on counts', () => {
+    const train = countData(400, 11, true), test = countData(200, 12, false);
+    const config = { inputDim: 40, seed: 1, layers: [{ size: 32 }, { size: 4 }] };
+    const opts = { epochs: 15, workers: 0, lr: 1e-2 } as const;
+    let counted: Network | undefined;
+    const trained = async () => {
+      if (!counted) {
+        counted = new Network(config);
+        const st = await fit(counted, train, opts);
+        expect(st.inputScaling).toMatchObject({ scaled: true, method: 'log' });
+      }
+      return counted;
+    };
+
+    it('learns the topic words that per-feature division shrinks to 1/200 of the noise words', async () => {
+      const net = await trained();
+      expect(net.inputLog).toBe(true);
+      expect(net.inputScale).toBeNull();
+      const divided = new Network(config);
+      await fit(divided, train, { ...opts, inputScaling: 'maxabs' });
+      const withLog = await p1(net, test), withMaxabs = await p1(divided, test);
+      // Observed: 1.00 compressed, 0.26 divided (chance 0.25).
+      expect(withLog).toBeGreaterThan(0.9);
+      expect(withMaxabs).toBeLessThan(withLog - 0.2);
+    });
+
+    it('model files and checkpoints keep the compression; predict applies it', async () => {
+      const net = await trained();
+      const path = join(root, 'counts.sl');
+      await net.save(path);
+      expect(Object.keys((await readBinFile(path)).sections)).toContain('inputLog');
+      const loaded = await Network.load(path);
+      expect(loaded.inputLog).toBe(true);
+      const a = await net.predict(test, { k: 2, workers: 0 }), b = await loaded.predict(test, { k: 2, workers: 0 });
+      expect(b.scores).toEqual(a.scores);
+      loaded.inputLog = false; // the same weights fed the raw counts score differently
+      expect((await loaded.predict(test, { k: 2, workers: 0 })).scores).not.toEqual(a.scores);
+      const dir = join(root, 'ckpt-counts');
+      const c = new Network(config);
+      const ac = new AbortController();
+      await fit(c, train, { ...opts, epochs: 3, signal: ac.signal, checkpoint: { dir, every: 4, onSaved: () => ac.abort() } });
+      const resumed = await resume(dir);
+      expect(resumed.inputLog).toBe(true);
+      const st = await fit(resumed, train);
+      expect(st.inputScaling).toMatchObject({ scaled: true, method: 'log', maxAbs: 200 });
+    });
+
+    it('refuses a damaged inputLog section, naming the file', async () => {
+      const net = await trained();
+      const path = join(root, 'bad-log.sl');
+      await net.save(path);
+      const f = await readBinFile(path);
+      await writeBinFile(path, { kind: f.kind, meta: f.meta, sections: { ...f.sections, inputLog: Uint8Array.of(2) } });
+      await expect(Network.load(path)).rejects.toThrow(`${path}: section "inputLog" must hold the one byte 1 but holds 1 byte(s) starting with 2`);
+    });
   });
 });
