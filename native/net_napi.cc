@@ -449,6 +449,15 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
 // wide part's Adagrad sums) now, after the huge-page advice that training's first call gives (ParseLayer): a
 // fresh network's moments are otherwise first touched, page by page, during its first steps. Layer 0 may be a
 // feature slice (a label-sharded rank's network). Not concurrently with training on the same arrays.
+// netAdviseHugePages(a): the huge-page advice of a training array, given before anything writes it (see
+// advise_huge_pages): its pages are then faulted in as huge pages, where advice given after the first writes
+// has the kernel copy every written page into new huge pages (MADV_COLLAPSE).
+Napi::Value NetAdviseHugePages(const Napi::CallbackInfo& info) {
+  const Span<float> a = GetArray<float>(info[0], "array");
+  net::advise_huge_pages(a.data, a.size * sizeof(float));
+  return info.Env().Undefined();
+}
+
 Napi::Value NetPrefault(const Napi::CallbackInfo& info) {
   const std::vector<NetLayer>& layers = ParseNet(info[0], true, true);
   double bytes = 0;
@@ -484,6 +493,7 @@ void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetClusterBuild>(env, exports, "netClusterBuild");
   Export<NetWideBuild>(env, exports, "netWideBuild");
   Export<NetPrefault>(env, exports, "netPrefault");
+  Export<NetAdviseHugePages>(env, exports, "netAdviseHugePages");
   // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).
   exports.Set("netKernelIsa", Napi::String::New(env, nk::block_isa()));
 }

@@ -304,6 +304,13 @@ export interface NativeNetwork {
    */
   netPrefault(net: NetSpec): number;
   /**
+   * The huge-page advice training gives a large array (16 MiB and more; native/net_internal.h
+   * advise_huge_pages), given before the array is first written: its pages are then faulted in as huge
+   * pages instead of being copied into them when training first asks (a synchronous MADV_COLLAPSE of every
+   * page written so far). A hint: failures are ignored.
+   */
+  netAdviseHugePages(a: Float32Array): void;
+  /**
    * The wide part's pairs chosen from `data`'s rows `rows` (every row when null): see buildWide
    * (src/network/wide.ts) and native/net_wide.h wide_build; `slice`: only those labels, stored under their
    * positions in it. Fresh arrays: offsets (inputDim + 1), labels and weights (nnz).

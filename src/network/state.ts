@@ -2,6 +2,7 @@
 // on SharedArrayBuffers, in the layouts of docs/design.md: layer 0 input-major (inDim, outDim), later layers
 // neuron-major (outDim, inDim). Sampling objects (hash functions and tables) are attached by the caller
 // (src/network/allocate.ts); `sampling` passes through untouched.
+import { native } from '../native/addon.js';
 import { Xoshiro128 } from '../util/rng.js';
 import { ACTIVATION_CODE, type LayerState } from '../native/network-types.js';
 
@@ -105,6 +106,8 @@ export function allocateLayers(config: StateConfig): LayerState[] {
     const n = inDim * outDim;
     if (!Number.isSafeInteger(n) || n > 2 ** 32) throw new Error(`${where} has ${n} weights, more than 2^32`);
     const weights = sharedF32(n, `${where}.weights`);
+    // Training state gets its huge-page advice before the first write (the initialisation below).
+    if (!config.inference) native().netAdviseHugePages(weights);
     const limit = Math.sqrt(6 / (inDim + outDim));
     const rng = new Xoshiro128(initSeed(seed, k));
     for (let i = 0; i < n; i++) weights[i] = (2 * rng.nextFloat() - 1) * limit;
@@ -128,9 +131,14 @@ type TrainingArrays = Pick<LayerState, 'mWeights' | 'vWeights' | 'mBias' | 'vBia
 /** A layer's Adam moments and step counters, zero (or empty when `empty`: an inference-sized layer). */
 function trainingArrays(inDim: number, outDim: number, inputMajor: boolean, where: string, empty: boolean): TrainingArrays {
   const n = empty ? 0 : inDim * outDim, b = empty ? 0 : outDim;
+  const moment = (what: string) => {
+    const a = sharedF32(n, `${where}.${what}`);
+    if (!empty) native().netAdviseHugePages(a); // before anything writes it (see NativeNetwork.netAdviseHugePages)
+    return a;
+  };
   return {
-    mWeights: sharedF32(n, `${where}.mWeights`),
-    vWeights: sharedF32(n, `${where}.vWeights`),
+    mWeights: moment('mWeights'),
+    vWeights: moment('vWeights'),
     mBias: sharedF32(b, `${where}.mBias`),
     vBias: sharedF32(b, `${where}.vBias`),
     rowSteps: sharedU32(empty ? 0 : inputMajor ? inDim : outDim, `${where}.rowSteps`),

@@ -113,3 +113,17 @@ describe('garbage in shared memory never crashes the kernels', () => {
     expect(refused).toBeGreaterThan(20);
   });
 });
+
+describe('netAdviseHugePages', () => {
+  it('is a hint: contents written after it (and before a second one) stay as written; a wrong argument throws', () => {
+    const a = new Float32Array(new SharedArrayBuffer(24 << 20)); // above the 16 MiB the advice starts at
+    native().netAdviseHugePages(a); // before the first write, as allocateLayers gives it
+    for (let i = 0; i < a.length; i += 997) a[i] = i;
+    native().netAdviseHugePages(a); // again, after writes (a no-op for an advised range)
+    let bad = 0;
+    for (let i = 0; i < a.length; i++) if (a[i] !== (i % 997 === 0 ? i : 0)) bad++;
+    expect(bad).toBe(0);
+    native().netAdviseHugePages(new Float32Array(8)); // small arrays are left alone
+    expect(() => native().netAdviseHugePages(new Uint32Array(8) as unknown as Float32Array)).toThrow(/^sublinear native: .*Float32Array/);
+  });
+});
