@@ -35,14 +35,16 @@ export function hashOptionsOf(c: ResolvedNetworkConfig, i: number): HashParamsOp
 
 /**
  * The state of a network of configuration `c`; `inference`: weights, biases and hash functions only (empty
- * Adam moments, step counters, tables and wide Adagrad sums).
+ * Adam moments, step counters, tables and wide Adagrad sums); `init` false: zero weights instead of the
+ * Glorot draw (a state about to be copied in).
  */
-export function allocateNetwork(c: ResolvedNetworkConfig, inference = false): NetSpec {
+export function allocateNetwork(c: ResolvedNetworkConfig, inference = false, init = true): NetSpec {
   const layers = allocateLayers({
     inputDim: c.inputDim,
     layers: c.layers.map((l) => ({ size: l.size, activation: l.activation, dropout: l.dropout })),
     seed: c.seed,
     inference,
+    init,
   });
   c.layers.forEach((l, i) => {
     const s = l.sampling;

@@ -27,6 +27,11 @@ export interface StateConfig {
    * them when the network trains). Default false.
    */
   inference?: boolean;
+  /**
+   * false: the weights start at zero instead of the Glorot draw, for a network whose whole state is copied
+   * in next (Network's selection copies: the draw would be overwritten). Default true.
+   */
+  init?: boolean;
 }
 
 /**
@@ -110,7 +115,7 @@ export function allocateLayers(config: StateConfig): LayerState[] {
     if (!config.inference) native().netAdviseHugePages(weights);
     const limit = Math.sqrt(6 / (inDim + outDim));
     const rng = new Xoshiro128(initSeed(seed, k));
-    for (let i = 0; i < n; i++) weights[i] = (2 * rng.nextFloat() - 1) * limit;
+    if (config.init !== false) for (let i = 0; i < n; i++) weights[i] = (2 * rng.nextFloat() - 1) * limit;
     out.push({
       inDim,
       outDim,

@@ -383,29 +383,47 @@ export function initialEarlyStop(): EarlyStopState {
 
 /** Copy of every layer's weights and biases (the best epoch's), restorable into the live network. */
 export class WeightSnapshot {
+  /** Per layer its weights; layer 0's only the rows `rows0` lists, one after another, when given. */
   readonly weights: Float32Array[];
   readonly bias: Float32Array[];
   /** The output layer's wide weights (null without a wide part). */
   readonly wide: Float32Array | null;
-  constructor(spec: NetSpec) {
-    this.weights = spec.layers.map((l) => new Float32Array(l.weights.length));
+  /**
+   * `rows0` (increasing feature ids): keep only these rows of layer 0 (input-major: a row per feature), for a
+   * run whose training can change no other row (lazy Adam updates only the rows its batches hold, so these are
+   * its training data's features): restore() then leaves the other rows as they are. Default: every row.
+   */
+  constructor(spec: NetSpec, private readonly rows0: Uint32Array | null = null) {
+    if (rows0 && !spec.layers[0]!.inputMajor) throw new Error('WeightSnapshot: rows0 needs an input-major layer 0');
+    this.weights = spec.layers.map((l, k) => new Float32Array(k === 0 && rows0 ? rows0.length * l.outDim : l.weights.length));
     this.bias = spec.layers.map((l) => new Float32Array(l.bias.length));
     const w = spec.layers.at(-1)!.wide;
     this.wide = w ? new Float32Array(w.weights.length) : null;
   }
   take(spec: NetSpec): void {
     spec.layers.forEach((l, k) => {
-      this.weights[k]!.set(l.weights);
+      if (k === 0 && this.rows0) this.copyRows(l.weights, this.weights[0]!, l.outDim, true);
+      else this.weights[k]!.set(l.weights);
       this.bias[k]!.set(l.bias);
     });
     if (this.wide) this.wide.set(spec.layers.at(-1)!.wide!.weights);
   }
   restore(spec: NetSpec): void {
     spec.layers.forEach((l, k) => {
-      l.weights.set(this.weights[k]!);
+      if (k === 0 && this.rows0) this.copyRows(l.weights, this.weights[0]!, l.outDim, false);
+      else l.weights.set(this.weights[k]!);
       l.bias.set(this.bias[k]!);
     });
     if (this.wide) spec.layers.at(-1)!.wide!.weights.set(this.wide);
+  }
+  /** Layer 0's rows rows0 between the network's weights and the packed copy (`take`: into the copy). */
+  private copyRows(net: Float32Array, packed: Float32Array, width: number, take: boolean): void {
+    const rows = this.rows0!;
+    for (let i = 0; i < rows.length; i++) {
+      const at = rows[i]! * width;
+      if (take) packed.set(net.subarray(at, at + width), i * width);
+      else net.set(packed.subarray(i * width, (i + 1) * width), at);
+    }
   }
 }
 

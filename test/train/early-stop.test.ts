@@ -334,4 +334,47 @@ describe('WeightSnapshot', () => {
     expect(net.spec.layers[0]!.weights).toEqual(w0);
     expect(net.spec.layers[1]!.bias[2]).toBe(5);
   });
+
+  it('with rows0, keeps only those rows of layer 0 (packed) and restores them, leaving the other rows as they are', () => {
+    const net = new Network({ inputDim: 10, layers: [{ size: 4 }, { size: 3 }] });
+    const l0 = net.spec.layers[0]!, l1 = net.spec.layers[1]!;
+    const snap = new WeightSnapshot(net.spec, Uint32Array.of(2, 7));
+    expect(snap.weights[0]!.length).toBe(2 * 4);
+    expect(snap.weights[1]!.length).toBe(l1.weights.length);
+    snap.take(net.spec);
+    expect([...snap.weights[0]!]).toEqual([...l0.weights.subarray(8, 12), ...l0.weights.subarray(28, 32)]);
+    const w0 = l0.weights.slice(), w1 = l1.weights.slice();
+    l0.weights.fill(1);
+    l1.weights.fill(1);
+    snap.restore(net.spec);
+    const want = Float32Array.from({ length: 40 }, (_, i) => ((i >= 8 && i < 12) || (i >= 28 && i < 32) ? w0[i]! : 1));
+    expect(l0.weights).toEqual(want);
+    expect(l1.weights).toEqual(w1);
+  });
+
+  // What rows0 relies on: training changes only the layer-0 rows of the features its data holds (k-fold
+  // selection's fold snapshots keep just those).
+  it.each([[0, 1], [1, 2]])('fit (workers %i, threads %i) leaves the layer-0 rows of features absent from its data untouched', async (workers, threads) => {
+    const data = synthesize({ shape: 'tiny', points: 300, seed: 5 });
+    const drop = new Set(Array.from({ length: data.features }, (_, j) => j).filter((j) => j % 3 === 0));
+    // The data without every third feature.
+    const keep: number[] = [];
+    const offsets = new Uint32Array(data.points + 1);
+    for (let i = 0; i < data.points; i++) {
+      for (let e = data.offsets[i]!; e < data.offsets[i + 1]!; e++) if (!drop.has(data.indices[e]!)) keep.push(e);
+      offsets[i + 1] = keep.length;
+    }
+    const part = { ...data, offsets, indices: Uint32Array.from(keep, (e) => data.indices[e]!), values: Float32Array.from(keep, (e) => data.values[e]!) };
+    const net = new Network({ inputDim: data.features, seed: 2, layers: [{ size: 32, dropout: 0.5 }, { size: data.labels }] });
+    const before = net.spec.layers[0]!.weights.slice();
+    await fit(net, part, { epochs: 3, workers, threads });
+    const w = net.spec.layers[0]!.weights, H = 32;
+    let changedKept = 0, changedDropped = 0;
+    for (let j = 0; j < data.features; j++) {
+      const same = w.subarray(j * H, (j + 1) * H).every((x, h) => x === before[j * H + h]);
+      if (!same) drop.has(j) ? changedDropped++ : changedKept++;
+    }
+    expect(changedDropped).toBe(0);
+    expect(changedKept).toBeGreaterThan(0.9 * new Set(part.indices).size); // the rows of the features it holds do change
+  });
 });

@@ -12,7 +12,7 @@ import { annealMultiplier, bestMeanEpoch, kfoldSplit, resolveValidation, selecti
 import type { FitOptions, FitProgress, FitStats } from '../../src/train/fit.js';
 import type { NetworkConfig } from '../../src/network/config.js';
 import type { SparseDataset } from '../../src/datasets/csr.js';
-import { fit, resume, resumeInfo } from '../../src/train/fit-network.js';
+import { copyOf, fit, resume, resumeInfo } from '../../src/train/fit-network.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-select-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -244,4 +244,25 @@ describe('fit up to refitMaxPoints points: held-out selection on a copy, then al
   });
 
   selectionResumeTests({ data, config, opts, uninterrupted, selecting: (p) => p.selection !== undefined, after: 'the training on all points' });
+});
+
+describe('selection copies', () => {
+  it('a copy (copyOf: no Glorot draw, then the state copied in) equals its source, trained or not', async () => {
+    const data = synthesize({ shape: 'tiny', points: 200, seed: 9 });
+    const src = new Network({ inputDim: data.features, seed: 4, layers: [{ size: 16 }, { size: data.labels }] });
+    const same = (a: Network, b: Network) => a.spec.layers.every((l, k) => {
+      const m = b.spec.layers[k]!;
+      return ['weights', 'bias', 'mWeights', 'vWeights', 'mBias', 'vBias', 'rowSteps', 'biasSteps'].every((f) =>
+        (l as unknown as Record<string, ArrayLike<number>>)[f]!.length > 0 &&
+        Array.from((l as unknown as Record<string, ArrayLike<number>>)[f]!).every((x, i) => Object.is(x, (m as unknown as Record<string, ArrayLike<number>>)[f]![i])));
+    });
+    const fresh = copyOf(src);
+    expect(src.spec.layers[0]!.weights.some((x) => x !== 0)).toBe(true);
+    expect(same(fresh, src)).toBe(true);
+    await fit(src, data, { epochs: 2, workers: 0 });
+    expect(src.spec.layers[0]!.mWeights.some((x) => x !== 0)).toBe(true);
+    const trained = copyOf(src);
+    expect(same(trained, src)).toBe(true);
+    expect(trained.batchesDone).toBe(src.batchesDone);
+  });
 });
