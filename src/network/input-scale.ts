@@ -81,9 +81,10 @@ export function logCompress(x: number): number {
  * - term counts (looksLikeCounts: non-negative integers, some above 1) are compressed ('log'): dividing
  *   each word by its own largest count would weigh words against each other by their rarest use (a word
  *   seen 13 times in one text counts 1/13 in every other), where 1 + ln n keeps a word seen once at 1
- *   everywhere. On seeded 300- and 1,000-point subsamples of the Debian text sets as counts (README
- *   "Small training sets") this gave test P@1 +1.1, +3.1, -0.4 and +2.4 points over the divisors, with
- *   less spread between seeds; L2-normalised rows were the worst of the four choices measured there;
+ *   everywhere. On seeded 300- and 1,000-point count subsamples of debian-tags and debian-deps (docs/defaults.md
+ *   "Small training sets", three seeds each) this gave test P@1 +1.0, -0.3, +3.1 and +2.3 points over the
+ *   divisors, P@3 and P@5 up on all four, and a seed spread under 1 point; the counts as they are and
+ *   L2-normalised rows were worse than both;
  * - otherwise each feature is divided by its largest |value| when some value lies outside [-1, 1]
  *   (binary features, features scaled to [0, 1] and rows normalised to unit length never have one) or
  *   when the per-feature maxima of the features that occur span more than SCALE_SPREAD_LIMIT. Divisor of
