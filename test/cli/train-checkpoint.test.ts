@@ -196,13 +196,15 @@ describe('train stopped by a signal (Ctrl-C, or SIGTERM from a scheduler)', () =
     const model = join(dir, `stopped-${sig}.sl`);
     // workers 0 and no periodic checkpoint: nothing in the loop does I/O, yet the signal must get through
     // (the loop yields to the event loop). 200 epochs would take seconds; it is stopped early.
+    const log = join(dir, `stopped-${sig}.jsonl`);
     const child = spawn(process.execPath, [CLI, 'train', '--train', trainFile, '--config', cfgFile, '--epochs', '200', '--workers', '0',
-      '--checkpoint', ck, '--checkpoint-every', '1h', '--save', model], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      '--checkpoint', ck, '--checkpoint-every', '1h', '--save', model, '--log', log], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     const exited = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
-    while (!stderr.includes('network: ')) await sleep(2);
-    await sleep(150);
+    // The signal goes after the first epoch's log record, so that the run has trained (a fixed delay after
+    // the start was too short on a loaded machine: stopped before its first batch, it has nothing to checkpoint).
+    while (!(existsSync(log) && readFileSync(log, 'utf8').includes('"type":"epoch"'))) await sleep(5);
     child.kill(sig);
     expect(await exited).toBe(code);
     expect(stderr).toContain(`${shown}: stopping after the batches in flight, writing a checkpoint and saving ${model}`);
@@ -217,7 +219,7 @@ describe('train stopped by a signal (Ctrl-C, or SIGTERM from a scheduler)', () =
     const { meta } = await readCheckpoint(files[0]!.file, (c) => new Network(c));
     expect(meta.reason).toBe('abort');
     const epochs = Math.ceil(stoppedAt / 24) + 1;
-    const fin = run('train', '--resume', ck, '--epochs', String(epochs), '--json', '--save', model);
+    const fin = run('train', '--resume', ck, '--epochs', String(epochs), '--json', '--save', model, '--log', log);
     expect(fin.code).toBe(0);
     expect(lastJson(fin.stdout)).toMatchObject({ resumedAt: stoppedAt, batchesDone: epochs * 24, aborted: false });
   });
