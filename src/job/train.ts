@@ -619,6 +619,7 @@ function phaseText(name: string): string | null {
     case 'rerank.shortlists': return `re-ranker: the network's shortlist of every training point${copy}`;
     case 'rerank.classifiers': return `re-ranker: training the per-label classifiers${copy}`;
     case 'rerank.weight': return `re-ranker: choosing its weight${copy}`;
+    case 'calibration': return `calibrating the probabilities on the held-out points${copy}`;
     case 'save': return 'saving the model';
     case 'test': return 'evaluating the test set';
     default: return null;

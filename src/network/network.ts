@@ -6,6 +6,7 @@ import { sharedFloat32, sharedUint32, toShared, type SparseDataset } from '../da
 import { native } from '../native/addon.js';
 import type { TextVectorizer } from '../text/vectorizer.js';
 import { allocateNetwork, allocateTablesOf, hasTables, networkBytes } from './allocate.js';
+import { calibrate, calibrationMetrics, type CalibrationMetrics, type ProbabilityCalibration } from './calibration.js';
 import { checkDataset } from './check-data.js';
 import { resolveConfig, storedConfig, tablesQueriedInTraining, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import { createExecutor, defaultWorkers, type Executor } from './executor.js';
@@ -47,6 +48,13 @@ export interface PredictOptions {
   candidates?: number;
   /** Called as chunks finish with (points predicted so far, points). Default: none. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Selection by probability (a network with a calibration only: `Network.calibration`): each point's labels
+   * are those of its top `shortlist` candidates by score whose calibrated probability is at least this,
+   * ordered by probability, at most `k` of them (`k` then defaults to the shortlist); the rest of a row is
+   * 0xFFFFFFFF. 'model': the threshold chosen in training (best held-out micro-F1). Default: none (top-k by score).
+   */
+  threshold?: number | 'model';
   /**
    * Runs the chunks on this executor, which the call leaves open, instead of a pool of `workers` threads
    * started and closed by the call (`workers` is then ignored). For callers that predict often, e.g. the
@@ -131,7 +139,13 @@ export interface SaveOptions {
 
 
 /** Options of `Network.evaluate`. */
-export interface EvaluateOptions extends Omit<PredictOptions, 'k'> {
+export interface EvaluateOptions extends Omit<PredictOptions, 'k' | 'threshold'> {
+  /**
+   * A calibrated network (`Network.calibration`) also reports `calibration` (CalibrationMetrics): ECE, and
+   * micro/macro-F1 of selection by this threshold against every fixed top-k cut. Default 'model' (the
+   * threshold chosen in training).
+   */
+  threshold?: number | 'model';
   /** Cut-offs for P@k, nDCG@k and PSP@k. Default [1, 3, 5]. */
   k?: number[];
   /** Propensity model parameter A. Default 0.55 (use 0.6 for Amazon datasets). */
@@ -148,6 +162,12 @@ export interface Predictions {
   labels: Uint32Array;
   /** (points, k) softmax probabilities over the scored neurons. */
   scores: Float32Array;
+  /**
+   * (points, k) calibrated probabilities P(label is relevant | point) of the labels (0 where none), for a
+   * network with a calibration (`Network.calibration`); absent otherwise. A label past a point's top
+   * `shortlist` candidates by score gets the same map, outside the range it was fitted on.
+   */
+  probabilities?: Float32Array;
   /** Mean number of output neurons scored per point (every output when exact). */
   outputsScoredPerPoint: number;
 }
@@ -192,6 +212,12 @@ export class Network {
    * held-out points). fit() drops it when training starts and trains a new one at the end.
    */
   rerank: RerankState | null = null;
+  /**
+   * Calibrated per-label probabilities (src/network/calibration.ts): fitted by training on its held-out
+   * points (FitOptions.calibration), saved and loaded with the model; predict() then returns `probabilities`
+   * and can select by threshold. null: none (not trained with validation, or a file written before them).
+   */
+  calibration: ProbabilityCalibration | null = null;
   /** The hash tables index the current weights (training sets it false when it moves them: src/train). */
   tablesFresh = false;
   /** The output layer's cluster index (sampled inference) matches the current weights. */
@@ -360,20 +386,39 @@ export class Network {
     const outputs = this.config.layers.at(-1)!.size;
     const candidates = opts.candidates ?? defaultCandidates(outputs);
     if (!Number.isInteger(candidates) || candidates <= 0) throw new Error(`Expected positive integer for candidates but received ${JSON.stringify(opts.candidates)}`);
-    if (opts.executor) return this.predictWith(opts.executor, data, k, mode, chunk, candidates, opts.onProgress);
-    const exec = createExecutor(opts.workers ?? defaultWorkers());
-    try {
-      return await this.predictWith(exec, data, k, mode, chunk, candidates, opts.onProgress);
-    } finally {
-      await exec.close();
+    const cal = this.calibration;
+    let threshold: number | undefined;
+    if (opts.threshold !== undefined) {
+      if (!cal) throw new Error('Selection by threshold needs calibrated probabilities, and this network has none (training fits them on its held-out points: train with validation, the default)');
+      threshold = opts.threshold === 'model' ? cal.threshold : opts.threshold;
+      if (!(typeof threshold === 'number' && threshold > 0 && threshold <= 1)) throw new Error(`Expected a probability in (0, 1] or 'model' for threshold but received ${JSON.stringify(opts.threshold)}`);
     }
+    const want = opts.k === undefined && threshold !== undefined ? Math.min(cal!.shortlist, this.config.layers.at(-1)!.size) : k;
+    // Selection by threshold looks at every candidate of the shortlist.
+    const kk = threshold !== undefined ? Math.min(Math.max(want, cal!.shortlist), this.config.layers.at(-1)!.size) : want;
+    const run = (exec: Executor) => this.predictWith(exec, data, kk, mode, chunk, candidates, opts.onProgress);
+    let pred: Predictions;
+    if (opts.executor) {
+      pred = await run(opts.executor);
+    } else {
+      const exec = createExecutor(opts.workers ?? defaultWorkers());
+      try {
+        pred = await run(exec);
+      } finally {
+        await exec.close();
+      }
+    }
+    if (!cal) return pred;
+    pred.probabilities = calibrate(cal, pred.labels, pred.scores, pred.k);
+    return threshold === undefined ? pred : selectByThreshold(pred, want, cal.shortlist, threshold);
   }
 
   /**
-   * predict() on a given executor (arguments already validated; data on shared memory). With a re-ranker
+   * predict() on a given executor (arguments already validated; data on shared memory and already divided
+   * by the input scaling: training's held-out points are), without probabilities. With a re-ranker
    * (this.rerank), the network's top max(k, shortlist) of every point are re-scored and the k best kept.
    */
-  private async predictWith(
+  async predictWith(
     exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk = 256, candidates = 0,
     onProgress?: (done: number, total: number) => void,
   ): Promise<Predictions> {
@@ -450,18 +495,32 @@ export class Network {
    * P@k, nDCG@k and PSP@k over the whole of `data`, how many outputs were scored per point, and the
    * seconds the predictions took (`predictSeconds`, metrics excluded; the start of the worker threads included unless `executor` is given).
    */
-  async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number; predictSeconds: number }> {
+  async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number; predictSeconds: number; calibration?: CalibrationMetrics }> {
     if (data?.points === 0) throw new Error('Cannot evaluate on 0 points: the evaluation data is empty');
     const ks = opts.k ?? [1, 3, 5];
     const kMax = Math.max(...ks);
-    const t0 = performance.now();
-    const pred = await this.predict(data, { ...opts, k: kMax });
-    const predictSeconds = (performance.now() - t0) / 1000;
+    const cal = this.calibration;
+    if (opts.threshold !== undefined && !cal) throw new Error('EvaluateOptions.threshold needs calibrated probabilities, and this network has none');
+    const threshold = opts.threshold === undefined || opts.threshold === 'model' ? cal?.threshold : opts.threshold;
+    if (threshold !== undefined && !(threshold > 0 && threshold <= 1)) throw new Error(`Expected a probability in (0, 1] or 'model' for threshold but received ${JSON.stringify(opts.threshold)}`);
     const numLabels = this.config.layers.at(-1)!.size;
+    // A calibrated network's shortlist is predicted too, for its probability metrics.
+    const kk = cal ? Math.max(kMax, Math.min(cal.shortlist, numLabels)) : kMax;
+    const t0 = performance.now();
+    const pred = await this.predict(data, { ...opts, threshold: undefined, k: kk });
+    const predictSeconds = (performance.now() - t0) / 1000;
     const freq = this.labelFreq ?? labelFrequencies(new Uint32Array(0), numLabels);
     const invP = inversePropensity(freq, Math.max(this.trainPoints, 1), opts.propensityA ?? 0.55, opts.propensityB ?? 1.5);
-    const m = computeMetrics({ topIdx: pred.labels, kMax, labelOffsets: data.labelOffsets, labelIndices: data.labelIndices, invPropensity: invP, ks });
-    return Object.assign(m, { outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds });
+    let top = pred.labels;
+    if (kk > kMax) {
+      top = new Uint32Array(data.points * kMax);
+      for (let i = 0; i < data.points; i++) top.set(pred.labels.subarray(i * kk, i * kk + kMax), i * kMax);
+    }
+    const m = computeMetrics({ topIdx: top, kMax, labelOffsets: data.labelOffsets, labelIndices: data.labelIndices, invPropensity: invP, ks });
+    return Object.assign(m, {
+      outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds,
+      ...(cal && kk >= cal.shortlist ? { calibration: calibrationMetrics(cal, pred.labels, pred.scores, kk, data, threshold) } : {}),
+    });
   }
 
   /**
@@ -614,3 +673,28 @@ export class Network {
   }
 }
 
+
+/**
+ * PredictOptions.threshold: of each point's first `shortlist` candidates (of pred.k, by score), those whose
+ * probability reaches `threshold`, by descending probability (ties: by score), at most k.
+ */
+function selectByThreshold(pred: Predictions, k: number, shortlist: number, threshold: number): Predictions {
+  const K = pred.k, n = pred.points, probs = pred.probabilities!;
+  const labels = new Uint32Array(n * k).fill(0xffffffff), scores = new Float32Array(n * k), probabilities = new Float32Array(n * k);
+  const order: number[] = [];
+  for (let i = 0; i < n; i++) {
+    order.length = 0;
+    for (let r = 0; r < Math.min(shortlist, K); r++) {
+      const e = i * K + r;
+      if (pred.labels[e] !== 0xffffffff && probs[e]! >= threshold) order.push(e);
+    }
+    order.sort((u, v) => probs[v]! - probs[u]! || u - v);
+    for (let j = 0; j < Math.min(k, order.length); j++) {
+      const e = order[j]!;
+      labels[i * k + j] = pred.labels[e]!;
+      scores[i * k + j] = pred.scores[e]!;
+      probabilities[i * k + j] = probs[e]!;
+    }
+  }
+  return { points: n, k, labels, scores, probabilities, outputsScoredPerPoint: pred.outputsScoredPerPoint };
+}
