@@ -12,6 +12,7 @@ import { resolveConfig, storedConfig, tablesQueriedInTraining, type NetworkConfi
 import { createExecutor, defaultWorkers, type Executor } from './executor.js';
 import type { LoadLimits } from './file-layout.js';
 import { applyInputScale } from './input-scale.js';
+import { explainLabels, type LabelExplanation } from './explain.js';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './metrics.js';
 import { loadModel, saveModel, type TrainingSummary } from './model-file.js';
 import type { NetSpec } from '../native/network-types.js';
@@ -521,6 +522,35 @@ export class Network {
       outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds,
       ...(cal && kk >= cal.shortlist ? { calibration: calibrationMetrics(cal, pred.labels, pred.scores, kk, data, threshold) } : {}),
     });
+  }
+
+  /**
+   * Why each point got its labels: the labels predict() returns for it (with the same options: k, mode,
+   * threshold), each label's score split over the point's input features (src/network/explain.ts: exact
+   * gradient x input of the network, plus the wide part's and the re-ranker's per-feature terms), the `top`
+   * largest contributions kept. Default `top` 10.
+   *
+   * @example
+   * ```ts
+   * const { predictions, explanations } = await net.explain(points, { k: 3, top: 5 });
+   * console.log(explanations[0][0].features); // [{ feature: 812, contribution: 2.31, ... }, ...]
+   * ```
+   */
+  async explain(data: SparseDataset, opts: PredictOptions & { top?: number } = {}): Promise<{ predictions: Predictions; explanations: LabelExplanation[][] }> {
+    const top = opts.top ?? 10;
+    if (!Number.isInteger(top) || top < 0) throw new Error(`Expected non-negative integer for top but received ${JSON.stringify(opts.top)}`);
+    const predictions = await this.predict(data, opts);
+    const explanations: LabelExplanation[][] = [];
+    for (let i = 0; i < data.points; i++) {
+      const labels: number[] = [];
+      for (let r = 0; r < predictions.k; r++) {
+        const l = predictions.labels[i * predictions.k + r]!;
+        if (l !== 0xffffffff) labels.push(l);
+      }
+      const lo = data.offsets[i]!, hi = data.offsets[i + 1]!;
+      explanations.push(explainLabels(this, { indices: data.indices.subarray(lo, hi), values: data.values.subarray(lo, hi) }, labels, top));
+    }
+    return { predictions, explanations };
   }
 
   /**
