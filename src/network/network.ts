@@ -5,7 +5,7 @@
 import { sharedFloat32, sharedUint32, toShared, type SparseDataset } from '../datasets/csr.js';
 import { native } from '../native/addon.js';
 import type { TextVectorizer } from '../text/vectorizer.js';
-import { allocateNetwork, allocateTablesOf, hasTables, networkBytes } from './allocate.js';
+import { allocateNetwork, allocateTablesOf, emptyTables, hasTables, networkBytes } from './allocate.js';
 import { calibrate, calibrationMetrics, type CalibrationMetrics, type ProbabilityCalibration } from './calibration.js';
 import { checkDataset } from './check-data.js';
 import { resolveConfig, storedConfig, tablesQueriedInTraining, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
@@ -130,6 +130,17 @@ export interface NetworkOptions {
    * queries (those of sampled hidden layers). `Network.load` builds its networks this way. Default false.
    */
   inference?: boolean;
+  /**
+   * false: the weights start at zero instead of their seeded initialisation, for a caller that then sets
+   * every one of them (Network.load reads them from the file: drawing 60M weights first cost about 1.5 s).
+   * Default true.
+   */
+  initialise?: boolean;
+  /**
+   * The network's state, already allocated for this configuration, instead of a new one (Network.grow with
+   * `shareHidden` builds one that shares the source's arrays). Default: allocated.
+   */
+  state?: NetSpec;
 }
 
 /** Options of `Network.save`. */
@@ -258,7 +269,7 @@ export class Network {
 
   constructor(config: NetworkConfig, opts: NetworkOptions = {}) {
     this.config = resolveConfig(config);
-    this.spec = allocateNetwork(this.config, opts.inference ?? false, !Network.copying);
+    this.spec = opts.state ?? allocateNetwork(this.config, opts.inference ?? false, (opts.initialise ?? true) && !Network.copying);
     this.schedule = this.config.layers.some((l) => l.sampling) ? new RebuildSchedule() : null;
   }
 
@@ -559,8 +570,11 @@ export class Network {
    * counters are copied, so old labels keep their rows bit for bit; the new rows are initialised as a new
    * network's are (seeded, zero bias, zero moments, zero steps). Hash tables, the logQ correction and the
    * cluster index are rebuilt for the new label count by the next fit() or sampled predict(). The text
-   * vectorizer is kept; `labelNames` (default: the current names) must name every label when given.
-   * This network is left unchanged.
+   * vectorizer, input scaling and calibration (new labels: its pooled map) are kept, and the re-ranker
+   * for the old labels (a new label has no classifier); `labelNames` (default: the current names) must
+   * name every label when given. `shareHidden` (online learning, src/network/online.ts): the copy's hidden
+   * layers are this network's arrays, not copies, and its new output rows are zero. This network is left
+   * unchanged.
    *
    * @example
    * ```ts
@@ -569,7 +583,7 @@ export class Network {
    * await train({ train: moreData, init: grown, epochs: 3, save: 'm2.sl' });
    * ```
    */
-  grow(labels: number, labelNames?: readonly string[]): Network {
+  grow(labels: number, labelNames?: readonly string[], opts: { shareHidden?: boolean } = {}): Network {
     const last = this.config.layers.length - 1;
     const outputs = this.config.layers[last]!.size;
     if (!Number.isInteger(labels) || labels < outputs || labels > 0xffffffff) {
@@ -579,12 +593,19 @@ export class Network {
       throw new Error(`Expected at most ${labels} label names but received ${labelNames.length}`);
     }
     const stored = storedConfig(this.config);
-    const net = new Network({ ...stored, layers: stored.layers.map((l, k) => (k === last ? { ...l, size: labels } : l)) });
     // An inference-sized network (Network.load) has no optimizer state to copy: the new one's stays zero,
     // as the loaded model's would have been.
     const trained = this.hasTrainingState;
+    const share = opts.shareHidden === true && last > 0;
+    const grownConfig: NetworkConfig = { ...stored, layers: stored.layers.map((l, k) => (k === last ? { ...l, size: labels } : l)) };
+    if (share && !trained) return this.growShared(grownConfig, labels, labelNames);
+    const net = new Network(grownConfig, { initialise: !share });
+    // shareHidden (online learning, which never changes them): the hidden layers are this network's own
+    // arrays, not copies, and the new output rows are zero: growing costs a copy of the output layer only.
+    if (share) for (let k = 0; k < last; k++) net.spec.layers[k] = this.spec.layers[k]!;
     this.spec.layers.forEach((from, k) => {
       const to = net.spec.layers[k]!;
+      if (share && k < last) return;
       if (k < last || labels === outputs) {
         for (const key of ['weights', 'bias', 'mWeights', 'vWeights', 'mBias', 'vBias', 'rowSteps', 'biasSteps'] as const) {
           if (trained || key === 'weights' || key === 'bias') to[key].set(from[key]);
@@ -615,6 +636,51 @@ export class Network {
       if (fromWide.accum.length === fromWide.labels.length) w.accum.set(fromWide.accum);
       net.spec.layers[last]!.wide = w;
     }
+    this.copyExtrasTo(net, labels, outputs, labelNames);
+    return net;
+  }
+
+  /**
+   * grow() with `shareHidden` of an inference-sized network (online learning): the hidden layers and the
+   * wide part are this network's own; the output rows stay in their SharedArrayBuffers when those have room
+   * (a longer view of the same memory: no copy), else move to new ones with room for a quarter more labels
+   * (at least 1,024): growing by a few labels at a time costs a copy of the output layer now and then,
+   * not at every growth (a copy of a 22,868 x 1,024 layer took 230 ms). The new rows are zero.
+   */
+  private growShared(config: NetworkConfig, labels: number, labelNames: readonly string[] | undefined): Network {
+    const last = this.spec.layers.length - 1;
+    const from = this.spec.layers[last]!;
+    const D = from.inDim, outputs = from.outDim;
+    const room = (a: Float32Array, n: number) => a.byteOffset === 0 && a.buffer.byteLength >= 4 * n;
+    let weights: Float32Array, bias: Float32Array;
+    if (room(from.weights, labels * D) && room(from.bias, labels)) {
+      weights = new Float32Array(from.weights.buffer, 0, labels * D);
+      bias = new Float32Array(from.bias.buffer, 0, labels);
+    } else {
+      const rows = Math.max(labels + 1024, Math.ceil(1.25 * labels));
+      weights = new Float32Array(new SharedArrayBuffer(4 * rows * D), 0, labels * D);
+      bias = new Float32Array(new SharedArrayBuffer(4 * rows), 0, labels);
+      weights.set(from.weights);
+      bias.set(from.bias);
+    }
+    // The rows past the old ones may hold a dropped growth's values: zero them.
+    weights.fill(0, outputs * D);
+    bias.fill(0, outputs);
+    const resolved = resolveConfig(config);
+    const layer = {
+      ...from, outDim: labels, weights, bias,
+      ...(from.sampling ? { sampling: { ...from.sampling, tables: emptyTables(resolved, last) } } : {}),
+    };
+    const net = new Network(config, { state: { layers: [...this.spec.layers.slice(0, last), layer] } });
+    this.copyExtrasTo(net, labels, outputs, labelNames);
+    return net;
+  }
+
+  /**
+   * What grow() carries besides the weights: counters, label frequencies (new labels 0), text vectorizer,
+   * names, input scaling, re-ranker, calibration.
+   */
+  private copyExtrasTo(net: Network, labels: number, outputs: number, labelNames: readonly string[] | undefined): void {
     net.batchesDone = this.batchesDone;
     net.rebuildRound = this.rebuildRound;
     net.trainPoints = this.trainPoints;
@@ -624,7 +690,19 @@ export class Network {
     }
     net.textVectorizer = this.textVectorizer;
     net.labelNames = labelNames ?? this.labelNames;
-    return net;
+    net.inputScale = this.inputScale;
+    // The re-ranker goes on scoring the old labels; a new one has no classifier (the intercept of a label
+    // without training points, as training gives it). Training a grown network trains a new re-ranker anyway.
+    const rr = this.rerank;
+    if (rr) {
+      const offsets = new Uint32Array(labels + 1), bias = new Float32Array(labels).fill(-1);
+      offsets.set(rr.offsets);
+      offsets.fill(rr.offsets[outputs]!, outputs + 1);
+      bias.set(rr.bias);
+      net.rerank = { ...rr, offsets, bias };
+    }
+    // New labels get the pooled map (training the grown network fits a new calibration).
+    net.calibration = this.calibration;
   }
 
   /**
@@ -652,11 +730,41 @@ export class Network {
     const limits: LoadLimits = { maxMemory: opts.maxMemory, workers: opts.workers };
     const reader = checkpointReader;
     const make = (config: NetworkConfig) => {
-      const net = new Network(config, { inference: true });
+      const net = new Network(config, { inference: true, initialise: false });
       loadedUnder.set(net, opts.maxMemory);
       return net;
     };
     return loadModel(path, make, reader ? (file) => reader(file, limits) : undefined, limits);
+  }
+
+  /**
+   * (Online learning, src/network/online.ts.) Takes the cluster index of `from`, a network whose first
+   * labels this one shares (Network.grow's source), with `labels` added to its head: sampled prediction
+   * scores them for every query, and the index of the other labels is not rebuilt. Nothing when `from` has
+   * no current index.
+   */
+  adoptClusterIndex(from: Network, labels: readonly number[]): void {
+    const s = this.spec.layers.at(-1)!.sampling, fs = from.spec.layers.at(-1)!.sampling;
+    if (!s || !fs?.index || !from.indexFresh) return;
+    const head = sharedUint32(fs.index.head.length + labels.length);
+    head.set(fs.index.head);
+    head.set(labels, fs.index.head.length);
+    head.sort();
+    s.index = { ...fs.index, head };
+    this.indexFresh = true;
+  }
+
+  /**
+   * (Online learning.) The network's top `k` labels of each row of `data` (points x k), as prediction ranks
+   * them before the re-ranker: for choosing the negatives of a learning step.
+   */
+  async predictCandidates(data: SparseDataset, k: number, mode: 'exact' | 'sampled', executor?: Executor): Promise<Uint32Array> {
+    checkDataset(data, this.config, 'prediction input', false);
+    data = toShared(data);
+    if (this.inputScale) data = applyInputScale(data, this.inputScale);
+    const exec = executor ?? createExecutor(0);
+    const outputs = this.config.layers.at(-1)!.size;
+    return (await this.predictScaled(exec, data, k, mode, 256, defaultCandidates(outputs), null))[0]!.labels;
   }
 
   /** Marks tables and the cluster index stale (after weights were replaced from a file). */
