@@ -514,6 +514,14 @@ export function calibrationMetrics(
   };
 }
 
+/** A calibrated model's probability metrics (Network.evaluate's `calibration`) in one line (eval, train --test). */
+export function calibrationLine(c: CalibrationMetrics): string {
+  const best = c.topk.reduce((a, t) => (t.microF1 > a.microF1 ? t : a));
+  return `probabilities: ECE ${c.ece.toFixed(4)} (softmax scores ${c.eceScores.toFixed(4)}; top label ${c.eceTop1.toFixed(4)}); ` +
+    `threshold ${c.threshold.toFixed(3)}: micro-F1 ${c.microF1.toFixed(4)} macro-F1 ${c.macroF1.toFixed(4)} (${c.labelsPerPoint.toFixed(2)} labels per point); ` +
+    `best top-k cut: k ${best.k} micro-F1 ${best.microF1.toFixed(4)} macro-F1 ${best.macroF1.toFixed(4)}`;
+}
+
 /** Checks a stored calibration (JSON from a file) against the network's label count; the first problem or null. */
 export function calibrationProblem(c: unknown, outputs: number): string | null {
   if (c === null || typeof c !== 'object') return 'the calibration is not an object';
