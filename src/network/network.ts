@@ -15,7 +15,7 @@ import { applyInputScale } from './input-scale.js';
 import { explainLabels, type LabelExplanation } from './explain.js';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './metrics.js';
 import { loadModel, saveModel, type TrainingSummary } from './model-file.js';
-import type { NetSpec } from '../native/network-types.js';
+import type { LayerState, NetSpec } from '../native/network-types.js';
 import { rerankCombine, rerankScores, type RerankState } from './rerank.js';
 import { RebuildSchedule } from './schedule.js';
 import { hasTrainingArrays } from './state.js';
@@ -667,12 +667,31 @@ export class Network {
     weights.fill(0, outputs * D);
     bias.fill(0, outputs);
     const resolved = resolveConfig(config);
-    const layer = {
+    return this.adoptOutputLayer({
       ...from, outDim: labels, weights, bias,
       ...(from.sampling ? { sampling: { ...from.sampling, tables: emptyTables(resolved, last) } } : {}),
-    };
+    }, labelNames);
+  }
+
+  /**
+   * (Online learning on another thread: src/serve/learner-thread.ts.) A network whose hidden layers are this
+   * one's and whose output layer is `layer`: this network's output layer as another thread grew and updated it
+   * (Network.grow with `shareHidden` there), its arrays on the same SharedArrayBuffers. The extras are this
+   * network's, as grow() carries them (new labels: frequency 0, no re-ranker classifier, the pooled
+   * calibration); `indexFresh`: whether `layer`'s cluster index holds the current weights (Network.indexFresh
+   * of the other thread's network). This network is unchanged.
+   */
+  adoptOutputLayer(layer: LayerState, labelNames?: readonly string[], indexFresh = false): Network {
+    const last = this.spec.layers.length - 1;
+    const outputs = this.spec.layers[last]!.outDim, labels = layer.outDim;
+    if (layer.inDim !== this.spec.layers[last]!.inDim || labels < outputs) {
+      throw new Error(`adoptOutputLayer: expected an output layer over ${this.spec.layers[last]!.inDim} inputs with at least ${outputs} labels`);
+    }
+    const stored = storedConfig(this.config);
+    const config: NetworkConfig = { ...stored, layers: stored.layers.map((l, k) => (k === last ? { ...l, size: labels } : l)) };
     const net = new Network(config, { state: { layers: [...this.spec.layers.slice(0, last), layer] } });
     this.copyExtrasTo(net, labels, outputs, labelNames);
+    net.indexFresh = indexFresh && layer.sampling?.index !== undefined;
     return net;
   }
 

@@ -212,8 +212,9 @@ export class OnlineLearner {
     // In-batch negatives: every example's step also pushes away the request's other labels (at most 64).
     const shared = [...involved].slice(0, 64);
     const touched = new Set<number>();
-    // The steps run on the calling thread (a server's event loop): it is handed back every `sliceMs`, so
-    // that requests arriving meanwhile wait for a slice, not for the whole call.
+    // The steps run on the calling thread: it is handed back every `sliceMs`, so that work arriving
+    // meanwhile on its event loop waits for a slice, not for the whole call (a server runs its learner on
+    // a thread of its own with share 1: src/serve/learner-thread.ts).
     let since = performance.now();
     for (let pass = 0; pass < this.o.passes; pass++) {
       for (let i = 0; i < all.length; i++) {

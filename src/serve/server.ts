@@ -16,7 +16,8 @@ import { basename, extname } from 'node:path';
 import { sharedFloat32, sharedUint32, type SparseDataset } from '../datasets/csr.js';
 import { defaultCandidates, Network, type LoadOptions, type PredictMode } from '../network/network.js';
 import { explainLabels } from '../network/explain.js';
-import { OnlineLearner, type LearnReport, type OnlineOptions } from '../network/online.js';
+import type { LearnReport, OnlineOptions } from '../network/online.js';
+import { LearnerThread } from './learner-thread.js';
 import { featureTokens } from '../text/feature-names.js';
 import { createExecutor, type Executor } from '../network/executor.js';
 import { packageVersion } from '../util/package-root.js';
@@ -139,7 +140,7 @@ const positiveInt = (name: string, v: number | undefined, dflt: number, min = 1)
 /** PredictionServer's constructor's parameters (see there). */
 type ConstructorArgs = [
   http: Server, exec: Executor, batcher: MicroBatcher, stopTimeoutMs: number, served: Served, make: (net: Network) => Served,
-  warm: (net: Network) => Promise<void>, learner: OnlineLearner | null, learnOptions: OnlineOptions | null, metrics: ServerMetrics,
+  warm: (net: Network) => Promise<void>, learner: LearnerThread | null, learnOptions: OnlineOptions | null, metrics: ServerMetrics,
   files: { model?: string; snapshot?: string; load: LoadOptions },
 ];
 
@@ -196,7 +197,7 @@ export class PredictionServer {
     private served: Served,
     private readonly make: (net: Network) => Served,
     private readonly warm: (net: Network) => Promise<void>,
-    private learner: OnlineLearner | null,
+    private learner: LearnerThread | null,
     private readonly learnOptions: OnlineOptions | null,
     readonly metrics: ServerMetrics,
     private readonly files: { model?: string; snapshot?: string; load: LoadOptions },
@@ -271,8 +272,11 @@ export class PredictionServer {
         const net = await Network.load(file, this.files.load);
         const next = this.make(net);
         await this.warm(net);
+        const learner = this.learnOptions ? await LearnerThread.start(net, this.learnOptions) : null;
         this.served = next;
-        this.learner = this.learnOptions ? new OnlineLearner(net, this.learnOptions) : null;
+        const old = this.learner;
+        this.learner = learner;
+        await old?.close();
         this.metrics.reloads.inc({ result: 'ok' });
         return { labels: next.info.labels, seconds: (performance.now() - t0) / 1000 };
       } catch (e) {
@@ -329,13 +333,26 @@ export class PredictionServer {
         points: parsed.points, features: net.config.inputDim, labels: outputs,
         offsets: toSharedU32(parsed.offsets), indices: toSharedU32(parsed.indices), values: toSharedF32(parsed.values), labelOffsets, labelIndices,
       };
-      let report: LearnReport;
+      let changes;
       try {
-        report = await learner.learn(data, { ...(names ? { labelNames: names } : {}), executor: this.exec });
+        changes = await learner.learn(data, names);
       } catch (e) {
-        throw e instanceof RequestError ? e : new RequestError(400, (e as Error).message);
+        // The learner's refusals (examples that do not fit) are the client's; a thread that stopped is ours.
+        if (learner.stoppedReason) throw new RequestError(500, `online learning is unavailable: ${learner.stoppedReason.message}`);
+        throw new RequestError(400, (e as Error).message);
       }
-      if (learner.network !== this.served.net) this.served = this.make(learner.network);
+      const { report } = changes;
+      // The served network mirrors what the learner's thread did to its own copy: the arrays are shared
+      // (the rows moved in place); the objects it replaced, and its counters, are taken or redone here.
+      if (changes.grown) {
+        this.served = this.make(net.adoptOutputLayer(changes.grown.layer, names, changes.grown.indexFresh));
+      } else {
+        if (changes.wide) net.spec.layers.at(-1)!.wide = changes.wide;
+        if (names) net.labelNames = names;
+      }
+      const live = this.served.net;
+      for (const l of labelIndices) if (live.labelFreq && l < live.labelFreq.length) live.labelFreq[l]!++;
+      live.trainPoints += parsed.points;
       this.metrics.learned.inc({}, report.examples);
       if (report.newLabels) this.metrics.newLabels.inc({}, report.newLabels);
       return report;
@@ -379,6 +396,7 @@ export class PredictionServer {
       await closed;
       // A learn call or snapshot in progress finishes before the threads go.
       await this.writer.run(async () => {});
+      await this.learner?.close();
       await this.exec.close();
     })();
     return this.stopping;
@@ -469,7 +487,7 @@ export async function serve(model: Network | string, opts: ServeOptions = {}): P
     return { net, limits, info, candidates };
   };
   let served = make(net0);
-  const learner0 = learnOptions ? new OnlineLearner(net0, learnOptions) : null;
+  let learner0: LearnerThread | null = null;
 
   const exec = createExecutor(workers);
   let server: PredictionServer | undefined;
@@ -488,6 +506,8 @@ export async function serve(model: Network | string, opts: ServeOptions = {}): P
       await net.predict(one, { k: 1, mode: 'exact', executor: exec });
     };
     await warm(net0);
+    // After the warm-up: the learner's thread takes the cluster index it built.
+    if (learnOptions) learner0 = await LearnerThread.start(net0, learnOptions);
     const startSeconds = Date.now() / 1000;
     const metrics = new ServerMetrics({
       queued: () => batcher.stats().queued, inFlight: () => batcher.stats().inFlight, ready: () => server?.ready ?? false,
@@ -678,7 +698,10 @@ export async function serve(model: Network | string, opts: ServeOptions = {}): P
       }
     }
   } catch (e) {
-    if (!server) await exec.close();
+    if (!server) {
+      await learner0?.close();
+      await exec.close();
+    }
     throw e;
   }
   return server;

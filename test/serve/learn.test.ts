@@ -7,7 +7,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { Network } from '../../src/network/network.js';
+import { OnlineLearner } from '../../src/network/online.js';
 import { fit } from '../../src/train/fit-network.js';
 import { serve, type PredictionServer } from '../../src/serve/server.js';
 import { TextVectorizer } from '../../src/text/vectorizer.js';
@@ -97,6 +99,75 @@ describe('POST /learn', () => {
       expect(back.labelNames).toHaveLength(10);
       const p = await back.predict(back.textVectorizer!.transform([probe.text]), { k: 3, workers: 0 });
       expect(Array.from(p.labels, (l) => back.labelNames![l])).toEqual(after.body.names);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+});
+
+describe('the learner\'s thread', () => {
+  it('leaves the served network as an OnlineLearner on the caller\'s thread leaves its own, from the same examples (rows shared, replaced objects and counters taken over)', async () => {
+    const file = join(dir, 'mirror.sl');
+    await net.save(file);
+    const server = await serve(file, { port: 0, workers: 0, learn: true });
+    const direct = await Network.load(file);
+    const learner = new OnlineLearner(direct);
+    try {
+      const v = direct.textVectorizer!;
+      const names = [...direct.labelNames!];
+      const examples = lines.filter((l) => ['topic8', 'topic9', 'topic2'].includes(l.labels[0]!)).slice(0, 40);
+      for (let s = 0; s < examples.length; s += 8) {
+        const part = examples.slice(s, s + 8);
+        const r = await post(server, '/learn', { examples: part.map((l) => ({ text: l.text, labels: l.labels })) });
+        expect(r.status).toBe(200);
+        // The same request, as the server maps it: new names get the next ids.
+        const ids = part.map((l) => [...new Set(l.labels.map((n) => {
+          if (!names.includes(n)) names.push(n);
+          return names.indexOf(n);
+        }))].sort((a, b) => a - b));
+        const rows = v.transform(part.map((l) => l.text));
+        const labelOffsets = new Uint32Array(part.length + 1);
+        ids.forEach((ls, i) => (labelOffsets[i + 1] = labelOffsets[i]! + ls.length));
+        await learner.learn({ ...rows, labels: names.length, labelOffsets, labelIndices: Uint32Array.from(ids.flat()) }, { labelNames: [...names] });
+      }
+      const a = server.network, b = learner.network;
+      expect(a.config.layers.at(-1)!.size).toBe(10);
+      expect(b.config.layers.at(-1)!.size).toBe(10);
+      const oa = a.spec.layers.at(-1)!, ob = b.spec.layers.at(-1)!;
+      expect(oa.weights).toEqual(ob.weights);
+      expect(oa.bias).toEqual(ob.bias);
+      for (const k of ['offsets', 'labels', 'weights'] as const) expect(oa.wide![k]).toEqual(ob.wide![k]);
+      expect(a.labelFreq).toEqual(b.labelFreq);
+      expect(a.trainPoints).toBe(b.trainPoints);
+      expect(a.labelNames).toEqual(b.labelNames);
+      expect(a.spec.layers[0]!.weights).toEqual(b.spec.layers[0]!.weights); // the hidden layer: never written
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
+  it('learns off the event loop, at the lowest priority: the loop stays idle during a long call', async () => {
+    const server = await serve(net, { port: 0, workers: 1, learn: { passes: 100, replay: 8 } });
+    try {
+      // The learner's thread runs at nice 19 (Linux: /proc/self/task/<tid>/stat, field 19).
+      if (existsSync('/proc/self/task')) {
+        const nices = readdirSync('/proc/self/task').map((t) => Number(readFileSync(`/proc/self/task/${t}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]));
+        expect(nices).toContain(19);
+      }
+      const examples = lines.filter((l) => ['topic8', 'topic9'].includes(l.labels[0]!)).slice(0, 200);
+      const elu0 = performance.eventLoopUtilization();
+      const t0 = performance.now();
+      // Calls until half a second has passed (long enough to measure, however fast the machine).
+      let seconds = 0;
+      for (let calls = 0; seconds < 0.5 && calls < 50; calls++) {
+        const r = await post(server, '/learn', { examples: examples.map((l) => ({ text: l.text, labels: l.labels })) });
+        expect(r.status).toBe(200);
+        seconds = (performance.now() - t0) / 1000;
+      }
+      const elu = performance.eventLoopUtilization(elu0);
+      expect(seconds).toBeGreaterThanOrEqual(0.5);
+      // On the event loop (the learner's steps in slices taking half of it) this was 0.5 or more.
+      expect(elu.utilization).toBeLessThan(0.25);
     } finally {
       await server.close();
     }
