@@ -27,6 +27,7 @@
 // ECE (expected calibration error) here is over every (point, candidate) pair of the shortlists: 15 equal
 // bins of the probability, the pair-weighted mean of |mean probability - fraction relevant| per bin.
 import type { SparseDataset } from '../datasets/csr.js';
+import { contains } from './metrics.js';
 
 /** Settings of the calibration fitted by training (FitOptions.calibration). */
 export interface CalibrationOptions {
@@ -544,16 +545,4 @@ function pairsProblem(c: ProbabilityCalibration, outputs: number): string | null
     if (!finite(c.shifts[j])) return 'the calibration holds a non-finite shift';
   }
   return null;
-}
-
-/** Binary search of `x` in the sorted slice a[lo, hi). */
-function contains(a: Uint32Array, lo: number, hi: number, x: number): boolean {
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const v = a[mid]!;
-    if (v === x) return true;
-    if (v < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return false;
 }
