@@ -17,6 +17,7 @@
 // at a time: a few hidden widths times the point's nonzeros per label.
 import type { NetSpec, LayerState } from '../native/network-types.js';
 import type { RerankState } from './rerank.js';
+import { transformInput } from './input-scale.js';
 
 /** One input feature's share of a label's score. */
 export interface FeatureContribution {
@@ -48,6 +49,8 @@ export interface LabelExplanation {
 export interface ExplainTarget {
   readonly spec: NetSpec;
   readonly inputScale: Float32Array | null;
+  /** The model's count compression (Network.inputLog). Default false. */
+  readonly inputLog?: boolean;
   readonly rerank: RerankState | null;
 }
 
@@ -68,7 +71,7 @@ export function explainLabels(net: ExplainTarget, point: ExplainPoint, labels: r
   const nnz = point.indices.length;
   const f = Float64Array.from(point.indices as ArrayLike<number>);
   const x = new Float64Array(nnz);
-  for (let q = 0; q < nnz; q++) x[q] = point.values[q]! / (net.inputScale ? net.inputScale[f[q]!]! : 1);
+  for (let q = 0; q < nnz; q++) x[q] = transformInput(point.values[q]!, f[q]!, net.inputScale, net.inputLog ?? false);
   for (const j of labels) {
     if (!Number.isInteger(j) || j < 0 || j >= out.outDim) throw new Error(`Expected label ids from 0 to ${out.outDim - 1} but received ${JSON.stringify(j)}`);
   }

@@ -710,6 +710,7 @@ export class Network {
     net.textVectorizer = this.textVectorizer;
     net.labelNames = labelNames ?? this.labelNames;
     net.inputScale = this.inputScale;
+    net.inputLog = this.inputLog;
     // The re-ranker goes on scoring the old labels; a new one has no classifier (the intercept of a label
     // without training points, as training gives it). Training a grown network trains a new re-ranker anyway.
     const rr = this.rerank;
@@ -775,12 +776,12 @@ export class Network {
 
   /**
    * (Online learning.) The network's top `k` labels of each row of `data` (points x k), as prediction ranks
-   * them before the re-ranker: for choosing the negatives of a learning step.
+   * them before the re-ranker: for choosing the negatives of a learning step. `data` is as the kernels see
+   * it: the model's input transform (scaling, count compression) already applied.
    */
   async predictCandidates(data: SparseDataset, k: number, mode: 'exact' | 'sampled', executor?: Executor): Promise<Uint32Array> {
     checkDataset(data, this.config, 'prediction input', false);
     data = toShared(data);
-    if (this.inputScale) data = applyInputScale(data, this.inputScale);
     const exec = executor ?? createExecutor(0);
     const outputs = this.config.layers.at(-1)!.size;
     return (await this.predictScaled(exec, data, k, mode, 256, defaultCandidates(outputs), null))[0]!.labels;

@@ -28,6 +28,7 @@ import type { Network } from './network.js';
 import type { Executor } from './executor.js';
 import type { WideState } from '../native/network-types.js';
 import { allocateWide } from './wide.js';
+import { transformInput } from './input-scale.js';
 import { hiddenForward } from './explain.js';
 import { Xoshiro128 } from '../util/rng.js';
 
@@ -194,7 +195,7 @@ export class OnlineLearner {
       const lo = examples.offsets[i]!, hi = examples.offsets[i + 1]!;
       const features = examples.indices.slice(lo, hi);
       const x = new Float32Array(hi - lo);
-      for (let q = 0; q < x.length; q++) x[q] = examples.values[lo + q]! / (net.inputScale ? net.inputScale[features[q]!]! : 1);
+      for (let q = 0; q < x.length; q++) x[q] = transformInput(examples.values[lo + q]!, features[q]!, net.inputScale, net.inputLog);
       const { h } = hiddenForward(net.spec, features, x);
       const labels = examples.labelIndices.slice(examples.labelOffsets[i]!, examples.labelOffsets[i + 1]!);
       batch.push({ features, x, h: Float32Array.from(h.at(-1)!), labels });
@@ -350,8 +351,7 @@ export class OnlineLearner {
     const indices = sharedUint32(nnz), values = sharedFloat32(nnz);
     items.forEach((m, i) => {
       indices.set(m.features, offsets[i]!);
-      // Predict scales its input: hand it the values as given (undo the input scaling).
-      for (let q = 0; q < m.x.length; q++) values[offsets[i]! + q] = m.x[q]! * (this.net.inputScale ? this.net.inputScale[m.features[q]!]! : 1);
+      values.set(m.x, offsets[i]!); // as the kernels see them (predictCandidates applies no input transform)
     });
     const data = toShared({
       points: items.length, features: this.net.config.inputDim, labels: 0, offsets, indices, values,

@@ -31,6 +31,7 @@ export interface LearnerInit {
   batchesDone: number;
   rebuildRound: number;
   inputScale: Float32Array | null;
+  inputLog: boolean;
   rerank: RerankState | null;
   calibration: ProbabilityCalibration | null;
   labelNames: readonly string[] | undefined;
@@ -100,7 +101,7 @@ export class LearnerThread {
   static async start(net: Network, options: OnlineOptions): Promise<LearnerThread> {
     const init: LearnerInit = {
       config: storedConfig(net.config), spec: net.spec, labelFreq: net.labelFreq, trainPoints: net.trainPoints,
-      batchesDone: net.batchesDone, rebuildRound: net.rebuildRound, inputScale: net.inputScale, rerank: net.rerank,
+      batchesDone: net.batchesDone, rebuildRound: net.rebuildRound, inputScale: net.inputScale, inputLog: net.inputLog, rerank: net.rerank,
       calibration: net.calibration, labelNames: net.labelNames, indexFresh: net.indexFresh, tablesFresh: net.tablesFresh, options,
     };
     const worker = new Worker(workerFile(), { workerData: init });

@@ -30,6 +30,7 @@ try {
   net.batchesDone = init.batchesDone;
   net.rebuildRound = init.rebuildRound;
   net.inputScale = init.inputScale;
+  net.inputLog = init.inputLog;
   net.rerank = init.rerank;
   net.calibration = init.calibration;
   net.labelNames = init.labelNames;

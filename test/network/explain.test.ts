@@ -75,6 +75,26 @@ describe('explanations', () => {
     expect(three.rest).toBeCloseTo(all.slice(3).reduce((t, c) => t + c.contribution, 0), 9);
   }, 120_000);
 
+  it('a model whose inputs are term counts (compressed, 1 + ln n): the explained scores are the kernels\' own', async () => {
+    const d = synthesize({ shape: 'tiny', points: 1300, seed: 5 });
+    const values = sharedFloat32(d.values.length);
+    for (let e = 0; e < values.length; e++) values[e] = 1 + (d.indices[e]! % 7); // counts 1..7
+    const all = { ...d, values };
+    const train = subset(all, Uint32Array.from({ length: 1200 }, (_, i) => i));
+    const test = subset(all, Uint32Array.from({ length: 60 }, (_, i) => 1200 + i));
+    const net = new Network({ inputDim: all.features, seed: 3, layers: [{ size: 16 }, { size: all.labels, wide: { init: 0.5 } }] });
+    await fit(net, train, { epochs: 2, workers: 0, inputScaling: 'log' });
+    expect(net.inputLog).toBe(true);
+    const { predictions: p, explanations } = await net.explain(test, { k: 3, top: 1000, workers: 0 });
+    for (let i = 0; i < test.points; i++) {
+      const ex = explanations[i]!;
+      for (let r = 0; r < ex.length; r++) {
+        expect(ex[r]!.features.reduce((t, c) => t + c.contribution, ex[r]!.bias)).toBeCloseTo(ex[r]!.score, 9);
+        expect(ex[0]!.score - ex[r]!.score).toBeCloseTo(Math.log(p.scores[i * 3]! / p.scores[i * 3 + r]!), 3);
+      }
+    }
+  }, 120_000);
+
   it('the network and wide parts are gradient x input: finite differences of the score agree', async () => {
     const { net, test } = await trainedNet();
     net.rerank = null; // the re-ranker reads the unit-length row: its share is exact at the row's norm, not a gradient
