@@ -79,7 +79,7 @@ export function httpCase(seed: number, index: number, t: HttpFuzzTarget): HttpCa
     case 'method':
       return { kind, method: r.pick(['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS']), path: r.pick(['/predict', '/health?x=1', '/model']), body: undefined };
     case 'path':
-      return { kind, method: r.pick(['GET', 'POST']), path: r.pick(['/', '/predict/', '/predictx', '/%2e%2e/etc/passwd', `/${'a'.repeat(r.int(4000))}`, '/model/../predict']), body: undefined };
+      return { kind, method: r.pick(['GET', 'POST']), path: r.pick(['/index.html', '/predict/', '/predictx', '/%2e%2e/etc/passwd', `/${'a'.repeat(r.int(4000))}`, '/model/../predict']), body: undefined };
     case 'raw':
       return { kind, method: '', path: '', raw: Buffer.from(r.pick(RAW)(r), 'latin1') };
   }

@@ -4,7 +4,12 @@
 // --fuzz malformed bodies (bench/serve-fuzz.ts, plus some over the body limit) must all get 4xx, and the
 // server must still answer a valid request exactly as before.
 //
-//   npm run bench:serve -- [--model m.sl --points test.txt] [--duration 10] [--connections 16] [--workers n] [--json]
+//   npm run bench:serve -- [--model m.sl --points test.txt] [--duration 10] [--connections 16] [--workers n] [--learning] [--json]
+//
+// --learning adds the latency of predictions while the server learns (serve --learn, POST /learn): single-
+// point requests at a fixed --rate, first with nothing else running, then while a client posts /learn
+// requests of 16 of the points (with their own labels; every 8th request also names a new label id, so the
+// model grows) one after the other; p50/p99 of both and the examples learned per second.
 //
 // Without --model, a small synthetic model is trained first (a smoke run). The load generator shares the
 // machine with the server: on a 2-core machine it takes a good part of one core.
@@ -47,6 +52,8 @@ interface Args {
   modes: string;
   workers?: number;
   fuzz: number;
+  learning: boolean;
+  rate: number;
   json: boolean;
 }
 
@@ -64,6 +71,8 @@ export const serveBenchCmd = defineCommand({
     modes: { type: 'string', default: 'exact,sampled', valueName: 'list', description: 'modes of the scenarios' },
     workers: { type: 'integer', min: 0, valueName: 'n', description: 'server prediction threads (default: number of cores)' },
     fuzz: { type: 'integer', min: 0, default: 10_000, valueName: 'n', description: 'malformed requests of the fuzz run' },
+    learning: { type: 'boolean', description: 'also measure prediction latency while the server learns (POST /learn), against idle' },
+    rate: { type: 'integer', min: 1, default: 200, valueName: 'n', description: '--learning: single-point requests per second of both runs' },
     json: { type: 'boolean', description: 'print only the JSON line' },
   },
   run: async (o) => {
@@ -99,7 +108,10 @@ async function measure(a: Args): Promise<void> {
     model = join(dir, 'model.sl');
     await net.save(model);
   }
-  const { child, url } = await startServer(model, ['--max-queue', '65536', ...(a.workers !== undefined ? ['--workers', String(a.workers)] : [])]);
+  const { child, url } = await startServer(model, [
+    '--max-queue', '65536', ...(a.workers !== undefined ? ['--workers', String(a.workers)] : []),
+    ...(a.learning ? ['--learn', '--snapshot', join(tmpdir(), `sublinear-bench-serve-snapshot-${process.pid}.sl`)] : []),
+  ]);
   try {
     const info = (await (await fetch(`${url}/model`)).json()) as { labels: number; inputDim: number; workers: number; defaults: { candidates: number } };
     log(`serving ${model}: ${info.inputDim} features, ${info.labels} labels, ${info.workers} workers, sampled candidates ${info.defaults.candidates}; ${url}`);
@@ -150,7 +162,46 @@ async function measure(a: Args): Promise<void> {
       fuzz = { requests: r.requests.total, statusCodes: codes, errors: r.errors, timeouts: r.timeouts, servesAfter: after.status === 200 && afterText === before };
       log(`fuzz: ${r.requests.total} malformed requests, status codes ${JSON.stringify(codes)}, connection errors ${r.errors}; afterwards the same valid request gets the same answer: ${fuzz.servesAfter}`);
     }
-    const result = { cpu: cpus()[0]?.model ?? 'unknown', cores: availableParallelism(), workers: info.workers, duration: a.duration, model, labels: info.labels, scenarios, fuzz };
+    let learning: Record<string, unknown> | undefined;
+    if (a.learning) {
+      const mode = modes[0] as 'exact' | 'sampled';
+      const bodies = Array.from({ length: Math.min(n, 1000) }, (_, b) => JSON.stringify({ features: features(points, b), k: 5, mode }));
+      let turn = 0;
+      const requests = [{ method: 'POST', path: '/predict', headers: { 'content-type': 'application/json' }, setupRequest: (req: Record<string, unknown>) => ({ ...req, body: bodies[turn++ % bodies.length] }) }];
+      const fixed = { url, connections: a.connections, duration: a.duration, overallRate: a.rate, requests, timeout: 60 };
+      await autocannon({ ...fixed, duration: Math.max(1, a.warmup) });
+      const idle = await autocannon(fixed);
+      // The learning client: /learn requests of 16 points with their labels, back to back, while the load runs.
+      let stop = false, learned = 0, calls = 0, failed = 0, next = 0, labels = info.labels;
+      const learner = (async () => {
+        while (!stop) {
+          const examples = Array.from({ length: 16 }, () => {
+            const i = next++ % points.points;
+            const ls = Array.from(points.labelIndices.subarray(points.labelOffsets[i]!, points.labelOffsets[i + 1]!)).filter((l) => l < labels);
+            return { features: features(points, i), labels: ls.length ? ls : [0] };
+          });
+          if (calls % 8 === 7) examples[0]!.labels.push(labels); // a new label id: the model grows by one
+          const r = await fetch(`${url}/learn`, { method: 'POST', body: JSON.stringify({ examples }) });
+          const body = (await r.json()) as { learned?: number; labels?: number };
+          calls++;
+          if (r.status !== 200) failed++;
+          else {
+            learned += body.learned!;
+            labels = body.labels!;
+          }
+        }
+      })();
+      const t0 = performance.now();
+      const busy = await autocannon(fixed);
+      const seconds = (performance.now() - t0) / 1000;
+      stop = true;
+      await learner;
+      const row = (r: AutocannonResult) => ({ requestsPerSec: r.requests.average, p50ms: r.latency.p50, p99ms: r.latency.p99, maxMs: r.latency.max, non2xx: r.non2xx, errors: r.errors });
+      learning = { mode, rate: a.rate, idle: row(idle), learning: row(busy), learnCalls: calls, learnFailed: failed, examplesPerSec: learned / seconds, labelsAfter: labels, p99Ratio: busy.latency.p99 / Math.max(idle.latency.p99, 1e-9) };
+      log(`learning (${mode}, ${a.rate} requests/s): idle p50 ${idle.latency.p50} ms p99 ${idle.latency.p99} ms; while learning p50 ${busy.latency.p50} ms p99 ${busy.latency.p99} ms ` +
+        `(${(learned / seconds).toFixed(0)} examples/s learned in ${calls} calls, ${failed} failed; non-2xx ${idle.non2xx} + ${busy.non2xx})`);
+    }
+    const result = { cpu: cpus()[0]?.model ?? 'unknown', cores: availableParallelism(), workers: info.workers, duration: a.duration, model, labels: info.labels, scenarios, fuzz, ...(learning ? { learning } : {}) };
     process.stdout.write(JSON.stringify(result) + '\n');
   } finally {
     child.kill('SIGTERM');

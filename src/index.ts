@@ -3,7 +3,8 @@
 // internal: reachable by the package's own modules and tests through their paths, not from 'sublinear'.
 //
 //   jobs       train, evaluate, plan: what `sublinear train`, `eval` and `plan` do, one call each
-//   the model  Network (load, predict, evaluate, grow, save), defaultConfig, serve, LshIndex
+//   the model  Network (load, predict, evaluate, explain, grow, save), defaultConfig, serve, OnlineLearner (what
+//              the server's POST /learn runs), LshIndex
 //   data       readXC, writeXC, readLibsvm, readText, readSplit, subset, synthesize
 //   errors     UsageError, ConfigError, DataFormatError, BinFileError, MemoryLimitError, OutputCheckError,
 //              DivergedError, CheckpointFormatError, DirectoryLockedError, RequestError
@@ -23,8 +24,11 @@ export type { RebuildScheduleOptions } from './network/schedule.js';
 
 // The model.
 export {
-  Network, type PredictOptions, type EvaluateOptions, type Predictions, type LoadOptions, type SaveOptions, type NetworkOptions,
+  Network, type PredictOptions, type PredictMode, type EvaluateOptions, type Predictions, type LoadOptions, type SaveOptions, type NetworkOptions,
 } from './network/network.js';
+export type { ProbabilityCalibration, CalibrationOptions, CalibrationReport, CalibrationMetrics } from './network/calibration.js';
+export type { LabelExplanation, FeatureContribution } from './network/explain.js';
+export { OnlineLearner, type OnlineOptions, type LearnReport } from './network/online.js';
 export {
   defaultConfig, type NetworkConfig, type LayerConfig, type SamplingConfig, type WideConfig, type RerankConfig, type HashName, type SelectionMode,
 } from './network/config.js';

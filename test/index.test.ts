@@ -10,7 +10,7 @@ const PUBLIC = [
   // jobs
   'train', 'evaluate', 'plan',
   // the model
-  'Network', 'defaultConfig', 'serve', 'LshIndex',
+  'Network', 'defaultConfig', 'serve', 'OnlineLearner', 'LshIndex',
   // data
   'readXC', 'writeXC', 'readLibsvm', 'readText', 'readSplit', 'subset', 'synthesize',
   // errors

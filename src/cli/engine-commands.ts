@@ -3,6 +3,7 @@
 import { parseBytes } from '../network/memory-plan.js';
 import { defineCommand, UsageError } from './args.js';
 import { MAX_EPOCHS } from '../job/config-file.js';
+import { parseThreshold } from '../job/eval-predict-options.js';
 import { demoCommand } from './demo.js';
 import { evalCommand } from './eval.js';
 import { predictCommand } from './predict.js';
@@ -155,6 +156,10 @@ export const evalCmd = defineCommand({
     format: { type: 'choice', choices: ['xc', 'libsvm', 'text'] as const, description: 'input format of the test data (default: text for a model trained on text, else xc)' },
     zeroBased,
     k: { type: 'string', valueName: 'list', description: 'cut-offs of P@k, nDCG@k and PSP@k, comma-separated (default: 1,3,5)' },
+    threshold: {
+      type: 'string', valueName: 't|model',
+      description: 'a calibrated model: the probability threshold of the reported micro- and macro-F1 (default: model, the one chosen in training)',
+    },
     workers,
     mode,
     candidates,
@@ -175,18 +180,20 @@ export const evalCmd = defineCommand({
     'eval --model model.sl --test test.txt --mode sampled --json',
     'eval --model ckpt --test test.txt --distributed --json   (under mpirun -np 4; ckpt from train --shard-labels --checkpoint)',
   ],
-  run: (o, io) => evalCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
+  run: (o, io) => evalCommand({ ...o, threshold: parseThreshold(o.threshold), maxMemory: bytesFlag(o.maxMemory) }, io),
 });
 
 export const predictCmd = defineCommand({
   name: 'predict',
-  summary: 'Print the top-k labels and scores of every input point, in input order.',
+  summary: 'Print the top-k labels (or those above a probability threshold) of every input point, in input order.',
   description:
     'Output formats: xc (default) is the Extreme Classification Repository\'s score-matrix format: a header ' +
     '"points labels", then one line per point, "label:score" pairs in descending score order (point i of the ' +
     'input is line i + 2). jsonl prints one object per point: {"id": i, "labels": [...], "scores": [...]}, ' +
     'with i the 0-based position of the point in the input; its labels are names for a model trained on text ' +
-    '(which reads raw text: one point per line, labels and a TAB before the text are ignored). Scores are softmax probabilities.',
+    '(which reads raw text: one point per line, labels and a TAB before the text are ignored). Scores are softmax probabilities: they share one unit ' +
+    'over all labels. A calibrated model (trained with held-out validation) also has per-label probabilities, P(label is relevant | point): jsonl ' +
+    'prints them as "probabilities"; with --threshold the labels are chosen and ordered by them and the xc format prints them in place of the scores.',
   flags: {
     model: { type: 'string', required: true, valueName: 'model', description: 'model file written by train --save' },
     input: { type: 'string', required: true, valueName: 'file', description: 'points to label, or - for standard input (labels in the file are ignored)' },
@@ -199,8 +206,13 @@ export const predictCmd = defineCommand({
     },
     k: { type: 'integer', min: 1, valueName: 'k', description: 'labels per point, at most the model\'s labels (default: 5, or all of a model\'s fewer labels; with --threshold: all that reach it)' },
     threshold: {
-      type: 'number', min: 0, valueName: 't',
-      description: 'only the labels scoring at least t, in (0, 1] (scores are probabilities: at most 1/t labels); with --k, at most k of them',
+      type: 'string', valueName: 't|model',
+      description: 'only the labels whose probability is at least t, in (0, 1], best first; \'model\': the threshold chosen in training. ' +
+        'A calibrated model (trained with held-out validation) compares its calibrated probabilities; an older model its softmax scores (which sum to 1: at most 1/t labels). With --k, at most k of them',
+    },
+    explain: {
+      type: 'integer', min: 1, valueName: 'n',
+      description: 'jsonl: explain each label by the n input features (tokens, for a text model) that add most to its score (exact gradient x input of the network, plus the wide part and the re-ranker)',
     },
     workers,
     mode,
@@ -219,9 +231,11 @@ export const predictCmd = defineCommand({
     'predict --model model.sl --input - --input-format libsvm < points.svm',
     'predict --model text-model.sl --input new-docs.txt --k 3',
     'predict --model model.sl --input test.txt --threshold 0.2 --format jsonl',
+    'predict --model model.sl --input test.txt --threshold model --format jsonl',
+    'predict --model text-model.sl --input new-docs.txt --k 3 --explain 5',
     'predict --model ckpt --input test.txt --distributed > scores.txt   (under mpirun -np 4)',
   ],
-  run: (o, io) => predictCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
+  run: (o, io) => predictCommand({ ...o, threshold: parseThreshold(o.threshold), maxMemory: bytesFlag(o.maxMemory) }, io),
 });
 
 export const demoCmd = defineCommand({

@@ -2,6 +2,7 @@
 // the metrics line and how they were computed, or (--json) the report as one JSON object.
 import { evaluate, type EvalJob, type EvalReport } from '../job/evaluate.js';
 import { metricLine } from '../network/metrics.js';
+import { calibrationLine } from '../network/calibration.js';
 import { jobEvents, type Out } from './engine.js';
 
 /** The options of `sublinear eval`: the job's, and how the result is printed. */
@@ -24,5 +25,5 @@ function evalText(e: EvalReport): string {
     ? `${e.points} points predicted in ${e.seconds.toFixed(2)} s on ${e.ranks} rank(s), exact: every label scored on its rank`
     : `${e.points} points predicted in ${e.seconds.toFixed(2)} s, ${e.mode}: ${Math.round(e['outputsScoredPerPoint'] as number)} of ${e['outputs']} outputs scored per point` +
       `${e.mode === 'sampled' ? `, index built in ${(e['indexSeconds'] as number).toFixed(2)} s` : ''}`;
-  return `${metricLine(e.metrics, e.ks)}\n(${how})\n`;
+  return `${metricLine(e.metrics, e.ks)}\n(${how})\n${e.calibration ? `${calibrationLine(e.calibration)}\n` : ''}`;
 }

@@ -19,6 +19,8 @@ export interface FileInfo {
   bytes: number;
   /** Format version of the container. */
   formatVersion: number;
+  /** Models: the model version (2: with calibrated probabilities; 1: written before them). */
+  modelVersion?: number;
   config: ResolvedNetworkConfig;
   /** Weights and biases of every layer. */
   parameters: number;
@@ -28,6 +30,8 @@ export interface FileInfo {
   widePairs?: number;
   /** Models with a trained re-ranker: its weight, shortlist and classifier weights. */
   rerank?: { weight: number; shortlist: number; entries: number };
+  /** Models with calibrated probabilities (model version 2): their threshold, shortlist and held-out ECE. */
+  calibration?: { threshold: number; shortlist: number; ece: number; points: number };
   /** Batches trained over the network's life. */
   batchesDone: number;
   /** Training points the label frequencies were counted on. */
@@ -53,13 +57,17 @@ export async function fileInfo(path: string): Promise<FileInfo> {
   }
   const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
   const info: FileInfo = {
-    file: path, kind: head.kind, bytes: (await stat(path)).size, formatVersion: head.version, config, parameters,
+    file: path, kind: head.kind, bytes: (await stat(path)).size, formatVersion: head.version, ...(head.kind === 'model' ? { modelVersion: num(meta.version) ?? 1 } : {}), config, parameters,
     labels: config.layers.at(-1)!.size,
     batchesDone: num(meta.batchesDone) ?? num((meta.position as { batchesDone?: unknown } | undefined)?.batchesDone) ?? 0,
   };
   if (config.layers.at(-1)!.wide) info.widePairs = wideEntriesOf(config, head.table);
   const rr = meta.rerank as { weight?: unknown; shortlist?: unknown; entries?: unknown } | undefined;
   if (head.kind === 'model' && rr && typeof rr === 'object') info.rerank = { weight: num(rr.weight) ?? NaN, shortlist: num(rr.shortlist) ?? NaN, entries: num(rr.entries) ?? NaN };
+  const cal = meta.calibration as { threshold?: unknown; shortlist?: unknown; report?: { ece?: unknown; points?: unknown } } | undefined;
+  if (head.kind === 'model' && cal && typeof cal === 'object') {
+    info.calibration = { threshold: num(cal.threshold) ?? NaN, shortlist: num(cal.shortlist) ?? NaN, ece: num(cal.report?.ece) ?? NaN, points: num(cal.report?.points) ?? NaN };
+  }
   const trainPoints = num(meta.trainPoints);
   if (trainPoints !== undefined) info.trainPoints = trainPoints;
   if (head.kind === 'model' && meta.training && typeof meta.training === 'object') info.training = meta.training as TrainingSummary;
@@ -84,12 +92,16 @@ export function infoText(i: FileInfo): string {
     return `${l.size} (${parts.join(', ')})`;
   });
   const lines = [
-    `${i.file}: sublinear ${i.kind} (format ${i.formatVersion}), ${formatBytes(i.bytes)}, checksum ok`,
+    `${i.file}: sublinear ${i.kind} (format ${i.formatVersion}${i.modelVersion !== undefined ? `, model version ${i.modelVersion}` : ''}), ${formatBytes(i.bytes)}, checksum ok`,
     `network: ${i.config.inputDim} -> ${layers.join(' -> ')}; seed ${i.config.seed}`,
     `parameters: ${n(i.parameters)}; labels: ${n(i.labels)}${i.widePairs !== undefined ? `; wide part: ${n(i.widePairs)} (feature, label) weights` : ''}`,
     `trained: ${n(i.batchesDone)} batches${i.trainPoints !== undefined ? ` on ${n(i.trainPoints)} points` : ''}`,
   ];
   if (i.rerank) lines.push(`re-ranker: ${n(i.rerank.entries)} classifier weights, weighted x${s(i.rerank.weight)} on the network's top ${n(i.rerank.shortlist)}`);
+  if (i.calibration) {
+    const c = i.calibration;
+    lines.push(`probabilities: calibrated on ${n(c.points)} held-out points for each point's top ${n(c.shortlist)} (held-out ECE ${c.ece.toFixed(4)}); threshold ${c.threshold.toFixed(3)}`);
+  }
   const t = i.training;
   if (t) {
     const d = t.data;

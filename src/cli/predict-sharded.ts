@@ -22,13 +22,17 @@ export async function predictShardedOn(o: PredictJob, io: Out, dist: Distributed
   if (!picked) throw new Error(`${o.model}: no complete sharded checkpoint (predict --distributed reads the --checkpoint directory of train --shard-labels)`);
   const manifest = await readShardManifest(picked);
   const L = manifest.config.layers.at(-1)!.size;
-  const k = predictK(o, L);
+  // A sharded checkpoint holds no calibration: the threshold is of the softmax scores.
+  if (o.threshold === 'model') throw new UsageError('option --threshold model needs a calibrated model file; a sharded checkpoint has none (give a score in (0, 1])');
+  if (o.explain !== undefined) throw new UsageError('--distributed does not explain predictions (--explain): predict from a model file');
+  const threshold = o.threshold;
+  const k = predictK({ k: o.k, threshold }, L);
   const part = await loadShardedPart(picked, manifest, dist.rank, dist.size);
   let data = await loadData(o.input, o.inputFormat as 'xc' | 'libsvm' | undefined, 'input', new Reporter(jobEvents(io), quiet), undefined, o.zeroBased);
   if (data.features > manifest.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${manifest.config.inputDim}`);
   data = applyInputScale(data, part.inputScale, part.inputLog);
   const model = new ShardedModel(dist.comm, manifest.config, { spec: part.spec }, part.labelFreq, part.featureFreq);
   const p = model.predictTopK(data, k);
-  if (dist.isRoot) await writePredictions({ points: data.points, k, labels: p.labels, scores: p.scores, outputsScoredPerPoint: L }, o.format ?? 'xc', L, io, undefined, o.threshold);
+  if (dist.isRoot) await writePredictions({ points: data.points, k, labels: p.labels, scores: p.scores, outputsScoredPerPoint: L }, o.format ?? 'xc', L, io, { threshold });
   return 0;
 }

@@ -5,6 +5,7 @@ import type { ProgressSink } from '../job/events.js';
 import { train, type TrainJob } from '../job/train.js';
 import { forcedStopText } from '../job/train-stop.js';
 import { metricLine } from '../network/metrics.js';
+import { calibrationLine, type CalibrationMetrics } from '../network/calibration.js';
 import { jobEvents, type Out } from './engine.js';
 import { GracefulStop } from './signals.js';
 
@@ -37,6 +38,8 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
     // Under MPI rank 0 prints. The result goes to stdout whatever --quiet says (it silences stderr); --json
     // prints it in its object. (Label-sharded runs say the test metrics on stderr, with their progress.)
     if (rank === 0 && report.metrics && !json && report.mode !== 'sharded') io.out(`test: ${metricLine(report.metrics)}\n`);
+    const testCalibration = report['testCalibration'] as CalibrationMetrics | undefined;
+    if (rank === 0 && testCalibration && !json) io.out(`test ${calibrationLine(testCalibration)}\n`);
     if (rank === 0 && json) io.out(JSON.stringify(report) + '\n');
     if (notSaved) {
       io.err(`sublinear: ${notSaved}\n`);

@@ -92,12 +92,19 @@ export function dataBytes(d: SparseDataset): number {
  * names mapped to the model's ids (names the model does not know are dropped, with a warning).
  */
 export async function loadTextInput(net: Network, path: string, name: string, withLabels: boolean, r: Reporter, maxMemory: number | undefined): Promise<SparseDataset> {
+  return (await loadTextPoints(net, path, name, withLabels, r, maxMemory)).data;
+}
+
+/** loadTextInput, with the texts themselves (predict --explain names a hashed feature by the text's tokens). */
+export async function loadTextPoints(
+  net: Network, path: string, name: string, withLabels: boolean, r: Reporter, maxMemory: number | undefined,
+): Promise<{ data: SparseDataset; texts: readonly string[] }> {
   if (!net.textVectorizer) throw new Error(`the model was trained on numeric features: it cannot read raw text (give --${withLabels ? 'format' : 'input-format'} xc or libsvm)`);
   // The model is in memory already: the text gets what the limit leaves.
   const data = await readText(path, { displayName: name, maxMemoryBytes: Math.max(0, memoryLimitBytes(maxMemory) - net.memoryBytes()) });
-  if (!withLabels) return net.textVectorizer.transform(data.texts);
+  if (!withLabels) return { data: net.textVectorizer.transform(data.texts), texts: data.texts };
   if (!net.labelNames) throw new Error('the model has no label names: it cannot evaluate text whose labels are names');
   const l = labelledDataset(data, net.textVectorizer, new LabelNames(net.labelNames), false);
   if (l.unknownLabels && !r.quiet) r.warn(`${name}: ${l.unknownLabels} label occurrence(s) name labels the model does not know (dropped: no output can predict them)`);
-  return { ...l.dataset, labels: Math.min(l.dataset.labels, net.config.layers.at(-1)!.size) };
+  return { data: { ...l.dataset, labels: Math.min(l.dataset.labels, net.config.layers.at(-1)!.size) }, texts: data.texts };
 }

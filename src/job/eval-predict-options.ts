@@ -21,6 +21,11 @@ export interface EvalJob extends JobEvents {
   propensityB?: number;
   /** Cut-offs of P@k, nDCG@k, PSP@k, e.g. '1,3,5,10'. Default '1,3,5'. */
   k?: string;
+  /**
+   * A calibrated model (Network.calibration): the probability threshold of the reported micro- and
+   * macro-F1, or 'model' (the one chosen in training). Default 'model'.
+   */
+  threshold?: number | 'model';
   /** Refuse a model or data needing more bytes (default: 90% of the machine's memory). */
   maxMemory?: number;
   /**
@@ -28,6 +33,14 @@ export interface EvalJob extends JobEvents {
    * `train --shard-labels` (src/job/evaluate.ts). Default false.
    */
   distributed?: boolean;
+}
+
+/** Parses `--threshold t|model`: a probability in (0, 1], or 'model' (the model's own). */
+export function parseThreshold(text: string | undefined): number | 'model' | undefined {
+  if (text === undefined || text === 'model') return text;
+  const t = Number(text);
+  if (!(text.trim() !== '' && t > 0 && t <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] or 'model' but received ${text.length > 40 ? `${text.slice(0, 37)}...` : text}`);
+  return t;
 }
 
 /** Parses `--k 1,3,5`: distinct positive integers, at most `max`, in increasing order. */
@@ -44,10 +57,10 @@ export function parseKs(text: string, max: number): number[] {
 
 /**
  * The labels per point predict prints: `k` as given (refused above the model's `outputs` labels), else
- * with `threshold` as many as can reach it (softmax scores sum to 1: at most floor(1/t) labels reach t,
- * one more for rounding), else 5; a default is cut to a smaller model's labels.
+ * with `threshold` (of the softmax scores: a model without calibration) as many as can reach it (softmax
+ * scores sum to 1: at most floor(1/t) labels reach t, one more for rounding), else 5; a default is cut to a smaller model's labels.
  */
-export function predictK(o: Pick<PredictJob, 'k' | 'threshold'>, outputs: number): number {
+export function predictK(o: { k?: number; threshold?: number }, outputs: number): number {
   if (o.threshold !== undefined && !(o.threshold > 0 && o.threshold <= 1)) throw new UsageError(`option --threshold expects a score in (0, 1] but received ${o.threshold}`);
   if (o.k !== undefined && o.k > outputs) throw new UsageError(`option --k ${o.k} exceeds the model's ${outputs} labels`);
   return o.k ?? Math.min(outputs, o.threshold !== undefined ? Math.floor(1 / o.threshold) + 1 : 5);
@@ -69,10 +82,15 @@ export interface PredictJob {
   /** Labels per point (at most). Default 5 (the model's labels if fewer); with `threshold`, every label above it. */
   k?: number;
   /**
-   * Print only the labels whose score is at least this, in (0, 1] (napkinXC's threshold prediction). Scores
-   * are softmax probabilities, which sum to 1, so at most 1/t labels pass. Default none (top-k).
+   * Print only the labels whose probability is at least this, in (0, 1], or 'model': the threshold chosen
+   * in training. A calibrated model (trained with validation) compares its calibrated probabilities, among
+   * each point's candidates (PredictOptions.threshold); a model without calibration compares its softmax
+   * scores, which sum to 1, so that at most 1/t labels pass (napkinXC's threshold prediction).
+   * Default none (top-k).
    */
-  threshold?: number;
+  threshold?: number | 'model';
+  /** jsonl: explain each label by the `explain` input features of largest contribution (Network.explain). Default none. */
+  explain?: number;
   workers?: number;
   mode?: PredictMode;
   candidates?: number;

@@ -2,6 +2,7 @@
 // labelled test file, in one process or label-sharded under MPI (`distributed`: the model is the checkpoint
 // directory of a label-sharded training job). It returns the report `eval --json` prints (docs/cli.md).
 import type { Metrics } from '../network/metrics.js';
+import type { CalibrationMetrics } from '../network/calibration.js';
 import { createExecutor, defaultWorkers, type Executor } from '../network/executor.js';
 import { applyInputScale, inputTransformNote } from '../network/input-scale.js';
 import { runAsRank, type DistributedRun } from '../train/distributed.js';
@@ -35,6 +36,11 @@ export type EvalReport = Metrics & {
   peakRssMB: number;
   /** The cut-offs the metrics were computed at. */
   ks: number[];
+  /**
+   * A calibrated model (one process): ECE, micro/macro-F1 at the threshold (EvalJob.threshold, default the
+   * model's) and at every fixed top-k cut, the reliability diagram (CalibrationMetrics).
+   */
+  calibration?: CalibrationMetrics;
 } & Record<string, unknown>;
 
 /** The fields every evaluation's report holds, in one process and label-sharded (docs/cli.md documents each). */
@@ -96,9 +102,11 @@ async function evaluateOn(o: EvalJob, r: Reporter, exec: Executor | undefined): 
   const indexSeconds = mode === 'sampled' ? net.buildClusterIndex() : 0;
   const t0 = performance.now();
   const bar = r.progress(`evaluating (${mode})`, 'points');
+  if (o.threshold !== undefined && !net.calibration) throw new UsageError(`option --threshold: ${o.model} has no calibrated probabilities (train with held-out validation, the default, to fit them)`);
   let m;
   try {
     m = await net.evaluate(test, {
+      ...(o.threshold !== undefined ? { threshold: o.threshold } : {}),
       mode, workers: o.workers, candidates: o.candidates, propensityA: o.propensityA, propensityB: o.propensityB, k: ks, onWarning: predictWarnings(net.config, (w) => r.warn(w)),
       ...(bar ? { onProgress: (done: number, total: number) => bar.update(done, total) } : {}), ...(exec ? { executor: exec } : {}),
     });
@@ -108,10 +116,11 @@ async function evaluateOn(o: EvalJob, r: Reporter, exec: Executor | undefined): 
   const evalSeconds = (performance.now() - t0) / 1000;
   const seconds = m.predictSeconds; // inference alone: the metrics cost the same in both modes
   const scored = m.outputsScoredPerPoint;
-  const { outputsScoredPerPoint: _, predictSeconds: __, ...metrics } = m;
+  const { outputsScoredPerPoint: _, predictSeconds: __, calibration, ...metrics } = m;
   return {
     ...m, metrics: metrics as Metrics, mode, ranks: 1, model: o.model, seconds, evalSeconds, pointsPerSec: m.points / seconds, outputsScoredPerPoint: scored,
     outputsScoredFraction: scored / outputs, outputs, indexSeconds, inputScaled: net.inputScale !== null || net.inputLog, peakRssMB: peakRssMB(), ks,
+    ...(calibration ? { calibration } : {}),
   };
 }
 
@@ -123,6 +132,7 @@ async function evaluateOn(o: EvalJob, r: Reporter, exec: Executor | undefined): 
 async function evaluateSharded(o: EvalJob, events: JobEvents, dist: DistributedRun): Promise<EvalReport> {
   if (o.mode === 'sampled') throw new UsageError('--distributed scores every label of each slice exactly: leave out --mode sampled');
   if (o.format === 'text') throw new UsageError('--distributed reads numeric test data (XC or LIBSVM)');
+  if (o.threshold !== undefined) throw new UsageError('option --threshold needs a calibrated model file; a label-sharded checkpoint has no calibrated probabilities');
   const r = new Reporter(events, !!o.quiet || !dist.isRoot);
   const picked = dist.agree(dist.isRoot ? (await newestShardCheckpoint(o.model)) ?? '' : '');
   if (!picked) {

@@ -2,6 +2,7 @@
 // process, data-parallel ranks, label-sharded ranks), documented in docs/cli.md. Each mode adds its own
 // fields; the names older versions printed stay as aliases (marked below) for one minor version.
 import type { Metrics } from '../network/metrics.js';
+import type { CalibrationMetrics } from '../network/calibration.js';
 import type { Network } from '../network/network.js';
 import type { FitStats } from '../train/fit.js';
 import { peakRssMB } from '../util/peak-rss.js';
@@ -81,6 +82,8 @@ export interface TrainFacts {
   phases?: Record<string, number>;
   /** The memory plan the run was checked with. */
   memory?: MemoryPlan;
+  /** A calibrated model's probability metrics on the test data (Network.evaluate's `calibration`). */
+  testCalibration?: CalibrationMetrics;
 }
 
 /** The report of a one-process or data-parallel run. */
@@ -107,6 +110,8 @@ export function trainReport(f: TrainFacts): TrainReport {
     ...(s.anneal ? { anneal: s.anneal } : {}),
     ...(s.blend ? { blend: s.blend } : {}),
     ...(s.rerank ? { rerank: s.rerank } : {}),
+    ...(s.calibration ? { calibration: s.calibration } : {}),
+    ...(f.testCalibration ? { testCalibration: f.testCalibration } : {}),
     ...(s.inputScaling ? { inputScaling: s.inputScaling } : {}),
     samples: s.samples,
     loss: s.lastLoss,

@@ -11,6 +11,7 @@ import { defaultWorkers } from '../network/executor.js';
 import { addPart, checkMemory, formatBytes, planNetworkMemory, type MemoryPlan } from '../network/memory-plan.js';
 import { PhaseTimer } from '../util/phases.js';
 import { metricLine, type Metrics } from '../network/metrics.js';
+import type { CalibrationMetrics } from '../network/calibration.js';
 import { modelFileBytes, type TrainingSummary } from '../network/model-file.js';
 import { Network } from '../network/network.js';
 import type { TextDatasets } from '../text/load.js';
@@ -571,16 +572,18 @@ async function finish(ctx: Ctx, run: Resolved, data: Data, built: Built, trained
     // The test set is evaluated on the weights the network ends with, unless evalEvery already did
     // (exact inference of the same weights gives the same numbers); a run stopped by a signal skips it.
     const finalEpoch = stats.bestEpoch ?? (stats.aborted ? undefined : stats.epochs);
-    // (Not with a re-ranker: the epochs were scored without it.)
-    const reuse = trained.evalOpts.mode === 'exact' && finalEpoch !== undefined && !net.rerank ? trained.testByEpoch.get(finalEpoch) : undefined;
+    // (Not with a re-ranker: the epochs were scored without it; nor with calibrated probabilities: their
+    // metrics need the candidates' scores.)
+    const reuse = trained.evalOpts.mode === 'exact' && finalEpoch !== undefined && !net.rerank && !net.calibration ? trained.testByEpoch.get(finalEpoch) : undefined;
     const test = data.test;
-    const metrics = test && !trained.stop.stopped
+    const tested = test && !trained.stop.stopped
       ? reuse ?? (await ctx.phases.time('test', () => (dist ? dist.evaluate(net, test, trained.evalOpts) : net.evaluate(test, trained.evalOpts))))
       : undefined;
+    const { calibration: testCalibration, ...metrics } = (tested ?? {}) as Metrics & { calibration?: CalibrationMetrics };
     // (dist.evaluate compares the replicas' checksums first; without it, compare them here.)
     if (dist && (!test || reuse)) await dist.verify(net);
     const report = trainReport({
-      mode: dist ? 'replicated' : 'single', ranks: dist ? dist.size : 1, metrics: metrics ?? null, stats,
+      mode: dist ? 'replicated' : 'single', ranks: dist ? dist.size : 1, metrics: tested ? metrics : null, stats, testCalibration,
       batchSize: built.batchSize ?? run.rinfo?.fitOptions.batchSize ?? 128, lr: savedLr(run, built), workers: built.workers,
       model: o.save && !untrained ? resolve(saved?.file ?? o.save) : null, signal: trained.stop.stopped, batchesDone: net.batchesDone,
       ...(saved?.error ? { saveError: `${o.save}: ${saved.error}` } : {}),
@@ -619,6 +622,7 @@ function phaseText(name: string): string | null {
     case 'rerank.shortlists': return `re-ranker: the network's shortlist of every training point${copy}`;
     case 'rerank.classifiers': return `re-ranker: training the per-label classifiers${copy}`;
     case 'rerank.weight': return `re-ranker: choosing its weight${copy}`;
+    case 'calibration': return `calibrating the probabilities on the held-out points${copy}`;
     case 'save': return 'saving the model';
     case 'test': return 'evaluating the test set';
     default: return null;
@@ -676,6 +680,7 @@ function sayTrained(r: Reporter, trained: Trained, points: number): void {
     const at = (x: number) => b.tried.find((t) => t.scale === x)?.p1.toFixed(4) ?? '-';
     r.say(`network logits weighted x${b.scale} against the wide part (held-out P@1 at epoch ${b.epoch}: ${at(b.scale)}; ${at(1)} at x1)`);
   }
+  sayCalibrated(r, stats);
   const rr = stats.rerank;
   if (rr?.skipped) r.say(`re-ranker not trained: ${rr.skipped}`);
   else if (rr) {
@@ -685,6 +690,16 @@ function sayTrained(r: Reporter, trained: Trained, points: number): void {
     r.say(rr.weight > 0
       ? `re-ranker: per-label classifiers weighted x${rr.weight} on the network's top candidates (${size}; ${rr.seconds.toFixed(1)} s${rr.points ? `; ${on} P@1 ${at(rr.weight)}, ${at(0)} without` : ''})`
       : `re-ranker: dropped, it did not help on the ${on} points (P@1 ${at(0)} without)`);
+  }
+}
+
+/** What the calibration of the probabilities found on the held-out points (FitStats.calibration), or why there is none. */
+function sayCalibrated(r: Reporter, stats: FitStats): void {
+  const c = stats.calibration;
+  if (c && 'skipped' in c) r.say(`probabilities not calibrated: ${c.skipped}`);
+  else if (c) {
+    r.say(`probabilities: calibrated on ${c.points} held-out points (${c.ownLabels} labels with their own fit; ECE ${c.ece.toFixed(4)}, softmax scores ${c.eceScores.toFixed(4)}); ` +
+      `threshold ${c.threshold.toFixed(3)} (held-out micro-F1 ${c.microF1.toFixed(4)}; best top-k cut, k ${c.topk}: ${c.topkMicroF1.toFixed(4)})`);
   }
 }
 

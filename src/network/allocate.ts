@@ -67,7 +67,7 @@ export function allocateTablesOf(c: ResolvedNetworkConfig, i: number): TablesSpe
 }
 
 /** The tables of sampled layer `i` of `c` with their shape and no arrays (an inference-sized network's). */
-function emptyTables(c: ResolvedNetworkConfig, i: number): TablesSpec {
+export function emptyTables(c: ResolvedNetworkConfig, i: number): TablesSpec {
   const s = c.layers[i]!.sampling!, N = c.layers[i]!.size, none = new Uint32Array(0);
   return {
     L: s.L, N, rangeBits: s.rangeBits, bucketSize: s.bucketSize, slack: s.slack, policy: POLICY_CODE[s.policy],

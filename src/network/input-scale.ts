@@ -139,11 +139,18 @@ export function applyInputScale(data: SparseDataset, scale: Float32Array | null,
   if (!scale && !log) return data;
   const n = data.values.length;
   const values = sharedFloat32(n);
-  for (let e = data.offsets[0]!, end = data.offsets[data.points]!; e < end; e++) {
-    const v = scale ? data.values[e]! / scale[data.indices[e]!]! : data.values[e]!;
-    values[e] = log ? logCompress(v) : v;
-  }
+  for (let e = data.offsets[0]!, end = data.offsets[data.points]!; e < end; e++) values[e] = transformInput(data.values[e]!, data.indices[e]!, scale, log);
   return { ...data, values };
+}
+
+/**
+ * Value `v` of feature `f` as the kernels see it (what applyInputScale writes): divided by the feature's
+ * divisor, then compressed with `log`. For the code that reads one point in TypeScript (explanations, online
+ * learning).
+ */
+export function transformInput(v: number, f: number, scale: Float32Array | null, log: boolean): number {
+  const x = scale ? v / scale[f]! : v;
+  return log ? logCompress(x) : x;
 }
 
 /** What predict/eval say when a model's inputs are transformed (null: they are not). */

@@ -254,7 +254,7 @@ export function pointPrecisions(topIdx: Uint32Array, kMax: number, labelOffsets:
 }
 
 /** Binary search of `x` in the sorted slice a[lo, hi) (a row of a CSR label list). */
-function contains(a: Uint32Array, lo: number, hi: number, x: number): boolean {
+export function contains(a: Uint32Array, lo: number, hi: number, x: number): boolean {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     const v = a[mid]!;

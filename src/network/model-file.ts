@@ -8,7 +8,9 @@
 // written before text models existed) load as before. A model with a trained re-ranker (RerankConfig) holds
 // it in meta.rerank (weight, shortlist, entries) and sections rerank.offsets (u32, labels + 1),
 // rerank.features (u32, entries), rerank.weights (f32, entries) and rerank.bias (f32, labels); files without
-// them predict with the network alone.
+// them predict with the network alone. Version 2 (meta.version; absent in version 1) adds calibrated
+// probabilities (meta.calibration, JSON: src/network/calibration.ts); version 1 files load as before,
+// without them, and files of a newer version are refused.
 import { readBinFile, writeBinFile, type SectionArray, type SectionDtype, type SectionInfo } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
@@ -35,10 +37,15 @@ export interface ModelTarget {
   textVectorizer: TextVectorizer | undefined;
   labelNames: readonly string[] | undefined;
   rerank: RerankState | null;
+  calibration: ProbabilityCalibration | null;
   invalidateTables(): void;
 }
+
+/** Version of the model meta written by this build (ModelMeta.version); newer files are refused. */
+export const MODEL_VERSION = 2;
 import { TextVectorizer, type TextVectorizerMeta } from '../text/vectorizer.js';
 import { rerankProblem, type RerankState } from './rerank.js';
+import { calibrationProblem, type ProbabilityCalibration } from './calibration.js';
 
 /**
  * How a model was trained, stored in its file for `sublinear info` (`Network.save(path, { training })`;
@@ -63,6 +70,8 @@ export interface TrainingSummary {
 /** The meta of a model file. */
 export interface ModelMeta {
   format: 'sublinear-model';
+  /** MODEL_VERSION of the build that wrote it; absent: 1 (files written before calibrated probabilities). */
+  version?: number;
   config: ResolvedNetworkConfig;
   batchesDone: number;
   rebuildRound: number;
@@ -75,6 +84,8 @@ export interface ModelMeta {
   training?: TrainingSummary;
   /** The trained re-ranker's weight, shortlist and number of classifier weights (models with one only). */
   rerank?: { weight: number; shortlist: number; entries: number };
+  /** Calibrated probabilities (version 2; models trained with validation). */
+  calibration?: ProbabilityCalibration;
 }
 
 /** Sections of the text vectorizer, label names and re-ranker, outside the layout the network configuration implies. */
@@ -138,11 +149,13 @@ export function modelFileBytes(net: ModelTarget): number {
 export async function saveModel(path: string, net: ModelTarget, training?: TrainingSummary): Promise<void> {
   const meta: ModelMeta = {
     format: 'sublinear-model',
+    version: MODEL_VERSION,
     config: net.config,
     batchesDone: net.batchesDone,
     rebuildRound: net.rebuildRound,
     trainPoints: net.trainPoints,
     ...(training ? { training } : {}),
+    ...(net.calibration ? { calibration: net.calibration } : {}),
   };
   const extra = extraSections(net);
   await writeBinFile(path, { kind: 'model', meta: { ...meta, ...extra.meta }, sections: { ...sections(net), ...extra.sections } });
@@ -153,6 +166,10 @@ function modelMetaProblem(m: unknown): string | null {
   if (m === null || typeof m !== 'object') return 'not a sublinear model (missing meta)';
   const o = m as Partial<ModelMeta>;
   if (o.format !== 'sublinear-model' || !o.config) return 'not a sublinear model (missing config)';
+  if (o.version !== undefined) {
+    if (typeof o.version !== 'number' || !Number.isSafeInteger(o.version) || o.version < 1) return `invalid model version ${boundJson(o.version)} in the model meta`;
+    if (o.version > MODEL_VERSION) return `model version ${o.version} is newer than this sublinear (it reads versions 1 to ${MODEL_VERSION}): upgrade sublinear to load it`;
+  }
   for (const k of ['batchesDone', 'rebuildRound', 'trainPoints'] as const) {
     const v = o[k];
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) return `invalid ${k} ${boundJson(v)} in the model meta`;
@@ -228,6 +245,11 @@ export async function loadModel<N extends ModelTarget>(
       const problem = rerankProblem(r, config.layers.at(-1)!.size, config.inputDim);
       if (problem) throw new Error(problem);
       net.rerank = r;
+    }
+    if (meta.calibration !== undefined) {
+      const problem = calibrationProblem(meta.calibration, config.layers.at(-1)!.size);
+      if (problem) throw new Error(problem);
+      net.calibration = meta.calibration;
     }
   } catch (e) {
     throw new Error(`${path}: ${(e as Error).message}`);

@@ -5,15 +5,17 @@
 import { sharedFloat32, sharedUint32, toShared, type SparseDataset } from '../datasets/csr.js';
 import { native } from '../native/addon.js';
 import type { TextVectorizer } from '../text/vectorizer.js';
-import { allocateNetwork, allocateTablesOf, hasTables, networkBytes } from './allocate.js';
+import { allocateNetwork, allocateTablesOf, emptyTables, hasTables, networkBytes } from './allocate.js';
+import { calibrate, calibrationMetrics, type CalibrationMetrics, type ProbabilityCalibration } from './calibration.js';
 import { checkDataset } from './check-data.js';
 import { resolveConfig, storedConfig, tablesQueriedInTraining, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
 import { createExecutor, defaultWorkers, type Executor } from './executor.js';
 import type { LoadLimits } from './file-layout.js';
 import { applyInputScale } from './input-scale.js';
+import { explainLabels, type LabelExplanation } from './explain.js';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './metrics.js';
 import { loadModel, saveModel, type TrainingSummary } from './model-file.js';
-import type { NetSpec } from '../native/network-types.js';
+import type { LayerState, NetSpec } from '../native/network-types.js';
 import { rerankCombine, rerankScores, type RerankState } from './rerank.js';
 import { RebuildSchedule } from './schedule.js';
 import { hasTrainingArrays } from './state.js';
@@ -47,6 +49,13 @@ export interface PredictOptions {
   candidates?: number;
   /** Called as chunks finish with (points predicted so far, points). Default: none. */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Selection by probability (a network with a calibration only: `Network.calibration`): each point's labels
+   * are those of its top `shortlist` candidates by score whose calibrated probability is at least this,
+   * ordered by probability, at most `k` of them (`k` then defaults to the shortlist); the rest of a row is
+   * 0xFFFFFFFF. 'model': the threshold chosen in training (best held-out micro-F1). Default: none (top-k by score).
+   */
+  threshold?: number | 'model';
   /**
    * Runs the chunks on this executor, which the call leaves open, instead of a pool of `workers` threads
    * started and closed by the call (`workers` is then ignored). For callers that predict often, e.g. the
@@ -121,6 +130,17 @@ export interface NetworkOptions {
    * queries (those of sampled hidden layers). `Network.load` builds its networks this way. Default false.
    */
   inference?: boolean;
+  /**
+   * false: the weights start at zero instead of their seeded initialisation, for a caller that then sets
+   * every one of them (Network.load reads them from the file: drawing 60M weights first cost about 1.5 s).
+   * Default true.
+   */
+  initialise?: boolean;
+  /**
+   * The network's state, already allocated for this configuration, instead of a new one (Network.grow with
+   * `shareHidden` builds one that shares the source's arrays). Default: allocated.
+   */
+  state?: NetSpec;
 }
 
 /** Options of `Network.save`. */
@@ -131,7 +151,13 @@ export interface SaveOptions {
 
 
 /** Options of `Network.evaluate`. */
-export interface EvaluateOptions extends Omit<PredictOptions, 'k'> {
+export interface EvaluateOptions extends Omit<PredictOptions, 'k' | 'threshold'> {
+  /**
+   * A calibrated network (`Network.calibration`) also reports `calibration` (CalibrationMetrics): ECE, and
+   * micro/macro-F1 of selection by this threshold against every fixed top-k cut. Default 'model' (the
+   * threshold chosen in training).
+   */
+  threshold?: number | 'model';
   /** Cut-offs for P@k, nDCG@k and PSP@k. Default [1, 3, 5]. */
   k?: number[];
   /** Propensity model parameter A. Default 0.55 (use 0.6 for Amazon datasets). */
@@ -148,6 +174,12 @@ export interface Predictions {
   labels: Uint32Array;
   /** (points, k) softmax probabilities over the scored neurons. */
   scores: Float32Array;
+  /**
+   * (points, k) calibrated probabilities P(label is relevant | point) of the labels (0 where none), for a
+   * network with a calibration (`Network.calibration`); absent otherwise. A label past a point's top
+   * `shortlist` candidates by score gets the same map, outside the range it was fitted on.
+   */
+  probabilities?: Float32Array;
   /** Mean number of output neurons scored per point (every output when exact). */
   outputsScoredPerPoint: number;
 }
@@ -192,6 +224,12 @@ export class Network {
    * held-out points). fit() drops it when training starts and trains a new one at the end.
    */
   rerank: RerankState | null = null;
+  /**
+   * Calibrated per-label probabilities (src/network/calibration.ts): fitted by training on its held-out
+   * points (FitOptions.calibration), saved and loaded with the model; predict() then returns `probabilities`
+   * and can select by threshold. null: none (not trained with validation, or a file written before them).
+   */
+  calibration: ProbabilityCalibration | null = null;
   /** The hash tables index the current weights (training sets it false when it moves them: src/train). */
   tablesFresh = false;
   /** The output layer's cluster index (sampled inference) matches the current weights. */
@@ -231,7 +269,7 @@ export class Network {
 
   constructor(config: NetworkConfig, opts: NetworkOptions = {}) {
     this.config = resolveConfig(config);
-    this.spec = allocateNetwork(this.config, opts.inference ?? false, !Network.copying);
+    this.spec = opts.state ?? allocateNetwork(this.config, opts.inference ?? false, (opts.initialise ?? true) && !Network.copying);
     this.schedule = this.config.layers.some((l) => l.sampling) ? new RebuildSchedule() : null;
   }
 
@@ -360,20 +398,39 @@ export class Network {
     const outputs = this.config.layers.at(-1)!.size;
     const candidates = opts.candidates ?? defaultCandidates(outputs);
     if (!Number.isInteger(candidates) || candidates <= 0) throw new Error(`Expected positive integer for candidates but received ${JSON.stringify(opts.candidates)}`);
-    if (opts.executor) return this.predictWith(opts.executor, data, k, mode, chunk, candidates, opts.onProgress);
-    const exec = createExecutor(opts.workers ?? defaultWorkers());
-    try {
-      return await this.predictWith(exec, data, k, mode, chunk, candidates, opts.onProgress);
-    } finally {
-      await exec.close();
+    const cal = this.calibration;
+    let threshold: number | undefined;
+    if (opts.threshold !== undefined) {
+      if (!cal) throw new Error('Selection by threshold needs calibrated probabilities, and this network has none (training fits them on its held-out points: train with validation, the default)');
+      threshold = opts.threshold === 'model' ? cal.threshold : opts.threshold;
+      if (!(typeof threshold === 'number' && threshold > 0 && threshold <= 1)) throw new Error(`Expected a probability in (0, 1] or 'model' for threshold but received ${JSON.stringify(opts.threshold)}`);
     }
+    const want = opts.k === undefined && threshold !== undefined ? Math.min(cal!.shortlist, this.config.layers.at(-1)!.size) : k;
+    // Selection by threshold looks at every candidate of the shortlist.
+    const kk = threshold !== undefined ? Math.min(Math.max(want, cal!.shortlist), this.config.layers.at(-1)!.size) : want;
+    const run = (exec: Executor) => this.predictWith(exec, data, kk, mode, chunk, candidates, opts.onProgress);
+    let pred: Predictions;
+    if (opts.executor) {
+      pred = await run(opts.executor);
+    } else {
+      const exec = createExecutor(opts.workers ?? defaultWorkers());
+      try {
+        pred = await run(exec);
+      } finally {
+        await exec.close();
+      }
+    }
+    if (!cal) return pred;
+    pred.probabilities = calibrate(cal, pred.labels, pred.scores, pred.k);
+    return threshold === undefined ? pred : selectByThreshold(pred, want, cal.shortlist, threshold);
   }
 
   /**
-   * predict() on a given executor (arguments already validated; data on shared memory). With a re-ranker
+   * predict() on a given executor (arguments already validated; data on shared memory and already divided
+   * by the input scaling: training's held-out points are), without probabilities. With a re-ranker
    * (this.rerank), the network's top max(k, shortlist) of every point are re-scored and the k best kept.
    */
-  private async predictWith(
+  async predictWith(
     exec: Executor, data: SparseDataset, k: number, mode: 'exact' | 'sampled', chunk = 256, candidates = 0,
     onProgress?: (done: number, total: number) => void,
   ): Promise<Predictions> {
@@ -450,18 +507,61 @@ export class Network {
    * P@k, nDCG@k and PSP@k over the whole of `data`, how many outputs were scored per point, and the
    * seconds the predictions took (`predictSeconds`, metrics excluded; the start of the worker threads included unless `executor` is given).
    */
-  async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number; predictSeconds: number }> {
+  async evaluate(data: SparseDataset, opts: EvaluateOptions = {}): Promise<Metrics & { outputsScoredPerPoint: number; predictSeconds: number; calibration?: CalibrationMetrics }> {
     if (data?.points === 0) throw new Error('Cannot evaluate on 0 points: the evaluation data is empty');
     const ks = opts.k ?? [1, 3, 5];
     const kMax = Math.max(...ks);
-    const t0 = performance.now();
-    const pred = await this.predict(data, { ...opts, k: kMax });
-    const predictSeconds = (performance.now() - t0) / 1000;
+    const cal = this.calibration;
+    if (opts.threshold !== undefined && !cal) throw new Error('EvaluateOptions.threshold needs calibrated probabilities, and this network has none');
+    const threshold = opts.threshold === undefined || opts.threshold === 'model' ? cal?.threshold : opts.threshold;
+    if (threshold !== undefined && !(threshold > 0 && threshold <= 1)) throw new Error(`Expected a probability in (0, 1] or 'model' for threshold but received ${JSON.stringify(opts.threshold)}`);
     const numLabels = this.config.layers.at(-1)!.size;
+    // A calibrated network's shortlist is predicted too, for its probability metrics.
+    const kk = cal ? Math.max(kMax, Math.min(cal.shortlist, numLabels)) : kMax;
+    const t0 = performance.now();
+    const pred = await this.predict(data, { ...opts, threshold: undefined, k: kk });
+    const predictSeconds = (performance.now() - t0) / 1000;
     const freq = this.labelFreq ?? labelFrequencies(new Uint32Array(0), numLabels);
     const invP = inversePropensity(freq, Math.max(this.trainPoints, 1), opts.propensityA ?? 0.55, opts.propensityB ?? 1.5);
-    const m = computeMetrics({ topIdx: pred.labels, kMax, labelOffsets: data.labelOffsets, labelIndices: data.labelIndices, invPropensity: invP, ks });
-    return Object.assign(m, { outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds });
+    let top = pred.labels;
+    if (kk > kMax) {
+      top = new Uint32Array(data.points * kMax);
+      for (let i = 0; i < data.points; i++) top.set(pred.labels.subarray(i * kk, i * kk + kMax), i * kMax);
+    }
+    const m = computeMetrics({ topIdx: top, kMax, labelOffsets: data.labelOffsets, labelIndices: data.labelIndices, invPropensity: invP, ks });
+    return Object.assign(m, {
+      outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds,
+      ...(cal && kk >= cal.shortlist ? { calibration: calibrationMetrics(cal, pred.labels, pred.scores, kk, data, threshold) } : {}),
+    });
+  }
+
+  /**
+   * Why each point got its labels: the labels predict() returns for it (with the same options: k, mode,
+   * threshold), each label's score split over the point's input features (src/network/explain.ts: exact
+   * gradient x input of the network, plus the wide part's and the re-ranker's per-feature terms), the `top`
+   * largest contributions kept. Default `top` 10.
+   *
+   * @example
+   * ```ts
+   * const { predictions, explanations } = await net.explain(points, { k: 3, top: 5 });
+   * console.log(explanations[0][0].features); // [{ feature: 812, contribution: 2.31, ... }, ...]
+   * ```
+   */
+  async explain(data: SparseDataset, opts: PredictOptions & { top?: number } = {}): Promise<{ predictions: Predictions; explanations: LabelExplanation[][] }> {
+    const top = opts.top ?? 10;
+    if (!Number.isInteger(top) || top < 0) throw new Error(`Expected non-negative integer for top but received ${JSON.stringify(opts.top)}`);
+    const predictions = await this.predict(data, opts);
+    const explanations: LabelExplanation[][] = [];
+    for (let i = 0; i < data.points; i++) {
+      const labels: number[] = [];
+      for (let r = 0; r < predictions.k; r++) {
+        const l = predictions.labels[i * predictions.k + r]!;
+        if (l !== 0xffffffff) labels.push(l);
+      }
+      const lo = data.offsets[i]!, hi = data.offsets[i + 1]!;
+      explanations.push(explainLabels(this, { indices: data.indices.subarray(lo, hi), values: data.values.subarray(lo, hi) }, labels, top));
+    }
+    return { predictions, explanations };
   }
 
   /**
@@ -470,8 +570,11 @@ export class Network {
    * counters are copied, so old labels keep their rows bit for bit; the new rows are initialised as a new
    * network's are (seeded, zero bias, zero moments, zero steps). Hash tables, the logQ correction and the
    * cluster index are rebuilt for the new label count by the next fit() or sampled predict(). The text
-   * vectorizer is kept; `labelNames` (default: the current names) must name every label when given.
-   * This network is left unchanged.
+   * vectorizer, input scaling and calibration (new labels: its pooled map) are kept, and the re-ranker
+   * for the old labels (a new label has no classifier); `labelNames` (default: the current names) must
+   * name every label when given. `shareHidden` (online learning, src/network/online.ts): the copy's hidden
+   * layers are this network's arrays, not copies, and its new output rows are zero. This network is left
+   * unchanged.
    *
    * @example
    * ```ts
@@ -480,7 +583,7 @@ export class Network {
    * await train({ train: moreData, init: grown, epochs: 3, save: 'm2.sl' });
    * ```
    */
-  grow(labels: number, labelNames?: readonly string[]): Network {
+  grow(labels: number, labelNames?: readonly string[], opts: { shareHidden?: boolean } = {}): Network {
     const last = this.config.layers.length - 1;
     const outputs = this.config.layers[last]!.size;
     if (!Number.isInteger(labels) || labels < outputs || labels > 0xffffffff) {
@@ -490,12 +593,19 @@ export class Network {
       throw new Error(`Expected at most ${labels} label names but received ${labelNames.length}`);
     }
     const stored = storedConfig(this.config);
-    const net = new Network({ ...stored, layers: stored.layers.map((l, k) => (k === last ? { ...l, size: labels } : l)) });
     // An inference-sized network (Network.load) has no optimizer state to copy: the new one's stays zero,
     // as the loaded model's would have been.
     const trained = this.hasTrainingState;
+    const share = opts.shareHidden === true && last > 0;
+    const grownConfig: NetworkConfig = { ...stored, layers: stored.layers.map((l, k) => (k === last ? { ...l, size: labels } : l)) };
+    if (share && !trained) return this.growShared(grownConfig, labels, labelNames);
+    const net = new Network(grownConfig, { initialise: !share });
+    // shareHidden (online learning, which never changes them): the hidden layers are this network's own
+    // arrays, not copies, and the new output rows are zero: growing costs a copy of the output layer only.
+    if (share) for (let k = 0; k < last; k++) net.spec.layers[k] = this.spec.layers[k]!;
     this.spec.layers.forEach((from, k) => {
       const to = net.spec.layers[k]!;
+      if (share && k < last) return;
       if (k < last || labels === outputs) {
         for (const key of ['weights', 'bias', 'mWeights', 'vWeights', 'mBias', 'vBias', 'rowSteps', 'biasSteps'] as const) {
           if (trained || key === 'weights' || key === 'bias') to[key].set(from[key]);
@@ -526,6 +636,70 @@ export class Network {
       if (fromWide.accum.length === fromWide.labels.length) w.accum.set(fromWide.accum);
       net.spec.layers[last]!.wide = w;
     }
+    this.copyExtrasTo(net, labels, outputs, labelNames);
+    return net;
+  }
+
+  /**
+   * grow() with `shareHidden` of an inference-sized network (online learning): the hidden layers and the
+   * wide part are this network's own; the output rows stay in their SharedArrayBuffers when those have room
+   * (a longer view of the same memory: no copy), else move to new ones with room for a quarter more labels
+   * (at least 1,024): growing by a few labels at a time costs a copy of the output layer now and then,
+   * not at every growth (a copy of a 22,868 x 1,024 layer took 230 ms). The new rows are zero.
+   */
+  private growShared(config: NetworkConfig, labels: number, labelNames: readonly string[] | undefined): Network {
+    const last = this.spec.layers.length - 1;
+    const from = this.spec.layers[last]!;
+    const D = from.inDim, outputs = from.outDim;
+    const room = (a: Float32Array, n: number) => a.byteOffset === 0 && a.buffer.byteLength >= 4 * n;
+    let weights: Float32Array, bias: Float32Array;
+    if (room(from.weights, labels * D) && room(from.bias, labels)) {
+      weights = new Float32Array(from.weights.buffer, 0, labels * D);
+      bias = new Float32Array(from.bias.buffer, 0, labels);
+    } else {
+      const rows = Math.max(labels + 1024, Math.ceil(1.25 * labels));
+      weights = new Float32Array(new SharedArrayBuffer(4 * rows * D), 0, labels * D);
+      bias = new Float32Array(new SharedArrayBuffer(4 * rows), 0, labels);
+      weights.set(from.weights);
+      bias.set(from.bias);
+    }
+    // The rows past the old ones may hold a dropped growth's values: zero them.
+    weights.fill(0, outputs * D);
+    bias.fill(0, outputs);
+    const resolved = resolveConfig(config);
+    return this.adoptOutputLayer({
+      ...from, outDim: labels, weights, bias,
+      ...(from.sampling ? { sampling: { ...from.sampling, tables: emptyTables(resolved, last) } } : {}),
+    }, labelNames);
+  }
+
+  /**
+   * (Online learning on another thread: src/serve/learner-thread.ts.) A network whose hidden layers are this
+   * one's and whose output layer is `layer`: this network's output layer as another thread grew and updated it
+   * (Network.grow with `shareHidden` there), its arrays on the same SharedArrayBuffers. The extras are this
+   * network's, as grow() carries them (new labels: frequency 0, no re-ranker classifier, the pooled
+   * calibration); `indexFresh`: whether `layer`'s cluster index holds the current weights (Network.indexFresh
+   * of the other thread's network). This network is unchanged.
+   */
+  adoptOutputLayer(layer: LayerState, labelNames?: readonly string[], indexFresh = false): Network {
+    const last = this.spec.layers.length - 1;
+    const outputs = this.spec.layers[last]!.outDim, labels = layer.outDim;
+    if (layer.inDim !== this.spec.layers[last]!.inDim || labels < outputs) {
+      throw new Error(`adoptOutputLayer: expected an output layer over ${this.spec.layers[last]!.inDim} inputs with at least ${outputs} labels`);
+    }
+    const stored = storedConfig(this.config);
+    const config: NetworkConfig = { ...stored, layers: stored.layers.map((l, k) => (k === last ? { ...l, size: labels } : l)) };
+    const net = new Network(config, { state: { layers: [...this.spec.layers.slice(0, last), layer] } });
+    this.copyExtrasTo(net, labels, outputs, labelNames);
+    net.indexFresh = indexFresh && layer.sampling?.index !== undefined;
+    return net;
+  }
+
+  /**
+   * What grow() carries besides the weights: counters, label frequencies (new labels 0), text vectorizer,
+   * names, input scaling, re-ranker, calibration.
+   */
+  private copyExtrasTo(net: Network, labels: number, outputs: number, labelNames: readonly string[] | undefined): void {
     net.batchesDone = this.batchesDone;
     net.rebuildRound = this.rebuildRound;
     net.trainPoints = this.trainPoints;
@@ -535,7 +709,20 @@ export class Network {
     }
     net.textVectorizer = this.textVectorizer;
     net.labelNames = labelNames ?? this.labelNames;
-    return net;
+    net.inputScale = this.inputScale;
+    net.inputLog = this.inputLog;
+    // The re-ranker goes on scoring the old labels; a new one has no classifier (the intercept of a label
+    // without training points, as training gives it). Training a grown network trains a new re-ranker anyway.
+    const rr = this.rerank;
+    if (rr) {
+      const offsets = new Uint32Array(labels + 1), bias = new Float32Array(labels).fill(-1);
+      offsets.set(rr.offsets);
+      offsets.fill(rr.offsets[outputs]!, outputs + 1);
+      bias.set(rr.bias);
+      net.rerank = { ...rr, offsets, bias };
+    }
+    // New labels get the pooled map (training the grown network fits a new calibration).
+    net.calibration = this.calibration;
   }
 
   /**
@@ -563,11 +750,41 @@ export class Network {
     const limits: LoadLimits = { maxMemory: opts.maxMemory, workers: opts.workers };
     const reader = checkpointReader;
     const make = (config: NetworkConfig) => {
-      const net = new Network(config, { inference: true });
+      const net = new Network(config, { inference: true, initialise: false });
       loadedUnder.set(net, opts.maxMemory);
       return net;
     };
     return loadModel(path, make, reader ? (file) => reader(file, limits) : undefined, limits);
+  }
+
+  /**
+   * (Online learning, src/network/online.ts.) Takes the cluster index of `from`, a network whose first
+   * labels this one shares (Network.grow's source), with `labels` added to its head: sampled prediction
+   * scores them for every query, and the index of the other labels is not rebuilt. Nothing when `from` has
+   * no current index.
+   */
+  adoptClusterIndex(from: Network, labels: readonly number[]): void {
+    const s = this.spec.layers.at(-1)!.sampling, fs = from.spec.layers.at(-1)!.sampling;
+    if (!s || !fs?.index || !from.indexFresh) return;
+    const head = sharedUint32(fs.index.head.length + labels.length);
+    head.set(fs.index.head);
+    head.set(labels, fs.index.head.length);
+    head.sort();
+    s.index = { ...fs.index, head };
+    this.indexFresh = true;
+  }
+
+  /**
+   * (Online learning.) The network's top `k` labels of each row of `data` (points x k), as prediction ranks
+   * them before the re-ranker: for choosing the negatives of a learning step. `data` is as the kernels see
+   * it: the model's input transform (scaling, count compression) already applied.
+   */
+  async predictCandidates(data: SparseDataset, k: number, mode: 'exact' | 'sampled', executor?: Executor): Promise<Uint32Array> {
+    checkDataset(data, this.config, 'prediction input', false);
+    data = toShared(data);
+    const exec = executor ?? createExecutor(0);
+    const outputs = this.config.layers.at(-1)!.size;
+    return (await this.predictScaled(exec, data, k, mode, 256, defaultCandidates(outputs), null))[0]!.labels;
   }
 
   /** Marks tables and the cluster index stale (after weights were replaced from a file). */
@@ -614,3 +831,28 @@ export class Network {
   }
 }
 
+
+/**
+ * PredictOptions.threshold: of each point's first `shortlist` candidates (of pred.k, by score), those whose
+ * probability reaches `threshold`, by descending probability (ties: by score), at most k.
+ */
+function selectByThreshold(pred: Predictions, k: number, shortlist: number, threshold: number): Predictions {
+  const K = pred.k, n = pred.points, probs = pred.probabilities!;
+  const labels = new Uint32Array(n * k).fill(0xffffffff), scores = new Float32Array(n * k), probabilities = new Float32Array(n * k);
+  const order: number[] = [];
+  for (let i = 0; i < n; i++) {
+    order.length = 0;
+    for (let r = 0; r < Math.min(shortlist, K); r++) {
+      const e = i * K + r;
+      if (pred.labels[e] !== 0xffffffff && probs[e]! >= threshold) order.push(e);
+    }
+    order.sort((u, v) => probs[v]! - probs[u]! || u - v);
+    for (let j = 0; j < Math.min(k, order.length); j++) {
+      const e = order[j]!;
+      labels[i * k + j] = pred.labels[e]!;
+      scores[i * k + j] = pred.scores[e]!;
+      probabilities[i * k + j] = probs[e]!;
+    }
+  }
+  return { points: n, k, labels, scores, probabilities, outputsScoredPerPoint: pred.outputsScoredPerPoint };
+}

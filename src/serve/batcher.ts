@@ -6,17 +6,31 @@
 import { sharedFloat32, sharedUint32, type SparseDataset } from '../datasets/csr.js';
 import { RequestError, type ParsedRequest } from './request.js';
 
-/** Top-k of one point: label ids and softmax scores, best first. */
+/** Top-k of one point: label ids and softmax scores, best first (and the calibrated probabilities of a calibrated model). */
 export interface PointPrediction {
   labels: number[];
   scores: number[];
+  probabilities?: number[];
 }
 
-/** Runs one batch: `data` has no labels; returns (points, k) ids (0xFFFFFFFF: none) and scores. */
-export type PredictBatch = (data: SparseDataset, k: number, mode: 'exact' | 'sampled') => Promise<{ labels: Uint32Array; scores: Float32Array }>;
+/**
+ * Runs one batch with `model` (the one its requests were parsed for: BatchedRequest.model): `data` has no
+ * labels; returns (points, k) ids (0xFFFFFFFF: none), scores and, for a calibrated model, probabilities.
+ */
+export type PredictBatch = (
+  data: SparseDataset, k: number, mode: 'exact' | 'sampled', model: unknown,
+) => Promise<{ labels: Uint32Array; scores: Float32Array; probabilities?: Float32Array }>;
+
+/** A request as the batcher takes it: its points, `fetch` labels per point, and the model it is for. */
+export interface BatchedRequest extends Pick<ParsedRequest, 'mode' | 'offsets' | 'indices' | 'values' | 'points'> {
+  /** Labels per point to return. */
+  fetch: number;
+  /** Requests are batched only with requests for the same model (a reload or a growth swaps it). */
+  model: unknown;
+}
 
 interface Pending {
-  req: ParsedRequest;
+  req: BatchedRequest;
   /** Arrival order across both queues. */
   seq: number;
   resolve: (r: PointPrediction[]) => void;
@@ -55,10 +69,14 @@ export class MicroBatcher {
   private seq = 0;
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly features: number, private readonly run: PredictBatch, private readonly opts: BatcherOptions) {}
+  /** Called with the points of every batch predicted (the server's batch-size histogram). */
+  onBatch: ((points: number) => void) | undefined;
+
+  /** `features`: the input dimension of the rows the batches hold (read at every batch: a reload may change it). */
+  constructor(private readonly features: () => number, private readonly run: PredictBatch, private readonly opts: BatcherOptions) {}
 
   /** Queues a request; resolves with its points' predictions. Throws RequestError(429) when the queue is full. */
-  submit(req: ParsedRequest): Promise<PointPrediction[]> {
+  submit(req: BatchedRequest): Promise<PointPrediction[]> {
     if (this.queued + req.points > this.opts.maxQueue) {
       this.rejected++;
       throw new RequestError(429, `the server is busy (${this.queued} points queued, at most ${this.opts.maxQueue}): retry later`);
@@ -88,7 +106,8 @@ export class MicroBatcher {
       if (q.length === 0) break;
       let n = 0;
       let take = 0;
-      while (take < q.length && (take === 0 || n + q[take]!.req.points <= this.opts.maxBatch)) n += q[take++]!.req.points;
+      const model = q[0]!.req.model;
+      while (take < q.length && (take === 0 || (n + q[take]!.req.points <= this.opts.maxBatch && q[take]!.req.model === model))) n += q[take++]!.req.points;
       const group = q.splice(0, take);
       this.queued -= n;
       this.inFlight++;
@@ -108,7 +127,7 @@ export class MicroBatcher {
       let nnz = 0, k = 1;
       for (const g of group) {
         nnz += g.req.indices.length;
-        k = Math.max(k, g.req.k);
+        k = Math.max(k, g.req.fetch);
       }
       const offsets = sharedUint32(points + 1), indices = sharedUint32(nnz), values = sharedFloat32(nnz);
       let row = 0, p = 0;
@@ -120,22 +139,25 @@ export class MicroBatcher {
         p += g.req.indices.length;
       }
       const data: SparseDataset = {
-        points, features: this.features, labels: 0, offsets, indices, values,
+        points, features: this.features(), labels: 0, offsets, indices, values,
         labelOffsets: sharedUint32(points + 1), labelIndices: sharedUint32(0),
       };
-      const out = await this.run(data, k, group[0]!.req.mode);
+      const out = await this.run(data, k, group[0]!.req.mode, group[0]!.req.model);
+      this.onBatch?.(points);
       row = 0;
       for (const g of group) {
         const preds: PointPrediction[] = [];
         for (let i = 0; i < g.req.points; i++, row++) {
           const labels: number[] = [], scores: number[] = [];
-          for (let j = 0; j < g.req.k; j++) {
+          const probabilities: number[] | undefined = out.probabilities ? [] : undefined;
+          for (let j = 0; j < g.req.fetch; j++) {
             const id = out.labels[row * k + j]!;
             if (id === 0xffffffff) break;
             labels.push(id);
             scores.push(out.scores[row * k + j]!);
+            probabilities?.push(out.probabilities![row * k + j]!);
           }
-          preds.push({ labels, scores });
+          preds.push(probabilities ? { labels, scores, probabilities } : { labels, scores });
         }
         g.resolve(preds);
       }

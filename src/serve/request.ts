@@ -1,4 +1,4 @@
-// Validation of `POST /predict` bodies (src/serve/server.ts). Pure functions: a body string in, either the
+// Validation of `POST /predict`, `/explain` and `/learn` bodies (src/serve/server.ts). Pure functions: a body string in, either the
 // points to predict (CSR rows, feature ids ascending) or a RequestError with the HTTP status and a message
 // that says what is wrong and where. Nothing here throws anything else, whatever the input.
 import type { SparseDataset } from '../datasets/csr.js';
@@ -43,16 +43,29 @@ export interface RequestLimits {
   defaultK: number;
   /** mode when the request has none. */
   defaultMode: 'exact' | 'sampled';
+  /** What a request's `"mode": "auto"` means for this model (Network.inferenceMode('auto')). */
+  autoMode: 'exact' | 'sampled';
   /** The model's text vectorizer, if it was trained on text. */
   text: TextFeaturizer | undefined;
+  /** The model's default threshold (its calibration's), or undefined: the model has no calibrated probabilities. */
+  threshold: number | undefined;
+  /** Candidates per point with a probability (the calibration's shortlist). */
+  shortlist: number;
 }
 
 /** A parsed request: its points as CSR rows, and how to answer. */
 export interface ParsedRequest {
   /** true for `{"instances": [...]}` (answered with `{"predictions": [...]}`), false for one point. */
   batch: boolean;
+  /** Labels per point: the top k, or (with `threshold`) at most k of those whose probability reaches it. */
   k: number;
   mode: 'exact' | 'sampled';
+  /** Selection by calibrated probability (src/network/calibration.ts). Default: none (top-k). */
+  threshold?: number;
+  /** POST /explain: features per label. */
+  top?: number;
+  /** Each point's text, when it came as text (explanations name its tokens). */
+  texts?: (string | null)[];
   /** (points + 1) row starts into indices/values. */
   offsets: Uint32Array;
   /** Feature ids, ascending within a row. */
@@ -61,7 +74,8 @@ export interface ParsedRequest {
   points: number;
 }
 
-const TOP_FIELDS = ['text', 'features', 'instances', 'k', 'mode'];
+const TOP_FIELDS = ['text', 'features', 'instances', 'k', 'mode', 'threshold'];
+const EXPLAIN_FIELDS = [...TOP_FIELDS, 'top'];
 const INSTANCE_FIELDS = ['text', 'features'];
 const ID = /^(0|[1-9][0-9]{0,9})$/;
 
@@ -74,20 +88,26 @@ const describe = (v: unknown): string => {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** Parses and validates a request body. Throws RequestError (only). */
-export function parsePredictRequest(body: string, limits: RequestLimits): ParsedRequest {
-  let json: unknown;
+function parseJson(body: string): unknown {
   try {
-    json = JSON.parse(body);
+    return JSON.parse(body);
   } catch (e) {
     throw new RequestError(400, `invalid JSON: ${(e as Error).message}`);
   }
+}
+
+/** Parses and validates a `POST /predict` body (`explain`: a `POST /explain` body, which may give `top`). Throws RequestError (only). */
+export function parsePredictRequest(body: string, limits: RequestLimits, explain = false): ParsedRequest {
+  const json = parseJson(body);
   if (!isObject(json)) throw new RequestError(400, `expected a JSON object with "text", "features" or "instances" but received ${describe(json)}`);
+  const fields = explain ? EXPLAIN_FIELDS : TOP_FIELDS;
   for (const key of Object.keys(json)) {
-    if (!TOP_FIELDS.includes(key)) throw new RequestError(400, `unknown field ${JSON.stringify(key.slice(0, 40))}${suggest(key.slice(0, 40), TOP_FIELDS, '')} (expected one of ${TOP_FIELDS.join(', ')})`);
+    if (!fields.includes(key)) throw new RequestError(400, `unknown field ${JSON.stringify(key.slice(0, 40))}${suggest(key.slice(0, 40), fields, '')} (expected one of ${fields.join(', ')})`);
   }
-  const k = parseK(json.k, limits);
-  const mode = parseMode(json.mode, limits.defaultMode);
+  const threshold = parseThreshold(json.threshold, limits);
+  const k = json.k === undefined && threshold !== undefined ? Math.min(limits.shortlist, limits.labels) : parseK(json.k, limits);
+  const mode = parseMode(json.mode, limits);
+  const top = explain ? parseTop(json.top) : undefined;
   const given = ['text', 'features', 'instances'].filter((f) => json[f] !== undefined);
   if (given.length !== 1) {
     throw new RequestError(400, given.length === 0
@@ -110,7 +130,89 @@ export function parsePredictRequest(body: string, limits: RequestLimits): Parsed
   } else {
     instances = [json];
   }
-  return { batch, k, mode, ...toRows(instances, batch, limits) };
+  return { batch, k, mode, ...(threshold !== undefined ? { threshold } : {}), ...(top !== undefined ? { top } : {}), ...toRows(instances, batch, limits) };
+}
+
+/** `"threshold"`: a probability in (0, 1], or "model" (the calibration's). Needs a calibrated model. */
+function parseThreshold(t: unknown, limits: RequestLimits): number | undefined {
+  if (t === undefined) return undefined;
+  if (limits.threshold === undefined) {
+    throw new RequestError(400, '"threshold" needs calibrated probabilities, and this model has none (train it with held-out validation, the default, to fit them)');
+  }
+  if (t === 'model') return limits.threshold;
+  if (typeof t !== 'number' || !(t > 0 && t <= 1)) {
+    throw new RequestError(400, `expected a probability in (0, 1] or "model" for "threshold" but received ${JSON.stringify(t)?.slice(0, 40) ?? String(t)}`);
+  }
+  return t;
+}
+
+/** `"top"` of /explain: features per label, 1 to 100. Default 10. */
+function parseTop(t: unknown): number {
+  if (t === undefined) return 10;
+  if (typeof t !== 'number' || !Number.isInteger(t) || t < 1 || t > 100) {
+    throw new RequestError(400, `expected an integer from 1 to 100 for "top" but received ${JSON.stringify(t)?.slice(0, 40) ?? String(t)}`);
+  }
+  return t;
+}
+
+/** One example of `POST /learn`: its point and its labels (ids, or names for a model with label names). */
+export interface LearnExample {
+  labels: (number | string)[];
+}
+
+/** A parsed `POST /learn` body: the examples' points as CSR rows, and their labels as given. */
+export interface ParsedLearn {
+  offsets: Uint32Array;
+  indices: Uint32Array;
+  values: Float32Array;
+  points: number;
+  labels: (number | string)[][];
+}
+
+const LEARN_FIELDS = ['examples'];
+const EXAMPLE_FIELDS = ['text', 'features', 'labels'];
+
+/**
+ * Parses `{"examples": [{"features": {...} | "text": "...", "labels": [id or name, ...]}, ...]}`. Label ids
+ * are integers from 0 to `maxLabel`; names are non-empty strings without commas, tabs or line breaks
+ * (a model with label names). Throws RequestError (only).
+ */
+export function parseLearnRequest(body: string, limits: RequestLimits, o: { names: boolean; maxLabel: number }): ParsedLearn {
+  const json = parseJson(body);
+  if (!isObject(json)) throw new RequestError(400, `expected a JSON object {"examples": [...]} but received ${describe(json)}`);
+  for (const key of Object.keys(json)) {
+    if (!LEARN_FIELDS.includes(key)) throw new RequestError(400, `unknown field ${JSON.stringify(key.slice(0, 40))}${suggest(key.slice(0, 40), LEARN_FIELDS, '')} (expected "examples")`);
+  }
+  const list = json.examples;
+  if (!Array.isArray(list)) throw new RequestError(400, `expected an array for "examples" but received ${describe(list)}`);
+  if (list.length === 0) throw new RequestError(400, 'expected at least one example in "examples" but received an empty array');
+  if (list.length > limits.maxInstances) throw new RequestError(413, `too many examples: ${list.length} (this server accepts at most ${limits.maxInstances} per request)`);
+  const labels: (number | string)[][] = [];
+  const points = list.map((ex, i) => {
+    const where = `examples[${i}]: `;
+    if (!isObject(ex)) throw new RequestError(400, `${where}expected an object with "features" or "text", and "labels", but received ${describe(ex)}`);
+    for (const key of Object.keys(ex)) {
+      if (!EXAMPLE_FIELDS.includes(key)) throw new RequestError(400, `${where}unknown field ${JSON.stringify(key.slice(0, 40))}${suggest(key.slice(0, 40), EXAMPLE_FIELDS, '')} (expected "features" or "text", and "labels")`);
+    }
+    const ls = ex.labels;
+    if (!Array.isArray(ls) || ls.length === 0) throw new RequestError(400, `${where}expected a non-empty array of labels for "labels" but received ${describe(ls)}`);
+    const seen = new Set<number | string>();
+    for (const l of ls) {
+      if (typeof l === 'number') {
+        if (!Number.isInteger(l) || l < 0 || l > o.maxLabel) throw new RequestError(400, `${where}expected label ids from 0 to ${o.maxLabel} but received ${JSON.stringify(l)}`);
+      } else if (typeof l === 'string') {
+        if (!o.names) throw new RequestError(400, `${where}this model has no label names: give label ids (integers) but received ${JSON.stringify(l.slice(0, 40))}`);
+        if (l === '' || l.length > 1000 || /[,\t\r\n]/.test(l)) throw new RequestError(400, `${where}invalid label name ${JSON.stringify(l.slice(0, 40))} (names are 1 to 1000 characters without commas, tabs or line breaks)`);
+      } else {
+        throw new RequestError(400, `${where}expected label ids or names in "labels" but received ${describe(l)}`);
+      }
+      seen.add(l);
+    }
+    labels.push([...seen]);
+    const { labels: _, ...point } = ex;
+    return point;
+  });
+  return { ...toRows(points, true, limits, 'examples'), labels };
 }
 
 function parseK(k: unknown, limits: RequestLimits): number {
@@ -122,17 +224,21 @@ function parseK(k: unknown, limits: RequestLimits): number {
   return k;
 }
 
-function parseMode(mode: unknown, dflt: 'exact' | 'sampled'): 'exact' | 'sampled' {
-  if (mode === undefined) return dflt;
+/** `"mode"`: "exact", "sampled" or "auto" (the model's: sampled for a sampled output layer with a wide part). */
+export function parseMode(mode: unknown, limits: Pick<RequestLimits, 'defaultMode' | 'autoMode'>, what = '"mode"'): 'exact' | 'sampled' {
+  if (mode === undefined) return limits.defaultMode;
+  if (mode === 'auto') return limits.autoMode;
   if (mode !== 'exact' && mode !== 'sampled') {
-    throw new RequestError(400, `expected "exact" or "sampled" for "mode" but received ${JSON.stringify(mode)?.slice(0, 40) ?? String(mode)}`);
+    throw new RequestError(400, `expected "exact", "sampled" or "auto" for ${what} but received ${JSON.stringify(mode)?.slice(0, 40) ?? String(mode)}`);
   }
   return mode;
 }
 
 /** The instances' CSR rows; text instances go through the model's vectorizer, all at once. */
-function toRows(instances: Record<string, unknown>[], batch: boolean, limits: RequestLimits): Omit<ParsedRequest, 'batch' | 'k' | 'mode'> {
-  const where = (i: number) => (batch ? `instances[${i}]: ` : '');
+function toRows(
+  instances: Record<string, unknown>[], batch: boolean, limits: RequestLimits, list = 'instances',
+): { offsets: Uint32Array; indices: Uint32Array; values: Float32Array; points: number; texts?: (string | null)[] } {
+  const where = (i: number) => (batch ? `${list}[${i}]: ` : '');
   const rows: { ids: number[]; vals: number[] }[] = new Array(instances.length);
   const texts: string[] = [];
   const textRows: number[] = [];
@@ -174,6 +280,8 @@ function toRows(instances: Record<string, unknown>[], batch: boolean, limits: Re
       rows[row] = { ids, vals };
     });
   }
+  const textOf: (string | null)[] | undefined = texts.length > 0 ? instances.map(() => null) : undefined;
+  textRows.forEach((row, j) => (textOf![row] = texts[j]!));
   let nnz = 0;
   for (const r of rows) nnz += r.ids.length;
   const offsets = new Uint32Array(rows.length + 1);
@@ -186,7 +294,7 @@ function toRows(instances: Record<string, unknown>[], batch: boolean, limits: Re
     p += r.ids.length;
     offsets[i + 1] = p;
   });
-  return { offsets, indices, values, points: rows.length };
+  return { offsets, indices, values, points: rows.length, ...(textOf ? { texts: textOf } : {}) };
 }
 
 /** `{"id": value, ...}`: ids are decimal integers below `features`, values finite numbers; zeros dropped. */

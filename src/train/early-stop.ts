@@ -25,6 +25,7 @@ import { boundJson } from '../util/bounded-text.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import type { NetSpec } from '../native/network-types.js';
 import type { RerankTry } from '../network/rerank.js';
+import { calibrationProblem, type ProbabilityCalibration } from '../network/calibration.js';
 import { checkKnownKeys } from '../util/suggest.js';
 
 /** Options of the held-out validation that decides the number of epochs (`FitOptions.validation`). */
@@ -259,6 +260,8 @@ export type SelectionReport =
        * `epochs`), which the network's run on all of the points follows too.
        */
       anneal?: { from: number; epochs: number };
+      /** With `refit` (FitOptions.calibration): the calibration the copy fitted on its held-out slice; the network takes it. */
+      calibration?: ProbabilityCalibration;
     }
   | {
       method: 'kfold';
@@ -280,6 +283,11 @@ export type SelectionReport =
       rerank?: { weight: number; tried: RerankTry[] };
       /** Under schedule 'anneal': the folds' descent (after `from` epochs, over `epochs`), which the network follows too. */
       anneal?: { from: number; epochs: number };
+      /**
+       * FitOptions.calibration: fitted on every point's prediction by the fold that held it out, at the
+       * selected epoch (the network's scores, without the re-ranker).
+       */
+      calibration?: ProbabilityCalibration;
     };
 
 /**
@@ -508,6 +516,10 @@ export function selectionProblem(x: unknown): string | null {
   const int = (v: unknown, min: number) => typeof v === 'number' && Number.isSafeInteger(v) && v >= min;
   const nums = (v: unknown) => Array.isArray(v) && v.length <= 1e6 && v.every((n) => typeof n === 'number' && Number.isFinite(n));
   if (typeof r.reason !== 'string') return 'reason is not a string';
+  if (r.calibration !== undefined) {
+    const problem = calibrationProblem(r.calibration, Number.MAX_SAFE_INTEGER);
+    if (problem) return `invalid calibration: ${problem}`;
+  }
   if (r.rerank !== undefined) {
     const k = r.rerank as { weight?: unknown; tried?: unknown } | null;
     if (!k || typeof k !== 'object' || typeof k.weight !== 'number' || !(Number.isFinite(k.weight) && k.weight >= 0) || !Array.isArray(k.tried)) return 'invalid rerank';
@@ -526,7 +538,9 @@ export function selectionProblem(x: unknown): string | null {
       const a = r.anneal as { from?: unknown; epochs?: unknown } | null;
       if (!a || typeof a !== 'object' || !int(a.from, 0) || !int(a.epochs, 1)) return 'invalid anneal';
     }
-    if ((r.rerank !== undefined || r.blend !== undefined || r.anneal !== undefined) && r.refit === undefined) return 'rerank, blend and anneal are recorded only with refit';
+    if ((r.rerank !== undefined || r.blend !== undefined || r.anneal !== undefined || r.calibration !== undefined) && r.refit === undefined) {
+      return 'rerank, blend, anneal and calibration are recorded only with refit';
+    }
     return null;
   }
   if (r.method !== 'kfold') return `unknown method ${boundJson(r.method)}`;

@@ -34,6 +34,8 @@ import {
   BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStop, type ResolvedValidation, type SelectionReport, type ValidationPoint,
 } from './early-stop.js';
 import { fitLoop, resolveFitOptions, type FitControl, type FitOptions, type FitStart, type FitStats } from './fit.js';
+import { calibrateAtEnd, calibrationShortlist, foldCalibration } from './fit-calibration.js';
+import { calibrationPairs, type CalibrationPairs } from '../network/calibration.js';
 import { assertUnlocked } from './lock.js';
 import { sharedSetLogQ } from './logq.js';
 import { PhaseTimer } from '../util/phases.js';
@@ -193,6 +195,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   phases.add('allocate', (performance.now() - allocate0) / 1000);
   network.indexFresh = false; // training moves the weights the cluster index was built from
   network.rerank = null; // its classifiers learnt from the shortlists of weights that training now moves
+  network.calibration = null; // fitted to the scores of the weights that training now moves
   data = toShared(data);
   const run = runOf(network);
   const resumed = run.pendingResume !== null && run.resumeInfo !== null;
@@ -447,6 +450,13 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
             selection.method === 'kfold' ? data.points : selection.points)
           : await trainReranker(network, exec, data, control.rows ?? null, validation && early ? holdout : null, validation, rr);
     }
+    // Calibrated probabilities (FitOptions.calibration), of the final scores (blend and re-ranker included),
+    // on points that the kept weights never trained on.
+    if (opts.calibration !== false && !stats.aborted && !opts.signal?.aborted) {
+      const heldOut = validation && early ? holdout : null;
+      stats.calibration = await phases.time('calibration', () =>
+        calibrateAtEnd(network, exec, opts.calibration || {}, heldOut, selection, defaultCandidates(network.config.layers.at(-1)!.size)));
+    }
     if (selection) stats.selection = selection;
     if (inputScaling) stats.inputScaling = inputScaling;
     // The run is over: a later fit() starts its own early stopping (and the snapshot's memory is freed).
@@ -555,6 +565,10 @@ async function selectEpochs(network: Network,
     await new Promise<void>((r) => waiting.push(r));
   };
   const workers = (opts.workers ?? defaultWorkers()) > 0 ? 1 : 0;
+  // FitOptions.calibration: every fold's held-out candidates after every epoch, for the selected epoch's calibration.
+  const calShortlist = opts.calibration === false ? 0 : calibrationShortlist(network, opts.calibration);
+  const kHeld = Math.max(5, calShortlist);
+  const foldPairs: CalibrationPairs[][] = parts.map(() => []);
   try {
     const runs = parts.map(async (part, f) => {
       const net = copyOf(network);
@@ -563,15 +577,16 @@ async function selectEpochs(network: Network,
       const trainPart = subset(data, part.train), heldPart = subset(data, part.holdout);
       trainedRows[f] = featuresOf(trainPart, network.config.inputDim);
       await fit(net, trainPart, {
-        epochs: validation.maxEpochs, validation: false, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
+        epochs: validation.maxEpochs, validation: false, calibration: false, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps,
         shuffle: o.shuffle, progressEvery: o.progressEvery, workers, threads: 1, inputScaling: 'off',
         ...(anneal ? { lrSchedule: (e: number, b: number, bpe: number) => annealMultiplier(annealFrom, annealFor, e, b, bpe) } : {}),
         ...definedOnly({ rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning }),
         signal: stops[f]!.signal,
         onProgress: f === 0 && opts.onProgress ? (p) => opts.onProgress!({ ...p, fold: { index: f, folds } }) : undefined,
         onEpochEnd: async () => {
-          const pred = await net.predict(heldPart, { k: 5, workers: 0 });
-          const m = computeMetrics({ topIdx: pred.labels, kMax: 5, labelOffsets: heldPart.labelOffsets, labelIndices: heldPart.labelIndices });
+          const pred = await net.predict(heldPart, { k: kHeld, workers: 0 });
+          if (calShortlist > 0) foldPairs[f]!.push(calibrationPairs(pred.labels, pred.scores, kHeld, heldPart, calShortlist));
+          const m = computeMetrics({ topIdx: pred.labels, kMax: kHeld, labelOffsets: heldPart.labelOffsets, labelIndices: heldPart.labelIndices });
           curves[f]!.push(validation.metric === 'p1' ? m.p1! : (m.p1! + m.p3! + m.p5!) / 3);
           p1s[f]!.push(m.p1!);
           await arrive();
@@ -591,12 +606,14 @@ async function selectEpochs(network: Network,
   const { epochs, mean } = bestMeanEpoch(curves);
   const meanP1 = p1s[0]!.map((_, e) => p1s.reduce((t, c) => t + c[e]!, 0) / folds);
   const rerank = wantRerank && snaps.length === folds ? await foldRerankWeight(network, data, parts, nets, snaps, rr!, validation) : undefined;
+  const calibration = calShortlist > 0 ? foldCalibration(foldPairs, epochs, calShortlist, opts.calibration || {}) : undefined;
   return {
     method: 'kfold', folds, epochs, scores: mean, p1: meanP1, holdoutPoints: held,
     ...(annealFrom !== undefined ? { anneal: { from: annealFrom, epochs: annealFor } } : {}),
     reason: `a held-out slice would hold ${held} points (fewer than minHoldout ${validation.minHoldout}): ` +
       `${folds}-fold cross-validation chose ${epochs} epochs, then the network trained on all ${data.points} points`,
     ...(rerank ? { rerank } : {}),
+    ...(calibration ? { calibration } : {}),
   };
 }
 
@@ -616,7 +633,10 @@ async function selectOnHoldout(network: Network,
     epochs: opts.epochs ?? validation.maxEpochs, validation: { ...validation, refitMaxPoints: 0 },
     batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, shuffle: o.shuffle, progressEvery: o.progressEvery,
     inputScaling: 'off',
-    ...definedOnly({ workers: opts.workers, threads: opts.threads, rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning, signal: opts.signal, phases: opts.phases }),
+    ...definedOnly({
+      workers: opts.workers, threads: opts.threads, rebuild: opts.rebuild, taskTimeout: opts.taskTimeout, onWarning: opts.onWarning, signal: opts.signal,
+      phases: opts.phases, calibration: opts.calibration,
+    }),
     onProgress: opts.onProgress ? (p) => opts.onProgress!({ ...p, selection: 'holdout' }) : undefined,
   });
   if (st.aborted || opts.signal?.aborted || st.selection?.method !== 'holdout' || !st.validation?.length) return null;
@@ -631,6 +651,8 @@ async function selectOnHoldout(network: Network,
     ...(wantRerank ? { rerank: { weight: st.rerank!.weight, tried: st.rerank!.tried } } : {}),
     ...(st.blend ? { blend: st.blend } : {}),
     ...(st.anneal ? { anneal: st.anneal } : {}),
+    // The copy's calibration, fitted on its held-out slice: the network trained on all points takes it.
+    ...(net.calibration ? { calibration: net.calibration } : {}),
   };
 }
 

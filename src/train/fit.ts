@@ -18,6 +18,7 @@ import type { BlendReport, SelectionReport, ValidationOptions, ValidationPoint }
 import type { InputScaleReport, InputScaling } from '../network/input-scale.js';
 import type { RerankReport } from '../network/rerank.js';
 import type { PhaseSeconds, PhaseTimer } from '../util/phases.js';
+import type { CalibrationOptions, CalibrationReport } from '../network/calibration.js';
 
 /**
  * What Network.fit steers while the loop runs: the rows trained on (all when absent: a held-out slice
@@ -50,6 +51,13 @@ export interface FitOptions {
    * `epochs` defaults to 5).
    */
   validation?: ValidationOptions | false;
+  /**
+   * Calibrated per-label probabilities (src/network/calibration.ts), fitted on the points that validation
+   * holds out (the held-out slice, the refit's copy's slice, or the k-fold folds) at the end of the run,
+   * with the default threshold of prediction by threshold. Without validation nothing is held out and no
+   * calibration is fitted. `false`: none. Default: on, with CalibrationOptions' defaults.
+   */
+  calibration?: CalibrationOptions | false;
   /**
    * Scaling of raw-valued inputs, decided by the first fit() of a network (src/network/input-scale.ts):
    * 'auto' compresses term counts (every value a non-negative integer, some above 1: each count n > 1
@@ -228,6 +236,11 @@ export interface FitStats {
   blend?: BlendReport;
   /** With a re-ranker on the output layer (RerankConfig): what was trained and the weight chosen for it. */
   rerank?: RerankReport;
+  /**
+   * With validation (FitOptions.calibration): the calibration fitted on the held-out points, its threshold
+   * and what it scored there; or why none was fitted.
+   */
+  calibration?: (CalibrationReport & { threshold: number; shortlist: number }) | { skipped: string };
   /**
    * What the first fit() found in the training data and decided about input scaling (see
    * FitOptions.inputScaling), or that the network's stored scaling was applied. Absent for a network

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = join(import.meta.dirname, '../..');
 
 /** Every bench entry point (script path under dist/bench, without .js). */
-const ENTRIES = ['accuracy', 'compare', 'dispatch', 'distributed-cost', 'engine', 'fuzz', 'fuzz-http', 'interrupt-resume', 'kernels', 'lsh', 'reader', 'scaling', 'serve', 'text', 'train-run', 'baselines/measure'];
+const ENTRIES = ['accuracy', 'compare', 'dispatch', 'distributed-cost', 'engine', 'fuzz', 'fuzz-http', 'interrupt-resume', 'kernels', 'learn', 'lsh', 'reader', 'scaling', 'serve', 'text', 'train-run', 'baselines/measure'];
 
 interface Run {
   code: number | null;

@@ -28,7 +28,7 @@ describe('sublinear info', () => {
     const r = run('info', 'm.sl');
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
-    expect(lines[0]).toMatch(/^m\.sl: sublinear model \(format 1\), [\d.]+ kB, checksum ok$/);
+    expect(lines[0]).toMatch(/^m\.sl: sublinear model \(format 1, model version 2\), [\d.]+ kB, checksum ok$/);
     expect(lines.slice(1, 5)).toEqual([
       'network: 2000 -> 16 (relu) -> 100 (softmax, dwta K=2 L=4); seed 5',
       `parameters: ${(2000 * 16 + 16 + 16 * 100 + 100).toLocaleString('en-US')}; labels: 100`,

@@ -79,7 +79,26 @@ describe('sublinear predict', () => {
     const firsts = k1.stdout.trimEnd().split('\n').map((l) => (JSON.parse(l) as { labels: number[] }).labels);
     expect(firsts).toEqual(got.map((g) => g.labels.slice(0, 1)));
     const bad = run([], 'predict', '--model', model, '--input', testFile, '--threshold', '0');
-    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, 'sublinear predict: option --threshold expects a score in (0, 1] but received 0']);
+    expect([bad.code, bad.stderr.split('\n')[0]]).toEqual([2, "sublinear predict: option --threshold expects a score in (0, 1] or 'model' but received 0"]);
+  });
+
+  it('--explain n: each label with its n features of largest contribution (jsonl only); --threshold model needs a calibrated model', async () => {
+    const r = run([], 'predict', '--model', model, '--input', testFile, '--k', '2', '--explain', '3', '--format', 'jsonl');
+    expect(r.code).toBe(0);
+    const first = JSON.parse(r.stdout.split('\n')[0]!) as { labels: number[]; explanations: { label: number; score: number; bias: number; rest: number; features: { feature: number; contribution: number }[] }[] };
+    expect(first.explanations.map((e) => e.label)).toEqual(first.labels);
+    const row = (await readXC(testFile));
+    const nnz = row.offsets[1]! - row.offsets[0]!;
+    for (const e of first.explanations) {
+      expect(e.features).toHaveLength(Math.min(3, nnz));
+      for (const f of e.features) expect(Array.from(row.indices.subarray(row.offsets[0]!, row.offsets[1]!))).toContain(f.feature);
+      expect(e.features.reduce((t, f) => t + f.contribution, e.bias + e.rest)).toBeCloseTo(e.score, 3);
+    }
+    const xc = run([], 'predict', '--model', model, '--input', testFile, '--explain', '3');
+    expect([xc.code, xc.stderr.split('\n')[0]]).toEqual([2, 'sublinear predict: option --explain prints explanations in --format jsonl']);
+    const t = run([], 'predict', '--model', model, '--input', testFile, '--threshold', 'model');
+    expect(t.code).toBe(2);
+    expect(t.stderr).toContain('option --threshold model needs a calibrated model');
   });
 
   it('--input - reads standard input, and an error in it names <stdin> and the line', () => {

@@ -34,7 +34,7 @@ describe('train --json phases and memory', () => {
     const s = JSON.parse(r.stdout.trimEnd().split('\n').at(-1)!) as { phases: Record<string, number>; memory: { parts: Record<string, number>; plannedBytes: number }; trainSeconds: number };
     const p = s.phases;
     // The phases of a held-out run with a re-ranker, in the order they ran, then what none covers and the total.
-    expect(Object.keys(p)).toEqual(['read', 'allocate', 'heldout', 'train', 'rerank.shortlists', 'rerank.classifiers', 'rerank.weight', 'save', 'test', 'other', 'total']);
+    expect(Object.keys(p)).toEqual(['read', 'allocate', 'heldout', 'train', 'rerank.shortlists', 'rerank.classifiers', 'rerank.weight', 'calibration', 'save', 'test', 'other', 'total']);
     expect(Object.values(p).every((x) => Number.isFinite(x) && x >= 0)).toBe(true);
     expect(p.train).toBeCloseTo(s.trainSeconds, 2);
     const counted = Object.entries(p).filter(([k]) => k !== 'total').reduce((a, [, v]) => a + v, 0);

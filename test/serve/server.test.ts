@@ -114,7 +114,7 @@ describe('serve: refusals', () => {
     ['not an object', '[1,2]', 400, 'expected a JSON object with "text", "features" or "instances" but received an array'],
     ['nothing to predict', {}, 400, 'expected one of "text", "features" or "instances" in the request'],
     ['two inputs', { features: {}, instances: [] }, 400, 'expected only one of "text", "features" or "instances" but received "features" and "instances"'],
-    ['unknown field', { feature: {} }, 400, 'unknown field "feature" (did you mean features?) (expected one of text, features, instances, k, mode)'],
+    ['unknown field', { feature: {} }, 400, 'unknown field "feature" (did you mean features?) (expected one of text, features, instances, k, mode, threshold)'],
     ['unknown feature id', { features: { [String(train.features)]: 1 } }, 400, `unknown feature "${train.features}": feature ids are integers from 0 to ${train.features - 1}`],
     ['non-integer feature id', { features: { 'x1': 1 } }, 400, `unknown feature "x1": feature ids are integers from 0 to ${train.features - 1}`],
     ['negative feature id', { features: { '-1': 1 } }, 400, `unknown feature "-1": feature ids are integers from 0 to ${train.features - 1}`],
@@ -122,7 +122,7 @@ describe('serve: refusals', () => {
     ['k = 0', { features: {}, k: 0 }, 400, 'expected an integer from 1 to 100 for "k" but received 0'],
     ['k too large', { features: {}, k: 101 }, 400, 'expected an integer from 1 to 100 for "k" but received 101'],
     ['k not an integer', { features: {}, k: 1.5 }, 400, 'expected an integer from 1 to 100 for "k" but received 1.5'],
-    ['bad mode', { features: {}, mode: 'fast' }, 400, 'expected "exact" or "sampled" for "mode" but received "fast"'],
+    ['bad mode', { features: {}, mode: 'fast' }, 400, 'expected "exact", "sampled" or "auto" for "mode" but received "fast"'],
     ['text without a vectorizer', { text: 'hello' }, 400, 'this model was not trained on text (it has no text vectorizer): send "features" ({"feature id": value, ...}) instead'],
     ['instances not an array', { instances: {} }, 400, 'expected an array for "instances" but received an object'],
     ['empty instances', { instances: [] }, 400, 'expected at least one instance in "instances" but received an empty array'],
@@ -217,6 +217,40 @@ describe('serve: robustness', () => {
     expect(answered).toBeGreaterThanOrEqual(Math.max(1, inFlight));
     await expect(fetch(`${s.url}/health`)).rejects.toThrow();
   });
+});
+
+describe('serve: the default mode', () => {
+  it("is the library's 'auto': sampled for a sampled output layer with a wide part, exact otherwise; a request may ask for \"auto\"", async () => {
+    const wide = new Network({ inputDim: train.features, seed: 9, layers: [{ size: 32 }, { size: train.labels, sampling: { hash: 'dwta', K: 4, L: 8, logQ: true }, wide: {} }] });
+    await fit(wide, train, { epochs: 1, workers: 0 });
+    const s = await serve(wide, { port: 0, workers: 0, candidates: 8 });
+    try {
+      const info = (await (await fetch(`${s.url}/model`)).json()) as { defaults: { mode: string } };
+      expect(info.defaults.mode).toBe('sampled');
+      const points = subset(test, Uint32Array.from({ length: 20 }, (_, i) => i));
+      const sampled = await wide.predict(points, { k: 3, candidates: 8, workers: 0 });
+      const exact = await wide.predict(points, { k: 3, mode: 'exact', workers: 0 });
+      let differ = 0;
+      for (let i = 0; i < 20; i++) {
+        const body = (mode?: string) => JSON.stringify({ features: features(points, i), k: 3, ...(mode ? { mode } : {}) });
+        const dflt = (await (await fetch(`${s.url}/predict`, { method: 'POST', body: body() })).json()) as { labels: number[]; scores: number[] };
+        const auto = (await (await fetch(`${s.url}/predict`, { method: 'POST', body: body('auto') })).json()) as { labels: number[]; scores: number[] };
+        const want = Array.from(sampled.labels.subarray(i * 3, i * 3 + 3)), wantScores = Array.from(sampled.scores.subarray(i * 3, i * 3 + 3));
+        for (const got of [dflt, auto]) {
+          expect(got.labels).toEqual(want);
+          got.scores.forEach((v, j) => expect(v).toBeCloseTo(wantScores[j]!, 5));
+        }
+        // Sampled scores are a softmax over the scored candidates only: larger than exact ones.
+        if (Math.abs(dflt.scores[0]! - exact.scores[i * 3]!) > 1e-4) differ++;
+      }
+      // The modes differ somewhere on these points, so the check above tells them apart.
+      expect(differ).toBeGreaterThan(0);
+    } finally {
+      await s.close();
+    }
+    // The test's main model has a sampled output layer without a wide part: exact (GET /model above).
+    expect(((await (await fetch(`${server.url}/model`)).json()) as { defaults: { mode: string } }).defaults.mode).toBe('exact');
+  }, 120_000);
 });
 
 describe('serve: a model trained on text', () => {

@@ -132,9 +132,14 @@ describe('selectionProblem', () => {
     expect(selectionProblem({ ...refit, refit: { scores: [0.1], p1: 'x' } })).toBe('refit scores and p1 must be arrays of finite numbers');
     expect(selectionProblem({ ...refit, blend: { scale: 0, tried: [] } })).toBe('invalid blend');
     expect(selectionProblem({ ...refit, rerank: { weight: -1, tried: [] } })).toBe('invalid rerank');
-    expect(selectionProblem({ method: 'holdout', points: 15, epochs: 2, reason: 'x', blend: { scale: 1, tried: [] } })).toBe('rerank, blend and anneal are recorded only with refit');
+    expect(selectionProblem({ method: 'holdout', points: 15, epochs: 2, reason: 'x', blend: { scale: 1, tried: [] } })).toBe('rerank, blend, anneal and calibration are recorded only with refit');
     expect(selectionProblem({ ...refit, anneal: { from: 1, epochs: 1 } })).toBeNull();
     expect(selectionProblem({ ...refit, anneal: { from: 1, epochs: 0 } })).toBe('invalid anneal');
+    const calibration = { shortlist: 10, weights: [1, -1], bias: 0.5, labels: [3], shifts: [0.2], threshold: 0.3, report: {} };
+    expect(selectionProblem({ ...refit, calibration })).toBeNull();
+    expect(selectionProblem({ ...refit, calibration: { ...calibration, threshold: 2 } })).toBe('invalid calibration: invalid calibration threshold 2');
+    expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x', calibration: { ...calibration, labels: [] } }))
+      .toBe('invalid calibration: the calibration has different numbers of labels and shifts');
     expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x', anneal: { from: 2, epochs: 1 } })).toBeNull();
     expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x', anneal: { from: -1, epochs: 1 } })).toBe('invalid anneal');
   });
