@@ -189,6 +189,19 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
                    uint32_t d, const uint32_t* rows, uint32_t M, uint32_t C, uint32_t iters, uint32_t sample,
                    uint64_t seed);
 
+// The pieces of cluster_build for an index built across label-sharded ranks (src/train/sharded-index.ts), each
+// computed as cluster_build computes it for the same rows, so that the ranks together build one process's index:
+// cluster_norms: out[s] = |[W[ids[s]], b[ids[s]]]|^2 in double (b^2 first, then the weights in order).
+// cluster_assign: best[s] = the centre (C, d + 2) of largest inner product with row ids[s] after the MIPS
+// transform (norm2[j]: row j's squared norm, by row id; invM 1 / the largest norm); with sums (C, d + 2) and counts (C),
+// the transformed rows are also added to their centre's sum (in double, rows in order) and counted.
+// cluster_transform: out (n, d + 2) = the transformed rows ids[s] (a centre drawn from them).
+void cluster_transform(float* out, const float* W, const float* b, uint32_t d, const uint32_t* ids, uint32_t n,
+                       const double* norm2, double invM);
+void cluster_norms(double* out, const float* W, const float* b, uint32_t d, const uint32_t* ids, uint32_t n);
+void cluster_assign(uint32_t* best, double* sums, double* counts, const float* W, const float* b, uint32_t d,
+                    const uint32_t* ids, uint32_t n, const double* norm2, double invM, const float* centroids, uint32_t C);
+
 // Forward only. outIdx/outVal (n, k): the k best labels of each row (descending score, ties by smaller id)
 // with their softmax probabilities over the computed set; missing slots get UINT32_MAX / 0.
 // sampled = false: every neuron of every layer is computed (exact). sampled = true: LSH-sampled layers

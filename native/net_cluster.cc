@@ -179,6 +179,46 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
   std::memcpy(centroids, cent.data(), sizeof(float) * size_t(C) * w);
 }
 
+void cluster_norms(double* out, const float* W, const float* b, uint32_t d, const uint32_t* ids, uint32_t n) {
+  for (uint32_t s = 0; s < n; ++s) {
+    const uint32_t j = ids[s];
+    const float* x = W + size_t(j) * d;
+    double q = double(b[j]) * b[j];
+    for (uint32_t r = 0; r < d; ++r) q += double(x[r]) * x[r];
+    out[s] = q;
+  }
+}
+
+void cluster_transform(float* out, const float* W, const float* b, uint32_t d, const uint32_t* ids, uint32_t n,
+                       const double* norm2, double invM) {
+  const uint32_t w = d + 2;
+  std::vector<float> col(w);
+  for (uint32_t s = 0; s < n; ++s) {
+    gather_transformed(col.data(), 1, W, b, d, ids + s, 1, norm2, invM);
+    std::memcpy(out + size_t(s) * w, col.data(), sizeof(float) * w);
+  }
+}
+
+void cluster_assign(uint32_t* best, double* sums, double* counts, const float* W, const float* b, uint32_t d,
+                    const uint32_t* ids, uint32_t n, const double* norm2, double invM, const float* cent, uint32_t C) {
+  if (C == 0) throw ArgError("cluster index: C must be positive");
+  net::FtzScope ftz;
+  const uint32_t w = d + 2;
+  std::vector<float> zeros(nk::kRowBlock, 0.0f), Xt(size_t(w) * kChunk), zt(size_t(nk::kRowBlock) * kChunk), bestVal(kChunk);
+  for (uint32_t s0 = 0; s0 < n; s0 += kChunk) {
+    const uint32_t cnt = std::min(kChunk, n - s0);
+    gather_transformed(Xt.data(), kChunk, W, b, d, ids + s0, cnt, norm2, invM);
+    assign_block(best + s0, cent, zeros.data(), C, w, Xt.data(), cnt, kChunk, zt.data(), bestVal.data());
+    if (!sums) continue;
+    for (uint32_t s = 0; s < cnt; ++s) {
+      const uint32_t c = best[s0 + s];
+      counts[c] += 1;
+      double* acc = sums + size_t(c) * w;
+      for (uint32_t r = 0; r < w; ++r) acc[r] += Xt[size_t(r) * kChunk + s];
+    }
+  }
+}
+
 namespace net {
 
 void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev, uint32_t n, uint32_t ldn, Scratch& s) {

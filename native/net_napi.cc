@@ -409,6 +409,67 @@ Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// The layer (W (N, d), b (N)) and row ids (each < N) of netClusterNorms / netClusterAssign, checked.
+struct ClusterRows {
+  Span<float> W, b;
+  Span<uint32_t> ids;
+  uint32_t d = 0, N = 0, n = 0;
+};
+ClusterRows parse_cluster_rows(const Napi::CallbackInfo& info) {
+  ClusterRows r{GetArray<float>(info[0], "weights"), GetArray<float>(info[1], "bias"), GetArray<uint32_t>(info[3], "ids")};
+  r.d = GetU32(info[2], "d");
+  if (r.d == 0) throw ArgError("d must be positive");
+  if (r.b.size > 0xFFFFFFFFu || r.ids.size > 0xFFFFFFFFu) throw ArgError("bias or ids is too long");
+  r.N = static_cast<uint32_t>(r.b.size);
+  r.n = static_cast<uint32_t>(r.ids.size);
+  if (r.W.size != size_t(r.N) * r.d) throw ArgError("weights has " + std::to_string(r.W.size) + " elements, expected N * d = " + std::to_string(size_t(r.N) * r.d));
+  for (uint32_t s = 0; s < r.n; ++s)
+    if (r.ids.data[s] >= r.N) throw ArgError("ids[" + std::to_string(s) + "] = " + std::to_string(r.ids.data[s]) + " is not a row (< " + std::to_string(r.N) + ")");
+  return r;
+}
+
+// netClusterNorms(weights (N, d), bias (N), d, ids (n), out: Float64Array (n)): |[w, b]|^2 of each row (cluster_norms).
+Napi::Value NetClusterNorms(const Napi::CallbackInfo& info) {
+  const ClusterRows r = parse_cluster_rows(info);
+  auto out = GetArray<double>(info[4], "out", r.n);
+  cluster_norms(out.data, r.W.data, r.b.data, r.d, r.ids.data, r.n);
+  return info.Env().Undefined();
+}
+
+// netClusterTransform(weights (N, d), bias (N), d, ids (n), norm2: Float64Array (N, by row), invM, out: Float32Array (n, d + 2))
+Napi::Value NetClusterTransform(const Napi::CallbackInfo& info) {
+  const ClusterRows r = parse_cluster_rows(info);
+  auto norm2 = GetArray<double>(info[4], "norm2", r.N);
+  const double invM = GetF64(info[5], "invM");
+  if (!(invM > 0) || !std::isfinite(invM)) throw ArgError("invM must be positive and finite");
+  auto out = GetArray<float>(info[6], "out", size_t(r.n) * (r.d + 2));
+  cluster_transform(out.data, r.W.data, r.b.data, r.d, r.ids.data, r.n, norm2.data, invM);
+  return info.Env().Undefined();
+}
+
+// netClusterAssign(weights (N, d), bias (N), d, ids (n), norm2: Float64Array (N, by row), invM, centroids (C, d + 2),
+//                  outBest: Uint32Array (n), sums: Float64Array (C, d + 2) | null, counts: Float64Array (C) | null)
+// (cluster_assign: the nearest centre of each row, and with sums and counts their running sums.)
+Napi::Value NetClusterAssign(const Napi::CallbackInfo& info) {
+  const ClusterRows r = parse_cluster_rows(info);
+  auto norm2 = GetArray<double>(info[4], "norm2", r.N);
+  const double invM = GetF64(info[5], "invM");
+  if (!(invM > 0) || !std::isfinite(invM)) throw ArgError("invM must be positive and finite");
+  auto cent = GetArray<float>(info[6], "centroids");
+  const uint32_t w = r.d + 2;
+  if (cent.size == 0 || cent.size % w != 0 || cent.size / w > 0xFFFFFFFFu) throw ArgError("centroids must hold C > 0 rows of d + 2");
+  const uint32_t C = static_cast<uint32_t>(cent.size / w);
+  auto best = GetArray<uint32_t>(info[7], "outBest", r.n);
+  double* sums = nullptr;
+  double* counts = nullptr;
+  if (Present(info[8]) || Present(info[9])) {
+    sums = GetArray<double>(info[8], "sums", size_t(C) * w).data;
+    counts = GetArray<double>(info[9], "counts", C).data;
+  }
+  cluster_assign(best.data, sums, counts, r.W.data, r.b.data, r.d, r.ids.data, r.n, norm2.data, invM, cent.data, C);
+  return info.Env().Undefined();
+}
+
 // netWideBuild(data, rows: Uint32Array | null, inputDim, labels, maxPerLabel, init, minShare, slice: Uint32Array | null)
 //   -> { offsets: Uint32Array (inputDim + 1), labels: Uint32Array (nnz), weights: Float32Array (nnz) }
 // The wide part's pairs (net_wide.h wide_build), in fresh arrays: their count is known only at the end.
@@ -491,6 +552,9 @@ void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetApplyRows>(env, exports, "netApplyRows");
   Export<NetPredictSlice>(env, exports, "netPredictSlice");
   Export<NetClusterBuild>(env, exports, "netClusterBuild");
+  Export<NetClusterNorms>(env, exports, "netClusterNorms");
+  Export<NetClusterAssign>(env, exports, "netClusterAssign");
+  Export<NetClusterTransform>(env, exports, "netClusterTransform");
   Export<NetWideBuild>(env, exports, "netWideBuild");
   Export<NetPrefault>(env, exports, "netPrefault");
   Export<NetAdviseHugePages>(env, exports, "netAdviseHugePages");

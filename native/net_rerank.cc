@@ -178,10 +178,12 @@ float solve_label(const CsrView& d, const uint32_t* rows, const double* inv, con
 }
 
 // Per-label SVMs for labels [0, L) on points rows[0..n) (their labels from data) and the shortlist (n, S):
-// shortlist[t S + q] a label of the network's top S for rows[t] (kNone: none); ids >= L ignored.
+// shortlist[t S + q] a label of the network's top S for rows[t] (kNone: none); ids >= L ignored. only (L) or
+// null: with it, only the labels j with only[j] != 0 are trained (a label-sharded rank's; the others are left
+// as labels without examples), each exactly as without it.
 void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint32_t n, const uint32_t* shortlist,
                   uint32_t S, uint32_t L, uint32_t D, double C, double eps, uint32_t maxIter, double prune,
-                  uint32_t threads, uint64_t seed) {
+                  uint32_t threads, uint64_t seed, const uint8_t* only) {
   // Examples by label (counting sort): label j's are ex[exOff[j] .. exOff[j + 1]), positives first.
   std::vector<uint32_t> exOff(size_t(L) + 1, 0);
   auto isPositive = [&](uint32_t r, uint32_t j) {
@@ -249,7 +251,7 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
         owner[j] = tid;
         start[j] = p.feats.size();
         const uint32_t m = exOff[j + 1] - exOff[j];
-        if (m > 0)
+        if (m > 0 && (!only || only[j]))
           out.bias[j] = solve_label(d, rows, inv.data(), ex.data() + exOff[j], ey.data() + exOff[j], m, C, eps, maxIter, prune,
                                     seed * 0x9E3779B97F4A7C15ull + j, w, mark, touched, alpha, qd, order, lr, p.feats, p.wts);
         count[j] = static_cast<uint32_t>(p.feats.size() - start[j]);  // at most D per label
@@ -522,7 +524,7 @@ void rerank_combine(const uint32_t* labels, const float* probs, const float* s, 
 }
 
 // rerankTrain({ data (with labels), rows: Uint32Array | null, shortlist: Uint32Array (rows x S), S, labels,
-//   features, C, eps, maxIter, prune, threads, seed })
+//   features, C, eps, maxIter, prune, threads, seed, only?: Uint32Array (label ids to train; absent: all) })
 //   -> { offsets: Uint32Array (labels + 1), features: Uint32Array (nnz), weights: Float32Array (nnz),
 //        bias: Float32Array (labels) }   (fresh arrays: the count of kept weights is known only at the end)
 Napi::Value RerankTrain(const Napi::CallbackInfo& info) {
@@ -547,9 +549,20 @@ Napi::Value RerankTrain(const Napi::CallbackInfo& info) {
   if (threads == 0 || threads > 256) throw ArgError("threads must be in [1, 256]");
   if (!(seed >= 0 && seed <= 9007199254740991.0)) throw ArgError("seed must be a non-negative safe integer");
   check_rows(d, rows, n, D);
+  // only: the labels to train (ascending ids < labels), or absent: all.
+  std::vector<uint8_t> onlyMask;
+  const Napi::Value ov = o.Get("only");
+  if (!ov.IsUndefined() && !ov.IsNull()) {
+    auto ids = GetArray<uint32_t>(ov, "only");
+    onlyMask.assign(L, 0);
+    for (size_t e = 0; e < ids.size; ++e) {
+      if (ids.data[e] >= L) throw ArgError("only holds a label id >= labels");
+      onlyMask[ids.data[e]] = 1;
+    }
+  }
   RerankModel m;
   rerank_train(m, d, rows, static_cast<uint32_t>(n), sl.data, S, L, D, C, eps, maxIter, prune, threads,
-               static_cast<uint64_t>(seed));
+               static_cast<uint64_t>(seed), onlyMask.empty() ? nullptr : onlyMask.data());
   Napi::Object r = Napi::Object::New(env);
   r.Set("offsets", CopyToTypedArray(env, m.offsets));
   r.Set("features", CopyToTypedArray(env, m.features));

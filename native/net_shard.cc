@@ -8,18 +8,20 @@
 //       position in the pointIds of netShardInput, as netTrainSlice draws it), then the layers between layer 0
 //       and the output, every neuron (a sampled middle layer: its candidates); outH = the last hidden layer.
 //   netShardOutForward(net, data, rows (B), H (B, d), localOf: Int32Array (numLabels), seed, minActive,
-//       logQ: Float32Array (outDim) | null, outStats (B, 3)) -> |S|: outStats[i] = [max, sum of exp(z - max),
-//       sum of the logits of i's labels this rank owns]. The active set S: every row when minActive is 0 or
-//       more than half the slice; else the batch's labels this rank owns, then uniform random rows of the
-//       slice (stream net_query_seed(seed << 32, layer)) until |S| >= minActive; logQ is added to S's logits,
-//       and with a wide part (local label ids) each sample's wide terms of labels in S (net_wide.h).
+//       logQ: Float32Array (outDim) | null, outStats (B, 3), batchNegatives = 1) -> |S|: outStats[i] = [max, sum of
+//       exp(z - max), sum of the logits of i's labels this rank owns]. The active set S: every row when minActive
+//       is 0; else this rank's part of one process's batch-shared set over all numLabels labels (the batch's labels
+//       with batchNegatives, then uniform random ids of all labels, stream net_query_seed(seed << 32, layer), until
+//       it holds minActive: net_common.cc shared_set), so that the union over the ranks is one process's set;
+//       logQ (this rank's rows of one process's) is added to S's logits, and with a wide part (local label ids)
+//       each sample's wide terms of labels in S (net_wide.h).
 //   netShardOutBackward(net, lse: Float64Array (B), hyper { mode 0 | 2, lr, beta1, beta2, eps, gradScale,
 //       wideLr (mode 0 with a wide part) }, outDH (B, d)) -> undefined (mode 2: dH only, nothing updated);
 //       mode 0 also takes each wide term's Adagrad step (g = dz x), as net_train.cc's shared-set path does
 //   netShardLowerBackward(net, data, dH (n, d), hyper { lr, beta1, beta2, eps }, featureOf (D)) -> undefined
 //       Adam on the layers below the output from dH summed over the ranks (net_shard_lower_backward): the
 //       middle layers and layer 0's bias alike on every rank, layer 0's rows of the features held here.
-//   netShardScore(net, data, rows (q), H (q, d), k, outIdx (q, k), outVal (q, k), outStats (q, 2))
+//   netShardScore(net, data, rows (q), H (q, d), k, outIdx (q, k), outVal (q, k), outStats (q, 2), scale = 1)
 //       exact scores of this rank's output rows for the points rows of data (their wide terms; H their hidden
 //       activations): the k best (logit, local id) per query, descending, ties by the smaller id, and
 //       [max, sum of exp(z - max)] of every query's logits over the slice.
@@ -32,12 +34,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include "modules.h"
 #include "napi_util.h"
 #include "net_internal.h"
 #include "rng.h"
+#include "topk.h"
 
 namespace sl {
 namespace {
@@ -64,9 +68,13 @@ struct OutState {
   std::vector<uint32_t> featIds, featStart, featSample, featCursor;
   std::vector<float> featX;
   uint32_t epoch = 0;
+  std::vector<uint32_t> gmark;        // (numLabels) epoch marks of the global shared set
+  uint32_t gepoch = 0;
   std::vector<float> wg, bg, mx, sum, lse, scale, dzt, g, gb, dHt;
 };
 thread_local OutState tlOut;
+
+bool Given(const Napi::Value& v) { return !v.IsUndefined() && !v.IsNull(); }
 
 // Rows S[r0 .. r0 + R) of L into wg (R, d) and their biases (+ logQ when given) into bg (R).
 void gather_rows(const NetLayer& L, const uint32_t* S, uint32_t r0, uint32_t R, float* wg, float* bg, const float* logQ) {
@@ -272,6 +280,7 @@ Napi::Value NetShardOutForward(const Napi::CallbackInfo& info) {
     logQ = lq.data;
   }
   auto stats = GetArray<double>(info[8], "outStats", size_t(B) * 3);
+  const bool batchNegatives = !Given(info[9]) || GetU32(info[9], "batchNegatives") != 0;
   if (localOf.size > 0xFFFFFFFFu) throw ArgError("localOf is too long");
   net::check_slice(data, rowsA.data, B, layers[0].featureDim, true, static_cast<uint32_t>(localOf.size));
   // The entries of the batch's labels (the only ones read): -1 (another rank's) or a row of the slice.
@@ -306,14 +315,43 @@ Napi::Value NetShardOutForward(const Napi::CallbackInfo& info) {
     const uint32_t q0 = data.labelOffsets[rows[i]], q1 = data.labelOffsets[rows[i] + 1];
     invLabels[i] = q1 > q0 ? 1.0f / float(q1 - q0) : 0.0f;
   }
-  if (minActive == 0 || uint64_t(minActive) * 2 > N) {
+  if (minActive == 0) {
     for (uint32_t j = 0; j < N; ++j) add(j);
   } else {
-    for (uint32_t i = 0; i < B; ++i)
-      for (uint32_t q = data.labelOffsets[rows[i]]; q < data.labelOffsets[rows[i] + 1]; ++q)
-        if (localOf.data[data.labelIndices[q]] >= 0) add(uint32_t(localOf.data[data.labelIndices[q]]));
-    SplitMix64 rng(net_query_seed(uint64_t(seed) << 32, o.layer));
-    while (o.S.size() < minActive) add(rng.below(N));
+    // One process's shared set over all G labels (net_common.cc shared_set): the batch's distinct labels (with
+    // batchNegatives), then ids drawn uniformly from all G labels by the batch's stream until it holds
+    // minActive (every label when that is over half). This rank keeps the ids it owns: the union over the
+    // ranks is one process's set, whatever the number of ranks.
+    const uint32_t G = static_cast<uint32_t>(localOf.size);
+    if (o.gmark.size() < G) o.gmark.assign(G, 0u);
+    if (++o.gepoch == 0) {
+      std::fill(o.gmark.begin(), o.gmark.end(), 0u);
+      o.gepoch = 1;
+    }
+    uint32_t* gm = o.gmark.data();
+    const uint32_t ge = o.gepoch;
+    uint32_t nS = 0;
+    auto take = [&](uint32_t g) {
+      gm[g] = ge, ++nS;
+      if (localOf.data[g] >= 0) add(uint32_t(localOf.data[g]));
+    };
+    if (batchNegatives)
+      for (uint32_t i = 0; i < B; ++i)
+        for (uint32_t q = data.labelOffsets[rows[i]]; q < data.labelOffsets[rows[i] + 1]; ++q)
+          if (gm[data.labelIndices[q]] != ge) take(data.labelIndices[q]);
+    const uint32_t target = std::min(minActive, G);
+    if (nS < target) {
+      if (uint64_t(target) * 2 > G) {
+        for (uint32_t g = 0; g < G; ++g)
+          if (gm[g] != ge) take(g);
+      } else {
+        SplitMix64 rng(net_query_seed(uint64_t(seed) << 32, o.layer));
+        while (nS < target) {
+          const uint32_t g = rng.below(G);
+          if (gm[g] != ge) take(g);
+        }
+      }
+    }
     std::sort(o.S.begin(), o.S.end());
   }
   const uint32_t nS = static_cast<uint32_t>(o.S.size());
@@ -470,6 +508,10 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
   auto outIdx = GetArray<uint32_t>(info[5], "outIdx", size_t(q) * k);
   auto outVal = GetArray<float>(info[6], "outVal", size_t(q) * k);
   auto outStats = GetArray<double>(info[7], "outStats", size_t(q) * 2);
+  // The network's logits times `scale` before the wide part's scores are added (ValidationOptions.blend), as
+  // net_predict_slice's exact path scales them.
+  const float scale = Given(info[8]) ? static_cast<float>(GetF64(info[8], "scale")) : 1.0f;
+  if (!std::isfinite(scale)) throw ArgError("scale must be finite");
   net::FtzScope ftz;
   OutState& o = tlOut;
   o.ready = false;
@@ -500,6 +542,8 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
     for (uint32_t r0 = 0; r0 < N; r0 += RB) {
       const uint32_t R = std::min(RB, N - r0);
       nk::blk_forward(zt.data(), L.W + size_t(r0) * d, d, L.b + r0, o.Xt.data(), R, ldn);
+      if (scale != 1.0f)
+        for (size_t e = 0, n = size_t(R) * ldn; e < n; ++e) zt[e] *= scale;
       net::wide_add_block(zt.data(), ldn, L, o.wide, wp, r0, R);
       nk::lse_update(mx, sum, zt.data(), R, ldn);
       for (uint32_t r = 0; r < R; ++r)
@@ -546,6 +590,196 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// netShardSampledScore(net, data, rows (q), H (q, d), index, k, scales | null, wideExtra, cut | null, out | null,
+//                      prop | null) -> outputs scored
+// Sampled prediction of a label-sharded rank: what net_predict_slice's cluster-index path does for the whole output
+// layer, restricted to this rank's labels, so that the ranks' results merged are one process's. index: the part of a
+// cluster index built across the ranks (src/train/sharded-index.ts) { centroids (C, d + 2), offsets (C + 1) and
+// members (this rank's rows of each cluster), sizes (C: every rank's members of each cluster), head (this rank's rows of
+// the head), headTotal (the whole head), budget }: every rank probes the clusters one process probes (the global sizes
+// count against the budget) and scores its own members of them and its own head rows. The wide part proposes labels
+// that are no candidate; one process keeps the wideExtra best (score, id) of them over every label, which the ranks
+// find in two calls: with prop { idx (q, wideExtra), val (q, wideExtra) } a call writes each query's wideExtra best
+// proposals of this rank (local rows, unsorted; UINT32_MAX / -inf past the count) and scores nothing; with
+// cut { value (q), limit (q) } and out { idx (q, S, k), val (q, S, k), lse (q, S, 2) } a call keeps the proposals
+// (v, row) with v > value or v == value and row < limit (the global wideExtra-th best, mapped to this rank's rows),
+// and writes per query and scale the k best (row, raw score scale x z + zw; ties by the smaller row) and the
+// candidates' [max, sum of exp(score - max)] for the softmax over every rank's candidates.
+Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = net_parse_layers(info[0], false);
+  const NetLayer& L = output_of(layers);
+  const uint32_t d = L.inDim, N = L.outDim, w = d + 2;
+  const CsrView data = net_parse_data(info[1], false);
+  auto rowsA = GetArray<uint32_t>(info[2], "rows");
+  if (rowsA.size > 0xFFFFFFFFu) throw ArgError("rows is too long");
+  const uint32_t q = static_cast<uint32_t>(rowsA.size);
+  auto H = GetArray<float>(info[3], "H", size_t(q) * d);
+  net::check_slice(data, rowsA.data, q, layers[0].featureDim, false, 0);
+  Napi::Object ix = GetObject(info[4], "index");
+  auto cent = GetArrayProp<float>(ix, "centroids");
+  if (cent.size % w != 0 || cent.size / w > 0xFFFFFFFFu) throw ArgError("index.centroids must hold rows of d + 2");
+  const uint32_t C = static_cast<uint32_t>(cent.size / w);
+  auto off = GetArrayProp<uint32_t>(ix, "offsets", size_t(C) + 1);
+  auto mem = GetArrayProp<uint32_t>(ix, "members");
+  auto sizes = GetArrayProp<uint32_t>(ix, "sizes", C);
+  auto head = GetArrayProp<uint32_t>(ix, "head");
+  const uint32_t headTotal = GetU32Prop(ix, "headTotal"), budget = GetU32Prop(ix, "budget");
+  if (off.data[0] != 0 || off.data[C] != mem.size) throw ArgError("index.offsets must run from 0 to members.length");
+  for (uint32_t c = 0; c < C; ++c)
+    if (off.data[c] > off.data[c + 1]) throw ArgError("index.offsets decrease at cluster " + std::to_string(c));
+  for (size_t e = 0; e < mem.size; ++e)
+    if (mem.data[e] >= N) throw ArgError("index.members holds a row >= the slice's " + std::to_string(N));
+  for (size_t e = 0; e < head.size; ++e)
+    if (head.data[e] >= N) throw ArgError("index.head holds a row >= the slice's " + std::to_string(N));
+  const uint32_t k = GetU32(info[5], "k");
+  if (k == 0) throw ArgError("k must be positive");
+  static const float kOne = 1.0f;
+  const float* scales = &kOne;
+  uint32_t S = 1;
+  if (Given(info[6])) {
+    auto sc = GetArray<float>(info[6], "scales");
+    if (sc.size == 0 || sc.size > 64) throw ArgError("scales must hold 1 to 64 values");
+    scales = sc.data, S = static_cast<uint32_t>(sc.size);
+  }
+  const uint32_t extra = L.hasWide ? GetU32(info[7], "wideExtra") : 0;
+  const bool proposing = Given(info[10]);
+  if (proposing == Given(info[9])) throw ArgError("give exactly one of out (scores) and prop (wide proposals)");
+  const float* cutV = nullptr;
+  const uint32_t* cutLim = nullptr;
+  if (!proposing && Given(info[8])) {
+    Napi::Object co = GetObject(info[8], "cut");
+    cutV = GetArrayProp<float>(co, "value", q).data;
+    cutLim = GetArrayProp<uint32_t>(co, "limit", q).data;
+  }
+  uint32_t *outIdx = nullptr, *propIdx = nullptr;
+  float *outVal = nullptr, *propVal = nullptr;
+  double* outLse = nullptr;
+  if (proposing) {
+    Napi::Object po = GetObject(info[10], "prop");
+    propIdx = GetArrayProp<uint32_t>(po, "idx", size_t(q) * extra).data;
+    propVal = GetArrayProp<float>(po, "val", size_t(q) * extra).data;
+  } else {
+    Napi::Object oo = GetObject(info[9], "out");
+    outIdx = GetArrayProp<uint32_t>(oo, "idx", size_t(q) * S * k).data;
+    outVal = GetArrayProp<float>(oo, "val", size_t(q) * S * k).data;
+    outLse = GetArrayProp<double>(oo, "lse", size_t(q) * S * 2).data;
+  }
+  net::FtzScope ftz;
+  OutState& o = tlOut;
+  o.ready = false;
+  net::Scratch& s = net::scratch();
+  if (q == 0) return Napi::Number::New(info.Env(), 0);
+  load_inputs(o, H.data, q, d);
+  const uint32_t ldn = o.ldn;
+  // Centre scores (C, ldn) of the queries [h, 1, 0], as net::cluster_active_sets computes them.
+  std::vector<float> Xc(size_t(w) * ldn, 0.0f), zc(size_t(C) * ldn), zero(RB, 0.0f);
+  std::memcpy(Xc.data(), o.Xt.data(), sizeof(float) * size_t(d) * ldn);
+  for (uint32_t i = 0; i < q; ++i) Xc[size_t(d) * ldn + i] = 1.0f;
+  for (uint32_t c0 = 0; c0 < C; c0 += RB) {
+    const uint32_t R = std::min(RB, C - c0);
+    nk::blk_forward(zc.data() + size_t(c0) * ldn, cent.data + size_t(c0) * w, w, zero.data(), Xc.data(), R, ldn);
+  }
+  // Head scores (|head|, ldn) with the blocked kernels on gathered rows (as one process scores its head).
+  const uint32_t nH = static_cast<uint32_t>(head.size);
+  std::vector<float> zH;
+  if (!proposing && nH) {
+    zH.resize(size_t(nH) * ldn);
+    float* wg = grow(o.wg, size_t(RB) * d);
+    float* bg = grow(o.bg, RB);
+    for (uint32_t r0 = 0; r0 < nH; r0 += RB) {
+      const uint32_t R = std::min(RB, nH - r0);
+      gather_rows(L, head.data, r0, R, wg, bg, nullptr);
+      nk::blk_forward(zH.data() + size_t(r0) * ldn, wg, d, bg, o.Xt.data(), R, ldn);
+    }
+  }
+  std::vector<uint32_t> order(C), ids;
+  std::vector<float> z, zw, comb, tmp;
+  double scored = 0;
+  for (uint32_t i = 0; i < q; ++i) {
+    const uint32_t row = rowsA.data[i];
+    const float* h = H.data + size_t(i) * d;
+    // The candidates: this rank's head rows, then its members of the clusters one process probes.
+    ids.assign(head.data, head.data + nH);
+    std::iota(order.begin(), order.end(), 0u);
+    uint32_t sorted = 0;
+    uint64_t taken = headTotal;
+    for (uint32_t p = 0; p < C && taken < budget; ++p) {
+      if (p == sorted) {
+        const uint32_t end = std::min(C, sorted + 32);
+        std::partial_sort(order.begin() + sorted, order.begin() + end, order.end(), [&](uint32_t x, uint32_t y) {
+          const float zx = zc[size_t(x) * ldn + i], zy = zc[size_t(y) * ldn + i];
+          return zx > zy || (zx == zy && x < y);
+        });
+        sorted = end;
+      }
+      const uint32_t c = order[p];
+      ids.insert(ids.end(), mem.data + off.data[c], mem.data + off.data[c + 1]);
+      taken += sizes.data[c];
+    }
+    size_t m = ids.size();
+    if (!proposing) {
+      z.resize(m);
+      for (uint32_t e = 0; e < nH; ++e) z[e] = zH[size_t(e) * ldn + i];
+      for (size_t e = nH; e < m; ++e) z[e] = L.b[ids[e]] + nk::dot(L.W + size_t(ids[e]) * d, h, d);
+    }
+    if (L.hasWide) {
+      const size_t count = net::wide_scores(L, data, row, s, [](uint32_t) { return false; });
+      zw.assign(m, 0.0f);
+      for (size_t e = 0; e < m; ++e)
+        if (net::wide_marked(s, ids[e])) {
+          zw[e] = net::wide_sum_of(s, ids[e]);
+          net::wide_unmark(s, ids[e]);
+        }
+      // The labels still marked are no candidates: the proposals, with their sums.
+      uint32_t* touched = s.wideTouched.data();
+      const float* sum = s.wideSum.data();
+      float* v = grow(s.wideVals, count);
+      size_t nNew = 0;
+      for (size_t t = 0; t < count; ++t)
+        if (net::wide_marked(s, touched[t])) v[nNew] = sum[t], touched[nNew++] = touched[t];
+      // Without a cut (one rank: its proposals are every label's) the wideExtra best, as one process takes them.
+      const size_t take = proposing || !cutV ? std::min<size_t>(extra, nNew) : nNew;
+      if (take < nNew) net::wide_top(touched, v, nNew, take);
+      if (proposing) {
+        for (size_t t = 0; t < extra; ++t) {
+          propIdx[size_t(i) * extra + t] = t < take ? touched[t] : UINT32_MAX;
+          propVal[size_t(i) * extra + t] = t < take ? v[t] : -std::numeric_limits<float>::infinity();
+        }
+      } else {
+        for (size_t t = 0; t < take; ++t) {
+          const uint32_t j = touched[t];
+          if (cutV && !(v[t] > cutV[i] || (v[t] == cutV[i] && j < cutLim[i]))) continue;
+          ids.push_back(j);
+          z.push_back(L.b[j] + nk::dot(L.W + size_t(j) * d, h, d));
+          zw.push_back(v[t]);
+        }
+        m = ids.size();
+      }
+      for (size_t t = 0; t < nNew; ++t) net::wide_unmark(s, touched[t]);
+    }
+    if (proposing) continue;
+    scored += double(m);
+    comb.resize(std::max<size_t>(m, 1));
+    tmp.resize(std::max<size_t>(m, 1));
+    for (uint32_t si = 0; si < S; ++si) {
+      const float x = scales[si];
+      for (size_t p = 0; p < m; ++p) comb[p] = x * z[p] + (L.hasWide ? zw[p] : 0.0f);
+      float mx = -std::numeric_limits<float>::infinity();
+      for (size_t p = 0; p < m; ++p) mx = std::max(mx, comb[p]);
+      double sumExp = 0;
+      if (m) {
+        nk::exp_shift(tmp.data(), comb.data(), mx, static_cast<uint32_t>(m));
+        for (size_t p = 0; p < m; ++p) sumExp += tmp[p];
+      }
+      const size_t at = (size_t(i) * S + si) * k;
+      topk_row(outIdx + at, outVal + at, comb.data(), ids.data(), m, k);
+      outLse[(size_t(i) * S + si) * 2] = mx;
+      outLse[(size_t(i) * S + si) * 2 + 1] = sumExp;
+    }
+  }
+  return Napi::Number::New(info.Env(), scored);
+}
+
 }  // namespace
 
 void RegisterShard(Napi::Env env, Napi::Object exports) {
@@ -555,6 +789,7 @@ void RegisterShard(Napi::Env env, Napi::Object exports) {
   Export<NetShardOutBackward>(env, exports, "netShardOutBackward");
   Export<NetShardLowerBackward>(env, exports, "netShardLowerBackward");
   Export<NetShardScore>(env, exports, "netShardScore");
+  Export<NetShardSampledScore>(env, exports, "netShardSampledScore");
 }
 
 }  // namespace sl

@@ -311,6 +311,22 @@ export interface NativeNetwork {
    */
   netAdviseHugePages(a: Float32Array): void;
   /**
+   * For a cluster index built across label-sharded ranks (src/train/sharded-index.ts), as netClusterBuild
+   * computes it: out[s] = |[w, b]|^2 (double) of row ids[s] of (weights (N, d), bias (N)).
+   */
+  netClusterNorms(weights: Float32Array, bias: Float32Array, d: number, ids: Uint32Array, out: Float64Array): void;
+  /** out (n, d + 2): rows ids[s] after the maximum-inner-product transform (norm2 (N) by row, invM), as netClusterBuild draws its first centres. */
+  netClusterTransform(weights: Float32Array, bias: Float32Array, d: number, ids: Uint32Array, norm2: Float64Array, invM: number, out: Float32Array): void;
+  /**
+   * outBest[s] = the centre (centroids (C, d + 2)) nearest to row ids[s] after the maximum-inner-product
+   * transform (norm2 (N): the squared norms by row, invM: 1 / the largest norm); with sums (C, d + 2) and
+   * counts (C), each transformed row is also added to its centre's sum and counted (one Lloyd iteration's part).
+   */
+  netClusterAssign(
+    weights: Float32Array, bias: Float32Array, d: number, ids: Uint32Array, norm2: Float64Array, invM: number, centroids: Float32Array,
+    outBest: Uint32Array, sums: Float64Array | null, counts: Float64Array | null,
+  ): void;
+  /**
    * The wide part's pairs chosen from `data`'s rows `rows` (every row when null): see buildWide
    * (src/network/wide.ts) and native/net_wide.h wide_build; `slice`: only those labels, stored under their
    * positions in it. Fresh arrays: offsets (inputDim + 1), labels and weights (nnz).
@@ -344,6 +360,8 @@ export interface NativeRerank {
   rerankTrain(o: {
     data: SparseDataset; rows: Uint32Array | null; shortlist: Uint32Array; S: number; labels: number; features: number;
     C: number; eps: number; maxIter: number; prune: number; threads: number; seed: number;
+    /** Only these labels (ids < labels) are trained, each as without `only` (a label-sharded rank's); the others get no weights and bias -1. Default: all. */
+    only?: Uint32Array;
   }): RerankArrays;
   /** out (rows x S) = s_j(x / |x|) of each candidate j (rows x S; 0xFFFFFFFF: none, scored -inf) of each row. */
   rerankScore(o: {
@@ -384,11 +402,16 @@ export interface NativeShard {
   /**
    * Phase 3 over the global batch: `rows` (B) its labelled points, H (B, d) their hidden activations,
    * localOf (numLabels) global label -> row of this slice or -1. outStats (B, 3) = [max logit, sum of
-   * exp(z - max), sum of the logits of the sample's labels in this slice] over the active set S (every row
-   * when minActive is 0, else the batch's labels here plus uniform rows up to minActive; logQ added to S's
-   * logits; with a wide part, each sample's wide terms of the labels in S too). Returns |S|.
+   * exp(z - max), sum of the logits of the sample's labels in this slice] over the active set S: every row
+   * when minActive is 0, else this rank's part of one process's batch-shared set over all numLabels labels
+   * (the batch's labels (batchNegatives, default 1), then ids drawn from the batch's stream until it holds
+   * minActive), so that the ranks' sets together are one process's; logQ (this slice's rows of one process's
+   * correction) added to S's logits; with a wide part, each sample's wide terms of the labels in S too. Returns |S|.
    */
-  netShardOutForward(net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array, localOf: Int32Array, seed: number, minActive: number, logQ: Float32Array | null, outStats: Float64Array): number;
+  netShardOutForward(
+    net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array, localOf: Int32Array, seed: number, minActive: number,
+    logQ: Float32Array | null, outStats: Float64Array, batchNegatives?: 0 | 1,
+  ): number;
   /**
    * Phase 4: from the global log-sum-exp of every sample (B), dz = (softmax - y) * gradScale on S; mode 0
    * takes the Adam step of S's rows and the Adagrad step of the wide terms of phase 3 (at `wideLr`, required
@@ -408,5 +431,23 @@ export interface NativeShard {
    * descending, ties by the smaller row (UINT32_MAX / -inf when the slice is smaller than k); outStats (q, 2)
    * = [max logit, sum of exp(z - max)] over the slice.
    */
-  netShardScore(net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array, k: number, outIdx: Uint32Array, outVal: Float32Array, outStats: Float64Array): void;
+  netShardScore(net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array, k: number, outIdx: Uint32Array, outVal: Float32Array, outStats: Float64Array, scale?: number): void;
+  /**
+   * Sampled prediction of this slice for the points `rows` (H (q, d) their hidden activations), the part of one
+   * process's cluster-index prediction that falls on this rank's labels (native/net_shard.cc): `index` is this
+   * rank's part of an index built across the ranks (its members and head rows, every rank's cluster sizes and
+   * head count, the candidate budget). Give exactly one of `out` and `prop`. prop: each point's wideExtra best
+   * wide-part proposals here (local rows and wide scores, unsorted; UINT32_MAX / -inf past the count), nothing
+   * scored. out: with `cut` (each point's global wideExtra-th best proposal: its score, and how many of this
+   * rank's rows rank before its label), the proposals at or above it join the candidates; per point and scale
+   * (scales: the network's logit multipliers, null: 1) the k best (local row, raw score), ties by the smaller
+   * row, and [max, sum of exp(score - max)] over this rank's candidates. Without `cut`, this rank's own wideExtra
+   * best proposals join (one rank). Returns the outputs scored.
+   */
+  netShardSampledScore(
+    net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array,
+    index: { centroids: Float32Array; offsets: Uint32Array; members: Uint32Array; sizes: Uint32Array; head: Uint32Array; headTotal: number; budget: number },
+    k: number, scales: Float32Array | null, wideExtra: number, cut: { value: Float32Array; limit: Uint32Array } | null,
+    out: { idx: Uint32Array; val: Float32Array; lse: Float64Array } | null, prop: { idx: Uint32Array; val: Float32Array } | null,
+  ): number;
 }

@@ -238,12 +238,33 @@ export function wideByLabel(w: WideState, labels: number): NonNullable<WideState
   return { offsets, features, entries };
 }
 
-/** minActive of a slice: the global layer's (its default when not given) divided among the ranks. 0: dense. */
-export function sliceMinActive(global: NetworkConfig, ranks: number): number {
-  const last = global.layers.at(-1)!;
-  if (!last.sampling) return 0;
-  const m = last.sampling.minActive ?? Math.max(32, Math.ceil(0.005 * last.size));
-  return Math.max(1, Math.ceil(m / ranks));
+/**
+ * The size of one process's batch-shared set that the ranks draw together (netShardOutForward): the global
+ * layer's resolved sampling.minActive; 0 for a dense output layer (every row of every slice is active).
+ */
+export function sharedSetSize(global: NetworkConfig): number {
+  const last = resolveConfig(global).layers.at(-1)!;
+  return last.sampling ? last.sampling.minActive : 0;
+}
+
+/**
+ * Why a network configuration cannot be trained label-sharded as one process trains it, or null. The ranks
+ * draw one process's batch-shared set together, and no rank has hash tables: a sampled output layer must
+ * train on the shared set with the batch's labels in it (sharedFill, batchNegatives) and without table
+ * candidates (budget 0: the defaults), and sampled hidden layers (which query tables) are not sharded.
+ * The wide part's hard negatives (`wide.negatives`) come from every label's wide scores: not sharded.
+ */
+export function shardingProblem(global: NetworkConfig): string | null {
+  const g = resolveConfig(global);
+  const k = g.layers.length - 1;
+  if (g.layers.length < 2) return 'label-sharded training needs a hidden layer below the output layer';
+  const hidden = g.layers.findIndex((l, i) => i < k && l.sampling);
+  if (hidden >= 0) return `layers[${hidden}] is sampled: label-sharded training samples the output layer only`;
+  const s = g.layers[k]!.sampling;
+  if (s && (!s.sharedFill || !s.batchNegatives)) return `layers[${k}].sampling: label-sharded training needs sharedFill and batchNegatives (the defaults)`;
+  if (s && s.budget > 0) return `layers[${k}].sampling.budget is ${s.budget}: label-sharded training has no hash tables; set it to 0 (the defaults')`;
+  if (g.layers[k]!.wide?.negatives) return `layers[${k}].wide.negatives (hard negatives from the wide part) are not sharded: set it to 0`;
+  return null;
 }
 
 /**
@@ -303,7 +324,19 @@ export interface ShardStep {
   beta1: number;
   beta2: number;
   eps: number;
+  /** The wide part's Adagrad rate for this step (fit scales it with lr). Default: the layer's wide.lr. */
+  wideLr?: number;
+  /** The batch gradient's scale. Default 1 / pointIds.length (a mean over the batch, as one process). */
+  gradScale?: number;
 }
+
+/** Flags of ShardedModel.localFlags / agreedFlags. */
+export const ShardFlags = {
+  /** A stop was asked for (a signal): every rank stops after the same step. */
+  stop: 1,
+  /** Rank 0's clock says a periodic checkpoint is due. */
+  checkpoint: 2,
+} as const;
 
 /**
  * One rank's part of a label-sharded network: its label slice of the output layer, its feature slice of layer
@@ -320,7 +353,17 @@ export class ShardedModel {
   readonly labels: Uint32Array;
   /** This rank's input features by row of layer 0 (global ids). */
   readonly features: Uint32Array;
+  /** One process's batch-shared set size, drawn by the ranks together (sharedSetSize); 0: dense. */
   readonly minActive: number;
+  private readonly batchNegatives: boolean;
+  /**
+   * Flags this rank raises for the next step to share (ShardFlags): every rank learns them, OR-ed over the
+   * ranks, in agreedFlags after that step, so that all ranks act on them at the same step. The flags ride in
+   * the step's statistics exchange: no collective of their own.
+   */
+  localFlags = 0;
+  /** The flags of the last step, OR-ed over the ranks (ShardFlags). */
+  agreedFlags = 0;
   /** -log q_j of this slice's rows (sampled slices), or null. */
   logQ: Float32Array | null = null;
   readonly numLabels: number;
@@ -369,23 +412,28 @@ export class ShardedModel {
     for (let e = 0; e < this.labels.length; e++) this.localOf[this.labels[e]!] = e;
     this.featureOf = new Int32Array(this.numFeatures).fill(-1);
     for (let e = 0; e < this.features.length; e++) this.featureOf[this.features[e]!] = e;
-    this.minActive = sliceMinActive(global, comm.size);
+    this.minActive = sharedSetSize(global);
+    this.batchNegatives = g.layers.at(-1)!.sampling?.batchNegatives ?? true;
     const wide = layers.at(-1)!.wide;
     this.wideLr = wide ? g.layers.at(-1)!.wide?.lr : undefined;
     // A step needs the wide terms of its active labels only: read label by label.
     if (wide) wide.byLabel = wideByLabel(wide, this.labels.length);
   }
 
-  /** Sets the slice's logQ for training on `points` points with batches of `batchSize` (sampled slices only). */
+  /**
+   * Sets the slice's logQ for training on `points` points with batches of `batchSize` (sampled slices with
+   * sampling.logQ only): this slice's rows of one process's correction over every label.
+   */
   prepareLogQ(points: number, batchSize: number): void {
-    const last = this.global.layers.at(-1)!;
-    if (!last.sampling || last.sampling.logQ === false || this.minActive === 0) {
+    const last = resolveConfig(this.global).layers.at(-1)!;
+    if (!last.sampling || !last.sampling.logQ || this.minActive === 0) {
       this.logQ = null;
       return;
     }
-    const f = new Uint32Array(this.labels.length);
-    for (let e = 0; e < f.length; e++) f[e] = this.labelFreq[this.labels[e]!]!;
-    this.logQ = sharedSetLogQ(f, points, batchSize, this.minActive);
+    const all = sharedSetLogQ(this.labelFreq, points, batchSize, this.minActive);
+    const mine = new Float32Array(this.labels.length);
+    for (let e = 0; e < mine.length; e++) mine[e] = all[this.labels[e]!]!;
+    this.logQ = mine;
   }
 
   private get hiddenDim(): number {
@@ -396,7 +444,7 @@ export class ShardedModel {
    * H (n, d) of the points of the last netShardInput on this thread, given their partial pre-activations Z
    * (n, H0): Z summed over the ranks, then phase 2. Every rank returns the same H.
    */
-  private hidden(Z: Float32Array, training: 0 | 1, seed: number): { H: Float32Array; seconds: number } {
+  hidden(Z: Float32Array, training: 0 | 1, seed: number): { H: Float32Array; seconds: number } {
     const n = Z.length / this.net.spec.layers[0]!.outDim;
     const t = performance.now();
     if (this.comm.size > 1) this.comm.allreduceSum(Z);
@@ -430,22 +478,27 @@ export class ShardedModel {
     // 2. Z summed over the ranks; bias, ReLU, dropout and the middle layers: H (B, d), alike on every rank.
     const { H, seconds: zSeconds } = this.hidden(Z.subarray(0, B * H0), 1, t.seed);
     const t2 = performance.now();
-    // 3. Softmax statistics of this slice; combined over the ranks.
-    const st = new Float64Array(3 * B);
-    const active = nat.netShardOutForward(spec, data, rows, H, this.localOf, t.seed >>> 0, this.minActive, this.logQ, st);
+    // 3. Softmax statistics of this slice (and this rank's flags); combined over the ranks.
+    const per = 3 * B + 1;
+    const st = new Float64Array(per);
+    const active = nat.netShardOutForward(spec, data, rows, H, this.localOf, t.seed >>> 0, this.minActive, this.logQ, st, this.batchNegatives ? 1 : 0);
+    st[3 * B] = this.localFlags;
     const t3 = performance.now();
     const allSt = size > 1 ? f64(this.comm.allgatherv(new Uint8Array(st.buffer)).data) : st;
     const t4 = performance.now();
+    let flags = 0;
+    for (let r = 0; r < size; r++) flags |= allSt[r * per + 3 * B]!;
+    this.agreedFlags = flags;
     const lse = new Float64Array(B);
     let lossSum = 0;
     for (let i = 0; i < B; i++) {
       let M = -Infinity;
-      for (let r = 0; r < size; r++) M = Math.max(M, allSt[r * 3 * B + 3 * i]!);
+      for (let r = 0; r < size; r++) M = Math.max(M, allSt[r * per + 3 * i]!);
       let s = 0, zl = 0;
       for (let r = 0; r < size; r++) {
-        const m = allSt[r * 3 * B + 3 * i]!;
-        if (m > -Infinity) s += allSt[r * 3 * B + 3 * i + 1]! * Math.exp(m - M);
-        zl += allSt[r * 3 * B + 3 * i + 2]!;
+        const m = allSt[r * per + 3 * i]!;
+        if (m > -Infinity) s += allSt[r * per + 3 * i + 1]! * Math.exp(m - M);
+        zl += allSt[r * per + 3 * i + 2]!;
       }
       lse[i] = M + Math.log(s);
       const p = rows[i]!;
@@ -454,7 +507,8 @@ export class ShardedModel {
     // 4. This slice's update and its part of dL/dH, summed over the ranks.
     const dH = new Float32Array(B * d);
     const adam = { lr: t.lr, beta1: t.beta1, beta2: t.beta2, eps: t.eps };
-    nat.netShardOutBackward(spec, lse, { mode: 0, ...adam, gradScale: 1 / Math.max(1, n), ...(this.wideLr !== undefined ? { wideLr: this.wideLr } : {}) }, dH);
+    const wideLr = t.wideLr ?? this.wideLr;
+    nat.netShardOutBackward(spec, lse, { mode: 0, ...adam, gradScale: t.gradScale ?? 1 / Math.max(1, n), ...(wideLr !== undefined ? { wideLr } : {}) }, dH);
     const t5 = performance.now();
     if (size > 1) this.comm.allreduceSum(dH);
     const t6 = performance.now();
@@ -513,9 +567,10 @@ export class ShardedModel {
    * partial pre-activations of its features, the ranks sum them, every rank runs the rest of the lower layers
    * and scores every point exactly on its slice (the network's logits plus the wide terms of its labels), and
    * the ranks' top-k are gathered and merged (descending score, ties by the smaller label id). Every rank
-   * returns the whole result: labels (points, k) and their softmax probabilities over all labels.
+   * returns the whole result: labels (points, k) and their softmax probabilities over all labels. `scale`
+   * multiplies the network's logits before the wide part's scores are added (ValidationOptions.blend).
    */
-  predictTopK(data: SparseDataset, k: number, chunk = 1024): { labels: Uint32Array; scores: Float32Array } {
+  predictTopK(data: SparseDataset, k: number, chunk = 1024, scale = 1): { labels: Uint32Array; scores: Float32Array } {
     const { size } = this.comm;
     const nat = native();
     const spec = this.net.spec;
@@ -530,7 +585,7 @@ export class ShardedModel {
       nat.netShardInput(spec, data, ids, 0, this.featureOf, Z);
       const { H } = this.hidden(Z, 0, 0);
       const idx = new Uint32Array(q * k), val = new Float32Array(q * k), st = new Float64Array(q * 2);
-      nat.netShardScore(spec, data, ids, H, k, idx, val, st);
+      nat.netShardScore(spec, data, ids, H, k, idx, val, st, scale);
       for (let e = 0; e < idx.length; e++) if (idx[e] !== 0xffffffff) idx[e] = this.labels[idx[e]!]!;
       // [idx u32 (q k)][val f32 (q k)][stats f64 (2 q)], 8-aligned.
       const bytes = 8 * q * k + 16 * q;

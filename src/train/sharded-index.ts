@@ -1,0 +1,348 @@
+// Sampled prediction of a label-sharded network (src/train/sharded.ts): the cluster index of one process
+// (Network.buildClusterIndex, native/net_cluster.cc) built by the ranks together, and predictions that are one
+// process's, merged from the ranks' parts.
+//
+// The index. One process takes a head of the most frequent labels and clusters the other labels seen in
+// training by spherical k-means of their rows after the maximum-inner-product transform: squared norms of the
+// rows, a sample of rows drawn in proportion to them, C first centres picked from the sample, Lloyd's
+// iterations on the sample, then every row to its nearest centre. Here every rank computes its rows' norms and
+// the ranks sum them (every rank then holds every norm, 8 bytes a label), so that every rank draws the same
+// sample and the same first centres with the same random stream (the generator of native/rng.h, in
+// src/util/rng.ts). A centre's vector comes from the rank owning its row (an all-reduce of C x (d + 2) floats).
+// Each Lloyd iteration assigns every rank's own sample rows and the ranks sum the centres' sums and counts (an
+// all-reduce of C x (d + 2) doubles): the centres are one process's up to the order of those sums. Finally
+// every rank assigns its own rows: it holds its members of every cluster, and every cluster's size over all
+// ranks. Per build a rank sends 8 N + about 16 C (d + 2) x (iterations + 1) bytes.
+//
+// Prediction. For a chunk of points every rank forms the hidden activations (the pre-activations summed over
+// the ranks, as in training), scores the C centres and probes the clusters one process probes (the budget counts
+// every rank's members), then scores its own head rows and its members of the probed clusters. The wide part
+// proposes more candidates: one process keeps the wideExtra best proposals (score, then the smaller label) over
+// every label, so with several ranks a first pass gathers each rank's best wideExtra proposals, and every rank
+// keeps the proposals of its labels at or above the wideExtra-th best of them all. Every rank then returns, per
+// point and logit scale, its k best and the log-sum-exp parts of its candidates; merged (descending score, ties
+// by the smaller label) and normalised by the combined log-sum-exp, they are one process's top-k and
+// probabilities.
+import type { SparseDataset } from '../datasets/csr.js';
+import { native } from '../native/addon.js';
+import { SplitMix64 } from '../util/rng.js';
+import type { ShardedModel } from './sharded.js';
+
+/** One rank's part of the cluster index (see the file's comment). */
+export interface ShardIndex {
+  /** (C, d + 2) the centres, alike on every rank. */
+  centroids: Float32Array;
+  /** (C + 1) this rank's members of cluster c are members[offsets[c] .. offsets[c + 1]) (its rows, ascending). */
+  offsets: Uint32Array;
+  members: Uint32Array;
+  /** (C) every rank's members of each cluster. */
+  sizes: Uint32Array;
+  /** This rank's rows of the head (scored for every point). */
+  head: Uint32Array;
+  /** Labels in the whole head. */
+  headTotal: number;
+}
+
+/** Options of buildShardIndex: Network.buildClusterIndex's. */
+export interface ShardIndexOptions {
+  /** Lloyd iterations. Default 8 (2 for the held-out scoring). */
+  iters?: number;
+  /** Labels in the head. Default 0.5% of the outputs. */
+  head?: number;
+  /** Clusters. Default round(sqrt(labels clustered)). */
+  clusters?: number;
+}
+
+/** Rows sampled for the Lloyd iterations (netClusterBuild's `sample` as Network.buildClusterIndex passes it). */
+const INDEX_SAMPLE = 65536;
+
+/** The head and the clustered labels (global ids, ascending) of a label-count vector, as Network.buildClusterIndex splits them. */
+function headAndTail(freq: Uint32Array, headOption: number | undefined): { head: Uint32Array; tail: Uint32Array } {
+  const N = freq.length;
+  let seen = 0;
+  for (let j = 0; j < N; j++) if (freq[j]! > 0) seen++;
+  const universe = seen > 0 ? seen : N;
+  const byFreq = new Uint32Array(N);
+  for (let j = 0; j < N; j++) byFreq[j] = j;
+  byFreq.sort((x, y) => freq[y]! - freq[x]! || x - y);
+  const H = Math.min(universe, headOption ?? Math.ceil(0.005 * N));
+  return { head: byFreq.slice(0, H).sort(), tail: byFreq.slice(H, universe).sort() };
+}
+
+const splits = new WeakMap<ShardedModel, { head: Uint32Array; tail: Uint32Array; headOption: number | undefined }>();
+
+/**
+ * Builds the cluster index of `model`'s output layer as one process builds it from the whole layer (a collective:
+ * every rank calls it). `seed` is the network's seed.
+ */
+export function buildShardIndex(model: ShardedModel, seed: number, o: ShardIndexOptions = {}): ShardIndex {
+  const nat = native();
+  const comm = model.comm;
+  const out = model.net.spec.layers.at(-1)!;
+  const d = out.inDim, w = d + 2;
+  let split = splits.get(model);
+  if (!split || split.headOption !== o.head) splits.set(model, (split = { ...headAndTail(model.labelFreq, o.head), headOption: o.head }));
+  const { head, tail } = split;
+  const local = model.localOf;
+  const mineOf = (ids: Uint32Array) => {
+    const rows: number[] = [];
+    for (const j of ids) if (local[j]! >= 0) rows.push(local[j]!);
+    return Uint32Array.from(rows);
+  };
+  const headRows = mineOf(head);
+  const M = tail.length;
+  const C = M ? Math.max(1, Math.min(M, o.clusters ?? Math.round(Math.sqrt(M)))) : 0;
+  if (C === 0) return { centroids: new Float32Array(0), offsets: new Uint32Array(1), members: new Uint32Array(0), sizes: new Uint32Array(0), head: headRows, headTotal: head.length };
+  // Every tail row's squared norm (each rank its own, summed): positions in `tail`.
+  const tailRows = mineOf(tail);
+  const tailPos = new Uint32Array(tailRows.length);
+  for (let p = 0, e = 0; p < M; p++) if (local[tail[p]!]! >= 0) tailPos[e++] = p;
+  const mineNorm = new Float64Array(tailRows.length);
+  nat.netClusterNorms(out.weights, out.bias, d, tailRows, mineNorm);
+  const norm2 = new Float64Array(M);
+  tailPos.forEach((p, e) => (norm2[p] = mineNorm[e]!));
+  if (comm.size > 1) comm.allreduceSum(norm2);
+  // This rank's norms by row, for the native transform.
+  const normByRow = new Float64Array(out.outDim);
+  tailRows.forEach((r, e) => (normByRow[r] = mineNorm[e]!));
+  let M2 = 0;
+  for (let p = 0; p < M; p++) if (norm2[p]! > M2) M2 = norm2[p]!;
+  const invM = M2 > 0 ? 1 / Math.sqrt(M2) : 1;
+  const rng = new SplitMix64((seed * 48271 + 11) >>> 0);
+  // The sample: systematic, in proportion to the squared norms (positions in `tail`).
+  const want = Math.max(C, Math.min(INDEX_SAMPLE, M));
+  let smp: number[] = [];
+  let total = 0;
+  for (let p = 0; p < M; p++) total += norm2[p]!;
+  if (total > 0 && want < M) {
+    const step = total / want;
+    let next = step * (rng.nextU32() / 4294967296), acc = 0;
+    for (let p = 0; p < M; p++) {
+      acc += norm2[p]!;
+      if (acc > next) {
+        smp.push(p);
+        while (next < acc) next += step;
+      }
+    }
+  }
+  if (smp.length < C) {
+    // Too few distinct heavy rows: topped up uniformly (tail order), as one process does.
+    const inSmp = new Uint8Array(M);
+    for (const p of smp) inSmp[p] = 1;
+    const rest: number[] = [];
+    for (let p = 0; p < M; p++) if (!inSmp[p]) rest.push(p);
+    for (let i = 0; smp.length < Math.min(want, M); i++) {
+      const j = i + rng.below(rest.length - i);
+      [rest[i], rest[j]] = [rest[j]!, rest[i]!];
+      smp.push(rest[i]!);
+    }
+    smp = smp.sort((a, b) => a - b);
+  }
+  const m = smp.length;
+  // The first centres: C distinct sample rows (a partial shuffle), each from the rank owning it.
+  const pick = smp.slice();
+  for (let c = 0; c < C; c++) {
+    const j = c + rng.below(m - c);
+    [pick[c], pick[j]] = [pick[j]!, pick[c]!];
+  }
+  const centroids = new Float32Array(C * w);
+  transformInto(model, pick.slice(0, C).map((p) => tail[p]!), normByRow, invM, centroids);
+  // Lloyd's iterations over the sample: each rank assigns its own sample rows; sums and counts added up.
+  const smpRows: number[] = [];
+  for (const p of smp) if (local[tail[p]!]! >= 0) smpRows.push(local[tail[p]!]!);
+  const smpMine = Uint32Array.from(smpRows);
+  const best = new Uint32Array(Math.max(smpMine.length, tailRows.length));
+  const iters = o.iters ?? 8;
+  for (let it = 0; it < iters; it++) {
+    const sums = new Float64Array(C * w), counts = new Float64Array(C);
+    nat.netClusterAssign(out.weights, out.bias, d, smpMine, normByRow, invM, centroids, best, sums, counts);
+    if (comm.size > 1) {
+      comm.allreduceSum(sums);
+      comm.allreduceSum(counts);
+    }
+    const restart: number[] = [], restartAt: number[] = [];
+    for (let c = 0; c < C; c++) {
+      let q = 0;
+      for (let r = 0; r < w; r++) q += sums[c * w + r]! * sums[c * w + r]!;
+      if (counts[c] === 0 || q <= 0) {
+        // An empty cluster restarts at a random sample row (from its owner).
+        restart.push(tail[smp[rng.below(m)]!]!);
+        restartAt.push(c);
+        continue;
+      }
+      const inv = 1 / Math.sqrt(q);
+      for (let r = 0; r < w; r++) centroids[c * w + r] = sums[c * w + r]! * inv;
+    }
+    if (restart.length) {
+      const v = new Float32Array(restart.length * w);
+      transformInto(model, restart, normByRow, invM, v);
+      restartAt.forEach((c, e) => centroids.set(v.subarray(e * w, (e + 1) * w), c * w));
+    }
+  }
+  // Every row of this rank to its nearest centre: its members of each cluster, and the clusters' sizes.
+  nat.netClusterAssign(out.weights, out.bias, d, tailRows, normByRow, invM, centroids, best, null, null);
+  const offsets = new Uint32Array(C + 1);
+  for (let e = 0; e < tailRows.length; e++) offsets[best[e]! + 1]!++;
+  const sizes64 = new Float64Array(C);
+  for (let c = 0; c < C; c++) sizes64[c] = offsets[c + 1]!;
+  if (comm.size > 1) comm.allreduceSum(sizes64);
+  for (let c = 0; c < C; c++) offsets[c + 1]! += offsets[c]!;
+  const cursor = offsets.slice(0, C);
+  const members = new Uint32Array(tailRows.length);
+  for (let e = 0; e < tailRows.length; e++) members[cursor[best[e]!]!++] = tailRows[e]!;
+  return { centroids, offsets, members, sizes: Uint32Array.from(sizes64), head: headRows, headTotal: head.length };
+}
+
+/**
+ * out (ids.length, d + 2) = the transformed rows of the global labels `ids` (a collective): each rank fills the
+ * rows it owns (netClusterTransform), the ranks add up (every other entry is 0).
+ */
+function transformInto(model: ShardedModel, ids: number[], normByRow: Float64Array, invM: number, out: Float32Array): void {
+  const outL = model.net.spec.layers.at(-1)!;
+  const w = outL.inDim + 2;
+  const at: number[] = [], rows: number[] = [];
+  ids.forEach((j, e) => {
+    const r = model.localOf[j]!;
+    if (r >= 0) at.push(e), rows.push(r);
+  });
+  if (rows.length) {
+    const v = new Float32Array(rows.length * w);
+    native().netClusterTransform(outL.weights, outL.bias, outL.inDim, Uint32Array.from(rows), normByRow, invM, v);
+    at.forEach((e, i) => out.set(v.subarray(i * w, (i + 1) * w), e * w));
+  }
+  if (model.comm.size > 1) model.comm.allreduceSum(out);
+}
+
+/** One process's predictions (Network.predictScaled's): per scale, the top-k labels and probabilities of every point. */
+export interface ShardPredictions {
+  /** Per scale: (points, k) global label ids (0xFFFFFFFF: none) and probabilities. */
+  labels: Uint32Array[];
+  scores: Float32Array[];
+  /** Outputs scored per point, over every rank. */
+  outputsScoredPerPoint: number;
+}
+
+/**
+ * Sampled prediction of `data` (already input-scaled) with `index` (buildShardIndex): the top-k of every point
+ * under each of `scales` (null: one scale of 1), candidates = one process's candidate budget. A collective;
+ * every rank returns the whole result.
+ */
+export function predictSharded(
+  model: ShardedModel, index: ShardIndex, data: SparseDataset, k: number, scales: readonly number[] | null, candidates: number, chunk = 256,
+): ShardPredictions {
+  const nat = native();
+  const comm = model.comm;
+  const spec = model.net.spec;
+  const out = spec.layers.at(-1)!;
+  const H0 = spec.layers[0]!.outDim;
+  const S = scales?.length ?? 1;
+  const scaleArray = scales ? Float32Array.from(scales) : null;
+  const N = data.points;
+  const labels = Array.from({ length: S }, () => new Uint32Array(N * k).fill(0xffffffff));
+  const scores = Array.from({ length: S }, () => new Float32Array(N * k));
+  // One process lets the wide part propose a sixteenth of the budget more candidates per point (at least k).
+  const extra = out.wide ? Math.max(k, Math.floor(candidates / 16)) : 0;
+  const ix = { ...index, budget: candidates };
+  const mine = model.labels;
+  let scored = 0;
+  for (let c0 = 0; c0 < N; c0 += chunk) {
+    const q = Math.min(chunk, N - c0);
+    const ids = Uint32Array.from({ length: q }, (_, i) => c0 + i);
+    const Z = new Float32Array(q * H0);
+    nat.netShardInput(spec, data, ids, 0, model.featureOf, Z);
+    const { H } = model.hidden(Z, 0, 0);
+    let cut: { value: Float32Array; limit: Uint32Array } | null = null;
+    if (extra > 0 && comm.size > 1) cut = proposalCut(model, data, ids, H, ix, extra);
+    const idx = new Uint32Array(q * S * k), val = new Float32Array(q * S * k), lse = new Float64Array(q * S * 2);
+    scored += nat.netShardSampledScore(spec, data, ids, H, ix, k, scaleArray, extra, cut, { idx, val, lse }, null);
+    for (let e = 0; e < idx.length; e++) if (idx[e] !== 0xffffffff) idx[e] = mine[idx[e]!]!;
+    // [lse f64 (q S 2)][idx u32 (q S k)][val f32 (q S k)] per rank.
+    const bytes = 16 * q * S + 8 * q * S * k;
+    const msg = new Uint8Array(bytes);
+    msg.set(new Uint8Array(lse.buffer), 0);
+    msg.set(new Uint8Array(idx.buffer), 16 * q * S);
+    msg.set(new Uint8Array(val.buffer), 16 * q * S + 4 * q * S * k);
+    const g = comm.size > 1 ? comm.allgatherv(msg) : { data: msg, counts: [bytes] };
+    const base = (r: number) => g.data.byteOffset + r * bytes;
+    const buf = g.data.buffer;
+    const Ls = Array.from({ length: comm.size }, (_, r) => new Float64Array(buf.slice(base(r), base(r) + 16 * q * S)));
+    const Is = Array.from({ length: comm.size }, (_, r) => new Uint32Array(buf.slice(base(r) + 16 * q * S, base(r) + 16 * q * S + 4 * q * S * k)));
+    const Vs = Array.from({ length: comm.size }, (_, r) => new Float32Array(buf.slice(base(r) + 16 * q * S + 4 * q * S * k, base(r) + bytes)));
+    const cand: { id: number; v: number }[] = [];
+    for (let i = 0; i < q; i++) {
+      for (let si = 0; si < S; si++) {
+        const at = i * S + si;
+        let M = -Infinity;
+        for (let r = 0; r < comm.size; r++) M = Math.max(M, Ls[r]![2 * at]!);
+        let sum = 0;
+        for (let r = 0; r < comm.size; r++) if (Ls[r]![2 * at]! > -Infinity) sum += Ls[r]![2 * at + 1]! * Math.exp(Ls[r]![2 * at]! - M);
+        const total = M + Math.log(sum);
+        cand.length = 0;
+        for (let r = 0; r < comm.size; r++) {
+          for (let e = 0; e < k; e++) {
+            const id = Is[r]![at * k + e]!;
+            if (id !== 0xffffffff) cand.push({ id, v: Vs[r]![at * k + e]! });
+          }
+        }
+        cand.sort((a, b) => b.v - a.v || a.id - b.id);
+        for (let e = 0; e < Math.min(k, cand.length); e++) {
+          labels[si]![(c0 + i) * k + e] = cand[e]!.id;
+          scores[si]![(c0 + i) * k + e] = Math.exp(cand[e]!.v - total);
+        }
+      }
+    }
+  }
+  const all = new Float64Array([scored]);
+  if (comm.size > 1) comm.allreduceSum(all);
+  return { labels, scores, outputsScoredPerPoint: all[0]! / Math.max(1, N) };
+}
+
+/**
+ * Each point's wideExtra-th best wide proposal over every rank (a collective): every rank's best wideExtra
+ * (netShardSampledScore with `prop`) gathered, ranked by score then the smaller label; returned as its score
+ * and, for this rank, how many of its rows have a label id at or below it (its proposals with a larger score,
+ * or the same score and a row below that limit, rank at or above it). Fewer than wideExtra proposals in all:
+ * every proposal is kept (-inf, every row).
+ */
+function proposalCut(model: ShardedModel, data: SparseDataset, ids: Uint32Array, H: Float32Array, ix: ShardIndex & { budget: number }, extra: number): { value: Float32Array; limit: Uint32Array } {
+  const q = ids.length;
+  const pIdx = new Uint32Array(q * extra), pVal = new Float32Array(q * extra);
+  native().netShardSampledScore(model.net.spec, data, ids, H, ix, 1, null, extra, null, null, { idx: pIdx, val: pVal });
+  const mine = model.labels;
+  for (let e = 0; e < pIdx.length; e++) if (pIdx[e] !== 0xffffffff) pIdx[e] = mine[pIdx[e]!]!;
+  const msg = new Uint8Array(8 * q * extra);
+  msg.set(new Uint8Array(pIdx.buffer), 0);
+  msg.set(new Uint8Array(pVal.buffer), 4 * q * extra);
+  const g = model.comm.allgatherv(msg);
+  const R = model.comm.size, bytes = 8 * q * extra;
+  const value = new Float32Array(q).fill(-Infinity), limit = new Uint32Array(q).fill(mine.length);
+  const I = Array.from({ length: R }, (_, r) => new Uint32Array(g.data.buffer.slice(g.data.byteOffset + r * bytes, g.data.byteOffset + r * bytes + 4 * q * extra)));
+  const V = Array.from({ length: R }, (_, r) => new Float32Array(g.data.buffer.slice(g.data.byteOffset + r * bytes + 4 * q * extra, g.data.byteOffset + (r + 1) * bytes)));
+  const all: { id: number; v: number }[] = [];
+  for (let i = 0; i < q; i++) {
+    all.length = 0;
+    for (let r = 0; r < R; r++) {
+      for (let e = 0; e < extra; e++) {
+        const id = I[r]![i * extra + e]!;
+        if (id !== 0xffffffff) all.push({ id, v: V[r]![i * extra + e]! });
+      }
+    }
+    if (all.length <= extra) continue;
+    all.sort((a, b) => b.v - a.v || a.id - b.id);
+    const t = all[extra - 1]!;
+    value[i] = t.v;
+    limit[i] = upperBound(mine, t.id);
+  }
+  return { value, limit };
+}
+
+/** The number of entries of ascending `a` at or below x. */
+function upperBound(a: Uint32Array, x: number): number {
+  let lo = 0, hi = a.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid]! <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
