@@ -121,14 +121,18 @@ export const trainCmd = defineCommand({
     quiet,
     distributed: {
       type: 'boolean',
-      description: 'train data-parallel as one rank of an MPI job: mpirun -np 4 sublinear train ... --distributed ' +
-        '(--batch is the global batch, split across the ranks; rank 0 prints, saves and writes checkpoints; needs Open MPI, see docs/distributed.md)',
+      description: 'train as one rank of an MPI job: mpirun -np 4 sublinear train ... --distributed trains what one process trains (the same ' +
+        'network, held-out selection, blend and re-ranker; label-sharded: each rank holds 1/R of the output labels and input features); rank 0 prints, ' +
+        'checkpoints resume under any number of ranks, --save writes an ordinary model file; needs Open MPI, see docs/distributed.md',
+    },
+    dataParallel: {
+      type: 'boolean',
+      description: 'with --distributed: data-parallel instead (every rank holds the whole network and takes 1/R of each batch; --batch is the global batch); ' +
+        'no wide part above 8,192 labels',
     },
     shardLabels: {
       type: 'boolean',
-      description: 'with --distributed: each rank owns a slice of the output labels (balanced by label frequency) and holds only their rows and wide part, ' +
-        'and a slice of the input features (balanced by nonzero count) and holds only their rows of the first layer; every rank runs each step on the whole batch; ' +
-        'needs --epochs; checkpoints resume under any number of ranks',
+      description: 'with --distributed: label-sharded (the default; kept for older scripts)',
     },
   },
   examples: [
@@ -141,8 +145,8 @@ export const trainCmd = defineCommand({
     'train --resume ckpt --save model.sl',
     'train --resume ckpt --use-recorded-outputs',
     'train --resume ckpt --epochs 20 --save model.sl',
-    'train --train train.txt --test test.txt --epochs 5 --workers 1 --distributed --json   (under mpirun -np 4)',
-    'train --train train.txt --test test.txt --epochs 5 --distributed --shard-labels --save model.sl   (under mpirun -np 4)',
+    'train --train train.txt --test test.txt --distributed --save model.sl --checkpoint ckpt   (under mpirun -np 4)',
+    'train --resume ckpt --distributed --save model.sl   (under mpirun -np 2: any number of ranks)',
   ],
   run: (o, io) => trainCommand({ ...o, maxMemory: bytesFlag(o.maxMemory) }, io),
 });

@@ -7,11 +7,16 @@
 const EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const;
 export type StopSignal = keyof typeof EXIT_CODES;
 
+/** The exit code of a run stopped by `signal` ('SIGINT' 130, 'SIGTERM' 143), or undefined for another reason. */
+export function exitCodeOf(signal: string): number | undefined {
+  return signal in EXIT_CODES ? EXIT_CODES[signal as StopSignal] : undefined;
+}
+
 export class GracefulStop {
   readonly controller = new AbortController();
   /** The first signal received, or null. */
   received: StopSignal | null = null;
-  private readonly handlers = new Map<StopSignal, () => void>();
+  private readonly handlers = new Map<NodeJS.Signals, () => void>();
 
   /**
    * `announce` prints what happens now (called once, on the first signal; the abort reason names the signal);
@@ -24,9 +29,14 @@ export class GracefulStop {
     return this.controller.signal;
   }
 
-  /** Starts listening for SIGINT and SIGTERM (replacing Node's default of exiting at once). */
-  install(): this {
-    for (const sig of Object.keys(EXIT_CODES) as StopSignal[]) {
+  /**
+   * Starts listening for SIGINT and SIGTERM (replacing Node's default of exiting at once); with `forwarded`,
+   * also for SIGUSR1 and SIGUSR2, taken as SIGINT and SIGTERM: the signals Open MPI's mpirun forwards to every
+   * rank (it does not forward SIGINT or SIGTERM).
+   */
+  install(forwarded = false): this {
+    const map: [NodeJS.Signals, StopSignal][] = [['SIGINT', 'SIGINT'], ['SIGTERM', 'SIGTERM'], ...(forwarded ? [['SIGUSR1', 'SIGINT'], ['SIGUSR2', 'SIGTERM']] as [NodeJS.Signals, StopSignal][] : [])];
+    for (const [os, sig] of map) {
       const h = () => {
         if (this.received) {
           // The second signal: stop now, saying what is lost (a write in progress is atomic: its file is
@@ -38,8 +48,8 @@ export class GracefulStop {
         this.announce(sig);
         this.controller.abort(sig);
       };
-      this.handlers.set(sig, h);
-      process.on(sig, h);
+      this.handlers.set(os, h);
+      process.on(os, h);
     }
     return this;
   }

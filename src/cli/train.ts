@@ -7,7 +7,7 @@ import { forcedStopText } from '../job/train-stop.js';
 import { metricLine } from '../network/metrics.js';
 import { calibrationLine, type CalibrationMetrics } from '../network/calibration.js';
 import { jobEvents, type Out } from './engine.js';
-import { GracefulStop } from './signals.js';
+import { exitCodeOf, GracefulStop } from './signals.js';
 
 /** The options of `sublinear train`: the job's, and how the result is printed. */
 export type TrainCliOptions = TrainJob & {
@@ -21,6 +21,10 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
   // others waiting in a collective): the periodic checkpoints are what a job resumes from. The handlers stay
   // installed until the end: a signal during the save or the final evaluation still ends the run with
   // 130/143 once they are done (a second one exits at once).
+  // Label-sharded ranks (--distributed) stop together: a signal on any rank reaches the others through the next
+  // step's exchange, every rank writes its slice of the checkpoint, and every rank exits with the signal's code.
+  // (Open MPI's mpirun does not forward SIGINT or SIGTERM: it forwards SIGUSR1 and SIGUSR2, taken here as
+  // SIGINT and SIGTERM.) Data-parallel ranks keep the old rule: a signal ends the job.
   const events = jobEvents(io);
   /** The display in use (cleared before the second signal's line) and the model file once it is written. */
   let bar: ProgressSink | undefined;
@@ -30,6 +34,7 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
     io.err(`${forcedStopText(sig, o, savedTo)}\n`);
   });
   if (!o.distributed) stop.install();
+  else if (!o.dataParallel) stop.install(true);
   try {
     const { json, ...job } = o;
     const { report, rank, notSaved, savedInstead } = await train({
@@ -45,8 +50,10 @@ export async function trainCommand(o: TrainCliOptions, io: Out): Promise<number>
       io.err(`sublinear: ${notSaved}\n`);
       return 1;
     }
-    // A model saved elsewhere than --save (said by the job): the command did not do what it was asked.
-    return stop.exitCode(savedInstead ? 1 : 0);
+    // Under MPI the stop is the job's, agreed by the ranks (report.signal), whichever rank got the signal. A
+    // model saved elsewhere than --save (said by the job): the command did not do what it was asked.
+    const agreed = o.distributed && typeof report['signal'] === 'string' ? exitCodeOf(report['signal']) : undefined;
+    return agreed ?? stop.exitCode(savedInstead ? 1 : 0);
   } finally {
     stop.uninstall();
   }

@@ -84,16 +84,19 @@ export interface TrainJob extends JobEvents {
   /** Stops training after the batches in flight (then checkpoints, saves and reports as at the end); its reason names the stop in messages ('SIGINT', 'SIGTERM'). */
   signal?: AbortSignal;
   /**
-   * Train data-parallel as one rank of an MPI job (`mpirun -np R sublinear train ... --distributed`; see
-   * src/train/distributed.ts): `batch` is the global batch, split across the ranks; rank 0 alone prints,
-   * writes checkpoints and saves. Needs the MPI addon (scripts/build-mpi.cjs). Default false.
+   * Train as one rank of an MPI job (`mpirun -np R sublinear train ... --distributed`): label-sharded (src/train/
+   * sharded.ts, sharded-fit.ts): each rank owns a slice of the output labels (balanced by training frequency) and
+   * a slice of the input features (balanced by nonzero count) and holds only their rows; the ranks train what one
+   * process trains (the same network, held-out selection, blend, re-ranker) step by step; rank 0 alone prints,
+   * and writes the model file while the ranks stream it their rows. Needs the MPI addon (scripts/build-mpi.cjs).
+   * Default false.
    */
   distributed?: boolean;
   /**
-   * With `distributed`: label-sharded training (src/train/sharded.ts): each rank owns a slice of the output
-   * labels (balanced by training frequency) and only its rows, and a slice of the input features (balanced by
-   * nonzero count) and only their rows of layer 0; every rank runs each step on the whole batch. Needs
-   * `epochs`. Default false.
+   * With `distributed`: data-parallel training instead (src/train/distributed.ts): every rank holds the whole
+   * network and takes 1/R of each batch (`batch` is the global batch). Default false.
    */
+  dataParallel?: boolean;
+  /** With `distributed`: label-sharded training, the default (kept for older scripts). Default false. */
   shardLabels?: boolean;
 }

@@ -58,9 +58,9 @@ export const TRAIN_REPORT_FIELDS = [
 /** The report of a training job: the common fields, then the mode's (docs/cli.md lists them). */
 export type TrainReport = TrainReportCommon & Record<string, unknown>;
 
-/** What a one-process or data-parallel run hands to trainReport. */
+/** What a run hands to trainReport. */
 export interface TrainFacts {
-  mode: 'single' | 'replicated';
+  mode: TrainMode;
   ranks: number;
   metrics: Metrics | null;
   stats: FitStats;
@@ -86,7 +86,7 @@ export interface TrainFacts {
   testCalibration?: CalibrationMetrics;
 }
 
-/** The report of a one-process or data-parallel run. */
+/** The report of a run, in every mode. */
 export function trainReport(f: TrainFacts): TrainReport {
   const s = f.stats;
   const d = f.distributed;

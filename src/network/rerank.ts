@@ -54,15 +54,16 @@ const SOLVER_EPS = 0.1;
 
 /**
  * Trains the classifiers of labels [0, labels) on rows `rows` of `data` (null: all) and their shortlists
- * (rows.length x S label ids, the network's top S of each row in order). Weight 0 until chosen.
+ * (rows.length x S label ids, the network's top S of each row in order). Weight 0 until chosen. `only`: the
+ * classifiers of those labels alone (a label-sharded rank's), each as without it; the others stay empty.
  */
 export function trainRerank(
   data: SparseDataset, rows: Uint32Array | null, shortlist: Uint32Array, S: number, shape: { labels: number; features: number },
-  cfg: ResolvedRerank, threads: number, seed: number,
+  cfg: ResolvedRerank, threads: number, seed: number, only?: Uint32Array,
 ): RerankState {
   const m = native().rerankTrain({
     data, rows, shortlist, S, labels: shape.labels, features: shape.features,
-    C: cfg.C, eps: SOLVER_EPS, maxIter: cfg.maxIter, prune: cfg.prune, threads, seed,
+    C: cfg.C, eps: SOLVER_EPS, maxIter: cfg.maxIter, prune: cfg.prune, threads, seed, ...(only ? { only } : {}),
   });
   return { ...m, weight: cfg.weight ?? 0, shortlist: cfg.shortlist };
 }

@@ -25,6 +25,7 @@ import type { LayerState, NetSpec, WideState } from '../native/network-types.js'
 import { mergeWide, pickWide, wideProblem } from '../network/wide.js';
 import { INPUT_LOG_SECTION, inputLogProblem, inputLogSection } from '../network/input-scale.js';
 import { allocateRank, replicatedArrays, shardFeatures, shardLabels } from './sharded.js';
+import { WeightSnapshot, type EarlyStopState, type ResolvedValidation } from './early-stop.js';
 
 /** What a sharded checkpoint records besides the weights. */
 export interface ShardCheckpointMeta {
@@ -45,6 +46,22 @@ export interface ShardCheckpointMeta {
    * layer 0 was sharded (layer 0 whole in shared.bin, no feature counts).
    */
   layout?: 2;
+  /**
+   * The run's held-out validation (null: a fixed number of epochs), the epochs it may run, and its early
+   * stopping so far (null without validation). With a best epoch, every file holds its slices' copy of the best
+   * epoch's weights (`best.*` sections). Absent in checkpoints of fixed-epoch runs written before validation
+   * was sharded.
+   */
+  run?: { validation: ResolvedValidation | null; epochs: number; earlyStop: EarlyStopState | null; best: boolean; reason?: string };
+}
+
+/** The run state a checkpoint stores besides the weights (fitSharded's ShardRunState). */
+export interface ShardRunCheckpoint {
+  validation: ResolvedValidation | null;
+  epochs: number;
+  earlyStop: EarlyStopState | null;
+  /** This rank's copy of its slices at the best epoch (null: none). */
+  snapshot: WeightSnapshot | null;
 }
 
 /** The manifest's name inside a checkpoint directory. */
@@ -80,6 +97,7 @@ export function shardCheckpointDir(dir: string, batchesDone: number): string {
  */
 export async function writeShardCheckpoint(
   dir: string, rank: number, part: ShardPart, meta: ShardCheckpointMeta, barrier: () => void, inputScale: Float32Array | null = null, inputLog = false,
+  run: ShardRunCheckpoint | null = null,
 ): Promise<string> {
   const target = shardCheckpointDir(dir, meta.batchesDone);
   const { mkdir } = await import('node:fs/promises');
@@ -97,10 +115,33 @@ export async function writeShardCheckpoint(
     slice['wide.weights'] = w.weights;
     slice['wide.accum'] = w.accum;
   }
+  // The best epoch's copy of this rank's slices (held-out validation): rows as the live ones.
+  const best = run?.snapshot ?? null;
+  const K = spec.layers.length - 1;
+  if (best) {
+    slice['best.out.weights'] = best.weights[K]!;
+    slice['best.out.bias'] = best.bias[K]!;
+    slice['best.in.weights'] = best.weights[0]!;
+    if (best.wide) slice['best.wide.weights'] = best.wide;
+  }
   await writeBinFile(join(target, `slice-${rank}.bin`), { kind: 'checkpoint', meta: { format: 'sublinear-shard-slice', rank }, sections: slice });
-  const m: ShardCheckpointMeta = { ...meta, layout: SHARD_LAYOUT };
+  const m: ShardCheckpointMeta = {
+    ...meta, layout: SHARD_LAYOUT,
+    ...(run ? { run: { validation: run.validation, epochs: run.epochs, earlyStop: run.earlyStop, best: !!best } } : {}),
+  };
   if (rank === 0) {
-    const sections: Record<string, SectionArray> = { labelFreq: part.labelFreq, featureFreq: part.featureFreq, ...(inputScale ? { inputScale } : {}), ...(inputLog ? { [INPUT_LOG_SECTION]: inputLogSection() } : {}), ...replicatedArrays(spec) };
+    const bestShared: Record<string, SectionArray> = {};
+    if (best) {
+      bestShared['best.layer0.bias'] = best.bias[0]!;
+      for (let k = 1; k < K; k++) {
+        bestShared[`best.layer${k}.weights`] = best.weights[k]!;
+        bestShared[`best.layer${k}.bias`] = best.bias[k]!;
+      }
+    }
+    const sections: Record<string, SectionArray> = {
+      labelFreq: part.labelFreq, featureFreq: part.featureFreq, ...(inputScale ? { inputScale } : {}), ...(inputLog ? { [INPUT_LOG_SECTION]: inputLogSection() } : {}),
+      ...replicatedArrays(spec), ...bestShared,
+    };
     await writeBinFile(join(target, 'shared.bin'), { kind: 'checkpoint', meta: m, sections });
   }
   barrier();
@@ -182,7 +223,7 @@ function section<T extends SectionArray>(file: string, s: Record<string, Section
  */
 export async function loadShardedPart(
   ckpt: string, manifest: ShardCheckpointMeta, rank: number, size: number, opts: { featureFreq?: Uint32Array } = {},
-): Promise<ShardPart & { inputScale: Float32Array | null; inputLog: boolean }> {
+): Promise<ShardPart & { inputScale: Float32Array | null; inputLog: boolean; snapshot: WeightSnapshot | null }> {
   const config = manifest.config;
   const g = resolveConfig(config);
   const D = g.inputDim, L = g.layers.at(-1)!.size, H0 = g.layers[0]!.size;
@@ -210,8 +251,18 @@ export async function loadShardedPart(
     const v = section(sharedFile, ss, 'layer0.vWeights', Float32Array, D * H0), steps = section(sharedFile, ss, 'layer0.rowSteps', Uint32Array, D);
     features.forEach((f, e) => copyTrainedRow(l0, e, { w, m, v, steps }, f, H0));
   }
-  await readSliceRows(ckpt, manifest.ranks, { labels, numLabels: L, out: spec.layers.at(-1)!, features: legacy ? null : features, numFeatures: D, l0 });
-  return { spec, labels, features, labelFreq, featureFreq, inputScale: (scale as Float32Array | undefined) ?? null, inputLog: log !== undefined };
+  // The best epoch's copy (held-out validation): the replicated parts from shared.bin, the rows from the slices.
+  const snapshot = manifest.run?.best ? new WeightSnapshot(spec) : null;
+  const K = spec.layers.length - 1;
+  if (snapshot) {
+    snapshot.bias[0]!.set(section(sharedFile, ss, 'best.layer0.bias', Float32Array, H0));
+    for (let k = 1; k < K; k++) {
+      snapshot.weights[k]!.set(section(sharedFile, ss, `best.layer${k}.weights`, Float32Array, snapshot.weights[k]!.length));
+      snapshot.bias[k]!.set(section(sharedFile, ss, `best.layer${k}.bias`, Float32Array, snapshot.bias[k]!.length));
+    }
+  }
+  await readSliceRows(ckpt, manifest.ranks, { labels, numLabels: L, out: spec.layers.at(-1)!, features: legacy ? null : features, numFeatures: D, l0, snapshot });
+  return { spec, labels, features, labelFreq, featureFreq, inputScale: (scale as Float32Array | undefined) ?? null, inputLog: log !== undefined, snapshot };
 }
 
 /**
@@ -223,9 +274,11 @@ export async function loadShardedPart(
  */
 async function readSliceRows(
   ckpt: string, ranks: number,
-  o: { labels: Uint32Array; numLabels: number; out: LayerState; features: Uint32Array | null; numFeatures: number; l0: LayerState },
+  o: { labels: Uint32Array; numLabels: number; out: LayerState; features: Uint32Array | null; numFeatures: number; l0: LayerState; snapshot?: WeightSnapshot | null },
 ): Promise<void> {
   const { labels, numLabels, out, features, numFeatures, l0 } = o;
+  const snap = o.snapshot ?? null;
+  const bestWide: WideState[] = [];
   const rowOf = new Int32Array(numLabels).fill(-1);
   labels.forEach((j, e) => { rowOf[j] = e; });
   const featureRow = new Int32Array(features ? numFeatures : 0).fill(-1);
@@ -243,25 +296,43 @@ async function readSliceRows(
     const oW = [section(file, s, 'out.mWeights', Float32Array, W.length), section(file, s, 'out.vWeights', Float32Array, W.length)];
     const oB = [section(file, s, 'out.bias', Float32Array, lab.length), section(file, s, 'out.mBias', Float32Array, lab.length), section(file, s, 'out.vBias', Float32Array, lab.length)];
     const oSteps = section(file, s, 'out.rowSteps', Uint32Array, lab.length);
+    const bOut = snap ? { w: section(file, s, 'best.out.weights', Float32Array, W.length), b: section(file, s, 'best.out.bias', Float32Array, lab.length) } : null;
+    const K = snap ? snap.weights.length - 1 : 0;
     found += forOwnedIds(file, lab, numLabels, 'label', 'labels', seenLabel, rowOf, (e, row) => {
       copyTrainedRow(out, row, { w: W, m: oW[0]!, v: oW[1]!, steps: oSteps }, e, d);
       out.bias[row] = oB[0]![e]!;
       out.mBias[row] = oB[1]![e]!;
       out.vBias[row] = oB[2]![e]!;
+      if (snap && bOut) {
+        snap.weights[K]!.set(bOut.w.subarray(e * d, (e + 1) * d), row * d);
+        snap.bias[K]![row] = bOut.b[e]!;
+      }
     });
     if (features) {
       const ids = section(file, s, 'features', Uint32Array);
       const iW = section(file, s, 'in.weights', Float32Array, ids.length * H0);
       const iM = section(file, s, 'in.mWeights', Float32Array, ids.length * H0), iV = section(file, s, 'in.vWeights', Float32Array, ids.length * H0);
       const iSteps = section(file, s, 'in.rowSteps', Uint32Array, ids.length);
-      foundFeatures += forOwnedIds(file, ids, numFeatures, 'feature', 'input features', seenFeature, featureRow, (e, row) =>
-        copyTrainedRow(l0, row, { w: iW, m: iM, v: iV, steps: iSteps }, e, H0));
+      const bIn = snap ? section(file, s, 'best.in.weights', Float32Array, ids.length * H0) : null;
+      foundFeatures += forOwnedIds(file, ids, numFeatures, 'feature', 'input features', seenFeature, featureRow, (e, row) => {
+        copyTrainedRow(l0, row, { w: iW, m: iM, v: iV, steps: iSteps }, e, H0);
+        if (snap && bIn) snap.weights[0]!.set(bIn.subarray(e * H0, (e + 1) * H0), row * H0);
+      });
     }
-    if (out.wide) wideParts.push(pickWide(storedWide(file, s, out.wide.inputDim, numLabels), rowOf));
+    if (out.wide) {
+      const stored = storedWide(file, s, out.wide.inputDim, numLabels);
+      wideParts.push(pickWide(stored, rowOf));
+      if (snap?.wide) bestWide.push(pickWide({ ...stored, weights: section(file, s, 'best.wide.weights', Float32Array, stored.labels.length) }, rowOf));
+    }
   }
   if (found !== labels.length) throw new Error(`${ckpt}: its slices hold ${found} of this rank's ${labels.length} labels`);
   if (features && foundFeatures !== features.length) throw new Error(`${ckpt}: its slices hold ${foundFeatures} of this rank's ${features.length} input features`);
   if (out.wide) out.wide = mergeWide(wideParts, out.wide.inputDim);
+  if (snap?.wide && out.wide) {
+    const w = mergeWide(bestWide, out.wide.inputDim).weights;
+    if (w.length !== snap.wide.length && snap.wide.length !== 0) throw new Error(`${ckpt}: the best epoch's wide weights do not match the wide part`);
+    (snap as { wide: Float32Array | null }).wide = Float32Array.from(w);
+  }
 }
 
 /**

@@ -336,6 +336,8 @@ export const ShardFlags = {
   stop: 1,
   /** Rank 0's clock says a periodic checkpoint is due. */
   checkpoint: 2,
+  /** With stop: the signal was SIGINT (Ctrl-C); without, SIGTERM or another. */
+  interrupt: 4,
 } as const;
 
 /**

@@ -62,6 +62,20 @@ export interface SectionInfo {
   byteOffset: number;
 }
 
+/**
+ * A section whose bytes are produced while the file is written (a model gathered from the ranks of a
+ * label-sharded job round by round, never whole in one process): its dtype and element count, and its bytes
+ * in order, `length` elements in all (writeBinFile checks the count). A chunk must stay unchanged until the
+ * generator is resumed (it is written by then).
+ */
+export interface SectionStream {
+  dtype: SectionDtype;
+  length: number;
+  chunks(): AsyncIterable<Uint8Array>;
+}
+
+const DTYPE_BYTES: Record<SectionDtype, number> = { f32: 4, u32: 4, i32: 4, u8: 1, f64: 8 };
+
 /** What `writeBinFile` stores. */
 export interface BinFileContents<M = unknown> {
   kind: BinKind;
@@ -70,8 +84,8 @@ export interface BinFileContents<M = unknown> {
    * JSON.stringify: store BigInts (e.g. splitmix64 state) as decimal strings. Default null.
    */
   meta?: M;
-  /** Named arrays, stored in key order. Plain or SharedArrayBuffer-backed. */
-  sections: Record<string, SectionArray>;
+  /** Named arrays (plain or SharedArrayBuffer-backed) or streams (writeBinFile only), stored in key order. */
+  sections: Record<string, SectionArray | SectionStream>;
 }
 
 /** A file read by `readBinFile`. */
@@ -146,6 +160,10 @@ const DTYPES: Record<SectionDtype, { bytes: number; ctor: new (buffer: ArrayBuff
   f64: { bytes: 8, ctor: Float64Array },
 };
 
+function isStream(a: unknown): a is SectionStream {
+  return typeof a === 'object' && a !== null && typeof (a as SectionStream).chunks === 'function';
+}
+
 function dtypeOf(a: unknown): SectionDtype | null {
   // Exact constructor checks: a Buffer is a Uint8Array subclass and is accepted as u8; Uint8ClampedArray is not.
   if (a instanceof Float32Array) return 'f32';
@@ -202,11 +220,19 @@ export async function writeBinFile(path: string, contents: BinFileContents, opti
     throw new Error(`Expected integer >= 8 for chunkBytes but received ${chunkBytes}`);
   }
   const names = Object.keys(sections);
-  const arrays: SectionArray[] = [];
+  const arrays: (SectionArray | SectionStream)[] = [];
   const dtypes: SectionDtype[] = [];
+  const byteLengths: number[] = [];
   for (const name of names) {
     if (name.length === 0) throw new Error(`${where}: section names must not be empty`);
     const a = sections[name];
+    if (isStream(a)) {
+      if (!(a.dtype in DTYPE_BYTES) || !Number.isSafeInteger(a.length) || a.length < 0) throw new Error(`${where}: section "${name}" is a stream without a valid dtype and length`);
+      arrays.push(a);
+      dtypes.push(a.dtype);
+      byteLengths.push(a.length * DTYPE_BYTES[a.dtype]);
+      continue;
+    }
     const dt = dtypeOf(a);
     if (!dt) {
       const got = a === null || a === undefined ? String(a) : ((a as object).constructor?.name ?? typeof a);
@@ -214,6 +240,7 @@ export async function writeBinFile(path: string, contents: BinFileContents, opti
     }
     arrays.push(a!);
     dtypes.push(dt);
+    byteLengths.push(a!.byteLength);
   }
 
   // Offsets are absolute, so they depend on the header length, which depends on the offsets' digits:
@@ -225,7 +252,7 @@ export async function writeBinFile(path: string, contents: BinFileContents, opti
     let pos = dataStart;
     table = names.map((name, i) => {
       const info: SectionInfo = { name, dtype: dtypes[i]!, length: arrays[i]!.length, byteOffset: pos };
-      pos = align8(pos + arrays[i]!.byteLength);
+      pos = align8(pos + byteLengths[i]!);
       return info;
     });
     let json: string;
@@ -245,12 +272,12 @@ export async function writeBinFile(path: string, contents: BinFileContents, opti
     dataStart = next;
   }
   const last = table[table.length - 1];
-  const dataEnd = last ? align8(last.byteOffset + arrays[arrays.length - 1]!.byteLength) : dataStart;
+  const dataEnd = last ? align8(last.byteOffset + byteLengths[byteLengths.length - 1]!) : dataStart;
   const totalBytes = dataEnd + TRAILER_BYTES;
 
   const hasher = (await hashApi()).create64(0n);
   const zeros = new Uint8Array(8);
-  const scratch = new Uint8Array(Math.min(chunkBytes, Math.max(8, ...arrays.map((a) => a.byteLength))));
+  const scratch = new Uint8Array(Math.min(chunkBytes, Math.max(8, ...byteLengths)));
 
   async function* chunks(): AsyncGenerator<Uint8Array> {
     const head = new Uint8Array(dataStart);
@@ -263,15 +290,27 @@ export async function writeBinFile(path: string, contents: BinFileContents, opti
     yield head;
     for (let s = 0; s < arrays.length; s++) {
       const a = arrays[s]!;
-      const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
-      for (let off = 0; off < bytes.length; off += scratch.length) {
-        const n = Math.min(scratch.length, bytes.length - off);
-        scratch.set(bytes.subarray(off, off + n));
-        const c = scratch.subarray(0, n);
-        hasher.update(c);
-        yield c; // written before the generator resumes, so the scratch buffer can be reused
+      if (isStream(a)) {
+        let n = 0;
+        for await (const c of a.chunks()) {
+          n += c.byteLength;
+          if (n > byteLengths[s]!) throw new Error(`${where}: section "${names[s]}" streamed more than its ${byteLengths[s]} bytes`);
+          hasher.update(c);
+          yield c;
+        }
+        if (n !== byteLengths[s]) throw new Error(`${where}: section "${names[s]}" streamed ${n} bytes, expected ${byteLengths[s]}`);
       }
-      const pad = align8(bytes.length) - bytes.length;
+      else {
+        const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+        for (let off = 0; off < bytes.length; off += scratch.length) {
+          const n = Math.min(scratch.length, bytes.length - off);
+          scratch.set(bytes.subarray(off, off + n));
+          const c = scratch.subarray(0, n);
+          hasher.update(c);
+          yield c; // written before the generator resumes, so the scratch buffer can be reused
+        }
+      }
+      const pad = align8(byteLengths[s]!) - byteLengths[s]!;
       if (pad > 0) {
         const z = zeros.subarray(0, pad);
         hasher.update(z);
