@@ -265,10 +265,12 @@ export function predictSharded(
     const g = comm.size > 1 ? comm.allgatherv(msg) : { data: msg, counts: [bytes] };
     const base = (r: number) => g.data.byteOffset + r * bytes;
     const buf = g.data.buffer;
-    const Ls = Array.from({ length: comm.size }, (_, r) => new Float64Array(buf.slice(base(r), base(r) + 16 * q * S)));
-    const Is = Array.from({ length: comm.size }, (_, r) => new Uint32Array(buf.slice(base(r) + 16 * q * S, base(r) + 16 * q * S + 4 * q * S * k)));
-    const Vs = Array.from({ length: comm.size }, (_, r) => new Float32Array(buf.slice(base(r) + 16 * q * S + 4 * q * S * k, base(r) + bytes)));
-    const cand: { id: number; v: number }[] = [];
+    const view = <T>(C: new (b: ArrayBufferLike, o: number, n: number) => T, at: number, n: number, width: number): T =>
+      at % width === 0 ? new C(buf, at, n) : new C(buf.slice(at, at + n * width), 0, n);
+    const Ls = Array.from({ length: comm.size }, (_, r) => view(Float64Array, base(r), 2 * q * S, 8));
+    const Is = Array.from({ length: comm.size }, (_, r) => view(Uint32Array, base(r) + 16 * q * S, q * S * k, 4));
+    const Vs = Array.from({ length: comm.size }, (_, r) => view(Float32Array, base(r) + 16 * q * S + 4 * q * S * k, q * S * k, 4));
+    const cur = new Int32Array(comm.size);
     for (let i = 0; i < q; i++) {
       for (let si = 0; si < S; si++) {
         const at = i * S + si;
@@ -277,17 +279,22 @@ export function predictSharded(
         let sum = 0;
         for (let r = 0; r < comm.size; r++) if (Ls[r]![2 * at]! > -Infinity) sum += Ls[r]![2 * at + 1]! * Math.exp(Ls[r]![2 * at]! - M);
         const total = M + Math.log(sum);
-        cand.length = 0;
-        for (let r = 0; r < comm.size; r++) {
-          for (let e = 0; e < k; e++) {
-            const id = Is[r]![at * k + e]!;
-            if (id !== 0xffffffff) cand.push({ id, v: Vs[r]![at * k + e]! });
+        // Each rank's k best are in order (descending score, ties by the smaller label): a k-way merge.
+        cur.fill(0);
+        const row = (c0 + i) * k;
+        for (let e = 0; e < k; e++) {
+          let best = -1, bv = 0, bid = 0;
+          for (let r = 0; r < comm.size; r++) {
+            if (cur[r]! >= k) continue;
+            const id = Is[r]![at * k + cur[r]!]!;
+            if (id === 0xffffffff) continue;
+            const v = Vs[r]![at * k + cur[r]!]!;
+            if (best < 0 || v > bv || (v === bv && id < bid)) best = r, bv = v, bid = id;
           }
-        }
-        cand.sort((a, b) => b.v - a.v || a.id - b.id);
-        for (let e = 0; e < Math.min(k, cand.length); e++) {
-          labels[si]![(c0 + i) * k + e] = cand[e]!.id;
-          scores[si]![(c0 + i) * k + e] = Math.exp(cand[e]!.v - total);
+          if (best < 0) break;
+          cur[best]!++;
+          labels[si]![row + e] = bid;
+          scores[si]![row + e] = Math.exp(bv - total);
         }
       }
     }
