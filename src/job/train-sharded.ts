@@ -240,7 +240,8 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
         resume: {
           position: { epoch: manifest.epoch, batch: manifest.batch, batchesDone: manifest.batchesDone },
           earlyStop: manifest.run?.earlyStop ?? null, snapshot, validation: manifest.run?.validation ?? null,
-          epochs: manifest.run?.epochs ?? (epochsOpt as number),
+          // A given --epochs extends (or shortens) the resumed run, as in one process.
+          epochs: given.epochs ?? manifest.run?.epochs ?? (epochsOpt as number),
         },
       } : {}),
       onProgress: (p) => {

@@ -210,7 +210,7 @@ async function startRun(ctx: Ctx, file: ConfigFile | undefined): Promise<Resolve
 async function resumeRun(ctx: Ctx, file: ConfigFile | undefined): Promise<Resolved> {
   const { given, r, dist, writer } = ctx;
   if (await holdsShardCheckpoints(given.resume!)) {
-    throw new UsageError(`${given.resume} holds label-sharded checkpoints: resume them with --distributed --shard-labels ` +
+    throw new UsageError(`${given.resume} holds label-sharded checkpoints: resume them with --distributed ` +
       '(in one process too, without mpirun; under mpirun -np R with any number of ranks)');
   }
   // The network alone is checked against the memory limit before the checkpoint allocates it; the

@@ -1,4 +1,4 @@
-// `train --distributed` under `mpirun -np 2` on localhost (spawns the compiled CLI; `npm test` builds it):
+// `train --distributed --data-parallel` under `mpirun -np 2` on localhost (spawns the compiled CLI; `npm test` builds it):
 // replicas identical and equal to one process training the same global batches, rank 0 alone reporting
 // and checkpointing, --resume with another number of ranks, and a failing or dying rank ending the job with
 // a non-zero exit that names it. Skipped, saying why, where mpirun or the MPI addon is missing (.ci/run
@@ -75,9 +75,9 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost${reason ? ` (skipped: ${reason})` : ''}`, () => {
+describe.skipIf(reason !== null)(`train --distributed --data-parallel with 2 ranks on localhost${reason ? ` (skipped: ${reason})` : ''}`, () => {
   it('2 ranks: one JSON line from rank 0, identical replicas, the model of one process splitting each batch in two', () => {
-    const two = mpirun(2, CLI, 'train', ...common, '--epochs', '2', '--workers', '1', '--distributed', '--json', '--save', join(dir, 'two.sl'));
+    const two = mpirun(2, CLI, 'train', ...common, '--epochs', '2', '--workers', '1', '--distributed', '--data-parallel', '--json', '--save', join(dir, 'two.sl'));
     expect(two.code, two.stderr).toBe(0);
     const lines = two.stdout.trim().split('\n').filter((l) => l.startsWith('{'));
     expect(lines).toHaveLength(1); // rank 1 prints nothing
@@ -98,7 +98,7 @@ describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost$
     expect(s.checksum.last.checksums[0]).toBe(s.checksum.last.checksums[1]);
     // Rank r's half of a batch is part g = r of the global step: one process with two parts per batch
     // computes the same sums in the same order, so the saved models match byte for byte.
-    const one = single(CLI, 'train', ...common, '--epochs', '2', '--workers', '2', '--distributed', '--json', '--save', join(dir, 'one.sl'));
+    const one = single(CLI, 'train', ...common, '--epochs', '2', '--workers', '2', '--distributed', '--data-parallel', '--json', '--save', join(dir, 'one.sl'));
     expect(one.code, one.stderr).toBe(0);
     const o = lastJson(one.stdout);
     expect(o.ranks).toBe(1);
@@ -118,7 +118,7 @@ describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost$
       inputDim: 2000, seed: 3,
       layers: [{ size: 32, dropout: 0.3 }, { size: 1000, sampling: { hash: 'dwta', K: 3, L: 8, budget: 4, minActive: 300 } }],
     }));
-    const args = ['--train', join(dir, 'train.txt'), '--test', join(dir, 'test.txt'), '--config', cfg, '--batch', '64', '--epochs', '1', '--distributed', '--json'];
+    const args = ['--train', join(dir, 'train.txt'), '--test', join(dir, 'test.txt'), '--config', cfg, '--batch', '64', '--epochs', '1', '--distributed', '--data-parallel', '--json'];
     const four = mpirun(4, CLI, 'train', ...args, '--workers', '1', '--save', join(dir, 'four.sl'));
     expect(four.code, four.stderr).toBe(0);
     const s = lastJson(four.stdout);
@@ -144,7 +144,7 @@ describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost$
     const rows = lines.slice(1);
     writeFileSync(join(dir, 'shard-0.txt'), `500 ${D} ${L}\n${rows.slice(0, 500).join('\n')}\n`);
     writeFileSync(join(dir, 'shard-1.txt'), `700 ${D} ${L}\n${rows.slice(500).join('\n')}\n`);
-    const args = [...common.slice(2), '--epochs', '2', '--workers', '1', '--distributed', '--json'];
+    const args = [...common.slice(2), '--epochs', '2', '--workers', '1', '--distributed', '--data-parallel', '--json'];
     const sharded = mpirun(2, CLI, 'train', '--train', join(dir, 'shard-%r.txt'), ...args, '--save', join(dir, 'sharded.sl'));
     expect(sharded.code, sharded.stderr).toBe(0);
     const whole = mpirun(2, CLI, 'train', ...common.slice(0, 2), ...args, '--save', join(dir, 'whole.sl'));
@@ -165,16 +165,16 @@ describe.skipIf(reason !== null)(`train --distributed with 2 ranks on localhost$
 
   it('rank 0 writes the checkpoints; --resume with 1 rank continues to the same model', () => {
     const ck = join(dir, 'ck');
-    const a = mpirun(2, CLI, 'train', ...common, '--epochs', '1', '--workers', '1', '--distributed', '--json', '--checkpoint', ck, '--checkpoint-every', '7');
+    const a = mpirun(2, CLI, 'train', ...common, '--epochs', '1', '--workers', '1', '--distributed', '--data-parallel', '--json', '--checkpoint', ck, '--checkpoint-every', '7');
     expect(a.code, a.stderr).toBe(0);
     const files = readdirSync(ck).filter((f) => f.endsWith('.bin'));
     expect(files.length).toBeGreaterThan(0);
     const ck1 = join(dir, 'ck1');
     cpSync(ck, ck1, { recursive: true });
-    const b = single(CLI, 'train', '--resume', ck1, '--epochs', '2', '--workers', '2', '--distributed', '--json', '--save', join(dir, 'resumed1.sl'));
+    const b = single(CLI, 'train', '--resume', ck1, '--epochs', '2', '--workers', '2', '--distributed', '--data-parallel', '--json', '--save', join(dir, 'resumed1.sl'));
     expect(b.code, b.stderr).toBe(0);
     expect(lastJson(b.stdout).resumedAt).toBe(Math.ceil(1200 / 64));
-    const full = mpirun(2, CLI, 'train', ...common, '--epochs', '2', '--workers', '1', '--distributed', '--json', '--save', join(dir, 'full.sl'));
+    const full = mpirun(2, CLI, 'train', ...common, '--epochs', '2', '--workers', '1', '--distributed', '--data-parallel', '--json', '--save', join(dir, 'full.sl'));
     expect(full.code, full.stderr).toBe(0);
     expect(readFileSync(join(dir, 'resumed1.sl')).equals(readFileSync(join(dir, 'full.sl')))).toBe(true);
   }, 240_000);

@@ -180,7 +180,8 @@ const code = await runAsRank(io, async (dist) => {
   }
   const rep = model.report();
   const Bs = step.filter((p) => data.labelOffsets[p + 1] > data.labelOffsets[p]).length, ring = (2 * (comm.size - 1)) / comm.size;
-  const bytesWant = comm.size > 1 ? ring * 4 * Bs * HID + 24 * Bs + ring * 4 * Bs * d : 0;
+  // Z and dH all-reduced, 24 bytes of softmax statistics per sample and 8 of flags (a stop, a checkpoint due) per step.
+  const bytesWant = comm.size > 1 ? ring * 4 * Bs * HID + 24 * Bs + 8 + ring * 4 * Bs * d : 0;
   io.out(JSON.stringify({
     rank: comm.rank, labels: mine.length, features: feats.length, dHDiff, layer0Diff, replicatedDiff, outDiff, stepsDiff: moved, loss: r.lossSum, refLoss: stats[0],
     wideDiff, accumDiff, widePairs, wideMoved, checksums, bytesPerStep: rep.bytesSentPerStep, bytesWant, split: rep.split,

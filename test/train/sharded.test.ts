@@ -1,4 +1,4 @@
-// Label-sharded training (src/train/sharded.ts, `train --distributed --shard-labels`): the label and feature
+// Label-sharded training (src/train/sharded.ts, `train --distributed`): the label and feature
 // shardings, checkpoints re-sharded without MPI, and under `mpirun` (spawning the compiled CLI and
 // test/train/mpi-shard-step.mjs): one sharded step against the unsharded step (dropout on; a middle layer;
 // a wide part), 2- and 4-rank runs against one process, checkpoints of 2 ranks resumed under 1 and 4, the
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
 import { mpiAddonPath } from '../../src/train/mpi.js';
 import {
-  allocateRank, buildSliceWide, featureFrequencies, initFeatureRows, initSliceRows, replicatedArrays, shardFeatures, shardLabels, sliceConfig, sliceMinActive,
+  allocateRank, buildSliceWide, featureFrequencies, initFeatureRows, initSliceRows, replicatedArrays, shardFeatures, shardLabels, sharedSetSize, sliceConfig,
 } from '../../src/train/sharded.js';
 import { Network } from '../../src/network/network.js';
 import { buildWide } from '../../src/network/wide.js';
@@ -46,16 +46,16 @@ describe('shardLabels', () => {
     expect(() => shardLabels(new Uint32Array(2), 3)).toThrow('cannot shard 2 labels over 3 ranks');
   });
 
-  it('slices the output layer: its rows only, dense, with the wide part\'s settings; minActive divided among the ranks', () => {
+  it('slices the output layer: its rows only, dense, with the wide part\'s settings; the batch-shared set is one process\'s (minActive, drawn by the ranks together)', () => {
     const global = { inputDim: 10, layers: [{ size: 8 }, { size: 1000, sampling: { hash: 'dwta' as const, minActive: 101 }, wide: { maxPerLabel: 5 } }] };
     expect(sliceConfig(global, 250).layers.at(-1)).toEqual({ size: 250, activation: undefined, wide: { maxPerLabel: 5 } });
     expect(sliceConfig({ inputDim: 10, layers: [{ size: 8 }, { size: 1000 }] }, 250).layers.at(-1)).toEqual({ size: 250, activation: undefined });
     expect(sliceConfig(global, 250).layers[0]).toEqual({ size: 8 });
     expect(sliceConfig(global, 250).inputDim).toBe(10);
     expect(sliceConfig(global, 250, 4).inputDim).toBe(4);
-    expect(sliceMinActive(global, 4)).toBe(26);
-    expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 100_000, sampling: {} }] }, 2)).toBe(250);
-    expect(sliceMinActive({ inputDim: 10, layers: [{ size: 8 }, { size: 10 }] }, 2)).toBe(0);
+    expect(sharedSetSize(global)).toBe(101);
+    expect(sharedSetSize({ inputDim: 10, layers: [{ size: 8 }, { size: 100_000, sampling: {} }] })).toBe(500);
+    expect(sharedSetSize({ inputDim: 10, layers: [{ size: 8 }, { size: 10 }] })).toBe(0);
   });
 });
 
@@ -237,20 +237,20 @@ describe('sharded checkpoints (no MPI: the ranks\' calls made one after another)
   });
 });
 
-describe('train --shard-labels usage', () => {
-  it('needs --distributed, one worker per rank and --epochs', () => {
+describe('train --distributed (label-sharded) usage', () => {
+  it('needs --distributed and one worker per rank', () => {
     assertBuilt(['src/cli', 'src/train']);
     const run = (...a: string[]) => spawnSync(process.execPath, [CLI, 'train', ...a], { cwd: ROOT, encoding: 'utf8' });
     const a = run('--train', 'x.txt', '--shard-labels');
     expect(a.status).toBe(2);
     expect(a.stderr).toContain('--shard-labels needs --distributed');
     if (skipReason() !== null) return; // the rest starts MPI (a singleton: no mpirun needed)
-    const b = run('--train', 'x.txt', '--shard-labels', '--distributed', '--workers', '2', '--epochs', '1');
+    const b = run('--train', 'x.txt', '--distributed', '--workers', '2');
     expect(b.status).toBe(2);
-    expect(b.stderr).toContain('--shard-labels runs one thread per rank');
-    const c = run('--train', 'x.txt', '--shard-labels', '--distributed', '--threads', '2', '--epochs', '1');
+    expect(b.stderr).toContain('--distributed runs one training thread per rank: give --workers 1 (or leave it out) and more ranks instead');
+    const c = run('--train', 'x.txt', '--distributed', '--data-parallel', '--shard-labels');
     expect(c.status).toBe(2);
-    expect(c.stderr).toContain('give --threads 1 (or leave it out) and more ranks instead');
+    expect(c.stderr).toContain('--data-parallel and --shard-labels are two different modes');
   }, 60_000);
 });
 
@@ -335,7 +335,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpirun${reason ? ` (skipped: ${reason})` : ''}`, () => {
+describe.skipIf(reason !== null)(`train --distributed (label-sharded) under mpirun${reason ? ` (skipped: ${reason})` : ''}`, () => {
   it('one sharded step equals the unsharded step with dropout on (2 and 4 ranks; with a middle layer too); dL/dH summed over the shards matches a TypeScript reference', () => {
     for (const np of [2, 4]) checkStep(np);
     for (const np of [2, 4]) checkStep(np, 'deep');
@@ -360,6 +360,7 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     const args = ['--train', join(dir, 'train.txt'), '--test', join(dir, 'test.txt'), '--config', cfg, '--batch', '64', '--lr', '0.003'];
     const one = single(CLI, 'train', ...args, '--epochs', '3', '--workers', '1', '--json');
     expect(one.code, one.stderr).toBe(0);
+    // --shard-labels: kept for older scripts (label-sharded is what --distributed does).
     const r = mpirun(2, CLI, 'train', ...args, '--epochs', '3', '--distributed', '--shard-labels', '--json', '--save', join(dir, 'w2.sl'));
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toContain('without its default wide part');
@@ -367,13 +368,11 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     // The report of every mode (docs/cli.md): the common fields, and the older names kept as aliases.
     for (const f of TRAIN_REPORT_FIELDS) expect(j, f).toHaveProperty(f);
     expect(j.mode).toBe('sharded');
-    expect(j.samplesPerSecond).toBe(j.samplesPerSec);
-    expect(j.history[0].samplesPerSecond).toBe(j.history[0].samplesPerSec);
     expect(j.model).toBe(join(dir, 'w2.sl'));
     expect(Math.abs(j.metrics.p1 - lastJson(one.stdout).p1)).toBeLessThanOrEqual(0.01);
-    const pairs = j.widePairsPerRank.reduce((a: number, b: number) => a + b);
-    expect(j.widePairsPerRank).toHaveLength(2);
-    expect(Math.min(...j.widePairsPerRank)).toBeGreaterThan(0);
+    const pairs = j.perRank.widePairs.reduce((a: number, b: number) => a + b);
+    expect(j.perRank.widePairs).toHaveLength(2);
+    expect(Math.min(...j.perRank.widePairs)).toBeGreaterThan(0);
     // The gathered model holds every rank's pairs and scores exactly what the shards scored.
     const net = await Network.load(join(dir, 'w2.sl'));
     expect(net.spec.layers.at(-1)!.wide!.labels.length).toBe(pairs);
@@ -383,7 +382,7 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     // A 2-rank checkpoint read by 3 ranks (each collects its labels' pairs from the old slices): the 2-rank
     // run's own scores; resumed under 3 ranks for a third epoch, the 3-epoch run's accuracy.
     const ck = join(dir, 'ck-wide');
-    const a = mpirun(2, CLI, 'train', ...args, '--epochs', '2', '--distributed', '--shard-labels', '--json', '--checkpoint', ck, '--save', join(dir, 'wa.sl'));
+    const a = mpirun(2, CLI, 'train', ...args, '--epochs', '2', '--distributed', '--json', '--checkpoint', ck, '--save', join(dir, 'wa.sl'));
     expect(a.code, a.stderr).toBe(0);
     const d = mpirun(3, CLI, 'eval', '--model', ck, '--test', join(dir, 'test.txt'), '--distributed', '--json');
     expect(d.code, d.stderr).toBe(0);
@@ -391,20 +390,20 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     // predict --distributed of the checkpoint under 3 ranks: one process's predict of the 2-rank run's saved
     // model (labels, and scores up to rounding).
     expectSamePredictions(join(dir, 'wa.sl'), ck);
-    const res = mpirun(3, CLI, 'train', '--resume', ck, '--epochs', '3', '--distributed', '--shard-labels', '--json', '--save', join(dir, 'w3.sl'));
+    const res = mpirun(3, CLI, 'train', '--resume', ck, '--epochs', '3', '--distributed', '--json', '--save', join(dir, 'w3.sl'));
     expect(res.code, res.stderr).toBe(0);
     expect(res.stderr).toContain('written by 2 rank(s), now 3');
     const rj = lastJson(res.stdout);
     expect(Math.abs(rj.metrics.p1 - j.metrics.p1)).toBeLessThanOrEqual(0.01);
-    expect(rj.widePairsPerRank.reduce((x: number, y: number) => x + y)).toBe(pairs);
+    expect(rj.perRank.widePairs.reduce((x: number, y: number) => x + y)).toBe(pairs);
   }, 240_000);
 
   it('refuses the wide part\'s hard negatives (not sharded)', () => {
     const cfg = join(dir, 'config-neg.json');
     writeFileSync(cfg, JSON.stringify({ inputDim: 2000, seed: 3, layers: [{ size: 32 }, { size: 100, wide: { negatives: 4 } }] }));
-    const r = mpirun(2, CLI, 'train', '--train', join(dir, 'train.txt'), '--config', cfg, '--epochs', '1', '--distributed', '--shard-labels');
+    const r = mpirun(2, CLI, 'train', '--train', join(dir, 'train.txt'), '--config', cfg, '--epochs', '1', '--distributed');
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${cfg}: layers[1].wide.negatives (hard negatives from the wide part) are not sharded: set it to 0 for --shard-labels`);
+    expect(r.stderr).toContain(`${cfg}: layers[1].wide.negatives (hard negatives from the wide part) are not sharded: set it to 0`);
   }, 60_000);
 
   it('2 and 4 ranks reach the accuracy of one process; the saved model is an ordinary model file', () => {
@@ -413,15 +412,15 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     const p1 = lastJson(one.stdout).p1 as number;
     for (const np of [2, 4]) {
       const ck = join(dir, `ck-run-${np}`);
-      const r = mpirun(np, CLI, 'train', ...common, '--epochs', '4', '--distributed', '--shard-labels', '--json', '--save', join(dir, `s${np}.sl`), '--checkpoint', ck);
+      const r = mpirun(np, CLI, 'train', ...common, '--epochs', '4', '--distributed', '--json', '--save', join(dir, `s${np}.sl`), '--checkpoint', ck);
       expect(r.code, r.stderr).toBe(0);
       const lines = r.stdout.trim().split('\n').filter((l) => l.startsWith('{'));
       expect(lines).toHaveLength(1); // rank 0 alone reports
       const j = JSON.parse(lines[0]!);
       expect(j.ranks).toBe(np);
-      expect(j.labelsPerRank.reduce((a: number, b: number) => a + b)).toBe(100);
+      expect(j.perRank.labels.reduce((a: number, b: number) => a + b)).toBe(100);
       expect(Math.abs(j.metrics.p1 - p1)).toBeLessThanOrEqual(0.01);
-      expect(j.exchange.bytesSentPerStep).toBeGreaterThan(0);
+      expect(j.exchange.bytesPerStep).toBeGreaterThan(0);
       // A single process reads the gathered model and scores exactly what the shards scored.
       const e = single(CLI, 'eval', '--model', join(dir, `s${np}.sl`), '--test', join(dir, 'test.txt'), '--json');
       expect(e.code, e.stderr).toBe(0);
@@ -445,9 +444,9 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
 
   it('a checkpoint of 2 ranks resumes under 1 and under 4 ranks to the uninterrupted run; unfinished checkpoints are ignored', () => {
     const ck = join(dir, 'ck');
-    const a = mpirun(2, CLI, 'train', ...common, '--epochs', '2', '--distributed', '--shard-labels', '--checkpoint', ck, '--checkpoint-every', '9');
+    const a = mpirun(2, CLI, 'train', ...common, '--epochs', '2', '--distributed', '--checkpoint', ck, '--checkpoint-every', '9');
     expect(a.code, a.stderr).toBe(0);
-    const full = mpirun(2, CLI, 'train', ...common, '--epochs', '3', '--distributed', '--shard-labels', '--json');
+    const full = mpirun(2, CLI, 'train', ...common, '--epochs', '3', '--distributed', '--json');
     expect(full.code, full.stderr).toBe(0);
     const want = lastJson(full.stdout).metrics.p1 as number;
     const wantLoss = lastJson(full.stdout).history.at(-1).loss as number;
@@ -460,7 +459,7 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
       // A checkpoint whose manifest was never written (a job killed while writing) is skipped.
       mkdirSync(join(c, 'sharded-9999999999'));
       writeFileSync(join(c, 'sharded-9999999999', 'slice-0.bin'), 'torn');
-      const r = mpirun(np, CLI, 'train', '--resume', c, '--epochs', '3', '--distributed', '--shard-labels', '--json');
+      const r = mpirun(np, CLI, 'train', '--resume', c, '--epochs', '3', '--distributed', '--json');
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toContain(`written by 2 rank(s), now ${np}`);
       const j = lastJson(r.stdout);
@@ -477,7 +476,7 @@ describe.skipIf(reason !== null)(`train --distributed --shard-labels under mpiru
     // A plain --resume of a sharded checkpoint says how to resume it.
     const plain = single(CLI, 'train', '--resume', ck, '--epochs', '3');
     expect(plain.code).toBe(2);
-    expect(plain.stderr).toContain('holds label-sharded checkpoints: resume them with --distributed --shard-labels');
+    expect(plain.stderr).toContain('holds label-sharded checkpoints: resume them with --distributed (in one process too');
   }, 240_000);
 
   it('a rank that dies ends the job: non-zero exit, the rank named', () => {
