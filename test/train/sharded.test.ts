@@ -479,6 +479,48 @@ describe.skipIf(reason !== null)(`train --distributed (label-sharded) under mpir
     expect(plain.stderr).toContain('holds label-sharded checkpoints: resume them with --distributed (in one process too');
   }, 240_000);
 
+  it('with no other flag, --distributed trains what one process trains: the same held-out epochs, blend and re-ranker weight, P@k within 0.005; the model file loads in one process', () => {
+    // 2,400 points: a held-out slice of 120 (at least minHoldout), so the defaults choose the epochs on it.
+    const d = join(dir, 'defaults');
+    expect(single(CLI, 'data', 'synth', '--shape', 'tiny', '--train', '2400', '--test', '400', '--seed', '5', '--out', d).code).toBe(0);
+    // The defaults rule's network (dense output: no wide part), and a sampled output layer with a wide part as
+    // the rule builds from 8,192 labels (the blend is chosen there).
+    const wide = join(d, 'wide.json');
+    writeFileSync(wide, JSON.stringify({
+      inputDim: 2000, seed: 3,
+      layers: [{ size: 64 }, { size: 100, activation: 'softmax', sampling: { hash: 'dwta', K: 3, L: 50, logQ: true, budget: 0, minActive: 24 }, wide: { maxPerLabel: 16 }, rerank: {} }],
+    }));
+    const data = ['--train', join(d, 'train.txt'), '--test', join(d, 'test.txt'), '--seed', '3'];
+    for (const [name, extra] of [['defaults', []], ['wide', ['--config', wide]]] as const) {
+      const one = single(CLI, 'train', ...data, ...extra, '--workers', '1', '--json', '--save', join(d, `${name}-one.sl`));
+      expect(one.code, one.stderr).toBe(0);
+      const two = mpirun(2, CLI, 'train', ...data, ...extra, '--distributed', '--json', '--save', join(d, `${name}-two.sl`));
+      expect(two.code, two.stderr).toBe(0);
+      const a = lastJson(one.stdout), b = lastJson(two.stdout);
+      expect(b.mode).toBe('sharded');
+      expect(b.ranks).toBe(2);
+      for (const f of TRAIN_REPORT_FIELDS) expect(b, f).toHaveProperty(f);
+      // The decisions: held-out selection, the epochs run and kept, the blend, the re-ranker's weight.
+      expect(b.selection.method).toBe('holdout');
+      expect(a.selection.method).toBe('holdout');
+      expect(b.validationPoints).toBe(a.validationPoints);
+      expect(b.epochs).toBe(a.epochs);
+      expect(b.bestEpoch).toBe(a.bestEpoch);
+      expect(b.blend?.scale).toBe(a.blend?.scale);
+      if (name === 'wide') expect(b.blend.scale).toBeDefined();
+      expect(b.rerank.weight).toBe(a.rerank.weight);
+      expect(b.rerank.weight).toBeGreaterThan(0);
+      const val = (j: { history: { validation?: { p1: number } }[] }) => j.history.map((h) => h.validation?.p1);
+      expect(val(b)).toHaveLength(val(a).length);
+      val(b).forEach((p, i) => expect(Math.abs(p! - val(a)[i]!), `held-out P@1 of epoch ${i + 1}`).toBeLessThanOrEqual(0.005));
+      for (const k of ['p1', 'p3', 'p5']) expect(Math.abs(b.metrics[k] - a.metrics[k]), `${name} ${k}`).toBeLessThanOrEqual(0.005);
+      // The model file the ranks streamed: one process loads it and scores what the ranks scored.
+      const e = single(CLI, 'eval', '--model', join(d, `${name}-two.sl`), '--test', join(d, 'test.txt'), '--json');
+      expect(e.code, e.stderr).toBe(0);
+      for (const k of ['p1', 'p3', 'p5']) expect(lastJson(e.stdout)[k], `${name} ${k}`).toBeCloseTo(b.metrics[k], 6);
+    }
+  }, 240_000);
+
   it('a rank that dies ends the job: non-zero exit, the rank named', () => {
     const r = mpirun(2, join(ROOT, 'test/train/mpi-shard-dies.mjs'));
     expect(r.code).not.toBe(0);
