@@ -105,6 +105,11 @@ export interface CommandSpec<F extends Record<string, FlagSpec>, P extends reado
   /** Further paragraphs for --help. */
   description?: string;
   positionals?: P;
+  /**
+   * The words after `--`, handed on whole (a command that runs another one): `options[rest.name]` is a
+   * string array (empty without `--`). Without it, words after `--` are positionals.
+   */
+  rest?: { name: string; description: string };
   flags: F;
   /** Example invocations (without the leading `sublinear`). */
   examples?: string[];
@@ -166,7 +171,8 @@ export function parseCommandArgs(
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (i === dashDash) {
-      positionals.push(...argv.slice(i + 1));
+      if (spec.rest) values[spec.rest.name] = argv.slice(i + 1);
+      else positionals.push(...argv.slice(i + 1));
       break;
     }
     let key: string | undefined;
@@ -206,6 +212,7 @@ export function parseCommandArgs(
     values[key] = convert(f, raw, shown);
   }
 
+  if (spec.rest && !(spec.rest.name in values)) values[spec.rest.name] = [];
   const posSpecs = spec.positionals ?? [];
   if (positionals.length > posSpecs.length) {
     throw new UsageError(`unexpected argument '${positionals[posSpecs.length]}'`);
@@ -289,10 +296,13 @@ function table(rows: [string, string][]): string {
 export function commandHelp(cmd: Command, path: readonly string[]): string {
   const s = cmd.spec;
   const pos = (s.positionals ?? []).map((p) => (p.required === false ? `[${p.name}]` : `<${p.name}>`)).join(' ');
-  const lines = [`Usage: ${path.join(' ')} [options]${pos ? ` ${pos}` : ''}`, '', s.summary];
+  const rest = s.rest ? ` -- <${s.rest.name}...>` : '';
+  const lines = [`Usage: ${path.join(' ')} [options]${pos ? ` ${pos}` : ''}${rest}`, '', s.summary];
   if (s.description) lines.push('', s.description);
-  if (s.positionals?.length) {
-    lines.push('', 'Arguments:', table(s.positionals.map((p) => [`<${p.name}>`, p.description])));
+  if (s.positionals?.length || s.rest) {
+    const rows: [string, string][] = (s.positionals ?? []).map((p) => [`<${p.name}>`, p.description]);
+    if (s.rest) rows.push([`<${s.rest.name}...>`, s.rest.description]);
+    lines.push('', 'Arguments:', table(rows));
   }
   const rows: [string, string][] = Object.entries(s.flags).map(([k, f]) => [flagLabel(k, f), f.description + flagNote(f)]);
   rows.push(['-h, --help', 'show this help']);

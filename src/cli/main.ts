@@ -16,6 +16,7 @@ import { dataCommands } from './data.js';
 import { demoCmd, evalCmd, predictCmd, trainCmd } from './engine-commands.js';
 import { benchCmd } from './bench.js';
 import { infoCmd } from './info.js';
+import { launchCmd } from './launch.js';
 import { planCmd } from './plan.js';
 import { serveCmd } from './serve.js';
 import { native } from '../native/addon.js';
@@ -23,6 +24,7 @@ import { native } from '../native/addon.js';
 /** Top-level commands and groups, in --help order. Registering a command is one line here. */
 export const COMMANDS: CommandNode[] = [
   trainCmd,
+  launchCmd,
   evalCmd,
   predictCmd,
   infoCmd,

@@ -154,6 +154,7 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
   let callbackSeconds = 0;
   let lastReport = t0, repLoss = 0, repSamples = 0;
   let lastClock = t0;
+  let lastYield = t0;
   const progressEvery = o.progressEvery ?? 0.5;
   const signalFlag = () => (o.signal?.aborted ? ShardFlags.stop | (o.signal.reason === 'SIGINT' ? ShardFlags.interrupt : 0) : 0);
   const posOf = (epoch: number, batch: number): ShardPosition =>
@@ -189,6 +190,12 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
     for (; b < batchesPerEpoch; b++) {
       const pointIds = order.subarray(b * batchSize, Math.min((b + 1) * batchSize, nTrain));
       const scale = lrAt(epoch, b);
+      // The step runs synchronously: yield to the event loop now and then (every YIELD_MS), or a signal's
+      // handler (the CLI's SIGINT/SIGTERM) would not run until training ends.
+      if (performance.now() - lastYield >= YIELD_MS) {
+        await new Promise<void>((done) => setImmediate(done));
+        lastYield = performance.now();
+      }
       // Flags for this step: a signal here, rank 0's clock for a periodic checkpoint.
       const clockDue = model.comm.rank === 0 && o.checkpoint?.everyMs !== undefined && performance.now() - lastClock >= o.checkpoint.everyMs;
       model.localFlags = signalFlag() | (clockDue ? ShardFlags.checkpoint : 0);
@@ -294,6 +301,9 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
   if (aborted) st.aborted = true;
   return { stats: aborted ? { ...st, aborted: true } : st, rerank };
 }
+
+/** Milliseconds of steps between yields to the event loop (where signal handlers run). */
+const YIELD_MS = 20;
 
 /** Multiplies this rank's output rows (weights and biases: the network's logits) by f. */
 function scaleOutputLogits(model: ShardedModel, f: number): void {

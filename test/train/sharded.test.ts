@@ -5,7 +5,7 @@
 // saved model read by a single process, and a dying rank named. The MPI parts are skipped, saying why, where
 // mpirun or the MPI addon is missing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -518,6 +518,54 @@ describe.skipIf(reason !== null)(`train --distributed (label-sharded) under mpir
       const e = single(CLI, 'eval', '--model', join(d, `${name}-two.sl`), '--test', join(d, 'test.txt'), '--json');
       expect(e.code, e.stderr).toBe(0);
       for (const k of ['p1', 'p3', 'p5']) expect(lastJson(e.stdout)[k], `${name} ${k}`).toBeCloseTo(b.metrics[k], 6);
+    }
+  }, 240_000);
+
+  it('a signal stops every rank after the same step with a checkpoint and exit 130/143 (SIGINT to `launch`, SIGTERM to one rank); resume reproduces the uninterrupted run', async () => {
+    const d = join(dir, 'signals');
+    expect(single(CLI, 'data', 'synth', '--shape', 'tiny', '--train', '2400', '--test', '400', '--seed', '6', '--out', d).code).toBe(0);
+    const data = ['--train', join(d, 'train.txt'), '--test', join(d, 'test.txt'), '--seed', '3'];
+    const full = mpirun(2, CLI, 'train', ...data, '--distributed', '--json');
+    expect(full.code, full.stderr).toBe(0);
+    const want = lastJson(full.stdout);
+    // Ctrl-C on `sublinear launch` (mpirun alone would kill the ranks and exit 1), and SIGTERM to one rank
+    // (mpirun's child: a scheduler's or a user's kill): every rank writes its slice, the job exits 130 / 143.
+    const cases = [
+      { name: 'int', code: 130, argv: [CLI, 'launch', '-n', '2', '--', 'train', ...data], target: (pid: number) => pid, signal: 'SIGINT' as const },
+      {
+        name: 'term', code: 143, argv: ['mpirun', '-np', '2', process.execPath, CLI, 'train', ...data, '--distributed'],
+        target: (pid: number) => Number(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).at(-1)), signal: 'SIGTERM' as const,
+      },
+    ];
+    for (const c of cases) {
+      const ck = join(d, `ck-${c.name}`);
+      const [cmd, ...rest] = c.name === 'int' ? [process.execPath, ...c.argv] : c.argv;
+      const child = spawn(cmd!, [...rest, '--checkpoint', ck, '--json'], { cwd: ROOT, env: ENV });
+      let stderr = '', sent = false;
+      child.stdout.resume();
+      const code = await new Promise<number | null>((done) => {
+        child.stderr.on('data', (b: Buffer) => {
+          stderr += b.toString();
+          // After the second epoch's held-out score: mid-training.
+          if (!sent && /epoch 2: held-out/.test(stderr)) {
+            sent = true;
+            process.kill(c.target(child.pid!), c.signal);
+          }
+        });
+        child.on('exit', (x) => done(x));
+      });
+      expect(sent, stderr).toBe(true);
+      expect(code, stderr).toBe(c.code);
+      expect(stderr).toMatch(/checkpoint .*sharded-\d+ \(stopped\)/);
+      expect(stderr).not.toContain('test: P@1');
+      const r = mpirun(2, CLI, 'train', '--resume', ck, '--distributed', '--json');
+      expect(r.code, r.stderr).toBe(0);
+      const j = lastJson(r.stdout);
+      expect(j.resumedAt).toBeGreaterThan(0);
+      expect(j.epochs).toBe(want.epochs);
+      expect(j.bestEpoch).toBe(want.bestEpoch);
+      expect(j.rerank.weight).toBe(want.rerank.weight);
+      for (const k of ['p1', 'p3', 'p5']) expect(j.metrics[k], `${c.name} ${k}`).toBeCloseTo(want.metrics[k], 6);
     }
   }, 240_000);
 
