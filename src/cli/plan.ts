@@ -56,9 +56,11 @@ export const planCmd = defineCommand({
     'Reads only the data file\'s shape and label and feature frequencies (one streaming pass; XC format), or takes the shape from ' +
     '--shape or --points --features --labels --avg-nnz --avg-labels. The speed model is measured: a probe (a few seconds to a minute) times the real ' +
     'kernels on a network of the planned widths on this machine (cached per CPU and widths; --recalibrate measures again). ' +
-    'Modes: one process (W workers), replicated ranks (train --distributed: every rank holds the whole network) and label-sharded ranks ' +
-    '(train --distributed --shard-labels, one thread per rank: each rank owns 1/R of the output labels (rows, moments, wide pairs) and ' +
-    '1/R of the input features\' rows of the first layer; every rank runs each step on the whole batch).',
+    'Modes: one process (W workers), label-sharded ranks (train --distributed, one thread per rank: each rank owns 1/R of the output ' +
+    'labels (rows, moments, wide pairs) and 1/R of the input features\' rows of the first layer; every rank runs each step on the whole ' +
+    'batch; rank 0 also holds one round of the model file while saving) and replicated ranks (train --distributed --data-parallel: every ' +
+    'rank holds the whole network). With a data file the wide part\'s pairs per sample are measured on its first points; from a shape or ' +
+    'counts they are assumed spread evenly over the features (said in the plan).',
   positionals: planPositionals,
   flags: planFlags,
   examples: [
@@ -140,7 +142,8 @@ function planText(p: TrainingPlan, source: string, cached: boolean): string {
     `output ${n(c.shard.outputPerMac * 1e9, 3)} ns/MAC, wide ${n(c.shard.widePerPair * 1e9, 1)} ns/pair, ${n(c.shard.perSample * 1e6, 1)} us/sample, ` +
     `spread ${n(c.shard.spreadPerSample * 1e6, 2)} us/sample, ${n(c.shard.coLocated ?? 1, 2)}x beside another rank`);
   lines.push(`per sample: ${n(w.lowerMacs)} MACs below the output, ${n(w.active)} active outputs x ${p.config.layers.length > 1 ? p.config.layers.at(-2)!.size : p.config.inputDim} = ${n(w.outputMacs)} MACs, ` +
-    `${n(w.widePairs)} wide pairs; ${n(w.rebuildsPerStep, 4)} rebuilds per step`);
+    `${n(w.widePairs)} wide pairs${w.widePairsFrom === 'measured' ? ' (measured on the data\'s first points)' : w.widePairsFrom === 'assumed' ? ' (assumed spread evenly over the features: give the data file to measure them)' : ''}; ` +
+    `${n(w.rebuildsPerStep, 4)} rebuilds per step`);
   lines.push('');
   // One row per mode and rank count; samples/s per link speed; the step's terms at the first link.
   const links = [...new Set(p.candidates.map((x) => x.linkGbps))];

@@ -20,6 +20,7 @@ import { planMemory, formatBytes, type MemoryPlan, type MemoryPart } from '../ne
 import { Xoshiro128 } from '../util/rng.js';
 import { buildWide } from '../network/wide.js';
 import { boundJson } from '../util/bounded-text.js';
+import { SAVE_ROUND_BYTES } from './sharded-save.js';
 
 /** The shape of a training set: what the plan needs from the data. */
 export interface DataShape {
@@ -232,6 +233,11 @@ export interface Workload {
   active: number;
   /** Wide pairs a sample scans (its features' lists), estimated. */
   widePairs: number;
+  /**
+   * Where widePairs comes from: 'measured' on the data's first points (a data file), 'assumed' spread evenly
+   * over the features (a shape or counts: real features are skewed), 'none' without a wide part.
+   */
+  widePairsFrom: 'measured' | 'assumed' | 'none';
   /** Wide pairs the network holds at most (memory-plan.ts's count). */
   widePairsTotal: number;
   /** Wide pairs the network is expected to hold: chosen on the data's first points, scaled by the data's (feature, label) occurrences. */
@@ -308,6 +314,7 @@ export function workload(config: ResolvedNetworkConfig, shape: DataShape, batch:
   const tablesQueried = tablesQueriedInTraining(config);
   return {
     lowerMacs, outputMacs: active * H, active, widePairs, widePairsTotal, widePairsExpected,
+    widePairsFrom: widePairsTotal === 0 ? 'none' : shape.head ? 'measured' : 'assumed',
     rebuildRows: out.sampling ? out.size : 0, tables: out.sampling ? out.sampling.L : 0, buckets: out.sampling ? out.sampling.L * 2 ** out.sampling.rangeBits : 0,
     // Scheduled rebuilds only where training queries the tables (Network.tablesInTraining).
     rebuildsPerStep: tablesQueried ? rebuildsPerStep(steps) : 0,
@@ -483,7 +490,7 @@ export function shardedExchange(x: { ranks: number; batch: number; firstWidth: n
 }
 
 /**
- * The collectives of one step of today's replicated data-parallel training (`train --distributed`): the
+ * The collectives of one step of replicated data-parallel training (`train --distributed --data-parallel`): the
  * lower exchange above plus the output layer's rows, gathered (R S(b) rows of H + 1 floats) or summed over
  * their union S(B) when that moves fewer bytes.
  */
@@ -540,6 +547,13 @@ export function rankMemory(
     // holds their label-major index (WideState.byLabel: 8 bytes a pair, 4 a label).
     const bytes = 4 * (config.inputDim + 1) + (o.bestWeights ? 16 : 12) * Math.ceil(pairs / R) + (o.sharded ? 8 * Math.ceil(pairs / R) + 4 * (slice + 1) : 0);
     plan.parts.push({ name: 'output layer wide part', bytes });
+    plan.totalBytes += bytes;
+  }
+  if (o.sharded) {
+    // --save on rank 0 (src/train/sharded-save.ts): one round of rows as gathered and in file order, and the
+    // output layer's biases; no rank gathers the whole model.
+    const bytes = 2 * SAVE_ROUND_BYTES + 4 * out.size;
+    plan.parts.push({ name: 'model file rounds (rank 0, --save)', bytes });
     plan.totalBytes += bytes;
   }
   if (o.sharded && o.ranks > 1) {
@@ -782,9 +796,9 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
   for (const mode of modes) {
     for (const R of mode === 'single' ? [1] : ranksList.filter((r) => r > 1)) {
       for (const link of mode === 'single' ? [links[0]!] : links) {
-        // Label-sharded training runs a fixed number of epochs (--epochs): no copy of the best epoch's weights;
-        // and one thread per rank (train --shard-labels refuses --workers above 1).
-        const best = mode !== 'sharded' && !!input.bestWeights;
+        // Every mode keeps a copy of the best epoch's weights under held-out validation (a sharded rank, of its
+        // slices); a sharded rank runs one thread (train --distributed refuses --workers above 1).
+        const best = !!input.bestWeights;
         const W = mode === 'sharded' ? 1 : workers;
         const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers: W, batch, bestWeights: best, active: w.active });
         // Ranks on one machine share its cores and memory (one process alone has them all).

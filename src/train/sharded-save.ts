@@ -297,5 +297,5 @@ function bitsOf(v: number): number {
   return new Uint32Array(Float32Array.of(v).buffer)[0]!;
 }
 
-/** Bytes of one round (for the report: what rank 0 holds while saving besides its part). */
+/** Bytes of one round (for the plan: what rank 0 holds while saving besides its part). */
 export const SAVE_ROUND_BYTES = ROUND_BYTES;

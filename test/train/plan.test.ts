@@ -1,6 +1,7 @@
 // The plan of a training job (src/train/plan.ts, src/train/calibrate.ts): its memory against memory-plan.ts
 // and real allocations, the exchange formulas, the streaming shape scan, and the planner's choice.
 // No timings are asserted: the probe's numbers are only checked to be finite and positive.
+import { SAVE_ROUND_BYTES } from '../../src/train/sharded-save.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -196,14 +197,18 @@ describe('planTraining', () => {
     expect(p.reason).toMatch(/sharded ranks are the fastest configuration that fits/);
   });
 
-  it('label-sharded candidates keep no best-epoch copy (they run --epochs): their wide part costs 12 bytes a pair (and its label-major index 8), a single process\'s 16', () => {
+  it('label-sharded candidates keep a best-epoch copy of their slices as one process does (16 bytes a wide pair, and its label-major index 8), and rank 0 one round of the model file', () => {
     const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
     const p = planTraining({ shape, ranks: [2], bestWeights: true, modes: ['single', 'sharded'] }, CAL);
     const wide = (mode: string) => p.candidates.find((c) => c.mode === mode)!.memoryPerRank.parts.find((x) => x.name === 'output layer wide part')!.bytes;
     const c = p.config;
     const pairs = (wide('single') - 4 * (c.inputDim + 1)) / 16;
     expect(pairs).toBeGreaterThan(0);
-    expect(wide('sharded')).toBe(4 * (c.inputDim + 1) + 12 * Math.ceil(pairs / 2) + 8 * Math.ceil(pairs / 2) + 4 * (200000 + 1));
+    expect(wide('sharded')).toBe(4 * (c.inputDim + 1) + 16 * Math.ceil(pairs / 2) + 8 * Math.ceil(pairs / 2) + 4 * (200000 + 1));
+    const part = (mode: string, name: string) => p.candidates.find((x) => x.mode === mode)!.memoryPerRank.parts.find((x) => x.name === name)?.bytes;
+    expect(part('sharded', 'best-epoch weights')).toBeGreaterThan(0);
+    expect(part('sharded', 'model file rounds (rank 0, --save)')).toBe(2 * SAVE_ROUND_BYTES + 4 * 400000);
+    expect(part('single', 'model file rounds (rank 0, --save)')).toBeUndefined();
   });
 
   it('the output layer\'s hash tables are not resident when training queries none (the defaults: budget 0)', () => {
