@@ -174,7 +174,7 @@ export const evalCmd = defineCommand({
     quiet,
     distributed: {
       type: 'boolean',
-      description: 'evaluate label-sharded as one rank of an MPI job: --model is the --checkpoint directory of train --shard-labels ' +
+      description: 'evaluate label-sharded as one rank of an MPI job: --model is the --checkpoint directory of train --distributed ' +
         '(each rank loads only its slice; any number of ranks)',
     },
   },
@@ -182,7 +182,7 @@ export const evalCmd = defineCommand({
     'eval --model model.sl --test test.txt --json',
     'eval --model model.sl --test test.txt --k 1,5,10',
     'eval --model model.sl --test test.txt --mode sampled --json',
-    'eval --model ckpt --test test.txt --distributed --json   (under mpirun -np 4; ckpt from train --shard-labels --checkpoint)',
+    'eval --model ckpt --test test.txt --distributed --json   (under mpirun -np 4; ckpt from train --distributed --checkpoint)',
   ],
   run: (o, io) => evalCommand({ ...o, threshold: parseThreshold(o.threshold), maxMemory: bytesFlag(o.maxMemory) }, io),
 });
@@ -225,7 +225,7 @@ export const predictCmd = defineCommand({
     quiet,
     distributed: {
       type: 'boolean',
-      description: 'predict label-sharded as one rank of an MPI job: --model is the --checkpoint directory of train --shard-labels ' +
+      description: 'predict label-sharded as one rank of an MPI job: --model is the --checkpoint directory of train --distributed ' +
         '(each rank loads only its slice; rank 0 writes)',
     },
   },

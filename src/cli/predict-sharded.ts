@@ -19,7 +19,7 @@ export async function predictShardedOn(o: PredictJob, io: Out, dist: Distributed
   if (o.inputFormat === 'text') throw new UsageError('--distributed reads numeric input (XC or LIBSVM)');
   const quiet = !!o.quiet || !dist.isRoot;
   const picked = dist.agree(dist.isRoot ? (await newestShardCheckpoint(o.model)) ?? '' : '');
-  if (!picked) throw new Error(`${o.model}: no complete sharded checkpoint (predict --distributed reads the --checkpoint directory of train --shard-labels)`);
+  if (!picked) throw new Error(`${o.model}: no complete sharded checkpoint (predict --distributed reads the --checkpoint directory of train --distributed)`);
   const manifest = await readShardManifest(picked);
   const L = manifest.config.layers.at(-1)!.size;
   // A sharded checkpoint holds no calibration: the threshold is of the softmax scores.

@@ -30,7 +30,7 @@ export interface EvalJob extends JobEvents {
   maxMemory?: number;
   /**
    * Evaluate label-sharded as one rank of an MPI job: `model` is the --checkpoint directory of
-   * `train --shard-labels` (src/job/evaluate.ts). Default false.
+   * `train --distributed` (src/job/evaluate.ts). Default false.
    */
   distributed?: boolean;
 }
@@ -99,7 +99,7 @@ export interface PredictJob {
   maxMemory?: number;
   /**
    * Predict label-sharded as one rank of an MPI job: `model` is the --checkpoint directory of
-   * `train --shard-labels`; rank 0 writes (src/cli/predict-sharded.ts). Default false.
+   * `train --distributed`; rank 0 writes (src/cli/predict-sharded.ts). Default false.
    */
   distributed?: boolean;
 }

@@ -136,7 +136,7 @@ async function evaluateSharded(o: EvalJob, events: JobEvents, dist: DistributedR
   const r = new Reporter(events, !!o.quiet || !dist.isRoot);
   const picked = dist.agree(dist.isRoot ? (await newestShardCheckpoint(o.model)) ?? '' : '');
   if (!picked) {
-    throw new Error(`${o.model}: no complete sharded checkpoint (eval --distributed reads the --checkpoint directory of train --shard-labels; ` +
+    throw new Error(`${o.model}: no complete sharded checkpoint (eval --distributed reads the --checkpoint directory of train --distributed; ` +
       'a model file is read by eval without --distributed)');
   }
   const manifest = await readShardManifest(picked);

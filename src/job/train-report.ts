@@ -9,7 +9,7 @@ import { peakRssMB } from '../util/peak-rss.js';
 import type { MemoryPlan } from '../network/memory-plan.js';
 import type { EpochRecord } from './train-checkpoint.js';
 
-/** How the job trained: one process, data-parallel ranks (--distributed), label-sharded ranks (--shard-labels). */
+/** How the job trained: one process, label-sharded ranks (--distributed), data-parallel ranks (--distributed --data-parallel). */
 export type TrainMode = 'single' | 'replicated' | 'sharded';
 
 /** The fields every mode reports, with the same meaning. */
