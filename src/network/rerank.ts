@@ -4,6 +4,7 @@ import type { SparseDataset } from '../datasets/csr.js';
 import { native } from '../native/addon.js';
 import type { ResolvedRerank } from './config.js';
 import type { RerankArrays } from '../native/network-types.js';
+import { computeMetrics, pointPrecisions } from './metrics.js';
 
 /** A trained re-ranker: the classifiers, and their weight against the network's log-probabilities. */
 export interface RerankState extends RerankArrays {
@@ -114,4 +115,29 @@ export function rerankProblem(r: RerankState, labels: number, inputDim: number):
 /** Bytes of a re-ranker (its arrays). */
 export function rerankBytes(r: RerankArrays): number {
   return r.offsets.byteLength + r.features.byteLength + r.weights.byteLength + r.bias.byteLength;
+}
+
+/**
+ * Sums over the points of `part` of P@1, P@3, P@5 and the per-point score (pointPrecisions over `ks`) at
+ * every weight of RERANK_WEIGHTS: the network's top S of each point (labels, probs) re-scored with the
+ * classifiers' scores s.
+ */
+export function rerankWeightSums(
+  part: SparseDataset, labels: Uint32Array, probs: Float32Array, s: Float32Array, S: number, ks: number[],
+): { p1: number; p3: number; p5: number; score: number }[] {
+  const top = new Uint32Array(part.points * 5), scores = new Float32Array(part.points * 5);
+  return RERANK_WEIGHTS.map((weight) => {
+    rerankCombine(labels, probs, s, S, weight, 5, top, scores);
+    const m = computeMetrics({ topIdx: top, kMax: 5, labelOffsets: part.labelOffsets, labelIndices: part.labelIndices });
+    let score = 0;
+    for (const v of pointPrecisions(top, 5, part.labelOffsets, part.labelIndices, ks)) score += v;
+    return { p1: m.p1! * part.points, p3: m.p3! * part.points, p5: m.p5! * part.points, score };
+  });
+}
+
+/** Sums of rerankWeightSums over `points` points as the mean held-out score of each weight. */
+export function rerankTries(sums: { p1: number; p3: number; p5: number; score: number }[], points: number): RerankTry[] {
+  return RERANK_WEIGHTS.map((weight, w) => ({
+    weight, p1: sums[w]!.p1 / points, p3: sums[w]!.p3 / points, p5: sums[w]!.p5 / points, score: sums[w]!.score / points,
+  }));
 }

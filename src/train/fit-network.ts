@@ -22,7 +22,7 @@ import type { LoadLimits } from '../network/file-layout.js';
 import { applyInputScale, detectInputScale, INPUT_SCALINGS, type InputScaleReport } from '../network/input-scale.js';
 import { computeMetrics, labelFrequencies, pointPrecisions } from '../network/metrics.js';
 import { defaultCandidates, loadMemoryLimit, Network, type Predictions } from '../network/network.js';
-import { RERANK_WEIGHTS, rerankBytes, rerankCombine, rerankScores, trainRerank, type RerankReport, type RerankTry } from '../network/rerank.js';
+import { RERANK_WEIGHTS, rerankBytes, rerankScores, rerankTries, rerankWeightSums, trainRerank, type RerankReport, type RerankTry } from '../network/rerank.js';
 import { RebuildSchedule } from '../network/schedule.js';
 import { allocateWide, buildWide } from '../network/wide.js';
 import {
@@ -92,31 +92,6 @@ export function kfoldSnapshotBytes(c: ResolvedNetworkConfig): number {
     prev = l.size;
   }
   return bytes;
-}
-
-/**
- * Sums over the points of `part` of P@1, P@3, P@5 and the per-point score (pointPrecisions over `ks`) at
- * every weight of RERANK_WEIGHTS: the network's top S of each point (labels, probs) re-scored with the
- * classifiers' scores s.
- */
-function rerankWeightSums(
-  part: SparseDataset, labels: Uint32Array, probs: Float32Array, s: Float32Array, S: number, ks: number[],
-): { p1: number; p3: number; p5: number; score: number }[] {
-  const top = new Uint32Array(part.points * 5), scores = new Float32Array(part.points * 5);
-  return RERANK_WEIGHTS.map((weight) => {
-    rerankCombine(labels, probs, s, S, weight, 5, top, scores);
-    const m = computeMetrics({ topIdx: top, kMax: 5, labelOffsets: part.labelOffsets, labelIndices: part.labelIndices });
-    let score = 0;
-    for (const v of pointPrecisions(top, 5, part.labelOffsets, part.labelIndices, ks)) score += v;
-    return { p1: m.p1! * part.points, p3: m.p3! * part.points, p5: m.p5! * part.points, score };
-  });
-}
-
-/** Sums of rerankWeightSums over `points` points as the mean held-out score of each weight. */
-function rerankTries(sums: { p1: number; p3: number; p5: number; score: number }[], points: number): RerankTry[] {
-  return RERANK_WEIGHTS.map((weight, w) => ({
-    weight, p1: sums[w]!.p1 / points, p3: sums[w]!.p3 / points, p5: sums[w]!.p5 / points, score: sums[w]!.score / points,
-  }));
 }
 
 /** k-means rounds of the cluster index that scores the held-out slice in sampled mode (Network.scoreHoldout). */

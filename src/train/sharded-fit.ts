@@ -19,7 +19,7 @@ import type { SparseDataset } from '../datasets/csr.js';
 import { defaultTraining, resolveConfig, type ResolvedNetworkConfig, type ResolvedRerank } from '../network/config.js';
 import { computeMetrics, pointPrecisions } from '../network/metrics.js';
 import { defaultCandidates } from '../network/network.js';
-import { RERANK_WEIGHTS, rerankBytes, rerankCombine, rerankScores, trainRerank, type RerankReport, type RerankState, type RerankTry } from '../network/rerank.js';
+import { rerankBytes, rerankCombine, rerankScores, rerankTries, rerankWeightSums, trainRerank, type RerankReport, type RerankState, type RerankTry } from '../network/rerank.js';
 import { buildWide, wideProblem } from '../network/wide.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import { PhaseTimer } from '../util/phases.js';
@@ -86,9 +86,6 @@ export interface ShardedFitOptions {
   /** Where the phases' seconds go. */
   phases?: PhaseTimer;
 }
-
-/** A point's shortlist of the re-ranker and the held-out choice: RERANK_WEIGHTS' held-out sums. */
-type WeightSums = { p1: number; p3: number; p5: number; score: number }[];
 
 /** What fitSharded leaves besides the statistics: the held-out slice and its index, for the caller's evaluation. */
 export interface ShardedFit {
@@ -358,21 +355,6 @@ export function shardPredict(
 }
 
 /**
- * Sums over the points of `part` of P@1, P@3, P@5 and the per-point score at every weight of RERANK_WEIGHTS (as
- * fit-network.ts's rerankWeightSums).
- */
-function rerankWeightSums(part: SparseDataset, labels: Uint32Array, probs: Float32Array, s: Float32Array, S: number, ks: number[]): WeightSums {
-  const top = new Uint32Array(part.points * 5), scores = new Float32Array(part.points * 5);
-  return RERANK_WEIGHTS.map((weight) => {
-    rerankCombine(labels, probs, s, S, weight, 5, top, scores);
-    const m = computeMetrics({ topIdx: top, kMax: 5, labelOffsets: part.labelOffsets, labelIndices: part.labelIndices });
-    let score = 0;
-    for (const v of pointPrecisions(top, 5, part.labelOffsets, part.labelIndices, ks)) score += v;
-    return { p1: m.p1! * part.points, p3: m.p3! * part.points, p5: m.p5! * part.points, score };
-  });
-}
-
-/**
  * The re-ranker's scores of candidates (rows x S global ids) on the sharded network (a collective): each rank
  * scores the candidates whose labels it owns with its classifiers, the others 0 there, and the ranks add up.
  * 0xFFFFFFFF candidates score -inf.
@@ -436,10 +418,7 @@ async function trainRerankerSharded(
     const held = shardPredict(model, holdout, S, null, seed, undefined, index ?? undefined, mode);
     const s = shardRerankScores(model, state, holdout, held.labels[0]!, S, threads);
     const ks = validation?.metric === 'p1' ? [1] : [1, 3, 5];
-    const sums = rerankWeightSums(holdout, held.labels[0]!, held.scores[0]!, s, S, ks);
-    tried.push(...RERANK_WEIGHTS.map((weight, w) => ({
-      weight, p1: sums[w]!.p1 / holdout.points, p3: sums[w]!.p3 / holdout.points, p5: sums[w]!.p5 / holdout.points, score: sums[w]!.score / holdout.points,
-    })));
+    tried.push(...rerankTries(rerankWeightSums(holdout, held.labels[0]!, held.scores[0]!, s, S, ks), holdout.points));
     state.weight = tried.reduce((a, t) => (t.score > a.score ? t : a)).weight; // ties: the smaller weight
   }
   endWeight();
