@@ -9,14 +9,15 @@
 #
 # The build never touches build/ (other builds and running tests use build/Release): binding.gyp and
 # native/ are copied (mtimes kept, so rebuilds are incremental) to $SUBLINEAR_ASAN_DIR (default
-# ${TMPDIR:-/tmp}/sublinear-asan-<uid>) with the sanitizer flags added, and the tests load that addon
+# ${TMPDIR:-/tmp}/sublinear-asan-<uid>-<checksum of the checkout's path>, so that two checkouts never share a
+# build) with the sanitizer flags added, and the tests load that addon
 # through SUBLINEAR_ADDON (src/native/addon.ts). libasan must be loaded before anything else in the process,
 # hence LD_PRELOAD; detect_leaks=0 because Node itself does not free everything at exit. UBSan reports
 # halt the process, so a report fails the test run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-OUT=${SUBLINEAR_ASAN_DIR:-${TMPDIR:-/tmp}/sublinear-asan-$(id -u)}
+OUT=${SUBLINEAR_ASAN_DIR:-${TMPDIR:-/tmp}/sublinear-asan-$(id -u)-$(pwd -P | cksum | cut -d" " -f1)}
 GYP=${npm_config_node_gyp:-}
 for c in "$GYP" /usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js "$(dirname "$(command -v node)")/../lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js"; do
   if [ -n "$c" ] && [ -f "$c" ]; then GYP=$c; break; fi
