@@ -204,7 +204,7 @@ describe('train stopped by a signal (Ctrl-C, or SIGTERM from a scheduler)', () =
     const exited = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
     // The signal goes after the first epoch's log record, so that the run has trained (a fixed delay after
     // the start was too short on a loaded machine: stopped before its first batch, it has nothing to checkpoint).
-    while (!(existsSync(log) && readFileSync(log, 'utf8').includes('"type":"epoch"'))) await sleep(5);
+    while (child.exitCode === null && !(existsSync(log) && readFileSync(log, 'utf8').includes('"type":"epoch"'))) await sleep(5);
     child.kill(sig);
     expect(await exited).toBe(code);
     expect(stderr).toContain(`${shown}: stopping after the batches in flight, writing a checkpoint and saving ${model}`);
