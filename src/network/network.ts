@@ -9,6 +9,7 @@ import { allocateNetwork, allocateTablesOf, emptyTables, hasTables, networkBytes
 import { calibrate, calibrationMetrics, type CalibrationMetrics, type ProbabilityCalibration } from './calibration.js';
 import { checkDataset } from './check-data.js';
 import { resolveConfig, storedConfig, tablesQueriedInTraining, type NetworkConfig, type ResolvedNetworkConfig } from './config.js';
+import { CLUSTER_INDEX_ITERS, CLUSTER_INDEX_SAMPLE, clusterCount, clusterHeadAndTail, clusterIndexSeed } from './cluster-split.js';
 import { createExecutor, defaultWorkers, type Executor } from './executor.js';
 import type { LoadLimits } from './file-layout.js';
 import { applyInputScale } from './input-scale.js';
@@ -808,20 +809,16 @@ export class Network {
     if (s) {
       const N = last.outDim, d = last.inDim;
       const freq = this.labelFreq && this.labelFreq.length === N ? this.labelFreq : new Uint32Array(N);
-      let seen = 0;
-      for (let j = 0; j < N; j++) if (freq[j]! > 0) seen++;
-      const universe = seen > 0 ? seen : N;
-      const byFreq = new Uint32Array(N);
-      for (let j = 0; j < N; j++) byFreq[j] = j;
-      byFreq.sort((x, y) => freq[y]! - freq[x]! || x - y);
-      const H = Math.min(universe, o.head ?? Math.ceil(0.005 * N));
-      const head = sharedUint32(H);
-      head.set(byFreq.subarray(0, H));
-      head.sort();
-      const tail = byFreq.slice(H, universe).sort();
-      const C = tail.length ? Math.max(1, Math.min(tail.length, o.clusters ?? Math.round(Math.sqrt(tail.length)))) : 0;
+      const split = clusterHeadAndTail(freq, o.head);
+      const head = sharedUint32(split.head.length);
+      head.set(split.head);
+      const tail = split.tail;
+      const C = clusterCount(tail.length, o.clusters);
       const centroids = sharedFloat32(C * (d + 2)), offsets = sharedUint32(C + 1), members = sharedUint32(tail.length);
-      if (C > 0) native().netClusterBuild(last.weights, last.bias, d, tail, C, o.iters ?? 8, 65536, (this.seed * 48271 + 11) >>> 0, centroids, offsets, members);
+      if (C > 0) {
+        native().netClusterBuild(last.weights, last.bias, d, tail, C, o.iters ?? CLUSTER_INDEX_ITERS, CLUSTER_INDEX_SAMPLE,
+          clusterIndexSeed(this.seed), centroids, offsets, members);
+      }
       s.index = { C, budget: 0, centroids, offsets, members, head };
     }
     this.indexFresh = true;

@@ -25,6 +25,7 @@
 // probabilities.
 import type { SparseDataset } from '../datasets/csr.js';
 import { native } from '../native/addon.js';
+import { CLUSTER_INDEX_ITERS, CLUSTER_INDEX_SAMPLE, clusterCount, clusterHeadAndTail, clusterIndexSeed } from '../network/cluster-split.js';
 import { SplitMix64 } from '../util/rng.js';
 import type { ShardedModel } from './sharded.js';
 
@@ -53,22 +54,6 @@ export interface ShardIndexOptions {
   clusters?: number;
 }
 
-/** Rows sampled for the Lloyd iterations (netClusterBuild's `sample` as Network.buildClusterIndex passes it). */
-const INDEX_SAMPLE = 65536;
-
-/** The head and the clustered labels (global ids, ascending) of a label-count vector, as Network.buildClusterIndex splits them. */
-function headAndTail(freq: Uint32Array, headOption: number | undefined): { head: Uint32Array; tail: Uint32Array } {
-  const N = freq.length;
-  let seen = 0;
-  for (let j = 0; j < N; j++) if (freq[j]! > 0) seen++;
-  const universe = seen > 0 ? seen : N;
-  const byFreq = new Uint32Array(N);
-  for (let j = 0; j < N; j++) byFreq[j] = j;
-  byFreq.sort((x, y) => freq[y]! - freq[x]! || x - y);
-  const H = Math.min(universe, headOption ?? Math.ceil(0.005 * N));
-  return { head: byFreq.slice(0, H).sort(), tail: byFreq.slice(H, universe).sort() };
-}
-
 const splits = new WeakMap<ShardedModel, { head: Uint32Array; tail: Uint32Array; headOption: number | undefined }>();
 
 /**
@@ -81,7 +66,7 @@ export function buildShardIndex(model: ShardedModel, seed: number, o: ShardIndex
   const out = model.net.spec.layers.at(-1)!;
   const d = out.inDim, w = d + 2;
   let split = splits.get(model);
-  if (!split || split.headOption !== o.head) splits.set(model, (split = { ...headAndTail(model.labelFreq, o.head), headOption: o.head }));
+  if (!split || split.headOption !== o.head) splits.set(model, (split = { ...clusterHeadAndTail(model.labelFreq, o.head), headOption: o.head }));
   const { head, tail } = split;
   const local = model.localOf;
   const mineOf = (ids: Uint32Array) => {
@@ -91,7 +76,7 @@ export function buildShardIndex(model: ShardedModel, seed: number, o: ShardIndex
   };
   const headRows = mineOf(head);
   const M = tail.length;
-  const C = M ? Math.max(1, Math.min(M, o.clusters ?? Math.round(Math.sqrt(M)))) : 0;
+  const C = clusterCount(M, o.clusters);
   if (C === 0) return { centroids: new Float32Array(0), offsets: new Uint32Array(1), members: new Uint32Array(0), sizes: new Uint32Array(0), head: headRows, headTotal: head.length };
   // Every tail row's squared norm (each rank its own, summed): positions in `tail`.
   const tailRows = mineOf(tail);
@@ -108,9 +93,9 @@ export function buildShardIndex(model: ShardedModel, seed: number, o: ShardIndex
   let M2 = 0;
   for (let p = 0; p < M; p++) if (norm2[p]! > M2) M2 = norm2[p]!;
   const invM = M2 > 0 ? 1 / Math.sqrt(M2) : 1;
-  const rng = new SplitMix64((seed * 48271 + 11) >>> 0);
+  const rng = new SplitMix64(clusterIndexSeed(seed));
   // The sample: systematic, in proportion to the squared norms (positions in `tail`).
-  const want = Math.max(C, Math.min(INDEX_SAMPLE, M));
+  const want = Math.max(C, Math.min(CLUSTER_INDEX_SAMPLE, M));
   let smp: number[] = [];
   let total = 0;
   for (let p = 0; p < M; p++) total += norm2[p]!;
@@ -152,7 +137,7 @@ export function buildShardIndex(model: ShardedModel, seed: number, o: ShardIndex
   for (const p of smp) if (local[tail[p]!]! >= 0) smpRows.push(local[tail[p]!]!);
   const smpMine = Uint32Array.from(smpRows);
   const best = new Uint32Array(Math.max(smpMine.length, tailRows.length));
-  const iters = o.iters ?? 8;
+  const iters = o.iters ?? CLUSTER_INDEX_ITERS;
   for (let it = 0; it < iters; it++) {
     const sums = new Float64Array(C * w), counts = new Float64Array(C);
     nat.netClusterAssign(out.weights, out.bias, d, smpMine, normByRow, invM, centroids, best, sums, counts);
