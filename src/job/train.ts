@@ -20,7 +20,7 @@ import { listCheckpointsSync, parseCheckpointEvery } from '../train/checkpoint.j
 import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
 import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { FitStats } from '../train/fit.js';
-import { fit, KFOLD_MEMORY, kfoldSnapshotBytes, resume, resumeInfo, runOf, type ResumeInfo } from '../train/fit-network.js';
+import { featuresOf, fit, KFOLD_MEMORY, kfoldCopyBytes, kfoldSnapshotBytes, resume, resumeInfo, runOf, type ResumeInfo } from '../train/fit-network.js';
 import { runPlanLine } from '../train/plan.js';
 import { holdsShardCheckpoints } from '../train/shard-checkpoint.js';
 import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
@@ -365,7 +365,7 @@ async function buildNetwork(ctx: Ctx, run: Resolved, data: Data): Promise<Built>
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights (a
   // selection copy keeps them instead, counted in the plan).
   const validating = rinfo ? !!rinfo.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
-  const copies = selectionCopies(ctx, run, resolved, train.points, epochs);
+  const copies = selectionCopies(ctx, run, resolved, train, epochs);
   const bestWeights = copies.count > 0 ? false : validating;
   const plan = planNetworkMemory(resolved, workers, train, bestWeights);
   addPart(plan, 'read buffers', data.readStats.bufferBytes);
@@ -405,15 +405,16 @@ function networkConfig(o: TrainJob, file: ConfigFile | undefined, resumed: Netwo
  * side, at most KFOLD_MEMORY), or up to refitMaxPoints points one copy that chooses on the held-out slice.
  * Each copy keeps its best-epoch weights; the network itself then trains on all points and keeps none.
  */
-function selectionCopies(ctx: Ctx, run: Resolved, resolved: ResolvedNetworkConfig, points: number, epochs: number | undefined): { count: number; bytes: number; name: string } {
+function selectionCopies(ctx: Ctx, run: Resolved, resolved: ResolvedNetworkConfig, train: SparseDataset, epochs: number | undefined): { count: number; bytes: number; name: string } {
   const t = run.training;
   const savedValidation = run.rinfo ? run.rinfo.fitOptions.validation ?? null : undefined;
   const v = savedValidation !== undefined ? savedValidation : t.validation === false || epochs !== undefined ? null : resolveValidation(t.validation ?? {});
   if (!v || ctx.dist || (run.resumed && run.resumed.batchesDone !== 0)) return { count: 0, bytes: 0, name: '' };
-  const bytes = planNetworkMemory(resolved, 1).totalBytes + kfoldSnapshotBytes(resolved);
-  const kfold = selectionMethod(points, v) === 'kfold';
-  const folds = kfold ? Math.min(v.folds, Math.floor(points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, bytes))) : 0;
-  const count = folds >= 2 ? folds : !kfold && points <= v.refitMaxPoints && bytes <= KFOLD_MEMORY ? 1 : 0;
+  const kfold = selectionMethod(train.points, v) === 'kfold';
+  // k-fold copies take only the features of the training data as input (compactInputs in fit-network.ts).
+  const bytes = kfold ? kfoldCopyBytes(resolved, featuresOf(train, resolved.inputDim).length) : planNetworkMemory(resolved, 1).totalBytes + kfoldSnapshotBytes(resolved);
+  const folds = kfold ? Math.min(v.folds, Math.floor(train.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, bytes))) : 0;
+  const count = folds >= 2 ? folds : !kfold && train.points <= v.refitMaxPoints && bytes <= KFOLD_MEMORY ? 1 : 0;
   return { count, bytes, name: folds >= 2 ? `${folds} network copies for k-fold selection` : 'a network copy for the held-out selection' };
 }
 

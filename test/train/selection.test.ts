@@ -12,7 +12,7 @@ import { annealMultiplier, bestMeanEpoch, kfoldSplit, resolveValidation, selecti
 import type { FitOptions, FitProgress, FitStats } from '../../src/train/fit.js';
 import type { NetworkConfig } from '../../src/network/config.js';
 import type { SparseDataset } from '../../src/datasets/csr.js';
-import { copyOf, fit, resume, resumeInfo } from '../../src/train/fit-network.js';
+import { compactFeatures, compactInputs, copyOf, fit, resume, resumeInfo } from '../../src/train/fit-network.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-select-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -269,5 +269,49 @@ describe('selection copies', () => {
     const trained = copyOf(src);
     expect(same(trained, src)).toBe(true);
     expect(trained.batchesDone).toBe(src.batchesDone);
+  });
+
+  it("a copy on the training data's features (compactInputs) trains as a copy of the whole input does, row for row", async () => {
+    const data = synthesize({ shape: 'tiny', points: 200, seed: 9 });
+    // 37 input features that the training data never holds, plus those of the generator it never drew.
+    const src = new Network({ inputDim: data.features + 37, seed: 4, layers: [{ size: 16, dropout: 0.3 }, { size: data.labels }] });
+    const inputs = compactInputs(src, data)!;
+    expect(inputs.length).toBeLessThanOrEqual(data.features);
+    const whole = copyOf(src), compact = copyOf(src, inputs);
+    expect(compact.config.inputDim).toBe(inputs.length);
+    const small = compactFeatures(data, inputs);
+    expect(small.features).toBe(inputs.length);
+    const opts: FitOptions = { epochs: 3, workers: 0, threads: 1, validation: false, calibration: false, inputScaling: 'off' };
+    await fit(whole, data, opts);
+    await fit(compact, small, opts);
+    const w = whole.spec.layers[0]!, c = compact.spec.layers[0]!, width = w.outDim;
+    for (const f of ['weights', 'mWeights', 'vWeights', 'rowSteps'] as const) {
+      const per = f === 'rowSteps' ? 1 : width;
+      inputs.forEach((j, i) => expect(Array.from(c[f].subarray(i * per, (i + 1) * per))).toEqual(Array.from(w[f].subarray(j * per, (j + 1) * per))));
+    }
+    expect(Array.from(w.mWeights).some((x) => x !== 0)).toBe(true);
+    expect(Array.from(c.bias)).toEqual(Array.from(w.bias));
+    expect(weights(compact).slice(1)).toEqual(weights(whole).slice(1));
+    const a = await whole.predict(data, { k: 5, workers: 0 }), b = await compact.predict(small, { k: 5, workers: 0 });
+    expect(Array.from(b.labels)).toEqual(Array.from(a.labels));
+    expect(Array.from(b.scores)).toEqual(Array.from(a.scores));
+    // A feature outside the kept inputs is refused, not mapped somewhere.
+    expect(() => compactFeatures(data, inputs.subarray(1))).toThrow(/not among the kept inputs/);
+  });
+
+  it('k-fold selection on a network whose input holds features the data lacks chooses as on the data alone', async () => {
+    const data = synthesize({ shape: 'tiny', points: 300, seed: 5 });
+    const layers = [{ size: 32, dropout: 0.3 }, { size: data.labels }];
+    const opts: FitOptions = { workers: 0, validation: { maxEpochs: 6, patience: 1 }, inputScaling: 'off', calibration: false };
+    // The same initial weights for the data's features: network b's are a's rows (a's input is the data's).
+    const a = new Network({ inputDim: data.features, seed: 3, layers });
+    const b = new Network({ inputDim: data.features + 500, seed: 3, layers });
+    const present = compactInputs(a, data) ?? Uint32Array.from({ length: data.features }, (_, i) => i);
+    b.spec.layers[0]!.weights.fill(0.5); // the rows the data never reaches: anything
+    present.forEach((j) => b.spec.layers[0]!.weights.set(a.spec.layers[0]!.weights.subarray(j * 32, (j + 1) * 32), j * 32));
+    b.spec.layers[1]!.weights.set(a.spec.layers[1]!.weights);
+    const [sa, sb] = [await fit(a, data, opts), await fit(b, data, opts)];
+    expect(sb.selection!.method).toBe('kfold');
+    expect(sb.selection).toEqual(sa.selection);
   });
 });
