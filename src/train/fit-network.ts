@@ -174,8 +174,10 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   if (allocateTrainingState(network.config, network.spec)) network.tablesFresh = false;
   // Every page of the training state mapped now (with the kernels' huge-page advice): a new network's Adam
   // moments would otherwise be first touched page by page in the first epoch (measured at the 670k shape:
-  // the first epoch ran at 3/4 of the later ones' speed).
-  native().netPrefault(network.spec);
+  // the first epoch ran at 3/4 of the later ones' speed). Not when the training data holds under half of the
+  // input features (small text sets: 3,000-8,000 of 26,000-36,000): lazy Adam never writes the other rows'
+  // moments, and mapping them cost 0.4-0.5 s and their memory on 300 points of debian-tags.
+  if (!fewInputs(data, network.config.inputDim)) native().netPrefault(network.spec);
   phases.add('allocate', (performance.now() - allocate0) / 1000);
   network.indexFresh = false; // training moves the weights the cluster index was built from
   network.rerank = null; // its classifiers learnt from the shortlists of weights that training now moves
@@ -721,6 +723,15 @@ export function compactFeatures(data: SparseDataset, inputs: Uint32Array): Spars
     indices[e] = i;
   }
   return { ...data, features: inputs.length, indices };
+}
+
+/**
+ * Whether `data` holds under half of the `dim` input features (counted only when its nonzeros are few enough
+ * for that to be possible, under 4 x dim: one pass over a small set).
+ */
+export function fewInputs(data: SparseDataset, dim: number): boolean {
+  const nnz = data.offsets[data.points]! - data.offsets[0]!;
+  return nnz < 4 * dim && 2 * featuresOf(data, dim).length < dim;
 }
 
 /** Rows `rows` (of `width` elements each) of `from`, one after another, into `to`. */

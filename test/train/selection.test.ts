@@ -12,7 +12,7 @@ import { annealMultiplier, bestMeanEpoch, kfoldSplit, resolveValidation, selecti
 import type { FitOptions, FitProgress, FitStats } from '../../src/train/fit.js';
 import type { NetworkConfig } from '../../src/network/config.js';
 import type { SparseDataset } from '../../src/datasets/csr.js';
-import { compactFeatures, compactInputs, copyOf, fit, resume, resumeInfo } from '../../src/train/fit-network.js';
+import { compactFeatures, compactInputs, copyOf, fewInputs, fit, resume, resumeInfo } from '../../src/train/fit-network.js';
 
 const root = mkdtempSync(join(tmpdir(), 'sublinear-select-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -297,6 +297,14 @@ describe('selection copies', () => {
     expect(Array.from(b.scores)).toEqual(Array.from(a.scores));
     // A feature outside the kept inputs is refused, not mapped somewhere.
     expect(() => compactFeatures(data, inputs.subarray(1))).toThrow(/not among the kept inputs/);
+  });
+
+  it('fewInputs: whether the data holds under half of the input features (then fit() maps no untouched rows)', () => {
+    const data = synthesize({ shape: 'tiny', points: 200, seed: 9 });
+    const held = compactInputs(new Network({ inputDim: data.features, seed: 1, layers: [{ size: 4 }, { size: data.labels }] }), data)?.length ?? data.features;
+    expect(fewInputs(data, 2 * held + 1)).toBe(true);
+    expect(fewInputs(data, 2 * held)).toBe(false);
+    expect(fewInputs(data, held)).toBe(false);
   });
 
   it('k-fold selection on a network whose input holds features the data lacks chooses as on the data alone', async () => {
