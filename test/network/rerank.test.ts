@@ -478,7 +478,7 @@ describe('re-ranker in fit(), predict() and model files', () => {
   });
 
   it('validates its configuration', () => {
-    expect(resolveRerank({}, 'r')).toEqual({ shortlist: 32, shortlistRows: 50000, C: 1, prune: 0.1, maxIter: 20 });
+    expect(resolveRerank({}, 'r')).toEqual({ shortlist: 32, shortlistRows: 50000, C: 1, prune: 0.1, maxIter: 10 });
     expect(() => resolveRerank({ shortlist: 0 }, 'r')).toThrow('r.shortlist');
     expect(() => resolveRerank({ C: -1 }, 'r')).toThrow('Expected finite number > 0 for r.C but received -1');
     expect(() => resolveRerank({ weight: Number.NaN }, 'r')).toThrow('Expected finite number >= 0 for r.weight');
