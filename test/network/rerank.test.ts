@@ -9,7 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { native } from '../../src/native/addon.js';
 import { Network } from '../../src/network/network.js';
 import { defaultConfig, resolveConfig, resolveRerank } from '../../src/network/config.js';
-import { selectionProblem } from '../../src/train/early-stop.js';
+import { holdoutSplit, resolveValidation, selectionProblem } from '../../src/train/early-stop.js';
+import { calibrationPairs, fitCalibration } from '../../src/network/calibration.js';
 import { RERANK_WEIGHTS, rerankCombine, rerankProblem, rerankScores, trainRerank, type RerankState } from '../../src/network/rerank.js';
 import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../src/datasets/synth.js';
@@ -384,6 +385,16 @@ describe('re-ranker in fit(), predict() and model files', () => {
     const threads = await net.predict(test, { k: 5, workers: 2, chunk: 64 });
     expect(Array.from(threads.labels)).toEqual(Array.from(wantL));
     expect(Array.from(threads.scores)).toEqual(Array.from(wantS));
+    // The calibration is fitted on the held-out predictions the weight was chosen on (no second pass over the
+    // slice): the same as one fitted on the slice predicted now, with the re-ranker applied.
+    const v = resolveValidation({ refitMaxPoints: 0 });
+    const held = subset(train, holdoutSplit(train.points, v.fraction, v.maxPoints, net.seed).holdout);
+    const cal = net.calibration!;
+    net.calibration = null;
+    const pred = await net.predict(held, { k: cal.shortlist, workers: 0 });
+    net.calibration = cal;
+    const again = fitCalibration(calibrationPairs(pred.labels, pred.scores, cal.shortlist, held), cal.shortlist);
+    expect([...again.weights, again.bias, again.threshold]).toEqual([...cal.weights, cal.bias, cal.threshold]);
     trained = net;
   });
 
