@@ -519,6 +519,33 @@ Napi::Value NetAdviseHugePages(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// netGlorotFill(a, state, limit): a[i] = float((2 u_i - 1) limit), u_i = r_i / 2^32 with r_i the i-th output of
+// xoshiro128** from state (4 words, as src/util/rng.ts's Xoshiro128 holds them), the same numbers as that class's
+// loop in src/network/state.ts (the same double operations in the same order, then one rounding to float) at
+// a fraction of its time (27 million weights of debian-tags' first layer: 0.17 s in JavaScript).
+Napi::Value NetGlorotFill(const Napi::CallbackInfo& info) {
+  const Span<float> a = GetArray<float>(info[0], "array");
+  const Span<uint32_t> st = GetArray<uint32_t>(info[1], "state");
+  if (st.size != 4) throw ArgError("state must hold 4 words");
+  const double limit = info[2].As<Napi::Number>().DoubleValue();
+  if (!std::isfinite(limit)) throw ArgError("limit must be finite");
+  uint32_t s0 = st.data[0], s1 = st.data[1], s2 = st.data[2], s3 = st.data[3];
+  auto rotl = [](uint32_t x, int k) { return (x << k) | (x >> (32 - k)); };
+  for (size_t i = 0; i < a.size; ++i) {
+    const uint32_t r = rotl(s1 * 5u, 7) * 9u;
+    const uint32_t t = s1 << 9;
+    s2 ^= s0;
+    s3 ^= s1;
+    s1 ^= s2;
+    s0 ^= s3;
+    s2 ^= t;
+    s3 = rotl(s3, 11);
+    const double u = double(r) / 4294967296.0;
+    a.data[i] = static_cast<float>((2.0 * u - 1.0) * limit);
+  }
+  return info.Env().Undefined();
+}
+
 Napi::Value NetPrefault(const Napi::CallbackInfo& info) {
   const std::vector<NetLayer>& layers = ParseNet(info[0], true, true);
   double bytes = 0;
@@ -558,6 +585,7 @@ void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetWideBuild>(env, exports, "netWideBuild");
   Export<NetPrefault>(env, exports, "netPrefault");
   Export<NetAdviseHugePages>(env, exports, "netAdviseHugePages");
+  Export<NetGlorotFill>(env, exports, "netGlorotFill");
   // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).
   exports.Set("netKernelIsa", Napi::String::New(env, nk::block_isa()));
 }

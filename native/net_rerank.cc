@@ -99,22 +99,30 @@ float solve_label(const CsrView& d, const uint32_t* rows, const double* inv, con
   order.resize(m);
   touched.clear();
   lr.off.resize(size_t(m) + 1);
-  lr.idx.clear();
-  lr.val.clear();
+  // The examples' entries counted first, so that the copy below writes through plain pointers (a push_back
+  // per entry, with its capacity check, cost a tenth of the solver's time on debian-tags).
   lr.off[0] = 0;
+  for (uint32_t i = 0; i < m; ++i) {
+    const uint32_t r = rows[ex[i]];
+    lr.off[i + 1] = lr.off[i] + (d.offsets[r + 1] - d.offsets[r]);
+  }
+  if (lr.idx.size() < lr.off[m]) lr.idx.resize(lr.off[m]), lr.val.resize(lr.off[m]);
+  uint32_t* oi = lr.idx.data();
+  float* ov = lr.val.data();
   for (uint32_t i = 0; i < m; ++i) {
     uint32_t q0, q1;
     row_range(d, rows[ex[i]], q0, q1);
     const double s = inv[ex[i]];
     // The bias feature (value 1), the unit-length row and the L2 loss's diagonal.
     qd[i] = 1.0 + (s > 0 ? 1.0 : 0.0) + diag;
+    uint32_t* di = oi + lr.off[i];
+    float* dv = ov + lr.off[i];
     for (uint32_t q = q0; q < q1; ++q) {
       const uint32_t f = d.indices[q];
       if (!touchedMark[f]) touchedMark[f] = 1, touched.push_back(f);
-      lr.idx.push_back(f);
-      lr.val.push_back(static_cast<float>(d.values[q] * s));
+      *di++ = f;
+      *dv++ = static_cast<float>(d.values[q] * s);
     }
-    lr.off[i + 1] = static_cast<uint32_t>(lr.idx.size());
     order[i] = i;
   }
   const uint32_t* li = lr.idx.data();
@@ -165,14 +173,23 @@ float solve_label(const CsrView& d, const uint32_t* rows, const double* inv, con
     }
     pgMaxOld = pgMax <= 0 ? std::numeric_limits<double>::infinity() : pgMax;
   }
-  std::sort(touched.begin(), touched.end());
-  for (uint32_t f : touched) {
+  // The touched features in ascending order: sorted when they are few, else read off the marks in one pass
+  // over the features (sorting thousands of ids per label cost a seventh of the solver's time on debian-tags).
+  const size_t D = touchedMark.size();
+  auto keep = [&](uint32_t f) {
     if (std::fabs(w[f]) > prune) {
       feats.push_back(f);
       wts.push_back(static_cast<float>(w[f]));
     }
     w[f] = 0.0;
     touchedMark[f] = 0;
+  };
+  if (touched.size() * 16 < D) {
+    std::sort(touched.begin(), touched.end());
+    for (uint32_t f : touched) keep(f);
+  } else {
+    for (uint32_t f = 0; f < D; ++f)
+      if (touchedMark[f]) keep(f);
   }
   return static_cast<float>(wb);
 }

@@ -115,7 +115,9 @@ export function allocateLayers(config: StateConfig): LayerState[] {
     if (!config.inference) native().netAdviseHugePages(weights);
     const limit = Math.sqrt(6 / (inDim + outDim));
     const rng = new Xoshiro128(initSeed(seed, k));
-    if (config.init !== false) for (let i = 0; i < n; i++) weights[i] = (2 * rng.nextFloat() - 1) * limit;
+    // Natively (netGlorotFill: the same numbers as `weights[i] = (2 * rng.nextFloat() - 1) * limit` here,
+    // a fifth of the time: 0.17 s of debian-tags' start went to this loop).
+    if (config.init !== false) native().netGlorotFill(weights, rng.words(), limit);
     out.push({
       inDim,
       outDim,

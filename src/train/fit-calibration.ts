@@ -12,6 +12,7 @@ import {
   type CalibrationOptions, type CalibrationPairs, type ProbabilityCalibration,
 } from '../network/calibration.js';
 import type { Executor } from '../network/executor.js';
+import { rerankCombine } from '../network/rerank.js';
 import type { FitStats } from './fit.js';
 import type { SelectionReport } from './early-stop.js';
 
@@ -29,21 +30,55 @@ export function calibrationShortlist(net: Network, o: CalibrationOptions | undef
  * `candidates` per point, for a sampled output layer with a wide part, as held-out scoring does; else
  * exact), so that the map fits the scores a user gets.
  */
-export async function calibrateOn(net: Network, exec: Executor, held: SparseDataset, o: CalibrationOptions, candidates: number): Promise<ProbabilityCalibration> {
+export async function calibrateOn(
+  net: Network, exec: Executor, held: SparseDataset, o: CalibrationOptions, candidates: number, scored: HeldRerankScores | null = null,
+): Promise<ProbabilityCalibration> {
   const K = calibrationShortlist(net, o);
-  const pred = await net.predictWith(exec, held, K, net.inferenceMode('auto'), 256, candidates);
+  const pred = fromRerankScores(net, held, K, candidates, scored) ?? await net.predictWith(exec, held, K, net.inferenceMode('auto'), 256, candidates);
   return fitCalibration(calibrationPairs(pred.labels, pred.scores, K, held), K, o);
 }
 
 /**
+ * The held-out slice's network shortlists and their classifiers' scores, as the re-ranker's weight was
+ * chosen on them (fit-network.ts trainReranker): the network's top S (labels, probs: points x S) predicted in
+ * `mode` with `candidates`, and the classifiers' scores `s` of those (points x S).
+ */
+export interface HeldRerankScores {
+  labels: Uint32Array;
+  probs: Float32Array;
+  s: Float32Array;
+  S: number;
+  mode: 'exact' | 'sampled';
+  candidates: number;
+}
+
+/**
+ * What net.predictWith(held, K, 'auto', candidates) returns, taken from the scores the re-ranker's weight was
+ * chosen on (the same prediction of the same weights, then rerankCombine at the weight chosen, as predictWith
+ * combines them), instead of a second pass over the slice; null when they do not give it (no re-ranker
+ * applied, another mode, another candidate count, or a shortlist that is not the one predictWith would ask for).
+ */
+function fromRerankScores(net: Network, held: SparseDataset, K: number, candidates: number, c: HeldRerankScores | null): { labels: Uint32Array; scores: Float32Array } | null {
+  const rr = net.rerank;
+  if (!c || !rr || rr.weight === 0) return null;
+  const S = Math.min(Math.max(K, rr.shortlist), net.config.layers.at(-1)!.size);
+  if (c.S !== S || c.mode !== net.inferenceMode('auto') || c.candidates !== candidates || c.labels.length !== held.points * S) return null;
+  const labels = new Uint32Array(held.points * K), scores = new Float32Array(held.points * K);
+  rerankCombine(c.labels, c.probs, c.s, S, rr.weight, K, labels, scores);
+  return { labels, scores };
+}
+
+/**
  * The end of fit(): fitted on `holdout` (the held-out slice the kept weights never trained on), else the
- * one the selection fitted; sets net.calibration. Returns FitStats.calibration.
+ * one the selection fitted; sets net.calibration. Returns FitStats.calibration. `scored`: the slice's
+ * predictions the re-ranker's weight was chosen on (calibrateOn).
  */
 export async function calibrateAtEnd(
   net: Network, exec: Executor, o: CalibrationOptions, holdout: SparseDataset | null, selection: SelectionReport | undefined, candidates: number,
+  scored: HeldRerankScores | null = null,
 ): Promise<NonNullable<FitStats['calibration']>> {
   let cal: ProbabilityCalibration;
-  if (holdout) cal = await calibrateOn(net, exec, holdout, o, candidates);
+  if (holdout) cal = await calibrateOn(net, exec, holdout, o, candidates, scored);
   else if (selection?.calibration) cal = selection.calibration;
   else return { skipped: selection ? 'the selection that chose the epochs recorded none (a run resumed from a checkpoint written before calibration)' : 'no held-out points (validation is off)' };
   net.calibration = cal;

@@ -34,7 +34,7 @@ import {
   BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStop, type ResolvedValidation, type SelectionReport, type ValidationPoint,
 } from './early-stop.js';
 import { fitLoop, resolveFitOptions, type FitControl, type FitOptions, type FitStart, type FitStats } from './fit.js';
-import { calibrateAtEnd, calibrationShortlist, foldCalibration } from './fit-calibration.js';
+import { calibrateAtEnd, calibrationShortlist, foldCalibration, type HeldRerankScores } from './fit-calibration.js';
 import { calibrationPairs, type CalibrationPairs } from '../network/calibration.js';
 import { assertUnlocked } from './lock.js';
 import { sharedSetLogQ } from './logq.js';
@@ -430,20 +430,23 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
     // The re-ranker, on the kept weights' shortlists of the rows trained on (not with an external
     // executor: train --distributed's replicas would each train their own).
     const rr = network.config.layers.at(-1)!.rerank;
+    // The held-out slice's shortlists and classifier scores that choose the re-ranker's weight: the
+    // calibration below fits on the same predictions (not a second pass over the slice).
+    const heldScores: { value: HeldRerankScores | null } = { value: null };
     if (rr && !stats.aborted && !opts.signal?.aborted) {
       stats.rerank = opts.executor
         ? { weight: 0, points: 0, tried: [], entries: 0, bytes: 0, seconds: 0, skipped: 'not trained by distributed training' }
         : selection?.rerank
           ? await trainReranker(network, exec, data, null, null, null, { ...rr, weight: selection.rerank.weight }, selection.rerank.tried,
             selection.method === 'kfold' ? data.points : selection.points)
-          : await trainReranker(network, exec, data, control.rows ?? null, validation && early ? holdout : null, validation, rr);
+          : await trainReranker(network, exec, data, control.rows ?? null, validation && early ? holdout : null, validation, rr, [], 0, heldScores);
     }
     // Calibrated probabilities (FitOptions.calibration), of the final scores (blend and re-ranker included),
     // on points that the kept weights never trained on.
     if (opts.calibration !== false && !stats.aborted && !opts.signal?.aborted) {
       const heldOut = validation && early ? holdout : null;
       stats.calibration = await phases.time('calibration', () =>
-        calibrateAtEnd(network, exec, opts.calibration || {}, heldOut, selection, defaultCandidates(network.config.layers.at(-1)!.size)));
+        calibrateAtEnd(network, exec, opts.calibration || {}, heldOut, selection, defaultCandidates(network.config.layers.at(-1)!.size), heldOut ? heldScores.value : null));
     }
     if (selection) stats.selection = selection;
     if (inputScaling) stats.inputScaling = inputScaling;
@@ -880,11 +883,12 @@ async function scoreBlends(network: Network,
  * Trains the re-ranker (RerankConfig) on the network as it now is: the top `shortlist` labels of every
  * training row (`rows` of `data`, null: all; sampled inference for a sampled output layer, as its held-out
  * scoring), then the classifiers, then (with `holdout`) the weight that scores best there. Sets
- * `network.rerank` (null when the chosen weight is 0 or nothing could be trained).
+ * `network.rerank` (null when the chosen weight is 0 or nothing could be trained), and heldScores.value to the
+ * slice's shortlists and scores the weight was chosen on.
  */
 async function trainReranker(network: Network, 
   exec: Executor, data: SparseDataset, rows: Uint32Array | null, holdout: SparseDataset | null, validation: ResolvedValidation | null,
-  cfg: ResolvedRerank, chosenBy: RerankTry[] = [], chosenOn = 0,
+  cfg: ResolvedRerank, chosenBy: RerankTry[] = [], chosenOn = 0, heldScores: { value: HeldRerankScores | null } = { value: null },
 ): Promise<RerankReport> {
   const t0 = performance.now();
   if (!holdout && cfg.weight === undefined) {
@@ -920,6 +924,7 @@ async function trainReranker(network: Network,
   if (holdout && cfg.weight === undefined) {
     const held = (await network.predictScaled(exec, holdout, S, mode, 256, candidates, null))[0]!;
     const s = rerankScores(state, holdout, null, held.labels, S, network.config.inputDim, threads);
+    heldScores.value = { labels: held.labels, probs: held.scores, s, S, mode, candidates };
     const ks = validation?.metric === 'p1' ? [1] : [1, 3, 5];
     tried.push(...rerankTries(rerankWeightSums(holdout, held.labels, held.scores, s, S, ks), holdout.points));
     state.weight = tried.reduce((a, t) => (t.score > a.score ? t : a)).weight; // ties: the smaller weight

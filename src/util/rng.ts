@@ -61,6 +61,10 @@ export class Xoshiro128 {
   nextFloat(): number {
     return this.nextU32() / 4294967296;
   }
+  /** The state (s0, s1, s2, s3) as unsigned words: a native loop continues the stream from it (netGlorotFill). */
+  words(): Uint32Array {
+    return Uint32Array.of(this.s0 >>> 0, this.s1 >>> 0, this.s2 >>> 0, this.s3 >>> 0);
+  }
   /** Uniform integer in [0, n), n <= 2^32. */
   below(n: number): number {
     return Math.floor(this.nextFloat() * n);

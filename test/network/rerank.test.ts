@@ -9,7 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { native } from '../../src/native/addon.js';
 import { Network } from '../../src/network/network.js';
 import { defaultConfig, resolveConfig, resolveRerank } from '../../src/network/config.js';
-import { selectionProblem } from '../../src/train/early-stop.js';
+import { holdoutSplit, resolveValidation, selectionProblem } from '../../src/train/early-stop.js';
+import { calibrationPairs, fitCalibration } from '../../src/network/calibration.js';
 import { RERANK_WEIGHTS, rerankCombine, rerankProblem, rerankScores, trainRerank, type RerankState } from '../../src/network/rerank.js';
 import { fileInfo } from '../../src/cli/info.js';
 import { synthesize } from '../../src/datasets/synth.js';
@@ -105,14 +106,20 @@ describe('rerankTrain: per-label squared-hinge SVMs', () => {
     expect(labelsChecked).toBeGreaterThan(6);
   });
 
-  it('keeps only the features its examples touch, ascending, and drops |w| <= prune', () => {
-    const all = train(1, 0), pruned = train(1, 0.3);
+  // 12 features: a label's examples touch most of them (its kept features are read off in feature order);
+  // 3,000: a few dozen of them (sorted).
+  it.each([12, 3000])('keeps only the features its examples touch, ascending, and drops |w| <= prune (%i features)', (width) => {
+    const d = width === dim ? data : randomData(40, width, labels, 503, { maxNnz: 5 });
+    const sl = width === dim ? short : randomShortlist(d, labels, S, 504);
+    const fitted = (prune: number) =>
+      native().rerankTrain({ data: d, rows: null, shortlist: sl, S, labels, features: width, C, eps: 1e-9, maxIter: 5000, prune, threads: 1, seed: 3 });
+    const all = fitted(0), pruned = fitted(0.3);
     for (let j = 0; j < labels; j++) {
       const feats = Array.from(all.features.subarray(all.offsets[j]!, all.offsets[j + 1]!));
-      expect(feats).toEqual([...feats].sort((a, b) => a - b));
       const touched = new Set<number>();
-      for (const { i } of examples(data, short, S, j)) for (let q = data.offsets[i]!; q < data.offsets[i + 1]!; q++) touched.add(data.indices[q]!);
-      for (const f of feats) expect(touched.has(f)).toBe(true);
+      for (const { i } of examples(d, sl, S, j)) for (let q = d.offsets[i]!; q < d.offsets[i + 1]!; q++) touched.add(d.indices[q]!);
+      // Unpruned, every touched feature is kept (none ends at exactly 0 here), in ascending order.
+      expect(feats).toEqual([...touched].sort((a, b) => a - b));
       const kept = feats.filter((_, e) => Math.abs(all.weights[all.offsets[j]! + e]!) > 0.3);
       expect(Array.from(pruned.features.subarray(pruned.offsets[j]!, pruned.offsets[j + 1]!))).toEqual(kept);
     }
@@ -378,6 +385,16 @@ describe('re-ranker in fit(), predict() and model files', () => {
     const threads = await net.predict(test, { k: 5, workers: 2, chunk: 64 });
     expect(Array.from(threads.labels)).toEqual(Array.from(wantL));
     expect(Array.from(threads.scores)).toEqual(Array.from(wantS));
+    // The calibration is fitted on the held-out predictions the weight was chosen on (no second pass over the
+    // slice): the same as one fitted on the slice predicted now, with the re-ranker applied.
+    const v = resolveValidation({ refitMaxPoints: 0 });
+    const held = subset(train, holdoutSplit(train.points, v.fraction, v.maxPoints, net.seed).holdout);
+    const cal = net.calibration!;
+    net.calibration = null;
+    const pred = await net.predict(held, { k: cal.shortlist, workers: 0 });
+    net.calibration = cal;
+    const again = fitCalibration(calibrationPairs(pred.labels, pred.scores, cal.shortlist, held), cal.shortlist);
+    expect([...again.weights, again.bias, again.threshold]).toEqual([...cal.weights, cal.bias, cal.threshold]);
     trained = net;
   });
 
@@ -472,7 +489,7 @@ describe('re-ranker in fit(), predict() and model files', () => {
   });
 
   it('validates its configuration', () => {
-    expect(resolveRerank({}, 'r')).toEqual({ shortlist: 32, shortlistRows: 50000, C: 1, prune: 0.1, maxIter: 20 });
+    expect(resolveRerank({}, 'r')).toEqual({ shortlist: 32, shortlistRows: 50000, C: 1, prune: 0.1, maxIter: 10 });
     expect(() => resolveRerank({ shortlist: 0 }, 'r')).toThrow('r.shortlist');
     expect(() => resolveRerank({ C: -1 }, 'r')).toThrow('Expected finite number > 0 for r.C but received -1');
     expect(() => resolveRerank({ weight: Number.NaN }, 'r')).toThrow('Expected finite number >= 0 for r.weight');
