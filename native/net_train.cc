@@ -635,18 +635,31 @@ void backward_lower(const NetLayer* layers, uint32_t kLast, const Slice& sl, con
   const uint32_t lda0 = s.layer[0].lda;
   const float* A0 = s.layer[0].A.data();
   float* dz0 = grow(s.dX, size_t(n) * lda0);
-  nk::transpose(dz0, lda0, s.dAt.data(), sl.ldn, L0.outDim, n);
+  const float* dAt = s.dAt.data();
   const bool relu = L0.act == Activation::ReLU;
   const float* keep = L0.dropout > 0.0f ? s.layer[0].keep.data() : nullptr;
-  for (uint32_t i = 0; i < n; ++i) {
-    float* row = dz0 + size_t(i) * lda0;
-    const float* a = A0 + size_t(i) * lda0;
-    for (uint32_t j = 0; j < L0.outDim; ++j)
-      if (relu && !(a[j] > 0.0f)) row[j] = 0.0f;
-    if (keep)  // dropped outputs pass no gradient, kept ones scale it by 1 / (1 - dropout)
-      for (uint32_t j = 0; j < L0.outDim; ++j) row[j] *= keep[size_t(i) * lda0 + j];
-    std::memset(row + L0.outDim, 0, sizeof(float) * (lda0 - L0.outDim));
-  }
+  const uint32_t d0 = L0.outDim;
+  // By ranges of samples, one per thread (h.threads, at least 16 samples each); the masks as selects, not
+  // branches (a ReLU's sign is a coin flip to the branch predictor).
+  const uint32_t T = std::max(1u, std::min(h.threads, n / 16));
+  net::fork_join(T, [&](uint32_t t) {
+    uint32_t lo, hi;
+    net::split_range(n, T, t, 16, lo, hi);
+    nk::transpose(dz0 + size_t(lo) * lda0, lda0, dAt + lo, sl.ldn, d0, hi - lo);
+    for (uint32_t i = lo; i < hi; ++i) {
+      float* row = dz0 + size_t(i) * lda0;
+      const float* a = A0 + size_t(i) * lda0;
+      const float* kr = keep ? keep + size_t(i) * lda0 : nullptr;
+      // dropped outputs pass no gradient, kept ones scale it by 1 / (1 - dropout)
+      if (relu && kr)
+        for (uint32_t j = 0; j < d0; ++j) row[j] = a[j] > 0.0f ? row[j] * kr[j] : 0.0f;
+      else if (relu)
+        for (uint32_t j = 0; j < d0; ++j) row[j] = a[j] > 0.0f ? row[j] : 0.0f;
+      else if (kr)
+        for (uint32_t j = 0; j < d0; ++j) row[j] *= kr[j];
+      std::memset(row + d0, 0, sizeof(float) * (lda0 - d0));
+    }
+  });
   backward_layer0(L0, sl, dz0, lda0, h, s, rowOf);
 }
 
