@@ -148,6 +148,22 @@ SL_CLONES void adam_row(float* w, float* m, float* v, const float* g, uint32_t n
   adam_inl(w, m, v, g, n, s.lr, s.b1, s.b2, s.eps, s.ibc1, s.ibc2);
 }
 
+SL_CLONES void mask_gradient(float* __restrict row, const float* __restrict a, const float* __restrict keep, uint32_t n,
+                             bool relu) {
+  typedef int32_t i8 __attribute__((vector_size(32)));
+  uint32_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    f8 r = ld8(row + j);
+    if (keep) r *= ld8(keep + j);
+    if (relu) r = (f8)((i8)r & (ld8(a + j) > f8{}));  // the comparison's lanes are all ones or zero
+    st8(row + j, r);
+  }
+  for (; j < n; ++j) {
+    float r = keep ? row[j] * keep[j] : row[j];
+    row[j] = relu && !(a[j] > 0.0f) ? 0.0f : r;
+  }
+}
+
 SL_CLONES void rowlist_forward(float* z, const RowList& rl, const float* W, const float* bias, const float* X,
                                uint32_t d, uint32_t ldx) {
   constexpr uint32_t kAhead = 8;  // rows ascend but skip: prefetch the weight row needed kAhead rows later

@@ -78,6 +78,10 @@ void add(float* y, const float* x, uint32_t n);
 // w, m, v, g: (n). m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; w -= lr (m ibc1) / (sqrt(v ibc2) + eps).
 void adam_row(float* w, float* m, float* v, const float* g, uint32_t n, const AdamStep& s);
 
+// Gradient through an activation and a dropout mask: row[j] = 0 where relu and !(a[j] > 0), else
+// row[j] * keep[j] (keep null: row[j]), j < n.
+void mask_gradient(float* row, const float* a, const float* keep, uint32_t n, bool relu);
+
 // Inverted-index ("row list") passes over the rows touched by a slice. Row t of the list is neuron
 // rows[t]; its entries are e in [rowStart[t], rowStart[t+1]), each naming a position p = entPos[e] (an
 // element of the slice's CSR active sets, or of its input nonzeros for layer 0) of sample entSample[e].

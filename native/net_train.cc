@@ -651,12 +651,7 @@ void backward_lower(const NetLayer* layers, uint32_t kLast, const Slice& sl, con
       const float* a = A0 + size_t(i) * lda0;
       const float* kr = keep ? keep + size_t(i) * lda0 : nullptr;
       // dropped outputs pass no gradient, kept ones scale it by 1 / (1 - dropout)
-      if (relu && kr)
-        for (uint32_t j = 0; j < d0; ++j) row[j] = a[j] > 0.0f ? row[j] * kr[j] : 0.0f;
-      else if (relu)
-        for (uint32_t j = 0; j < d0; ++j) row[j] = a[j] > 0.0f ? row[j] : 0.0f;
-      else if (kr)
-        for (uint32_t j = 0; j < d0; ++j) row[j] *= kr[j];
+      if (relu || kr) nk::mask_gradient(row, a, kr, d0, relu);
       std::memset(row + d0, 0, sizeof(float) * (lda0 - d0));
     }
   });
