@@ -326,15 +326,16 @@ void sampled_active_sets(LayerBuf& buf, const NetLayer& layer, uint32_t k, const
   fill_sample_of(buf, c.n);
 }
 
-bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width, const ForwardCtx& c) {
-  if (!(L.dropout > 0.0f) || !c.training) return false;
-  const uint32_t n = c.n, lda = buf.lda;
-  float* keep = grow(buf.keep, size_t(n) * lda);
+// apply_dropout on samples [lo, hi) of buf.keep, already grown to (n, lda).
+static void dropout_rows(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width, const ForwardCtx& c, uint32_t lo,
+                         uint32_t hi) {
+  const uint32_t lda = buf.lda;
+  float* keep = buf.keep.data();
   float* A = buf.A.data();
   const float scale = 1.0f / (1.0f - L.dropout);
   // Keep a unit when its 24-bit uniform draw is at least dropout * 2^24.
   const uint32_t cut = static_cast<uint32_t>(double(L.dropout) * 16777216.0);
-  for (uint32_t i = 0; i < n; ++i) {
+  for (uint32_t i = lo; i < hi; ++i) {
     SplitMix64 rng(net_query_seed((uint64_t(c.seed) << 32) | c.positions[i], 1000 + k));
     float* kr = keep + size_t(i) * lda;
     float* ar = A + size_t(i) * lda;
@@ -345,17 +346,36 @@ bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width,
     }
     std::memset(kr + width, 0, sizeof(float) * (lda - width));
   }
+}
+
+static bool has_dropout(const NetLayer& L, const ForwardCtx& c) { return L.dropout > 0.0f && c.training; }
+
+bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width, const ForwardCtx& c) {
+  if (!has_dropout(L, c)) return false;
+  grow(buf.keep, size_t(c.n) * buf.lda);
+  dropout_rows(L, k, buf, width, c, 0, c.n);
   return true;
 }
 
-void finish_layer0(const NetLayer& L0, LayerBuf& b0, const ForwardCtx& c) {
-  const uint32_t n = c.n, ldn = c.ldn, d0 = L0.outDim;
+// finish_layer0 on samples [lo, hi): b0.At and (with dropout) b0.keep already grown. Each sample's dropout
+// draws come from its own stream, so any split of the samples gives the same result.
+static void finish_layer0_rows(const NetLayer& L0, LayerBuf& b0, const ForwardCtx& c, uint32_t lo, uint32_t hi) {
+  const uint32_t ldn = c.ldn, d0 = L0.outDim, lda = b0.lda;
   float* A = b0.A.data();
-  apply_activation(A, size_t(n) * b0.lda, L0.act);
-  apply_dropout(L0, 0, b0, d0, c);
-  float* At = grow(b0.At, size_t(d0) * ldn);
-  nk::transpose(At, ldn, A, b0.lda, n, d0);
-  zero_pad_columns(At, d0, n, ldn);
+  apply_activation(A + size_t(lo) * lda, size_t(hi - lo) * lda, L0.act);
+  if (has_dropout(L0, c)) dropout_rows(L0, 0, b0, d0, c, lo, hi);
+  nk::transpose(b0.At.data() + lo, ldn, A + size_t(lo) * lda, lda, hi - lo, d0);
+}
+
+static void prepare_layer0(const NetLayer& L0, LayerBuf& b0, const ForwardCtx& c) {
+  grow(b0.At, size_t(L0.outDim) * c.ldn);
+  if (has_dropout(L0, c)) grow(b0.keep, size_t(c.n) * b0.lda);
+}
+
+void finish_layer0(const NetLayer& L0, LayerBuf& b0, const ForwardCtx& c) {
+  prepare_layer0(L0, b0, c);
+  finish_layer0_rows(L0, b0, c, 0, c.n);
+  zero_pad_columns(b0.At.data(), L0.outDim, c.n, c.ldn);
 }
 
 void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& data, const ForwardCtx& c, Scratch& s) {
@@ -367,15 +387,20 @@ void forward_hidden(const NetLayer* layers, uint32_t nLayers, const CsrView& dat
   const uint32_t d0 = L0.outDim;
   b0.lda = nk::pad_to(d0, nk::kDimPad);
   float* A = grow(b0.A, size_t(n) * b0.lda);
-  const uint32_t T = std::max(1u, std::min(c.threads, n / 8));  // at least 8 samples per thread
+  // Each part also finishes its samples (activation, dropout, their columns of At): no serial pass between
+  // the sparse forward and the next layer. Parts of 16 samples (a cache line of At's columns) each.
+  const uint32_t T = std::max(1u, std::min(c.threads, n / 16));  // at least 16 samples per thread
+  const bool finish = nLayers > 1;  // else layer 0 is the output: A holds its logits
+  if (finish) prepare_layer0(L0, b0, c);
   fork_join(T, [&](uint32_t t) {
     uint32_t lo, hi;
-    split_range(n, T, t, 1, lo, hi);
+    split_range(n, T, t, 16, lo, hi);
     nk::sparse_forward(A + size_t(lo) * b0.lda, b0.lda, L0.W, L0.b, d0, c.rows + lo, hi - lo, data.offsets,
                        data.indices, data.values);
+    if (finish) finish_layer0_rows(L0, b0, c, lo, hi);
   });
-  if (nLayers == 1) return;  // layer 0 is the output: A holds its logits
-  finish_layer0(L0, b0, c);
+  if (!finish) return;
+  zero_pad_columns(b0.At.data(), d0, n, c.ldn);
   forward_upper(layers, nLayers, c, s);
 }
 

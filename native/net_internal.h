@@ -109,6 +109,7 @@ struct Scratch {
   std::vector<WideTerm> wide;
   std::vector<uint32_t> wideTarget;
   std::vector<int32_t> extraPos;
+  std::vector<uint64_t> wideActive;      // wide_shared_forward: (ceil(N / 64)) a bit per active label
   std::vector<uint32_t> negIds, negOff;  // append_wide_negatives: the extras before the hard negatives
   std::vector<uint8_t> negActive;        // append_wide_negatives: (N) 1 for the sample's active labels
   std::vector<float> wideSum;

@@ -26,26 +26,54 @@ namespace nk {
 
 // ---- Adam bias correction ---------------------------------------------------------------------------------
 
+namespace {
+// The calling thread's bias corrections for one (beta1, beta2): slot t % kSlots holds step cacheT's.
+struct CorrectionCache {
+  static constexpr uint32_t kSlots = 4096;
+  double logB1 = 0, logB2 = 0;
+  bool set = false;
+  uint32_t cacheT[kSlots];
+  float cache1[kSlots], cache2[kSlots];
+};
+CorrectionCache& thread_correction_cache() {
+  static thread_local CorrectionCache c;
+  return c;
+}
+// c, holding the corrections of (logB1, logB2) (emptied first when it held another pair's).
+CorrectionCache& correction_cache(CorrectionCache& c, double logB1, double logB2) {
+  // Compared as bits: log 0 = -inf (beta = 0) equals itself; a NaN beta would never match and only recompute.
+  if (!c.set || std::memcmp(&c.logB1, &logB1, sizeof(double)) != 0 || std::memcmp(&c.logB2, &logB2, sizeof(double)) != 0) {
+    c.logB1 = logB1;
+    c.logB2 = logB2;
+    c.set = true;
+    for (uint32_t i = 0; i < CorrectionCache::kSlots; ++i) c.cacheT[i] = 0;  // t >= 1 never matches 0
+  }
+  return c;
+}
+}  // namespace
+
 void AdamCorrection::init(double b1, double b2) {
   logB1 = std::log(b1);
   logB2 = std::log(b2);
-  for (uint32_t i = 0; i < kCache; ++i) cacheT[i] = 0;  // t >= 1 never matches 0
+  cache = &thread_correction_cache();
 }
 
 void AdamCorrection::at(uint32_t t) {
   // Every slot's cacheT starts at 0, which would match t = 0 and read an unset cache entry; bump_step never
   // returns 0, but a caller's 0 must not read uninitialised memory either.
   if (t == 0) t = 1;
-  const uint32_t slot = t % kCache;
-  if (cacheT[slot] != t) {
+  if (!cache) cache = &thread_correction_cache();  // init not called: the log betas stay 0, as before
+  CorrectionCache& c = correction_cache(*static_cast<CorrectionCache*>(cache), logB1, logB2);
+  const uint32_t slot = t % CorrectionCache::kSlots;
+  if (c.cacheT[slot] != t) {
     // 1 - beta^t in double: for beta2 = 0.999 and t = 1 this is 1e-3, which float pow would round badly.
     // beta = 0 gives log 0 = -inf and a correction of exactly 1.
-    cacheT[slot] = t;
-    cache1[slot] = static_cast<float>(1.0 / -std::expm1(t * logB1));
-    cache2[slot] = static_cast<float>(1.0 / -std::expm1(t * logB2));
+    c.cacheT[slot] = t;
+    c.cache1[slot] = static_cast<float>(1.0 / -std::expm1(t * logB1));
+    c.cache2[slot] = static_cast<float>(1.0 / -std::expm1(t * logB2));
   }
-  ibc1 = cache1[slot];
-  ibc2 = cache2[slot];
+  ibc1 = c.cache1[slot];
+  ibc2 = c.cache2[slot];
 }
 
 // ---- row kernels ------------------------------------------------------------------------------------------
@@ -87,6 +115,12 @@ SL_INLINE void axpy_inl(float* __restrict y, float a, const float* __restrict x,
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
+SL_INLINE void scale_inl(float* __restrict y, float a, const float* __restrict x, uint32_t n) {
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) st8(y + i, a * ld8(x + i));
+  for (; i < n; ++i) y[i] = a * x[i];
+}
+
 SL_INLINE void adam_inl(float* __restrict w, float* __restrict m, float* __restrict v, const float* __restrict g,
                         uint32_t n, float lr, float b1, float b2, float eps, float ibc1, float ibc2) {
   const float c1 = 1.0f - b1, c2 = 1.0f - b2;
@@ -112,6 +146,22 @@ SL_CLONES void add(float* y, const float* x, uint32_t n) { axpy_inl(y, 1.0f, x, 
 
 SL_CLONES void adam_row(float* w, float* m, float* v, const float* g, uint32_t n, const AdamStep& s) {
   adam_inl(w, m, v, g, n, s.lr, s.b1, s.b2, s.eps, s.ibc1, s.ibc2);
+}
+
+SL_CLONES void mask_gradient(float* __restrict row, const float* __restrict a, const float* __restrict keep, uint32_t n,
+                             bool relu) {
+  typedef int32_t i8 __attribute__((vector_size(32)));
+  uint32_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    f8 r = ld8(row + j);
+    if (keep) r *= ld8(keep + j);
+    if (relu) r = (f8)((i8)r & (ld8(a + j) > f8{}));  // the comparison's lanes are all ones or zero
+    st8(row + j, r);
+  }
+  for (; j < n; ++j) {
+    float r = keep ? row[j] * keep[j] : row[j];
+    row[j] = relu && !(a[j] > 0.0f) ? 0.0f : r;
+  }
 }
 
 SL_CLONES void rowlist_forward(float* z, const RowList& rl, const float* W, const float* bias, const float* X,
@@ -155,13 +205,16 @@ SL_CLONES void rowlist_backward(const RowList& rl, const float* coef, const floa
     }
     const uint32_t j = rl.rows[t];
     float* Wj = u.W + size_t(j) * width;
-    std::memset(g, 0, sizeof(float) * width);
+    // The first entry writes g, the others add to it (no pass that zeroes g first).
+    const uint32_t eb = rl.rowStart[t], ee = rl.rowStart[t + 1];
+    if (eb == ee) std::memset(g, 0, sizeof(float) * width);
+    else scale_inl(g, coef[eb], V + size_t(rl.entSample[eb]) * ldv, width);
     float gb = 0;
-    for (uint32_t e = rl.rowStart[t]; e < rl.rowStart[t + 1]; ++e) {
+    for (uint32_t e = eb; e < ee; ++e) {
       const float c = coef[e];
       const uint32_t s = rl.entSample[e];
       gb += c;
-      axpy_inl(g, c, V + size_t(s) * ldv, width);
+      if (e != eb) axpy_inl(g, c, V + size_t(s) * ldv, width);
       if (dX) axpy_inl(dX + size_t(s) * ldx, c, Wj, width);
     }
     if (u.mode == 0) {

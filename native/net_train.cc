@@ -261,30 +261,55 @@ constexpr uint32_t kExtraBit = 0x80000000u;
 // z at the sample's extras otherwise; terms of inactive labels are dropped, as the sampled softmax drops
 // their logits) and keeps the active terms in s.wide with their targets in s.wideTarget (zS index, or
 // kExtraBit | position in z) for the backward pass.
-void wide_shared_forward(const NetLayer& L, const Slice& sl, float* zS, float* z, const uint32_t* off,
+// The walk meets every (feature, label) pair of a sample's nonzeros, and most of their labels are inactive
+// (debian-deps-11k: a few hundred active of 11,604): a bit per label (s.wideActive: S for the slice, the
+// sample's extras while it is walked; 1.5 KB at 11,604 labels, in L1) rejects those without touching the
+// label maps (labelMark, posInShared, extraPos: 4 bytes a label each, in L2), and the first lines of the
+// sample's lists are requested before the walk, as in wide_scores, so that their misses overlap. The terms
+// and their order are those of the walk without either: the logits are the same to the bit.
+void wide_shared_forward(const NetLayer& L, const Slice& sl, uint32_t nS, float* zS, float* z, const uint32_t* off,
                          const uint32_t* actIds, net::Scratch& s) {
   const CsrView& data = *sl.data;
-  const uint32_t ldn = sl.ldn;
-  if (s.extraPos.size() < L.outDim) s.extraPos.assign(L.outDim, -1);
+  const uint32_t ldn = sl.ldn, N = L.outDim;
+  if (s.extraPos.size() < N) s.extraPos.assign(N, -1);
   int32_t* extraPos = s.extraPos.data();
+  s.wideActive.assign((size_t(N) + 63) / 64, 0);
+  uint64_t* act = s.wideActive.data();
+  for (uint32_t r = 0; r < nS; ++r)
+    act[s.shared[r] >> 6] |= uint64_t(1) << (s.shared[r] & 63);
+  const uint32_t* wOff = L.wideOff;
+  const uint32_t* lab = L.wideLab;
+  const float* wW = L.wideW;
   s.wide.clear();
   s.wideTarget.clear();
   for (uint32_t i = 0; i < sl.n; ++i) {
-    for (uint32_t p = off[i]; p < off[i + 1]; ++p) extraPos[actIds[p]] = static_cast<int32_t>(p);
     const uint32_t r = sl.rows[i];
-    for (uint32_t q = data.offsets[r], q1 = data.offsets[r + 1]; q < q1; ++q) {
+    const uint32_t q0 = data.offsets[r], q1 = data.offsets[r + 1];
+    for (uint32_t q = q0; q < q1; ++q) {
+      const uint32_t e0 = wOff[data.indices[q]], e1 = wOff[data.indices[q] + 1];
+      for (uint32_t e = e0; e < e1 && e < e0 + 64; e += 16) {
+        __builtin_prefetch(lab + e);
+        __builtin_prefetch(wW + e);
+      }
+    }
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) {
+      extraPos[actIds[p]] = static_cast<int32_t>(p);
+      act[actIds[p] >> 6] |= uint64_t(1) << (actIds[p] & 63);
+    }
+    for (uint32_t q = q0; q < q1; ++q) {
       const uint32_t f = data.indices[q];
       const float x = data.values[q];
-      for (uint32_t e = L.wideOff[f], e1 = L.wideOff[f + 1]; e < e1; ++e) {
-        const uint32_t j = L.wideLab[e];
-        if (j >= L.outDim) continue;  // never stored (checked when built and loaded); no wild write if it were
+      for (uint32_t e = wOff[f], e1 = wOff[f + 1]; e < e1; ++e) {
+        const uint32_t j = lab[e];
+        if (j >= N) continue;  // never stored (checked when built and loaded); no wild write if it were
+        if (!((act[j >> 6] >> (j & 63)) & 1u)) continue;
         uint32_t t;
         if (s.labelMark[j] == s.labelEpoch) {
           t = s.posInShared[j] * ldn + i;
-          zS[t] += x * L.wideW[e];
+          zS[t] += x * wW[e];
         } else if (extraPos[j] >= 0) {
           t = kExtraBit | static_cast<uint32_t>(extraPos[j]);
-          z[extraPos[j]] += x * L.wideW[e];
+          z[extraPos[j]] += x * wW[e];
         } else {
           continue;
         }
@@ -292,7 +317,11 @@ void wide_shared_forward(const NetLayer& L, const Slice& sl, float* zS, float* z
         s.wideTarget.push_back(t);
       }
     }
-    for (uint32_t p = off[i]; p < off[i + 1]; ++p) extraPos[actIds[p]] = -1;
+    for (uint32_t p = off[i]; p < off[i + 1]; ++p) {
+      const uint32_t j = actIds[p];
+      extraPos[j] = -1;
+      if (s.labelMark[j] != s.labelEpoch) act[j >> 6] &= ~(uint64_t(1) << (j & 63));  // S's bits stay
+    }
   }
 }
 
@@ -392,7 +421,7 @@ double output_shared(const NetLayer& L, uint32_t k, const Slice& sl, const net::
   float* z = grow(buf.z, P);
   float* dz = grow(buf.dz, P);
   nk::rowlist_forward(z, buf.index.view(), L.W, L.b, X, d, ldx);
-  if (L.hasWide) wide_shared_forward(L, sl, zS, z, off, buf.actIds.data(), s);
+  if (L.hasWide) wide_shared_forward(L, sl, nS, zS, z, off, buf.actIds.data(), s);
   for (uint32_t r0 = 0; r0 < nS; r0 += RB) nk::lse_update(mx, sum, zS + size_t(r0) * ldn, std::min(RB, nS - r0), ldn);
   double loss = 0;
   for (uint32_t i = 0; i < n; ++i) {
@@ -606,18 +635,26 @@ void backward_lower(const NetLayer* layers, uint32_t kLast, const Slice& sl, con
   const uint32_t lda0 = s.layer[0].lda;
   const float* A0 = s.layer[0].A.data();
   float* dz0 = grow(s.dX, size_t(n) * lda0);
-  nk::transpose(dz0, lda0, s.dAt.data(), sl.ldn, L0.outDim, n);
+  const float* dAt = s.dAt.data();
   const bool relu = L0.act == Activation::ReLU;
   const float* keep = L0.dropout > 0.0f ? s.layer[0].keep.data() : nullptr;
-  for (uint32_t i = 0; i < n; ++i) {
-    float* row = dz0 + size_t(i) * lda0;
-    const float* a = A0 + size_t(i) * lda0;
-    for (uint32_t j = 0; j < L0.outDim; ++j)
-      if (relu && !(a[j] > 0.0f)) row[j] = 0.0f;
-    if (keep)  // dropped outputs pass no gradient, kept ones scale it by 1 / (1 - dropout)
-      for (uint32_t j = 0; j < L0.outDim; ++j) row[j] *= keep[size_t(i) * lda0 + j];
-    std::memset(row + L0.outDim, 0, sizeof(float) * (lda0 - L0.outDim));
-  }
+  const uint32_t d0 = L0.outDim;
+  // By ranges of samples, one per thread (h.threads, at least 16 samples each); the masks as selects, not
+  // branches (a ReLU's sign is a coin flip to the branch predictor).
+  const uint32_t T = std::max(1u, std::min(h.threads, n / 16));
+  net::fork_join(T, [&](uint32_t t) {
+    uint32_t lo, hi;
+    net::split_range(n, T, t, 16, lo, hi);
+    nk::transpose(dz0 + size_t(lo) * lda0, lda0, dAt + lo, sl.ldn, d0, hi - lo);
+    for (uint32_t i = lo; i < hi; ++i) {
+      float* row = dz0 + size_t(i) * lda0;
+      const float* a = A0 + size_t(i) * lda0;
+      const float* kr = keep ? keep + size_t(i) * lda0 : nullptr;
+      // dropped outputs pass no gradient, kept ones scale it by 1 / (1 - dropout)
+      if (relu || kr) nk::mask_gradient(row, a, kr, d0, relu);
+      std::memset(row + d0, 0, sizeof(float) * (lda0 - d0));
+    }
+  });
   backward_layer0(L0, sl, dz0, lda0, h, s, rowOf);
 }
 
