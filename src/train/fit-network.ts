@@ -97,6 +97,14 @@ export function kfoldSnapshotBytes(c: ResolvedNetworkConfig): number {
 /** k-means rounds of the cluster index that scores the held-out slice in sampled mode (Network.scoreHoldout). */
 const HOLDOUT_INDEX_ITERS = 2;
 
+/**
+ * Folds of the k-fold selection of `network` on `points` training points (fewer than 2: none, the held-out
+ * slice is used): validation.folds, at most points / 2, as many as fit side by side in KFOLD_MEMORY.
+ */
+export function kfoldFolds(network: Network, points: number, validation: ResolvedValidation): number {
+  return Math.min(validation.folds, Math.floor(points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, network.memoryBytes() + kfoldSnapshotBytes(network.config))));
+}
+
 export interface ResumeOptions extends LoadLimits {
   /**
    * Receives warnings, e.g. that the newest checkpoint is damaged and an older one is used.
@@ -277,9 +285,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   let selection: SelectionReport | undefined = resumed ? run.resumeInfo!.fitOptions.selection ?? undefined : undefined;
   // Folds that fit in KFOLD_MEMORY of network state (they train side by side); fewer than 2: one slice.
   const wantKfold = validation !== null && selectionMethod(data.points, validation) === 'kfold';
-  const folds = wantKfold && !opts.executor
-    ? Math.min(validation!.folds, Math.floor(data.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, network.memoryBytes() + kfoldSnapshotBytes(network.config))))
-    : 0;
+  const folds = wantKfold && !opts.executor ? kfoldFolds(network, data.points, validation!) : 0;
   const holdoutWhy = !wantKfold
     ? `at least minHoldout ${validation?.minHoldout}`
     : opts.executor
@@ -466,7 +472,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
  * `opts.signal` stopped it. The caller's onEpochEnd is not called for fold epochs; onProgress is, with
  * `fold` set.
  */
-async function selectEpochs(network: Network, 
+export async function selectEpochs(network: Network, 
   data: SparseDataset, validation: ResolvedValidation, folds: number, opts: FitOptions, o: ReturnType<typeof resolveFitOptions>,
 ): Promise<SelectionReport | null> {
   const parts = kfoldSplit(data.points, folds, network.seed);
@@ -599,7 +605,7 @@ async function selectEpochs(network: Network,
  * with. The caller's onEpochEnd is not called for the copy's epochs; onProgress is, with `selection` set.
  * Returns null when `opts.signal` stopped it.
  */
-async function selectOnHoldout(network: Network, 
+export async function selectOnHoldout(network: Network, 
   data: SparseDataset, validation: ResolvedValidation, opts: FitOptions, o: ReturnType<typeof resolveFitOptions>,
 ): Promise<SelectionReport | null> {
   const net = copyOf(network);
