@@ -3,9 +3,12 @@
 // Every rank reads the training data (or its %r shard, exchanged; raw text is vectorised alike on every rank),
 // builds the same network configuration (the defaults rule, a --config, or the checkpoint's), owns a slice of the
 // output labels and a slice of the input features' rows of layer 0, and trains with the others step by step:
-// held-out validation and its schedule, the best epoch's weights, the blend, the re-ranker, as one process. Rank
-// 0 prints, writes the shared part of checkpoints, and writes the model file while the ranks stream it their
-// rows (src/train/sharded-save.ts).
+// held-out validation and its schedule, the best epoch's weights, the blend, the re-ranker, the calibrated
+// probabilities, as one process; on small sets the selection phase (k-fold selection, or a refit's copy) runs on
+// rank 0 as one process runs it (src/train/sharded-select.ts), and the ranks then train on all of the points.
+// Rank 0 prints, writes the shared part of checkpoints, and writes the model file while the ranks stream it
+// their rows (src/train/sharded-save.ts); when that file cannot be written, the model is kept elsewhere
+// (rescue-save.ts), as one process keeps it.
 import { dirname, resolve } from 'node:path';
 import type { SparseDataset } from '../datasets/csr.js';
 import { resolveConfig, defaultConfig, defaultTraining, type NetworkConfig } from '../network/config.js';
@@ -19,6 +22,7 @@ import { emptyWide } from '../network/wide.js';
 import {
   loadShardedPart, newestShardCheckpoint, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta, type ShardPart,
 } from '../train/shard-checkpoint.js';
+import { calibrationMetrics, type CalibrationMetrics } from '../network/calibration.js';
 import { computeMetrics, inversePropensity, labelFrequencies, metricLine, type Metrics } from '../network/metrics.js';
 import { formatBytes } from '../network/memory-plan.js';
 import { peakRssMB } from '../util/peak-rss.js';
@@ -37,7 +41,10 @@ import { earlyStopProgressText } from './train-progress.js';
 import { phaseSummary, phaseText, sayTrained } from './train-lines.js';
 import type { EpochRecord } from './train-checkpoint.js';
 import type { TextDatasets } from '../text/load.js';
-import { resolveValidation } from '../train/early-stop.js';
+import { resolveValidation, type SelectionReport } from '../train/early-stop.js';
+import { selectSharded, wantsSelection } from '../train/sharded-select.js';
+import type { FitStats } from '../train/fit.js';
+import { keptElsewhereText, rescuePaths, saveKept } from './rescue-save.js';
 
 /** Options a label-sharded run does not take (yet), with what to do instead. */
 const UNSUPPORTED: [keyof TrainJob, string][] = [
@@ -205,24 +212,66 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
     if (!o.checkpoint) return;
     const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config, ranks: dist.size, ...pos, trainPoints: train.points, settings };
     const at = await writeShardCheckpoint(o.checkpoint, dist.rank, { ...part, labels: model.labels, features: model.features }, meta, () => comm.barrier(), inputScale, inputLog,
-      { validation: st.validation, epochs: st.epochs, earlyStop: st.earlyStop, snapshot: st.snapshot });
+      { validation: st.validation, epochs: st.epochs, earlyStop: st.earlyStop, snapshot: st.snapshot, selection: st.selection });
     checkpoints++;
     lastCkptBatch = pos.batchesDone;
     r.say(`checkpoint ${at}${reason === 'abort' ? ' (stopped)' : ''}`);
   };
 
   // Training: the default procedure, on every rank together.
-  const bar = r.progress('training', 'batches');
   const records: EpochRecord[] = [];
   let prevSamples = 0, prevSeconds = 0, firstAt: number | undefined;
   const early = { best: manifest?.run?.earlyStop?.bestEpoch ?? 0 };
   const patience = (manifest?.run?.validation ?? (t.validation === false ? null : resolveValidation(t.validation ?? {})))?.patience ?? 1;
   const threads = Math.max(1, o.threads ?? 1);
   const cpu0 = process.cpuUsage();
-  let stats;
+  // The selection phase on small sets (k-fold, or a refit's copy): rank 0 runs one process's, on a whole network.
+  let selection: SelectionReport | undefined;
+  let holdoutWhy: string | undefined;
+  let stoppedInSelection = false;
+  const runValidation = manifest || epochsOpt !== undefined || t.validation === false ? null : resolveValidation(t.validation ?? {});
+  const want = manifest ? null : wantsSelection(train.points, runValidation);
+  if (want) {
+    const selBar = r.progress('selection', 'batches');
+    let selFirst: number | undefined;
+    r.say(want === 'kfold'
+      ? 'choosing the number of epochs by k-fold cross-validation (on rank 0, as one process: the copies of a small set\'s network fit there)'
+      : 'choosing the number of epochs on a copy of the network with a held-out slice (on rank 0, as one process)');
+    try {
+      const got = await phases.time(want === 'kfold' ? 'selection.kfold' : 'selection', () => selectSharded(dist.isRoot, (v) => dist.agree(v), config, train, runValidation!, {
+        batchSize, lr,
+        ...(t.beta1 !== undefined ? { beta1: t.beta1 } : {}), ...(t.beta2 !== undefined ? { beta2: t.beta2 } : {}), ...(t.eps !== undefined ? { eps: t.eps } : {}),
+        ...(o.signal ? { signal: o.signal } : {}),
+        onWarning: (m) => r.warn(m),
+        onProgress: (p) => {
+          const at = p.epoch * p.batchesPerEpoch + p.batch;
+          selFirst ??= at;
+          selBar?.update(at - selFirst, p.epochs * p.batchesPerEpoch - selFirst,
+            `${p.fold ? `choosing epochs (${p.fold.folds} folds side by side): ` : 'choosing epochs on a copy: '}epoch ${p.epoch + 1}/${p.epochs} ${Math.round(p.samplesPerSec)} samples/s`);
+        },
+      }));
+      if ('report' in got) selection = got.report;
+      else if ('stopped' in got) stoppedInSelection = true;
+      else holdoutWhy = got.why;
+    } finally {
+      selBar?.done();
+    }
+  }
+  const bar = stoppedInSelection ? undefined : r.progress('training', 'batches');
+  let stats: FitStats;
   let rr;
-  try {
+  let calibration = null;
+  if (stoppedInSelection) {
+    // Stopped while choosing: nothing trained, nothing saved (no checkpoint of a run that has not started: run it again).
+    r.notice('sublinear: stopped while choosing the epoch count on copies of the network, before the network itself trained: ' +
+      `there is no trained model${o.save ? `, so ${o.save} is not written` : ''}`);
+    stats = {
+      epochs: 0, history: [], batches: 0, samples: 0, trainSeconds: 0, rebuildSeconds: 0, indexSeconds: 0, rebuilds: 0, samplesPerSec: 0, lastLoss: NaN,
+      aborted: true, lostBatches: 0, stoppedIn: 'selection',
+    };
+  } else try {
     const fitted = await fitSharded(model, train, {
+      ...(selection ? { selection } : {}), ...(holdoutWhy !== undefined ? { holdoutWhy } : {}),
       ...(manifest?.run ? {} : { epochs: epochsOpt }),
       ...(t.validation !== undefined && !manifest ? { validation: t.validation } : {}),
       batchSize, lr,
@@ -242,6 +291,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
           earlyStop: manifest.run?.earlyStop ?? null, snapshot, validation: manifest.run?.validation ?? null,
           // A given --epochs extends (or shortens) the resumed run, as in one process.
           epochs: given.epochs ?? manifest.run?.epochs ?? (epochsOpt as number),
+          selection: manifest.run?.selection ?? null,
         },
       } : {}),
       onProgress: (p) => {
@@ -275,6 +325,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
     });
     stats = fitted.stats;
     rr = fitted.rerank;
+    calibration = fitted.calibration;
   } finally {
     bar?.done();
   }
@@ -284,31 +335,49 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   const rerankUse = stats.rerank && stats.rerank.weight > 0 ? { state: rr ?? null, weight: stats.rerank.weight, shortlist: resolved.layers.at(-1)!.rerank!.shortlist } : null;
 
   // The model file, streamed from the ranks (an ordinary model file: predict, eval and serve read it in one process).
-  if (o.save) {
-    await phases.time('save', () => saveShardedModel(o.save!, model, {
-      trainPoints: train.points, batchesDone: model.report().steps + (manifest?.batchesDone ?? 0), inputScale, inputLog, rerank: rerankUse,
+  // When --save cannot be written, the model is kept next to it, in the checkpoint directory or the temporary
+  // directory (rescue-save.ts): every rank runs each try's rounds, and all learn rank 0's outcome.
+  let savedTo: { file: string; error?: string } | undefined;
+  if (o.save && !stoppedInSelection) {
+    const extras = {
+      trainPoints: train.points, batchesDone: model.report().steps + (manifest?.batchesDone ?? 0), inputScale, inputLog, rerank: rerankUse, calibration,
       ...(text ? { textVectorizer: text.vectorizer, labelNames: text.labelNames } : {}),
       training: {
         data: { file: resolve(trainPath), points: train.points, features: train.features, labels: train.labels, nonzeros: train.offsets[train.points]! },
         epochs: stats.epochs, ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}), batchSize, lr, version: packageVersion(),
       },
-    }));
-    o.onSaved?.(o.save);
-    r.say(`saved ${o.save}`);
+    };
+    const kept = await phases.time('save', () => saveKept((file) => saveShardedModel(file, model, extras), o.save!, rescuePaths(o.save!, o.checkpoint)));
+    o.onSaved?.(kept.file);
+    if (kept.failed.length) {
+      r.notice(`sublinear: ${keptElsewhereText(o.save, kept)}`);
+      savedTo = { file: kept.file, error: kept.failed[0]!.error.message };
+    } else {
+      r.say(`saved ${o.save}`);
+      savedTo = { file: kept.file };
+    }
   }
   // The test set: one process's inference ('auto' unless --mode), merged from the ranks.
   let metrics: Metrics | null = null;
+  let testCalibration: CalibrationMetrics | undefined;
   if (test && !stats.aborted) {
     const tt = test;
     const mode = o.mode && o.mode !== 'auto' ? o.mode : undefined;
     metrics = await phases.time('test', async () => {
       const t0 = performance.now();
-      const pred = mode === 'exact' || mode === 'sampled'
-        ? shardPredictFinalIn(model, tt, rerankUse, threads, resolved.seed, mode)
-        : shardPredictFinal(model, tt, 5, resolved.seed, rerankUse, threads);
+      // A calibrated model's shortlist is predicted too, for its probability metrics (as Network.evaluate).
+      const kk = calibration ? Math.max(5, Math.min(calibration.shortlist, L)) : 5;
+      const pred = shardPredictFinal(model, tt, kk, resolved.seed, rerankUse, threads, mode === 'exact' || mode === 'sampled' ? mode : undefined);
+      const predictSeconds = (performance.now() - t0) / 1000;
+      let top = pred.labels[0]!;
+      if (kk > 5) {
+        top = new Uint32Array(tt.points * 5);
+        for (let i = 0; i < tt.points; i++) top.set(pred.labels[0]!.subarray(i * kk, i * kk + 5), i * 5);
+      }
       const invP = inversePropensity(model.labelFreq, Math.max(train.points, 1), o.propensityA ?? 0.55, o.propensityB ?? 1.5);
-      const m = computeMetrics({ topIdx: pred.labels[0]!, kMax: 5, labelOffsets: tt.labelOffsets, labelIndices: tt.labelIndices, invPropensity: invP, ks: [1, 3, 5] });
-      return Object.assign(m, { outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds: (performance.now() - t0) / 1000 });
+      const m = computeMetrics({ topIdx: top, kMax: 5, labelOffsets: tt.labelOffsets, labelIndices: tt.labelIndices, invPropensity: invP, ks: [1, 3, 5] });
+      if (calibration && kk >= calibration.shortlist) testCalibration = calibrationMetrics(calibration, pred.labels[0]!, pred.scores[0]!, kk, tt, calibration.threshold);
+      return Object.assign(m, { outputsScoredPerPoint: pred.outputsScoredPerPoint, predictSeconds });
     });
     r.say(`test: ${metricLine(metrics)}`);
   }
@@ -320,8 +389,9 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   const perRank = (i: number) => Array.from({ length: dist.size }, (_, q) => facts[5 * q + i]!);
   const x = model.report();
   const report = trainReport({
-    mode: 'sharded', ranks: dist.size, metrics, stats, batchSize, lr, workers: 1,
-    model: o.save ? resolve(o.save) : null, signal: stats.aborted ? (o.signal?.aborted && typeof o.signal.reason === 'string' ? o.signal.reason : 'SIGTERM') : null,
+    mode: 'sharded', ranks: dist.size, metrics, stats, testCalibration, batchSize, lr, workers: 1,
+    model: savedTo ? resolve(savedTo.file) : null,
+    ...(savedTo?.error ? { saveError: `${o.save}: ${savedTo.error}` } : {}), signal: stats.aborted ? (o.signal?.aborted && typeof o.signal.reason === 'string' ? o.signal.reason : 'SIGTERM') : null,
     batchesDone: x.steps + (manifest?.batchesDone ?? 0),
     checkpoints: o.checkpoint ? { written: checkpoints, failed: 0 } : null, logFailures: undefined,
     resumed: manifest ? { file: ckptPath!, batchesDone: manifest.batchesDone } : null,
@@ -340,12 +410,5 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
     },
     phases: phaseSummary(phases),
   });
-  return { network: null, report, rank: dist.rank };
-}
-
-/** shardPredictFinal in a given inference mode (--mode exact|sampled). */
-function shardPredictFinalIn(
-  model: ShardedModel, test: SparseDataset, rr: Parameters<typeof shardPredictFinal>[4], threads: number, seed: number, mode: 'exact' | 'sampled',
-) {
-  return shardPredictFinal(model, test, 5, seed, rr, threads, mode);
+  return { network: null, report, rank: dist.rank, ...(savedTo?.error ? { savedInstead: savedTo.file } : {}) };
 }

@@ -71,6 +71,9 @@ export function stopwatch(): { start: () => void; seconds: () => number; ratio: 
   };
 }
 
+/** Groups of the co-located probe's steps (probeShard): the factor is the median group's. */
+const CO_GROUPS = 5;
+
 /** Default bytes of weights and moments per probe layer: min(1.1 GB, 5% of the machine's memory). */
 export function defaultProbeBytes(): number {
   return Math.floor(Math.min(1.1e9, 0.05 * totalmem()));
@@ -533,7 +536,7 @@ async function probeShard(o: {
   if (o.cores >= R && file) {
     const config = o.wide ? variant(true) : cfg;
     const alone = (SA0 ?? SBW).step;
-    const n = Math.max(8, Math.min(60, Math.round(o.target / Math.max(1e-6, alone * batch)))), warm = 4;
+    const n = CO_GROUPS * Math.max(4, Math.min(15, Math.round(o.target / CO_GROUPS / Math.max(1e-6, alone * batch)))), warm = 4;
     const barrier = probeBarrier(R);
     const worker = new Worker(file, {
       workerData: { config, data: o.dataW, wideOn: o.wideOn, labelFreq: rank.labelFreq, featureFreq: rank.featureFreq, barrier, steps: warm + n, batch, seed } satisfies ProbeRankInput,
@@ -552,15 +555,22 @@ async function probeShard(o: {
           twin.step(o.dataW, { pointIds: Uint32Array.from({ length: batch }, (_, q) => start + q), seed: seed + i, ...adam });
         };
         for (let i = 0; i < warm; i++) step(i);
-        // All n steps, by the wall clock: ranks that share a machine also share its stops (other work on the
-        // machine stalls one rank, and the other waits for it), which the least disturbed steps would leave out
-        // (measured: the fastest third of the steps gave 1.12x where the runs showed 1.5x).
-        const t = performance.now();
-        for (let i = warm; i < warm + n; i++) step(i);
-        const perSampleCoLocated = (performance.now() - t) / 1000 / (n * batch);
+        // The steps by the wall clock, in CO_GROUPS groups: ranks that share a machine also share its stops
+        // (other work on the machine stalls one rank, and the other waits for it), which the least disturbed
+        // steps would leave out (measured: the fastest third of the steps gave 1.12x where the runs showed 1.5x);
+        // the median group, not the mean: a burst of other work during one group moved the whole factor from
+        // 1.5 to 5.8 on this shared machine while the 2-rank runs of the same minutes stayed at 1.5.
+        const per = n / CO_GROUPS, groups: number[] = [];
+        for (let g = 0; g < CO_GROUPS; g++) {
+          const t = performance.now();
+          for (let i = warm + g * per; i < warm + (g + 1) * per; i++) step(i);
+          groups.push((performance.now() - t) / 1000 / (per * batch));
+        }
+        groups.sort((a, b) => a - b);
+        const perSampleCoLocated = (groups[(CO_GROUPS - 1) >> 1]! + groups[CO_GROUPS >> 1]!) / 2;
         await message();
         coLocated = Math.max(1, perSampleCoLocated / alone);
-        if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard co-located ${JSON.stringify({ perSampleCoLocated, alone, coLocated })}\n`);
+        if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard co-located ${JSON.stringify({ perSampleCoLocated, groups, alone, coLocated })}\n`);
       }
     } catch {
       abandon(barrier); // the worker stopped: the factor stays 1

@@ -106,6 +106,16 @@ export function kfoldCopyBytes(config: ResolvedNetworkConfig, inputs: number): n
 /** k-means rounds of the cluster index that scores the held-out slice in sampled mode (Network.scoreHoldout). */
 const HOLDOUT_INDEX_ITERS = 2;
 
+/**
+ * Folds of the k-fold selection of `network` on `points` training points (fewer than 2: none, the held-out
+ * slice is used): validation.folds, at most points / 2, as many copies on `inputs` (compactInputs; null: the
+ * whole input) as fit side by side in KFOLD_MEMORY (kfoldCopyBytes).
+ */
+export function kfoldFolds(network: Network, points: number, validation: ResolvedValidation, inputs: Uint32Array | null): number {
+  const copy = kfoldCopyBytes(network.config, inputs?.length ?? network.config.inputDim);
+  return Math.min(validation.folds, Math.floor(points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, copy)));
+}
+
 export interface ResumeOptions extends LoadLimits {
   /**
    * Receives warnings, e.g. that the newest checkpoint is damaged and an older one is used.
@@ -290,9 +300,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   const wantKfold = validation !== null && selectionMethod(data.points, validation) === 'kfold';
   // The copies' input: the features the training data holds (compactInputs).
   const kfoldInputs = wantKfold && !opts.executor ? compactInputs(network, data) : null;
-  const folds = wantKfold && !opts.executor
-    ? Math.min(validation!.folds, Math.floor(data.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, kfoldCopyBytes(network.config, kfoldInputs?.length ?? network.config.inputDim))))
-    : 0;
+  const folds = wantKfold && !opts.executor ? kfoldFolds(network, data.points, validation!, kfoldInputs) : 0;
   const holdoutWhy = !wantKfold
     ? `at least minHoldout ${validation?.minHoldout}`
     : opts.executor
@@ -482,7 +490,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
  * `opts.signal` stopped it. The caller's onEpochEnd is not called for fold epochs; onProgress is, with
  * `fold` set.
  */
-async function selectEpochs(network: Network, 
+export async function selectEpochs(network: Network, 
   data: SparseDataset, validation: ResolvedValidation, folds: number, inputs: Uint32Array | null, opts: FitOptions, o: ReturnType<typeof resolveFitOptions>,
 ): Promise<SelectionReport | null> {
   const parts = kfoldSplit(data.points, folds, network.seed);
@@ -619,7 +627,7 @@ async function selectEpochs(network: Network,
  * with. The caller's onEpochEnd is not called for the copy's epochs; onProgress is, with `selection` set.
  * Returns null when `opts.signal` stopped it.
  */
-async function selectOnHoldout(network: Network, 
+export async function selectOnHoldout(network: Network, 
   data: SparseDataset, validation: ResolvedValidation, opts: FitOptions, o: ReturnType<typeof resolveFitOptions>,
 ): Promise<SelectionReport | null> {
   const net = copyOf(network);

@@ -788,8 +788,13 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
   const modes = input.modes ?? ['single', 'replicated', 'sharded'];
   const limit = Math.floor(0.9 * machine.memoryBytes);
   const coresPerRank = Math.max(1, Math.floor(machine.cores / machine.ranksPerMachine));
-  const workers = input.workers ?? defaultTraining(config, coresPerRank).workers;
-  const threads = input.threads ?? defaultThreads(config, coresPerRank, workers);
+  // The defaults rule's workers and threads for a process with `cores` cores: a rank gets its share of the
+  // machine, one process alone (mode 'single') all of it, as `sublinear train` without MPI takes them.
+  const defaultsOn = (cores: number) => {
+    const W = input.workers ?? defaultTraining(config, cores).workers;
+    return { workers: W, threads: input.threads ?? defaultThreads(config, cores, W) };
+  };
+  const perRank = defaultsOn(coresPerRank), alone = defaultsOn(machine.cores);
   const w = workload(config, shape, batch, input.widePoints);
   const wide = !!config.layers.at(-1)!.wide;
   const candidates: PlanCandidate[] = [];
@@ -799,6 +804,7 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
         // Every mode keeps a copy of the best epoch's weights under held-out validation (a sharded rank, of its
         // slices); a sharded rank runs one thread (train --distributed refuses --workers above 1).
         const best = !!input.bestWeights;
+        const { workers, threads } = mode === 'single' ? alone : perRank;
         const W = mode === 'sharded' ? 1 : workers;
         const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers: W, batch, bestWeights: best, active: w.active });
         // Ranks on one machine share its cores and memory (one process alone has them all).

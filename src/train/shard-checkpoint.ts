@@ -25,7 +25,7 @@ import type { LayerState, NetSpec, WideState } from '../native/network-types.js'
 import { mergeWide, pickWide, wideProblem } from '../network/wide.js';
 import { INPUT_LOG_SECTION, inputLogProblem, inputLogSection } from '../network/input-scale.js';
 import { allocateRank, replicatedArrays, shardFeatures, shardLabels } from './sharded.js';
-import { WeightSnapshot, type EarlyStopState, type ResolvedValidation } from './early-stop.js';
+import { selectionProblem, WeightSnapshot, type EarlyStopState, type ResolvedValidation, type SelectionReport } from './early-stop.js';
 
 /** What a sharded checkpoint records besides the weights. */
 export interface ShardCheckpointMeta {
@@ -52,7 +52,11 @@ export interface ShardCheckpointMeta {
    * epoch's weights (`best.*` sections). Absent in checkpoints of fixed-epoch runs written before validation
    * was sharded.
    */
-  run?: { validation: ResolvedValidation | null; epochs: number; earlyStop: EarlyStopState | null; best: boolean; reason?: string };
+  run?: {
+    validation: ResolvedValidation | null; epochs: number; earlyStop: EarlyStopState | null; best: boolean; reason?: string;
+    /** The selection phase the run follows (k-fold, a refit's copy), whose epochs it trains on all of the points; absent: none. */
+    selection?: SelectionReport;
+  };
 }
 
 /** The run state a checkpoint stores besides the weights (fitSharded's ShardRunState). */
@@ -62,6 +66,8 @@ export interface ShardRunCheckpoint {
   earlyStop: EarlyStopState | null;
   /** This rank's copy of its slices at the best epoch (null: none). */
   snapshot: WeightSnapshot | null;
+  /** The selection phase the run follows, or null. */
+  selection?: SelectionReport | null;
 }
 
 /** The manifest's name inside a checkpoint directory. */
@@ -127,7 +133,7 @@ export async function writeShardCheckpoint(
   await writeBinFile(join(target, `slice-${rank}.bin`), { kind: 'checkpoint', meta: { format: 'sublinear-shard-slice', rank }, sections: slice });
   const m: ShardCheckpointMeta = {
     ...meta, layout: SHARD_LAYOUT,
-    ...(run ? { run: { validation: run.validation, epochs: run.epochs, earlyStop: run.earlyStop, best: !!best } } : {}),
+    ...(run ? { run: { validation: run.validation, epochs: run.epochs, earlyStop: run.earlyStop, best: !!best, ...(run.selection ? { selection: run.selection } : {}) } } : {}),
   };
   if (rank === 0) {
     const bestShared: Record<string, SectionArray> = {};
@@ -202,6 +208,9 @@ export async function readShardManifest(ckpt: string): Promise<ShardCheckpointMe
     throw new Error(`${file}: not the manifest of a sharded checkpoint`);
   }
   if (m.layout !== undefined && m.layout !== SHARD_LAYOUT) throw new Error(`${file}: layout ${m.layout} is not one this sublinear reads (${SHARD_LAYOUT}, or none)`);
+  const sel = m.run?.selection;
+  const bad = sel !== undefined ? selectionProblem(sel) : null;
+  if (bad) throw new Error(`${file}: run.selection: ${bad}`);
   return m;
 }
 

@@ -12,8 +12,10 @@
 // validation with the 'anneal' or 'plateau' schedule and its best-epoch weights (each rank keeps a copy of its
 // slices), the wide part's pairs chosen from the rows trained on, the blend of the network's logits against the
 // wide part, the re-ranker (each rank trains its labels' classifiers on the shortlists predicted by all), a
-// fixed number of epochs without validation. Not here: k-fold selection on small training sets and the refit
-// of a held-out copy (fitSharded refuses them, saying so), HOGWILD workers (a rank is one thread).
+// fixed number of epochs without validation, the calibrated probabilities (fitted on the held-out slice with
+// every rank's predictions), and the training on all of the points after a selection phase (k-fold selection on
+// small training sets, the refit of a held-out copy: src/train/sharded-select.ts runs it, `selection` here
+// follows it). Not here: HOGWILD workers (a rank is one thread).
 import { subset } from '../datasets/split-reader.js';
 import type { SparseDataset } from '../datasets/csr.js';
 import { defaultTraining, resolveConfig, type ResolvedNetworkConfig, type ResolvedRerank } from '../network/config.js';
@@ -21,11 +23,13 @@ import { computeMetrics, pointPrecisions } from '../network/metrics.js';
 import { defaultCandidates } from '../network/network.js';
 import { rerankBytes, rerankCombine, rerankScores, rerankTries, rerankWeightSums, trainRerank, type RerankReport, type RerankState, type RerankTry } from '../network/rerank.js';
 import { buildWide, wideProblem } from '../network/wide.js';
+import { calibrationPairs, DEFAULT_CALIBRATION_SHORTLIST, fitCalibration, type CalibrationOptions, type ProbabilityCalibration } from '../network/calibration.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import { PhaseTimer } from '../util/phases.js';
 import {
   annealMultiplier, BLEND_SCALES, descentEpochs, earlyStopStep, EPOCH_BLEND_SCALES, holdoutSplit, initialEarlyStop, resolveValidation, selectionMethod,
-  validationEnded, WeightSnapshot, type BlendTry, type EarlyStopState, type ResolvedValidation, type ValidationOptions, type ValidationPoint,
+  validationEnded, WeightSnapshot, type BlendTry, type EarlyStopState, type ResolvedValidation, type SelectionReport, type ValidationOptions,
+  type ValidationPoint,
 } from './early-stop.js';
 import { batchSeed, DivergedError, DIVERGED_LOSS, epochOrder, type FitProgress, type FitStats } from './fit.js';
 import { buildShardIndex, predictSharded, type ShardIndex, type ShardPredictions } from './sharded-index.js';
@@ -47,14 +51,26 @@ export interface ShardRunState {
   /** The validation of the run (null: a fixed number of epochs), and the number of epochs it may run. */
   validation: ResolvedValidation | null;
   epochs: number;
+  /** The selection phase the run follows (k-fold or a refit's copy: its epochs, schedule, blend, re-ranker weight, calibration), or null. */
+  selection: SelectionReport | null;
 }
 
 /** Options of fitSharded: FitOptions's that a sharded run takes, plus its checkpoints and resume. */
 export interface ShardedFitOptions {
   /** As FitOptions.epochs: default decided by held-out validation; given, exactly that many passes (no validation). */
   epochs?: number;
-  /** As FitOptions.validation (k-fold selection and refitMaxPoints excepted: see the file's comment). */
+  /** As FitOptions.validation (its selection phase, k-fold or refit, run before: `selection`). */
   validation?: ValidationOptions | false;
+  /**
+   * The selection phase's report (src/train/sharded-select.ts): the network trains on all of the points for its
+   * epochs (along its descent under 'anneal'), takes its blend, trains the re-ranker at its weight and takes its
+   * calibration, as one process after its selection. Default none.
+   */
+  selection?: SelectionReport;
+  /** Why a held-out slice chooses although the set is small (the selection phase could not run), for the report. */
+  holdoutWhy?: string;
+  /** As FitOptions.calibration: the calibrated probabilities, fitted on the held-out points. Default {} (on). */
+  calibration?: CalibrationOptions | false;
   /** Default 128. */
   batchSize?: number;
   /** Default: defaultTraining's (1e-2 sampled, 2e-3 dense). */
@@ -78,7 +94,10 @@ export interface ShardedFitOptions {
     save(position: ShardPosition, reason: 'periodic' | 'end' | 'abort', state: ShardRunState): Promise<void>;
   };
   /** A resumed run: where it stands, and its early stopping (its weights are already in the model). */
-  resume?: { position: ShardPosition; earlyStop: EarlyStopState | null; snapshot: WeightSnapshot | null; validation: ResolvedValidation | null; epochs: number };
+  resume?: {
+    position: ShardPosition; earlyStop: EarlyStopState | null; snapshot: WeightSnapshot | null; validation: ResolvedValidation | null; epochs: number;
+    selection?: SelectionReport | null;
+  };
   /** Rank 0's progress (about every `progressEvery` seconds) and epoch ends. */
   onProgress?: (p: FitProgress) => void;
   progressEvery?: number;
@@ -92,6 +111,8 @@ export interface ShardedFit {
   stats: FitStats;
   /** The trained re-ranker's part of this rank (labels it does not own have no classifier), or null. */
   rerank: RerankState | null;
+  /** The calibrated probabilities (alike on every rank), or null. */
+  calibration: ProbabilityCalibration | null;
 }
 
 /**
@@ -106,14 +127,16 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
   const r = o.resume;
   // Validation: on when the number of epochs is left to the data (a resumed run goes on as it started).
   const valOpt = o.validation === undefined ? (o.epochs === undefined ? {} : false) : o.validation;
-  const validation = r ? r.validation : valOpt === false ? null : resolveValidation(valOpt);
-  const epochs = r ? r.epochs : o.epochs ?? (validation ? validation.maxEpochs : 5);
+  // After a selection phase: all of the points for its epochs, no held-out slice.
+  const sel = r ? r.selection ?? null : o.selection ?? null;
+  const validation = r ? r.validation : sel || valOpt === false ? null : resolveValidation(valOpt);
+  const epochs = r ? r.epochs : sel ? sel.epochs : o.epochs ?? (validation ? validation.maxEpochs : 5);
   const batchSize = o.batchSize ?? 128;
   const lr = o.lr ?? defaultTraining(g, 1).lr;
   const adam = { beta1: o.beta1 ?? 0.9, beta2: o.beta2 ?? 0.999, eps: o.eps ?? 1e-8 };
-  if (validation && selectionMethod(data.points, validation) === 'kfold') {
-    throw new Error(`${data.points} training points hold out ${Math.max(1, Math.min(validation.maxPoints, Math.round(validation.fraction * data.points)))} for validation, ` +
-      `fewer than minHoldout ${validation.minHoldout}: one process chooses the epochs by k-fold cross-validation there, which is not sharded; train such a small set in one process, or give --epochs`);
+  if (validation && !r && selectionMethod(data.points, validation) === 'kfold' && o.holdoutWhy === undefined) {
+    throw new Error(`${data.points} training points: the epochs are chosen by k-fold cross-validation (fewer than minHoldout ${validation.minHoldout} held-out points): ` +
+      'run the selection phase first (selectSharded) and pass its report as `selection`');
   }
   // The held-out slice and the rows trained on (all of them without validation).
   const split = validation ? holdoutSplit(data.points, validation.fraction, validation.maxPoints, seed) : null;
@@ -136,8 +159,10 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
   const state: EarlyStopState | null = validation ? (r?.earlyStop ?? initialEarlyStop()) : null;
   let snapshot: WeightSnapshot | null = r?.snapshot ?? null;
   const descent = validation ? descentEpochs(validation.annealEpochs, batchesPerEpoch) : 0;
+  // The rate's descent: decided by the held-out slice as it goes, or the selection's (run on all of the points).
   const lrAt = (e: number, b: number) =>
-    validation?.schedule === 'anneal' && state ? annealMultiplier(state.annealFrom, state.annealFor ?? validation.annealEpochs, e, b, batchesPerEpoch) : 1;
+    validation?.schedule === 'anneal' && state ? annealMultiplier(state.annealFrom, state.annealFor ?? validation.annealEpochs, e, b, batchesPerEpoch)
+    : sel?.anneal ? annealMultiplier(sel.anneal.from, sel.anneal.epochs, e, b, batchesPerEpoch) : 1;
   let stopRun = !!(validation && state && validationEnded(state, validation));
   const wideLr = model.wideLr;
 
@@ -156,7 +181,7 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
   const signalFlag = () => (o.signal?.aborted ? ShardFlags.stop | (o.signal.reason === 'SIGINT' ? ShardFlags.interrupt : 0) : 0);
   const posOf = (epoch: number, batch: number): ShardPosition =>
     batch >= batchesPerEpoch ? { epoch: epoch + 1, batch: 0, batchesDone } : { epoch, batch, batchesDone };
-  const runState = (): ShardRunState => ({ earlyStop: state, snapshot, validation, epochs });
+  const runState = (): ShardRunState => ({ earlyStop: state, snapshot, validation, epochs, selection: sel });
   const stats = (): FitStats => {
     const trainSeconds = (performance.now() - t0) / 1000 - callbackSeconds;
     return {
@@ -273,8 +298,8 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
     st.validationPoints = holdout.points;
     st.selection = {
       method: 'holdout', points: holdout.points, epochs: state.bestEpoch,
-      reason: `${holdout.points} held-out points (at least minHoldout ${validation.minHoldout}): the best epoch's weights are kept (not trained again on all points: ` +
-        `${validation.refitMaxPoints === 0 ? 'refitMaxPoints is 0' : 'label-sharded training does not refit'})`,
+      reason: `${holdout.points} held-out points (${o.holdoutWhy ?? `at least minHoldout ${validation.minHoldout}`}): the best epoch's weights are kept (not trained again on all points: ` +
+        `${validation.refitMaxPoints === 0 ? 'refitMaxPoints is 0' : data.points > validation.refitMaxPoints ? `more than refitMaxPoints ${validation.refitMaxPoints} training points` : r ? 'resumed part-way through its held-out run' : o.holdoutWhy ?? 'no selection phase'})`,
     };
     // The network's weight against the wide part at the kept epoch: the other scales scored on the restored
     // weights (the epoch's own scales were scored on the same weights).
@@ -287,16 +312,57 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
       st.blend = { scale: best.scale, points: holdout.points, epoch: state.bestEpoch, tried: all };
     }
   }
-  // The re-ranker, on the kept weights' shortlists of the rows trained on.
+  // After a selection phase (a refit's copy): its blend, on the weights trained on all of the points.
+  if (sel) {
+    if (sel.method === 'holdout' && sel.blend && !aborted) {
+      scaleOutputLogits(model, sel.blend.scale);
+      st.blend = sel.blend;
+    }
+    st.selection = sel;
+  }
+  // The re-ranker, on the kept weights' shortlists of the rows trained on (after a selection phase: all of
+  // them, at the weight the selection chose).
   const rr = g.layers.at(-1)!.rerank;
   if (rr && !aborted) {
-    const t = await trainRerankerSharded(model, data, rows, validation && state ? holdout : null, validation, rr, seed, o.threads ?? 1, phases);
-    st.rerank = t.report;
-    rerank = t.state;
+    const chosen = sel?.rerank;
+    if (chosen && chosen.weight === 0) {
+      st.rerank = { weight: 0, points: chosenOn(sel!, data.points), tried: chosen.tried, entries: 0, bytes: 0, seconds: 0 };
+    } else {
+      const t = await trainRerankerSharded(model, data, rows, validation && state ? holdout : null, validation, chosen ? { ...rr, weight: chosen.weight } : rr, seed, o.threads ?? 1, phases);
+      if (chosen) t.report = { ...t.report, tried: chosen.tried, points: chosenOn(sel!, data.points) };
+      st.rerank = t.report;
+      rerank = t.state;
+    }
+  }
+  // The calibrated probabilities, of the final scores (blend and re-ranker included), on points the kept
+  // weights never trained on: the held-out slice (every rank's predictions merged, the same fit on every
+  // rank), else the selection's.
+  let calibration: ProbabilityCalibration | null = null;
+  if (o.calibration !== false && !aborted) {
+    const copt = o.calibration || {};
+    if (validation && state && holdout) {
+      calibration = await phases.time('calibration', async () => {
+        const K = Math.min(copt.shortlist ?? DEFAULT_CALIBRATION_SHORTLIST, g.layers.at(-1)!.size);
+        if (!Number.isInteger(K) || K < 1 || K > 4096) throw new Error(`Expected integer from 1 to 4096 for calibration.shortlist but received ${JSON.stringify(copt.shortlist)}`);
+        const rrUse = st.rerank && st.rerank.weight > 0 ? { state: rerank, weight: st.rerank.weight, shortlist: rr!.shortlist } : null;
+        const pred = shardPredictFinal(model, holdout, K, seed, rrUse, o.threads ?? 1);
+        return fitCalibration(calibrationPairs(pred.labels[0]!, pred.scores[0]!, K, holdout), K, copt);
+      });
+    } else if (sel?.calibration) {
+      calibration = sel.calibration;
+    }
+    st.calibration = calibration
+      ? { threshold: calibration.threshold, shortlist: calibration.shortlist, ...calibration.report }
+      : { skipped: sel ? 'the selection that chose the epochs recorded none (a run resumed from a checkpoint written before calibration)' : 'no held-out points (validation is off)' };
   }
   st.phases = phases.snapshot();
   if (aborted) st.aborted = true;
-  return { stats: aborted ? { ...st, aborted: true } : st, rerank };
+  return { stats: aborted ? { ...st, aborted: true } : st, rerank, calibration };
+}
+
+/** The points a selection chose the re-ranker's weight on: every point (k-fold), or the copy's held-out slice. */
+function chosenOn(sel: SelectionReport, points: number): number {
+  return sel.method === 'kfold' ? points : sel.points;
 }
 
 /** Milliseconds of steps between yields to the event loop (where signal handlers run). */

@@ -9,10 +9,16 @@
 // rank 0), and rank 0 places them in global order and writes them. The other ranks run the same rounds, in the
 // same order, sending only. The sizes the header needs (the wide part's and the re-ranker's entries) are summed
 // first.
+//
+// A write that fails on rank 0 (the path is a directory now, the disk is full) does not leave the others in a
+// round: rank 0 runs the rest of every stream's rounds without writing, and the ranks then agree on rank 0's
+// error (saveShardedModel throws it on every rank). So the job can try the next place (rescue-save.ts): every
+// rank calls again, with the same rounds.
 import { resolve } from 'node:path';
 import { resolveConfig } from '../network/config.js';
 import { INPUT_LOG_SECTION, inputLogSection } from '../network/input-scale.js';
-import type { ModelMeta, TrainingSummary } from '../network/model-file.js';
+import { MODEL_VERSION, type ModelMeta, type TrainingSummary } from '../network/model-file.js';
+import type { ProbabilityCalibration } from '../network/calibration.js';
 import type { RerankState } from '../network/rerank.js';
 import type { TextVectorizer } from '../text/vectorizer.js';
 import { writeBinFile, type SectionArray, type SectionStream } from '../util/binfile.js';
@@ -37,9 +43,13 @@ export interface ShardedModelExtras {
   textVectorizer?: TextVectorizer;
   labelNames?: readonly string[];
   training?: TrainingSummary;
+  /** The calibrated probabilities (alike on every rank), or none. */
+  calibration?: ProbabilityCalibration | null;
 }
 
 type Gatherv = (b: Uint8Array, root: number) => { data: Uint8Array; counts: number[] };
+/** Rank 0's text handed to every rank (the write's outcome). */
+type Agree = (value: string) => string;
 
 /** The first index of ascending `a` at or above x. */
 function lowerBound(a: Uint32Array, x: number): number {
@@ -54,9 +64,12 @@ function lowerBound(a: Uint32Array, x: number): number {
 
 /**
  * Writes the model file of the sharded network to `path` (rank 0 writes; every rank calls it). `gatherv`: the
- * collective (default: the MPI addon's).
+ * collective (default: the MPI addon's); `agree`: rank 0's text to every rank (default: an MPI allgatherv).
+ * Throws rank 0's write error on every rank when the file could not be written (the rounds all ran).
  */
-export async function saveShardedModel(path: string, model: ShardedModel, x: ShardedModelExtras, gatherv: Gatherv = (b, r) => mpi().gatherv(b, r)): Promise<void> {
+export async function saveShardedModel(
+  path: string, model: ShardedModel, x: ShardedModelExtras, gatherv: Gatherv = (b, r) => mpi().gatherv(b, r), agree: Agree = (v) => agreeOn(model.comm, v),
+): Promise<void> {
   const comm = model.comm, root = comm.rank === 0;
   const g = resolveConfig(model.global);
   const layers = model.net.spec.layers;
@@ -185,8 +198,9 @@ export async function saveShardedModel(path: string, model: ShardedModel, x: Sha
     sections['rerank.bias'] = lazyArray(() => rrBias, 'f32', L);
   }
   const meta: ModelMeta = {
-    format: 'sublinear-model', config: g, batchesDone: x.batchesDone, rebuildRound: 0, trainPoints: x.trainPoints,
+    format: 'sublinear-model', version: MODEL_VERSION, config: g, batchesDone: x.batchesDone, rebuildRound: 0, trainPoints: x.trainPoints,
     ...(x.training ? { training: x.training } : {}),
+    ...(x.calibration ? { calibration: x.calibration } : {}),
   };
   const extraMeta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank'> = {};
   if (rerankMeta) extraMeta.rerank = rerankMeta;
@@ -200,19 +214,64 @@ export async function saveShardedModel(path: string, model: ShardedModel, x: Sha
     extraMeta.labelNames = x.labelNames.length;
     sections['labelNames'] = new TextEncoder().encode(x.labelNames.map((n) => `${n}\n`).join(''));
   }
+  // Every stream's rounds run once, in section order, whether the file takes their chunks or not.
+  const streams = new Map<string, ResumableStream>();
+  for (const [name, s] of Object.entries(sections)) {
+    if (typeof (s as SectionStream).chunks === 'function') streams.set(name, resumable(s as SectionStream));
+  }
+  let error = '';
   if (root) {
-    await writeBinFile(resolve(path), { kind: 'model', meta: { ...meta, ...extraMeta }, sections });
-  } else {
-    // The same rounds, in the same order: every stream drained (only rank 0's yield anything).
-    for (const s of Object.values(sections)) {
-      if (typeof (s as SectionStream).chunks !== 'function') continue;
-      for await (const _ of (s as SectionStream).chunks()) {
-        // nothing: the chunks are rank 0's
-      }
+    const wrapped = Object.fromEntries(Object.entries(sections).map(([name, s]) => [name, streams.get(name)?.stream ?? s]));
+    try {
+      await writeBinFile(resolve(path), { kind: 'model', meta: { ...meta, ...extraMeta }, sections: wrapped });
+    } catch (e) {
+      error = (e as Error).message || String(e);
     }
   }
-  // Rank 0's write ends for every rank together (a failed write is rank 0's error: the job ends naming it).
-  comm.barrier();
+  // The rounds the file did not take (all of them on the other ranks: only rank 0's chunks are written).
+  for (const s of streams.values()) await s.drain();
+  // Rank 0's outcome reaches every rank: all go on together, or all throw its error.
+  const outcome = agree(error);
+  if (outcome) throw new Error(outcome);
+}
+
+/** The default Agree: rank 0's text to every rank by an allgatherv (the others send nothing). */
+function agreeOn(comm: ShardedModel['comm'], value: string): string {
+  const g = comm.allgatherv(comm.rank === 0 ? new TextEncoder().encode(value) : new Uint8Array(0));
+  return new TextDecoder().decode(g.data.subarray(0, g.counts[0]!));
+}
+
+/** A stream whose rounds can be finished after its reader stopped early (a failed write): `drain` runs the rest. */
+interface ResumableStream {
+  stream: SectionStream;
+  drain(): Promise<void>;
+}
+
+function resumable(s: SectionStream): ResumableStream {
+  let it: AsyncIterator<Uint8Array> | null = null;
+  let done = false;
+  const next = async (): Promise<IteratorResult<Uint8Array>> => {
+    it ??= s.chunks()[Symbol.asyncIterator]();
+    const r = await it.next();
+    if (r.done) done = true;
+    return r;
+  };
+  return {
+    stream: {
+      dtype: s.dtype, length: s.length,
+      // Pulled by hand: a reader that stops early leaves the underlying rounds where they are (for drain).
+      async *chunks() {
+        for (;;) {
+          const r = await next();
+          if (r.done) return;
+          yield r.value;
+        }
+      },
+    },
+    async drain() {
+      while (!done) await next();
+    },
+  };
 }
 
 /**

@@ -197,6 +197,17 @@ describe('planTraining', () => {
     expect(p.reason).toMatch(/sharded ranks are the fastest configuration that fits/);
   });
 
+  it('with ranks sharing a machine (ranksPerMachine), one process still gets the whole machine\'s workers (as train without MPI takes them); a rank its share', () => {
+    const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
+    const p = planTraining({ shape, ranks: [2], machine: { cores: 4, memoryBytes: 64e9, ranksPerMachine: 2 }, modes: ['single', 'replicated', 'sharded'] }, CAL);
+    const of = (m: string) => p.candidates.find((c) => c.mode === m)!;
+    // The defaults rule's sampled output: a worker per core.
+    expect(of('single').workers).toBe(4);
+    expect(of('replicated').workers).toBe(2);
+    expect(of('sharded').workers).toBe(1);
+    expect(planTraining({ shape, ranks: [2], machine: { cores: 4, memoryBytes: 64e9 }, modes: ['single'] }, CAL).candidates[0]!.workers).toBe(4);
+  });
+
   it('label-sharded candidates keep a best-epoch copy of their slices as one process does (16 bytes a wide pair, and its label-major index 8), and rank 0 one round of the model file', () => {
     const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
     const p = planTraining({ shape, ranks: [2], bestWeights: true, modes: ['single', 'sharded'] }, CAL);

@@ -479,7 +479,7 @@ describe.skipIf(reason !== null)(`train --distributed (label-sharded) under mpir
     expect(plain.stderr).toContain('holds label-sharded checkpoints: resume them with --distributed (in one process too');
   }, 240_000);
 
-  it('with no other flag, --distributed trains what one process trains: the same held-out epochs, blend and re-ranker weight, P@k within 0.005; the model file loads in one process', () => {
+  it('with no other flag, --distributed trains what one process trains: the same held-out epochs, blend and re-ranker weight, the calibration, P@k within 0.005; the model file loads in one process', () => {
     // 2,400 points: a held-out slice of 120 (at least minHoldout), so the defaults choose the epochs on it.
     const d = join(dir, 'defaults');
     expect(single(CLI, 'data', 'synth', '--shape', 'tiny', '--train', '2400', '--test', '400', '--seed', '5', '--out', d).code).toBe(0);
@@ -510,6 +510,13 @@ describe.skipIf(reason !== null)(`train --distributed (label-sharded) under mpir
       if (name === 'wide') expect(b.blend.scale).toBeDefined();
       expect(b.rerank.weight).toBe(a.rerank.weight);
       expect(b.rerank.weight).toBeGreaterThan(0);
+      // The calibrated probabilities, fitted on the held-out slice from every rank's predictions: one process's
+      // up to float rounding.
+      expect(b.calibration.points).toBe(a.calibration.points);
+      expect(b.calibration.pairs).toBe(a.calibration.pairs);
+      expect(Math.abs(b.calibration.threshold - a.calibration.threshold), `${name} threshold`).toBeLessThan(1e-3);
+      expect(Math.abs(b.calibration.ece - a.calibration.ece), `${name} ece`).toBeLessThan(1e-3);
+      expect(Math.abs(b.testCalibration.ece - a.testCalibration.ece), `${name} test ece`).toBeLessThan(1e-3);
       const val = (j: { history: { validation?: { p1: number } }[] }) => j.history.map((h) => h.validation?.p1);
       expect(val(b)).toHaveLength(val(a).length);
       val(b).forEach((p, i) => expect(Math.abs(p! - val(a)[i]!), `held-out P@1 of epoch ${i + 1}`).toBeLessThanOrEqual(0.005));
@@ -518,6 +525,7 @@ describe.skipIf(reason !== null)(`train --distributed (label-sharded) under mpir
       const e = single(CLI, 'eval', '--model', join(d, `${name}-two.sl`), '--test', join(d, 'test.txt'), '--json');
       expect(e.code, e.stderr).toBe(0);
       for (const k of ['p1', 'p3', 'p5']) expect(lastJson(e.stdout)[k], `${name} ${k}`).toBeCloseTo(b.metrics[k], 6);
+      expect(lastJson(e.stdout).calibration.threshold).toBe(b.calibration.threshold);
     }
   }, 240_000);
 
