@@ -10,7 +10,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
-import { MPI_ADDON_ENV, mpiAddonPath } from '../../src/train/mpi.js';
+import { MPI_ADDON_ENV } from '../../src/train/mpi.js';
+import { MPI_ENV, mpiSkipReason } from './mpi-env.js';
 import { Network } from '../../src/network/network.js';
 import { readBinFile } from '../../src/util/binfile.js';
 import { TRAIN_REPORT_FIELDS } from '../../src/job/train-report.js';
@@ -21,11 +22,6 @@ function maxAbsDiff(a: Float32Array, b: Float32Array): number {
   return m;
 }
 
-function skipReason(): string | null {
-  if (spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status !== 0) return 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)';
-  if (!mpiAddonPath()) return 'the MPI addon is not built (npm run build:mpi)';
-  return null;
-}
 
 // Runs everywhere: without the addon, --distributed says what to install and how to rebuild.
 describe('train --distributed without the MPI addon', () => {
@@ -40,10 +36,9 @@ describe('train --distributed without the MPI addon', () => {
     expect(r.stderr).toContain('npm rebuild sublinear');
   });
 });
-const reason = skipReason();
+const reason = mpiSkipReason();
 
-// Open MPI refuses root without these; more ranks than cores need --oversubscribe.
-const ENV = { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', OMPI_MCA_rmaps_base_oversubscribe: '1' };
+const ENV = MPI_ENV;
 
 type Run = { code: number | null; stdout: string; stderr: string };
 function mpirun(np: number, ...args: string[]): Run {

@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
-import { mpiAddonPath } from '../../src/train/mpi.js';
+import { MPI_ENV, mpiSkipReason } from './mpi-env.js';
 
 // Names unique to this test process (another test run may hold namespaces at the same time).
 const tag = `sl${process.pid % 100000}`;
@@ -26,8 +26,8 @@ function skipReason(): string | null {
   if (process.platform !== 'linux') return 'network namespaces are Linux only';
   if (process.getuid?.() !== 0) return 'making network namespaces needs root';
   if (ip('-V').status !== 0) return 'iproute2 (ip) not found (apt-get install iproute2)';
-  if (spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status !== 0) return 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)';
-  if (!mpiAddonPath()) return 'the MPI addon is not built (npm run build:mpi)';
+  const mpi = mpiSkipReason();
+  if (mpi) return mpi;
   const probe = `${tag}p`;
   const made = ip('netns', 'add', probe);
   if (made.status !== 0) return `ip netns add failed: ${made.stderr.trim()}`;
@@ -36,7 +36,7 @@ function skipReason(): string | null {
 }
 const reason = skipReason();
 
-const ENV = { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', OMPI_MCA_rmaps_base_oversubscribe: '1' };
+const ENV = MPI_ENV;
 type Run = { code: number | null; stdout: string; stderr: string };
 const lastJson = (s: string) => JSON.parse(s.trim().split('\n').at(-1)!);
 

@@ -10,17 +10,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
-import { mpiAddonPath } from '../../src/train/mpi.js';
+import { MPI_ENV, mpiSkipReason } from './mpi-env.js';
 
-function skipReason(): string | null {
-  if (spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status !== 0) return 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)';
-  if (!mpiAddonPath()) return 'the MPI addon is not built (npm run build:mpi)';
-  return null;
-}
-const reason = skipReason();
+const reason = mpiSkipReason();
 
-// Open MPI refuses root without these; more ranks than cores need --oversubscribe.
-const ENV = { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', OMPI_MCA_rmaps_base_oversubscribe: '1' };
+const ENV = MPI_ENV;
 type Run = { code: number | null; stdout: string; stderr: string };
 function mpirun(np: number, ...args: string[]): Run {
   // (Within the tests' own time limits: a job whose ranks wait for each other forever fails here, not by the test's timeout.)

@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertBuilt, CLI, ROOT } from '../cli/built.js';
-import { mpiAddonPath } from '../../src/train/mpi.js';
+import { MPI_ENV, mpiSkipReason } from './mpi-env.js';
 import {
   allocateRank, buildSliceWide, featureFrequencies, initFeatureRows, initSliceRows, replicatedArrays, shardFeatures, shardLabels, sharedSetSize, sliceConfig,
 } from '../../src/train/sharded.js';
@@ -244,7 +244,7 @@ describe('train --distributed (label-sharded) usage', () => {
     const a = run('--train', 'x.txt', '--shard-labels');
     expect(a.status).toBe(2);
     expect(a.stderr).toContain('--shard-labels needs --distributed');
-    if (skipReason() !== null) return; // the rest starts MPI (a singleton: no mpirun needed)
+    if (mpiSkipReason() !== null) return; // the rest starts MPI (a singleton: no mpirun needed)
     const b = run('--train', 'x.txt', '--distributed', '--workers', '2');
     expect(b.status).toBe(2);
     expect(b.stderr).toContain('--distributed runs one training thread per rank: give --workers 1 (or leave it out) and more ranks instead');
@@ -254,15 +254,9 @@ describe('train --distributed (label-sharded) usage', () => {
   }, 60_000);
 });
 
-function skipReason(): string | null {
-  if (spawnSync('mpirun', ['--version'], { encoding: 'utf8' }).status !== 0) return 'mpirun not found (apt-get install openmpi-bin libopenmpi-dev)';
-  if (!mpiAddonPath()) return 'the MPI addon is not built (npm run build:mpi)';
-  return null;
-}
-const reason = skipReason();
+const reason = mpiSkipReason();
 
-// Open MPI refuses root without these; more ranks than cores need --oversubscribe.
-const ENV = { ...process.env, OMPI_ALLOW_RUN_AS_ROOT: '1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM: '1', OMPI_MCA_rmaps_base_oversubscribe: '1' };
+const ENV = MPI_ENV;
 type Run = { code: number | null; stdout: string; stderr: string };
 function mpirun(np: number, ...args: string[]): Run {
   const r = spawnSync('mpirun', ['-np', String(np), process.execPath, ...args], { cwd: ROOT, env: ENV, encoding: 'utf8', timeout: 240_000 });
