@@ -63,6 +63,9 @@ function workerFile(): string {
   throw new Error(`sublinear: worker module not found (${here}); run \`npm run build\``);
 }
 
+/** The worker module's export a pool thread loads when it starts (see the Piscina options below). */
+export const PRELOADED_EXPORT = 'train';
+
 /** A piscina pool of `workers` threads. */
 export class PoolExecutor implements Executor {
   readonly parallelism: number;
@@ -72,6 +75,12 @@ export class PoolExecutor implements Executor {
     this.parallelism = workers;
     this.pool = new Piscina({
       filename: workerFile(),
+      // Every task names its export; this name is only what piscina preloads when a thread starts. Left at
+      // 'default' (which worker.ts does not export), piscina falls back to import() of the module it has
+      // just require()d, and on Node 20.19-20.20 an import() racing the first task's require() of the same
+      // ES module aborts the process ("v8::Module::IsGraphAsync must be used on an instantiated module").
+      // Naming an export keeps every load on require().
+      name: PRELOADED_EXPORT,
       minThreads: workers,
       maxThreads: workers,
       idleTimeout: 60_000,
