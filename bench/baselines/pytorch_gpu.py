@@ -21,10 +21,9 @@ Input: --data FILE written by pack_xc.py (lzma-compressed, exact: values decoded
 Output: JSON lines on stdout: {"event":"config",...}, {"event":"eval",...}*, {"event":"done",...} per config.
 """
 import argparse
-import io
 import json
-import lzma
 import math
+import os
 import sys
 import time
 
@@ -32,40 +31,13 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pack_xc import load_packed  # noqa: E402
+
 
 def emit(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
-
-
-def load_packed(path):
-    """Both splits of a pack_xc.py file as CSR numpy arrays (feature indices int64, values float32)."""
-    z = np.load(io.BytesIO(lzma.decompress(open(path, "rb").read())))
-    out = {}
-    for split in ("train", "test"):
-        n, d, labels = (int(x) for x in z[f"{split}_shape"])
-        rowlen = z[f"{split}_rowlen"].astype(np.int64)
-        off = np.zeros(n + 1, np.int64)
-        np.cumsum(rowlen, out=off[1:])
-        delta = z[f"{split}_delta"].astype(np.int64)
-        # Indices are delta-coded within each row (the row's first entry absolute): a running sum restarted
-        # at every row start.
-        cs = np.cumsum(delta)
-        nonempty = rowlen > 0
-        before = np.zeros(n, np.int64)
-        before[nonempty] = cs[off[:-1][nonempty]] - delta[off[:-1][nonempty]]
-        idx = cs - np.repeat(before, rowlen)
-        # Division by an exact power of ten rounds once: the same double as parsing the decimal text.
-        man = z[f"{split}_man"].astype(np.float64)
-        ex = z[f"{split}_ex"].astype(np.int64)
-        val = (man / np.power(10.0, -ex)).astype(np.float32)
-        lablen = z[f"{split}_lablen"].astype(np.int64)
-        loff = np.zeros(n + 1, np.int64)
-        np.cumsum(lablen, out=loff[1:])
-        lab = z[f"{split}_lab"].astype(np.int64)
-        assert idx.min() >= 0 and idx.max() < d and (lab.size == 0 or lab.max() < labels)
-        out[split] = dict(points=n, features=d, labels=labels, off=off, idx=idx, val=val, loff=loff, lab=lab)
-    return out
 
 
 class DevCSR:
