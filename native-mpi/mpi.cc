@@ -2,13 +2,17 @@
 // in an addon of its own so that the main addon and its prebuilt binary never depend on libmpi. Built by
 // scripts/build-mpi.cjs only where Open MPI's (or MPICH's) compiler wrapper is found.
 //
-// Every call blocks the calling (main) thread until the collective completes; MPI is initialised with
+// Every call blocks the calling (main) thread until the collective completes (idleBarrier sleeping, the others
+// polling); MPI is initialised with
 // MPI_THREAD_FUNNELED and only the main thread calls it (worker threads run kernels only). Errors of MPI
 // calls keep MPI's default handler on MPI_COMM_WORLD (MPI_ERRORS_ARE_FATAL: the job is aborted, which is
 // what a training job should do when a peer is gone); argument errors become JS exceptions.
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -194,6 +198,31 @@ Napi::Value Barrier(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// idleBarrier(maxSleepUs = 1000): a barrier whose waiting ranks sleep instead of spinning. MPI's blocking calls
+// poll until they complete (Open MPI's mpi_yield_when_idle only adds sched_yield, which gives nothing back to a
+// thread of another process on another core), so ranks that wait while rank 0 alone works (the k-fold
+// selection of a small set, a checkpoint's manifest) would hold a core each that rank 0's threads need when the
+// ranks share a machine. Here the barrier is started (MPI_Ibarrier) and tested with sleeps growing from 8 us to
+// maxSleepUs between tests: a waiting rank takes a few microseconds of CPU per test, and the barrier completes at
+// most maxSleepUs after the last rank arrives. Errors are thrown, never aborted on.
+Napi::Value IdleBarrier(const Napi::CallbackInfo& info) {
+  RequireInit();
+  const uint32_t cap = info.Length() > 0 && !info[0].IsUndefined() ? sl::GetU32(info[0], "maxSleepUs") : 1000;
+  if (cap < 1 || cap > 1000000) throw ArgError("idleBarrier: maxSleepUs must be in 1..1000000");
+  MPI_Request req = MPI_REQUEST_NULL;
+  Check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "MPI_Ibarrier");
+  long sleepNs = std::min<long>(8000, long(cap) * 1000);
+  for (;;) {
+    int done = 0;
+    Check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) break;
+    timespec ts{0, sleepNs};
+    nanosleep(&ts, nullptr);
+    sleepNs = std::min<long>(2 * sleepNs, long(cap) * 1000);
+  }
+  return info.Env().Undefined();
+}
+
 // abort(code): ends every rank of the job (MPI_Abort); does not return.
 Napi::Value Abort(const Napi::CallbackInfo& info) {
   const int code = static_cast<int>(sl::GetU32(info[0], "code"));
@@ -217,9 +246,10 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   sl::Export<Gatherv>(env, exports, "gatherv");
   sl::Export<Bcast>(env, exports, "bcast");
   sl::Export<Barrier>(env, exports, "barrier");
+  sl::Export<IdleBarrier>(env, exports, "idleBarrier");
   sl::Export<Abort>(env, exports, "abort");
   sl::Export<Finalize>(env, exports, "finalize");
-  exports.Set("abiVersion", Napi::Number::New(env, 2));
+  exports.Set("abiVersion", Napi::Number::New(env, 3));
   return exports;
 }
 

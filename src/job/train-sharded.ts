@@ -211,7 +211,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   const save = async (pos: ShardPosition, reason: string, st: ShardRunState) => {
     if (!o.checkpoint) return;
     const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config, ranks: dist.size, ...pos, trainPoints: train.points, settings };
-    const at = await writeShardCheckpoint(o.checkpoint, dist.rank, { ...part, labels: model.labels, features: model.features }, meta, () => comm.barrier(), inputScale, inputLog,
+    const at = await writeShardCheckpoint(o.checkpoint, dist.rank, { ...part, labels: model.labels, features: model.features }, meta, () => comm.idleBarrier(), inputScale, inputLog,
       { validation: st.validation, epochs: st.epochs, earlyStop: st.earlyStop, snapshot: st.snapshot, selection: st.selection });
     checkpoints++;
     lastCkptBatch = pos.batchesDone;

@@ -41,7 +41,7 @@ import type { PredictResult, PredictTask, RehashTask, SparseTrainResult, TrainRe
 import { resume, resumeInfo, type ResumeOptions } from './fit-network.js';
 
 /** The collectives the exchange uses (the MPI addon's, or a stand-in with the same semantics). */
-export type Comm = Pick<MpiAddon, 'allgatherv' | 'allreduceSum' | 'bcast' | 'barrier' | 'abort'> & { rank: number; size: number };
+export type Comm = Pick<MpiAddon, 'allgatherv' | 'allreduceSum' | 'bcast' | 'barrier' | 'idleBarrier' | 'abort'> & { rank: number; size: number };
 
 /** Per-run exchange statistics (reported by `train --distributed --json`). */
 export interface ExchangeStats {
@@ -446,6 +446,17 @@ export class DistributedExecutor implements Executor {
   }
 }
 
+/**
+ * Rank 0's string on every rank. The others may have waited long for it (rank 0's k-fold selection, its look
+ * for a checkpoint): they wait at an idle barrier first, asleep, not polling a core that rank 0's threads need
+ * on a shared machine; then one allgatherv (the others send nothing) carries the text.
+ */
+export function agreeOnRoot(comm: Comm, value: string): string {
+  comm.idleBarrier();
+  const g = comm.allgatherv(comm.rank === 0 ? new TextEncoder().encode(value) : new Uint8Array(0));
+  return new TextDecoder().decode(g.data.subarray(0, g.counts[0]!));
+}
+
 function addInto(dst: Float32Array, at: number, src: Float32Array): void {
   for (let i = 0; i < src.length; i++) dst[at + i]! += src[i]!;
 }
@@ -476,7 +487,7 @@ export class DistributedRun {
     const comm: Comm = {
       rank: info.rank, size: info.size,
       allgatherv: (b) => m.allgatherv(b), allreduceSum: (v) => m.allreduceSum(v), bcast: (v, r) => m.bcast(v, r),
-      barrier: () => m.barrier(), abort: (c) => m.abort(c),
+      barrier: () => m.barrier(), idleBarrier: (us) => m.idleBarrier(us), abort: (c) => m.abort(c),
     };
     return new DistributedRun(comm, info);
   }
@@ -485,10 +496,9 @@ export class DistributedRun {
     return this.rank === 0;
   }
 
-  /** Rank 0's string on every rank (e.g. the checkpoint file rank 0 picked). */
+  /** Rank 0's string on every rank (e.g. the checkpoint file rank 0 picked, the k-fold selection's report). */
   agree(value: string): string {
-    const g = this.comm.allgatherv(this.isRoot ? new TextEncoder().encode(value) : new Uint8Array(0));
-    return new TextDecoder().decode(g.data.subarray(0, g.counts[0]!));
+    return agreeOnRoot(this.comm, value);
   }
 
   /** fit() options that make it train data-parallel: the executor over a local pool of `workers` threads. */

@@ -20,6 +20,11 @@ export interface MpiAddon {
   /** Root's contents into every rank's `view` (same byte length on every rank). */
   bcast(view: ArrayBufferView, root: number): void;
   barrier(): void;
+  /**
+   * A barrier whose waiting ranks sleep between tests (MPI_Ibarrier + MPI_Test, sleeps growing to maxSleepUs,
+   * default 1,000) instead of polling a core: where ranks wait while rank 0 alone works.
+   */
+  idleBarrier(maxSleepUs?: number): void;
   /** MPI_Abort: ends every rank of the job with `code`. */
   abort(code: number): void;
   finalize(): void;
@@ -54,7 +59,7 @@ export function mpi(): MpiAddon {
   if (!file) throw new Error(MPI_MISSING);
   try {
     const m = createRequire(import.meta.url)(file) as MpiAddon;
-    if (m.abiVersion !== 2) throw new Error(`ABI version ${m.abiVersion}, expected 2 (stale build)`);
+    if (m.abiVersion !== 3) throw new Error(`ABI version ${m.abiVersion}, expected 3 (stale build: npm run build:mpi)`);
     loaded = m;
     return m;
   } catch (e) {

@@ -54,6 +54,7 @@ export function probeComm(size: number, rank = 0, barrier?: ProbeBarrier): Comm 
     },
     bcast: () => sync(),
     barrier: () => sync(),
+    idleBarrier: () => sync(),
     abort: () => {
       throw new Error('the sharded probe cannot abort');
     },

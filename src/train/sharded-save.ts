@@ -24,6 +24,7 @@ import type { TextVectorizer } from '../text/vectorizer.js';
 import { writeBinFile, type SectionArray, type SectionStream } from '../util/binfile.js';
 import { mpi } from './mpi.js';
 import type { ShardedModel } from './sharded.js';
+import { agreeOnRoot } from './distributed.js';
 
 /**
  * Most bytes of rows one round gathers on rank 0 (which holds the round's messages and the round's rows in
@@ -68,7 +69,7 @@ function lowerBound(a: Uint32Array, x: number): number {
  * Throws rank 0's write error on every rank when the file could not be written (the rounds all ran).
  */
 export async function saveShardedModel(
-  path: string, model: ShardedModel, x: ShardedModelExtras, gatherv: Gatherv = (b, r) => mpi().gatherv(b, r), agree: Agree = (v) => agreeOn(model.comm, v),
+  path: string, model: ShardedModel, x: ShardedModelExtras, gatherv: Gatherv = (b, r) => mpi().gatherv(b, r), agree: Agree = (v) => agreeOnRoot(model.comm, v),
 ): Promise<void> {
   const comm = model.comm, root = comm.rank === 0;
   const g = resolveConfig(model.global);
@@ -235,11 +236,6 @@ export async function saveShardedModel(
   if (outcome) throw new Error(outcome);
 }
 
-/** The default Agree: rank 0's text to every rank by an allgatherv (the others send nothing). */
-function agreeOn(comm: ShardedModel['comm'], value: string): string {
-  const g = comm.allgatherv(comm.rank === 0 ? new TextEncoder().encode(value) : new Uint8Array(0));
-  return new TextDecoder().decode(g.data.subarray(0, g.counts[0]!));
-}
 
 /** A stream whose rounds can be finished after its reader stopped early (a failed write): `drain` runs the rest. */
 interface ResumableStream {

@@ -194,6 +194,26 @@ describe.skipIf(reason !== null)(`train --distributed --data-parallel with 2 ran
     expect(r.stderr).toContain('sublinear: rank 1 of 2: injected failure on this rank');
   }, 60_000);
 
+  it('ranks waiting while rank 0 works alone sleep (idle barrier): rank 1 spends under a tenth of its wait on the CPU', () => {
+    // A blocking MPI collective polls for the whole wait (k-fold selection on rank 0 takes seconds): a whole core
+    // on an idle machine, and 12-15% of one with sched_yield on this loaded 2-vCPU one; DistributedRun.agree
+    // waits at MPI_Ibarrier tested between growing sleeps instead (2% here).
+    const r = mpirun(2, join(ROOT, 'test/train/mpi-idle-wait.mjs'));
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { rank: number; got: string; wallMs: number; cpuMs: number });
+    const waiter = lines.find((l) => l.rank === 1)!;
+    expect(waiter.got).toBe('chosen by rank 0');
+    expect(waiter.wallMs).toBeGreaterThan(1000);
+    expect(waiter.cpuMs).toBeLessThan(waiter.wallMs / 10);
+  }, 60_000);
+
+  it('an invalid idle-barrier sleep is an exception on the rank, not an abort of the job', () => {
+    const r = mpirun(2, join(ROOT, 'test/train/mpi-idle-wait.mjs'), 'bad');
+    expect(r.code, r.stderr).toBe(0);
+    const root = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { rank: number; error: string }).find((l) => l.rank === 0)!;
+    expect(root.error).toContain('idleBarrier: maxSleepUs must be in 1..1000000');
+  }, 60_000);
+
   it('a rank that dies ends the job: non-zero exit, mpirun names the rank', () => {
     const r = mpirun(2, join(ROOT, 'test/train/mpi-rank-fails.mjs'), 'kill');
     expect(r.code).not.toBe(0);
