@@ -362,6 +362,13 @@ export interface Calibration {
   threadSpeedup?: number;
   /** Resident memory of this process before the probe allocated anything (Node + the addon), bytes. */
   baseRssBytes: number;
+  /**
+   * Resident memory that a process's pool of worker threads adds (their V8 isolates, Node environments and the
+   * worker module), measured (calibrate.ts measureWorkerRss): the first worker's bytes (with what the pool
+   * shares) and each further worker's. One process's pool of W workers adds first + (W - 1) x next; a
+   * label-sharded rank starts no pool. Absent in older calibrations: not counted.
+   */
+  workerRss?: { first: number; next: number };
   /** Seconds the probe took. */
   probeSeconds: number;
 }
@@ -518,7 +525,8 @@ export function replicatedExchange(x: ExchangeInput): Collective[] {
  * and layer 0 to its slice of the input features (their rows, moments and step counters).
  */
 export function rankMemory(
-  config: ResolvedNetworkConfig, shape: DataShape, o: { ranks: number; sharded: boolean; workers: number; batch: number; bestWeights: boolean; active: number },
+  config: ResolvedNetworkConfig, shape: DataShape,
+  o: { ranks: number; sharded: boolean; workers: number; batch: number; bestWeights: boolean; active: number; rerankThreads?: number },
 ): MemoryPlan {
   const R = o.sharded ? o.ranks : 1;
   const out = config.layers.at(-1)!;
@@ -556,6 +564,11 @@ export function rankMemory(
     plan.parts.push({ name: 'model file rounds (rank 0, --save)', bytes });
     plan.totalBytes += bytes;
   }
+  const rr = rerankTrainingBytes(config, shape, { bestWeights: o.bestWeights, threads: o.rerankThreads ?? 1 });
+  if (rr > 0) {
+    plan.parts.push({ name: 're-ranker training (after the epochs)', bytes: rr });
+    plan.totalBytes += rr;
+  }
   if (o.sharded && o.ranks > 1) {
     const H = config.layers.length > 1 ? config.layers.at(-2)!.size : config.inputDim;
     // The global batch's pre-activations (summed in place), hidden activations and hidden gradients.
@@ -565,6 +578,42 @@ export function rankMemory(
   }
   plan.parts.sort((a, b) => b.bytes - a.bytes || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return plan;
+}
+
+/**
+ * Bytes the re-ranker's training holds besides the network (fit-network.ts trainReranker, sharded-fit.ts, and
+ * native/net_rerank.cc rerank_train), once the epochs are done: on n training points (those not held out) and
+ * p = min(n, shortlistRows) of them predicted, with S = min(shortlist, L):
+ * - the shortlists: p x S labels and scores as the prediction returns them (8 bytes), the copy that crosses
+ *   from the worker (8 more), n x S labels placed by training row (4); and, with points held out, the p
+ *   predicted rows copied out of the training data (their CSR arrays);
+ * - the examples, label-major: E = the n points' labels plus their hard negatives (at most n x S), 4 bytes of
+ *   row and 1 of sign each, and per label its offsets, fill cursor, owner, count and start (24 bytes);
+ *   1/norm of every row (8 bytes);
+ * - per solver thread: a dense weight vector and its touched marks over the features (9 bytes a feature), and
+ *   the copy of one label's example rows with their dual variables (nnz x 8 + 20 bytes a row), sized by the
+ *   label with the most examples: label j is a positive of freq_j n / N rows and, with the shortlists' hard
+ *   negatives taken in proportion to the labels' frequencies, a negative of n (S - labels per point) freq_j /
+ *   labelNnz more, at most n.
+ * The classifiers' own weights (the labels' kept entries after pruning: data-dependent, 8 bytes each) are not
+ * counted. Without held-out points (a fixed --epochs) no re-ranker is trained: 0.
+ */
+export function rerankTrainingBytes(config: ResolvedNetworkConfig, shape: DataShape, o: { bestWeights: boolean; threads: number }): number {
+  const out = config.layers.at(-1)!, cfg = out.rerank;
+  if (!cfg || !o.bestWeights || shape.points === 0) return 0;
+  const N = shape.points, L = out.size, D = config.inputDim;
+  const held = Math.min(5000, Math.round(0.05 * N));
+  const n = N - held, p = Math.min(n, cfg.shortlistRows), S = Math.min(cfg.shortlist, L);
+  const nnzPer = shape.nnz / N, labelsPer = shape.labelNnz / N;
+  const shortlists = 16 * p * S + 4 * n * S + (p < N ? Math.round(p * (8 * nnzPer + 4 * labelsPer + 8)) : 0);
+  const E = Math.round(n * labelsPer) + n * S;
+  const examples = 5 * E + 24 * (L + 1) + 8 * n;
+  let maxFreq = 0;
+  if (shape.labelFreq) for (let j = 0; j < shape.labelFreq.length; j++) maxFreq = Math.max(maxFreq, shape.labelFreq[j]!);
+  else maxFreq = Math.ceil(shape.labelNnz / L);
+  const mMax = Math.min(n, Math.ceil((maxFreq * n) / N + (n * Math.max(0, S - labelsPer) * maxFreq) / Math.max(1, shape.labelNnz)));
+  const perThread = 9 * D + Math.round(mMax * (8 * nnzPer + 20));
+  return shortlists + examples + Math.max(1, o.threads) * perThread;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -616,7 +665,7 @@ export interface PlanCandidate {
    * worker scratch (the kernels apply gradients row by row, so only the activations, deltas and active ids
    * of a batch, 12 x batch x the active neurons of every layer per worker, are resident); and without the
    * output layer's hash tables where training queries none (`Workload.tablesQueried`: allocated, never
-   * touched).
+   * touched); plus the worker threads' pool (poolRss: measured per worker by the probe).
    */
   peakRssBytes: number;
   step: StepCost;
@@ -806,7 +855,8 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
         const best = !!input.bestWeights;
         const { workers, threads } = mode === 'single' ? alone : perRank;
         const W = mode === 'sharded' ? 1 : workers;
-        const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers: W, batch, bestWeights: best, active: w.active });
+        // The re-ranker's solver runs on the machine's cores in one process, on the rank's one thread when sharded.
+        const memoryPerRank = rankMemory(config, shape, { ranks: R, sharded: mode === 'sharded', workers: W, batch, bestWeights: best, active: w.active, rerankThreads: mode === 'sharded' ? 1 : machine.cores });
         // Ranks on one machine share its cores and memory (one process alone has them all).
         const together = Math.min(R, machine.ranksPerMachine);
         const cores = Math.max(1, Math.floor(machine.cores / together));
@@ -825,7 +875,7 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
           }
         }
         const c: PlanCandidate = {
-          mode, ranks: R, workers: W, threads: mode === 'single' ? threads : 1, batch, linkGbps: link, memoryPerRank, fits, peakRssBytes: cal.baseRssBytes + resident,
+          mode, ranks: R, workers: W, threads: mode === 'single' ? threads : 1, batch, linkGbps: link, memoryPerRank, fits, peakRssBytes: cal.baseRssBytes + resident + poolRss(mode, W, cal),
           step, samplesPerSec, epochSeconds: shape.points / samplesPerSec,
         };
         if (mode === 'replicated' && wide) c.excluded = 'replicated ranks cannot train a wide part (give a --config without one, or shard the labels)';
@@ -859,6 +909,16 @@ export function planTraining(input: PlanInput, cal: Calibration): TrainingPlan {
     config, workload: w, machine, calibration: cal, candidates, chosen, reason,
     shape: { points: shape.points, features: shape.features, labels: shape.labels, avgNnz: shape.nnz / shape.points, avgLabels: shape.labelNnz / shape.points },
   };
+}
+
+/**
+ * Resident memory of the worker threads' pool: one process (and a replicated rank) runs W workers, each its own
+ * V8 isolate and Node environment (Calibration.workerRss); a label-sharded rank trains and predicts on its main
+ * thread and native threads, and starts none.
+ */
+export function poolRss(mode: PlanMode, workers: number, cal: Calibration): number {
+  if (mode === 'sharded' || !cal.workerRss || workers < 1) return 0;
+  return cal.workerRss.first + (workers - 1) * cal.workerRss.next;
 }
 
 /** The network as one line: `135909 -> 128 -> 670091 (sampled dwta K=6 L=50, wide)`. */

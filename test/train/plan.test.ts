@@ -13,7 +13,7 @@ import { planNetworkMemory } from '../../src/network/memory-plan.js';
 import { allocateRank } from '../../src/train/sharded.js';
 import { networkBytes } from '../../src/network/allocate.js';
 import {
-  collectiveCost, datasetShape, expectedDistinct, probeDataset, rankMemory, rebuildsPerStep, scanDataShape, shapeFromCounts,
+  collectiveCost, datasetShape, expectedDistinct, probeDataset, rankMemory, rebuildsPerStep, rerankTrainingBytes, scanDataShape, shapeFromCounts,
   shardedExchange, stepCost, planTraining, formatPlanLine, waitFactor, workload, type Calibration,
 } from '../../src/train/plan.js';
 import { calibrate, calibrationKey, readCachedCalibration, writeCachedCalibration } from '../../src/train/calibrate.js';
@@ -79,6 +79,30 @@ describe('memory per rank', () => {
     expect(Number.isInteger(pairs) && pairs > 0).toBe(true);
     expect(part(4, 'output layer wide part')).toBe(4 * 3001 + 20 * Math.ceil(pairs / 4) + 4 * 5001);
     expect(part(4, 'exchange buffers')).toBe(4 * 128 * (32 + 2 * 32));
+  });
+});
+
+describe('the re-ranker\'s training memory', () => {
+  it('counts the shortlists, the label-major examples and each solver thread\'s vectors, sized by the most frequent label', () => {
+    // 1,000 points (50 held out: n = 950, all predicted), 200 features, 40 labels, 10 nonzeros and 2 labels a point;
+    // label 0 in 500 points: a positive of 475 rows and a hard negative of 950 x 30 x 500 / 2000 = 7,125, so every row.
+    const labelFreq = new Uint32Array(40).fill(1500 / 39);
+    labelFreq[0] = 500;
+    const shape = { points: 1000, features: 200, labels: 40, nnz: 10000, labelNnz: 2000, labelFreq };
+    const config = resolveConfig({ inputDim: 200, layers: [{ size: 16 }, { size: 40, rerank: { shortlist: 32 } }] });
+    const n = 950, S = 32;
+    // (The predicted rows are copied out of the training data: the held-out ones are not among them.)
+    const shortlists = 16 * n * S + 4 * n * S + n * (8 * 10 + 4 * 2 + 8);
+    const examples = 5 * (2 * n + n * S) + 24 * 41 + 8 * n;
+    const thread = 9 * 200 + n * (8 * 10 + 20);
+    expect(rerankTrainingBytes(config, shape, { bestWeights: true, threads: 2 })).toBe(shortlists + examples + 2 * thread);
+    // A rare most-frequent label: its rows, not every row.
+    const even = { ...shape, labelFreq: new Uint32Array(40).fill(50) };
+    const m = Math.ceil((50 * n) / 1000 + (n * 30 * 50) / 2000);
+    expect(rerankTrainingBytes(config, even, { bestWeights: true, threads: 1 })).toBe(shortlists + examples + 9 * 200 + m * (8 * 10 + 20));
+    // No held-out points (a fixed --epochs), or no re-ranker: none trained.
+    expect(rerankTrainingBytes(config, shape, { bestWeights: false, threads: 2 })).toBe(0);
+    expect(rerankTrainingBytes(resolveConfig({ inputDim: 200, layers: [{ size: 16 }, { size: 40 }] }), shape, { bestWeights: true, threads: 2 })).toBe(0);
   });
 });
 
@@ -248,6 +272,19 @@ describe('planTraining', () => {
     expect(formatPlanLine(planTraining({ shape, modes: ['single'], machine: { cores: 2 } }, withThreads))).toMatch(/^plan: 1 process x 1 worker x 2 threads per batch, /);
   });
 
+  it('one process\'s peak counts its pool of worker threads (the first worker, then each further one); a sharded rank starts none', () => {
+    const shape = shapeFromCounts({ points: 100000, features: 50000, labels: 400000, avgNnz: 40, avgLabels: 4 });
+    const plan = (cal: Calibration, workers: number) =>
+      planTraining({ shape, ranks: [2], modes: ['single', 'sharded'], workers, machine: { cores: 4 } }, cal).candidates;
+    const pool = { ...CAL, workerRss: { first: 10e6, next: 7e6 } };
+    for (const W of [1, 3]) {
+      const [oneOld, shardOld] = plan(CAL, W), [oneNew, shardNew] = plan(pool, W);
+      expect(oneNew!.peakRssBytes - oneOld!.peakRssBytes).toBe(10e6 + (W - 1) * 7e6);
+      expect(oneNew!.memoryPerRank.totalBytes).toBe(oneOld!.memoryPerRank.totalBytes); // a measured resident cost, not an allocation
+      expect(shardNew!.peakRssBytes).toBe(shardOld!.peakRssBytes);
+    }
+  });
+
   it('keeps one process when more ranks are not 5% faster', () => {
     const shape = shapeFromCounts({ points: 5000, features: 2000, labels: 100, avgNnz: 20, avgLabels: 2 });
     const p = planTraining({ shape, ranks: [2, 4], linkGbps: [0.01] }, CAL);
@@ -276,10 +313,17 @@ describe('calibrate', () => {
     await writeCachedCalibration(c, cal, file);
     expect(await readCachedCalibration(c, file)).toEqual(cal);
     expect(await readCachedCalibration(resolveConfig(dense), file)).toBeNull();
-    // An entry from before the sharded phases were timed is measured again.
+    // An entry from before the sharded phases were timed, or before the worker threads' memory was, is measured again.
     const { shard: _s, ...old } = cal;
     await writeCachedCalibration(c, old as Calibration, file);
     expect(await readCachedCalibration(c, file)).toBeNull();
+    const { workerRss: _w, ...older } = cal;
+    await writeCachedCalibration(c, older as Calibration, file);
+    expect(await readCachedCalibration(c, file)).toBeNull();
+    // A worker thread is a V8 isolate with its own Node environment: megabytes, never nothing (a pool measured
+    // before its workers started would read about 0).
+    expect(cal.workerRss!.first).toBeGreaterThan(2 ** 20);
+    expect(cal.workerRss!.next).toBeGreaterThan(2 ** 20);
     expect(calibrationKey(c)).toMatch(/\|H0=32\|H=32\|sampled\|wide$/);
     expect(cal.shard.coLocated).toBe(1); // one core: no second rank beside the probe's
   }, 60_000);
