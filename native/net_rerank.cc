@@ -201,7 +201,8 @@ float solve_label(const CsrView& d, const uint32_t* rows, const double* inv, con
 void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint32_t n, const uint32_t* shortlist,
                   uint32_t S, uint32_t L, uint32_t D, double C, double eps, uint32_t maxIter, double prune,
                   uint32_t threads, uint64_t seed, const uint8_t* only) {
-  // Examples by label (counting sort): label j's are ex[exOff[j] .. exOff[j + 1]), positives first.
+  // Examples by label (counting sort): label j's are ex[exOff[j] .. exOff[j + 1]), positives first. With
+  // `only`, the other labels' are not collected (a label-sharded rank holds 1/R of them, not every rank all).
   std::vector<uint32_t> exOff(size_t(L) + 1, 0);
   auto isPositive = [&](uint32_t r, uint32_t j) {
     for (uint32_t q = d.labelOffsets[r]; q < d.labelOffsets[r + 1]; ++q)
@@ -215,11 +216,11 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
     for (uint32_t q = d.labelOffsets[r]; q < d.labelOffsets[r + 1]; ++q) {
       const uint32_t j = d.labelIndices[q];
       if (j >= L) throw ArgError("data holds a label id >= labels");
-      ++exOff[j + 1];
+      if (!only || only[j]) ++exOff[j + 1];
     }
     for (uint32_t q = 0; q < S; ++q) {
       const uint32_t j = shortlist[size_t(t) * S + q];
-      if (j < L && !isPositive(r, j)) ++exOff[j + 1];
+      if (j < L && (!only || only[j]) && !isPositive(r, j)) ++exOff[j + 1];
     }
   }
   uint64_t total = 0;
@@ -232,14 +233,14 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
     const uint32_t r = rows[t];
     for (uint32_t q = d.labelOffsets[r]; q < d.labelOffsets[r + 1]; ++q) {
       const uint32_t j = d.labelIndices[q];
-      ex[fill[j]] = t, ey[fill[j]++] = 1;
+      if (!only || only[j]) ex[fill[j]] = t, ey[fill[j]++] = 1;
     }
   }
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t r = rows[t];
     for (uint32_t q = 0; q < S; ++q) {
       const uint32_t j = shortlist[size_t(t) * S + q];
-      if (j < L && !isPositive(r, j)) ex[fill[j]] = t, ey[fill[j]++] = -1;
+      if (j < L && (!only || only[j]) && !isPositive(r, j)) ex[fill[j]] = t, ey[fill[j]++] = -1;
     }
   }
   // Labels in blocks, taken in turn by the threads; each thread keeps its own output and where each label's
@@ -268,7 +269,7 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
         owner[j] = tid;
         start[j] = p.feats.size();
         const uint32_t m = exOff[j + 1] - exOff[j];
-        if (m > 0 && (!only || only[j]))
+        if (m > 0)
           out.bias[j] = solve_label(d, rows, inv.data(), ex.data() + exOff[j], ey.data() + exOff[j], m, C, eps, maxIter, prune,
                                     seed * 0x9E3779B97F4A7C15ull + j, w, mark, touched, alpha, qd, order, lr, p.feats, p.wts);
         count[j] = static_cast<uint32_t>(p.feats.size() - start[j]);  // at most D per label

@@ -564,7 +564,7 @@ export function rankMemory(
     plan.parts.push({ name: 'model file rounds (rank 0, --save)', bytes });
     plan.totalBytes += bytes;
   }
-  const rr = rerankTrainingBytes(config, shape, { bestWeights: o.bestWeights, threads: o.rerankThreads ?? 1 });
+  const rr = rerankTrainingBytes(config, shape, { bestWeights: o.bestWeights, threads: o.rerankThreads ?? 1, ranks: R });
   if (rr > 0) {
     plan.parts.push({ name: 're-ranker training (after the epochs)', bytes: rr });
     plan.totalBytes += rr;
@@ -588,8 +588,8 @@ export function rankMemory(
  *   from the worker (8 more), n x S labels placed by training row (4); and, with points held out, the p
  *   predicted rows copied out of the training data (their CSR arrays);
  * - the examples, label-major: E = the n points' labels plus their hard negatives (at most n x S), 4 bytes of
- *   row and 1 of sign each, and per label its offsets, fill cursor, owner, count and start (24 bytes);
- *   1/norm of every row (8 bytes);
+ *   row and 1 of sign each (a label-sharded rank collects its own labels' only: E / R), and per label its
+ *   offsets, fill cursor, owner, count and start (24 bytes); 1/norm of every row (8 bytes);
  * - per solver thread: a dense weight vector and its touched marks over the features (9 bytes a feature), and
  *   the copy of one label's example rows with their dual variables (nnz x 8 + 20 bytes a row), sized by the
  *   label with the most examples: label j is a positive of freq_j n / N rows and, with the shortlists' hard
@@ -598,7 +598,7 @@ export function rankMemory(
  * The classifiers' own weights (the labels' kept entries after pruning: data-dependent, 8 bytes each) are not
  * counted. Without held-out points (a fixed --epochs) no re-ranker is trained: 0.
  */
-export function rerankTrainingBytes(config: ResolvedNetworkConfig, shape: DataShape, o: { bestWeights: boolean; threads: number }): number {
+export function rerankTrainingBytes(config: ResolvedNetworkConfig, shape: DataShape, o: { bestWeights: boolean; threads: number; ranks?: number }): number {
   const out = config.layers.at(-1)!, cfg = out.rerank;
   if (!cfg || !o.bestWeights || shape.points === 0) return 0;
   const N = shape.points, L = out.size, D = config.inputDim;
@@ -607,7 +607,7 @@ export function rerankTrainingBytes(config: ResolvedNetworkConfig, shape: DataSh
   const nnzPer = shape.nnz / N, labelsPer = shape.labelNnz / N;
   const shortlists = 16 * p * S + 4 * n * S + (p < N ? Math.round(p * (8 * nnzPer + 4 * labelsPer + 8)) : 0);
   const E = Math.round(n * labelsPer) + n * S;
-  const examples = 5 * E + 24 * (L + 1) + 8 * n;
+  const examples = Math.round((5 * E) / Math.max(1, o.ranks ?? 1)) + 24 * (L + 1) + 8 * n;
   let maxFreq = 0;
   if (shape.labelFreq) for (let j = 0; j < shape.labelFreq.length; j++) maxFreq = Math.max(maxFreq, shape.labelFreq[j]!);
   else maxFreq = Math.ceil(shape.labelNnz / L);

@@ -499,6 +499,27 @@ describe('re-ranker in fit(), predict() and model files', () => {
 });
 
 describe('trainRerank (TypeScript wrapper)', () => {
+  it('only: each listed label\'s classifier exactly as without it, the others empty (their examples are not collected)', () => {
+    const data = randomData(60, 12, 8, 711);
+    const short = randomShortlist(data, 8, 4, 712);
+    const cfg = resolveRerank({ shortlist: 4 }, 'r');
+    const all = trainRerank(data as never, null, short, 4, { labels: 8, features: 12 }, cfg, 2, 5);
+    const only = Uint32Array.of(1, 4, 6);
+    const part = trainRerank(data as never, null, short, 4, { labels: 8, features: 12 }, cfg, 1, 5, only);
+    for (let j = 0; j < 8; j++) {
+      const a = [...all.features.subarray(all.offsets[j]!, all.offsets[j + 1]!)], b = [...part.features.subarray(part.offsets[j]!, part.offsets[j + 1]!)];
+      if (only.includes(j)) {
+        expect(b.length).toBeGreaterThan(0);
+        expect(b).toEqual(a);
+        expect([...part.weights.subarray(part.offsets[j]!, part.offsets[j + 1]!)]).toEqual([...all.weights.subarray(all.offsets[j]!, all.offsets[j + 1]!)]);
+        expect(part.bias[j]).toBe(all.bias[j]);
+      } else {
+        expect(b).toEqual([]);
+        expect(part.bias[j]).toBe(-1);
+      }
+    }
+  });
+
   it('passes the network shape and config through, weight 0 until chosen', () => {
     const data = randomData(20, 8, 5, 701);
     const short = randomShortlist(data, 5, 3, 702);

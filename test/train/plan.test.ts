@@ -100,6 +100,8 @@ describe('the re-ranker\'s training memory', () => {
     const even = { ...shape, labelFreq: new Uint32Array(40).fill(50) };
     const m = Math.ceil((50 * n) / 1000 + (n * 30 * 50) / 2000);
     expect(rerankTrainingBytes(config, even, { bestWeights: true, threads: 1 })).toBe(shortlists + examples + 9 * 200 + m * (8 * 10 + 20));
+    // A label-sharded rank of 2 collects its labels' examples only.
+    expect(rerankTrainingBytes(config, shape, { bestWeights: true, threads: 2, ranks: 2 })).toBe(shortlists + examples - (5 * (2 * n + n * S)) / 2 + 2 * thread);
     // No held-out points (a fixed --epochs), or no re-ranker: none trained.
     expect(rerankTrainingBytes(config, shape, { bestWeights: false, threads: 2 })).toBe(0);
     expect(rerankTrainingBytes(resolveConfig({ inputDim: 200, layers: [{ size: 16 }, { size: 40 }] }), shape, { bestWeights: true, threads: 2 })).toBe(0);
