@@ -119,6 +119,7 @@ struct Scratch {
   std::vector<uint32_t> wideSlot32;
   bool wideSlotWide = false;       // the last wide_scores used wideSlot32
   std::vector<float> wideVals;     // wide_candidates: the scores of the labels that are not candidates
+  std::vector<float> wideDense;    // wide_candidates: (N) a label's wide score, kWideUntouched when it has none
   // Intra-batch threads (TrainHyper.threads > 1): part t's buffers, used by the thread running part t.
   struct Part {
     std::vector<float> zt, dzt, g, gb, mx, sum, dAt;
