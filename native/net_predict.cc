@@ -70,20 +70,10 @@ size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, con
   const uint32_t* off = L.wideOff;
   const uint32_t* lab = L.wideLab;
   const float* wt = L.wideW;
-  const uint32_t q0 = data.offsets[row], q1 = data.offsets[row + 1];
-  // The first lines of every list first (as wide_scores does), so that their misses overlap.
-  size_t entries = 0;
-  for (uint32_t q = q0; q < q1; ++q) {
-    const uint32_t e0 = off[data.indices[q]], e1 = off[data.indices[q] + 1];
-    entries += e1 - e0;
-    for (uint32_t e = e0; e < e1 && e < e0 + 64; e += 16) {
-      __builtin_prefetch(lab + e);
-      __builtin_prefetch(wt + e);
-    }
-  }
+  const size_t entries = net::wide_prefetch_lists(L, data, row);
   uint32_t* touched = grow(s.wideTouched, entries + 16);
   size_t count = 0;
-  for (uint32_t q = q0; q < q1; ++q) {
+  for (uint32_t q = data.offsets[row], q1 = data.offsets[row + 1]; q < q1; ++q) {
     const uint32_t f = data.indices[q];
     count = net::wide_dense_add(lab, wt, off[f], off[f + 1], data.values[q], N, dense, touched, count);
   }
