@@ -184,10 +184,11 @@ void net_apply_rows(const NetLayer* layers, uint32_t nLayers, const RowGrads* c,
 // b (N)) after the MIPS transform; see net_cluster.cc. centroids (C, d + 2), offsets (C + 1), members (M).
 // Lloyd's iterations on about max(C, min(sample, M)) rows sampled in proportion to |[w, b]|^2, then every
 // row to its nearest centre (largest cosine). centroids are unit vectors in the transformed space (d + 2).
-// Deterministic in seed. Throws ArgError on C == 0, C > M or bad rows.
+// Deterministic in seed, whatever `threads` (the calling thread and helpers sharing the assignment passes).
+// Throws ArgError on C == 0, C > M or bad rows.
 void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const float* W, const float* b, uint32_t N,
                    uint32_t d, const uint32_t* rows, uint32_t M, uint32_t C, uint32_t iters, uint32_t sample,
-                   uint64_t seed);
+                   uint64_t seed, uint32_t threads = 1);
 
 // The pieces of cluster_build for an index built across label-sharded ranks (src/train/sharded-index.ts), each
 // computed as cluster_build computes it for the same rows, so that the ranks together build one process's index:

@@ -20,6 +20,7 @@
 
 #include "napi_util.h"
 #include "net_internal.h"
+#include "net_parallel.h"
 #include "rng.h"
 
 namespace sl {
@@ -65,7 +66,7 @@ void assign_block(uint32_t* best, const float* cent, const float* zeros, uint32_
 
 void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const float* W, const float* b, uint32_t N,
                    uint32_t d, const uint32_t* rows, uint32_t M, uint32_t C, uint32_t iters, uint32_t sample,
-                   uint64_t seed) {
+                   uint64_t seed, uint32_t threads) {
   if (N == 0 || d == 0) throw ArgError("cluster index: the layer is empty");
   if (M == 0 || M > N) throw ArgError("cluster index: the rows to index must number 1 to N");
   if (C == 0 || C > M) throw ArgError("cluster index: C must be in [1, rows] but is " + std::to_string(C));
@@ -133,21 +134,40 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
       std::memcpy(cent.data() + size_t(c) * w, col.data(), sizeof(float) * w);
     }
   }
-  std::vector<float> zeros(nk::kRowBlock, 0.0f), Xt(size_t(w) * kChunk), zt(size_t(nk::kRowBlock) * kChunk), bestVal(kChunk);
+  // Assignment: blocks of kChunk rows split over `threads` parts (each with its own scratch; a row's centre
+  // does not depend on the others, so the parts give what one thread gives). The centres' sums are then
+  // added by one thread in row order, from the same transformed values, as one thread added them.
+  const uint32_t T = std::max(1u, std::min(threads, (std::max(m, M) + kChunk - 1) / kChunk));
+  struct Part {
+    std::vector<float> Xt, zt, bestVal;
+  };
+  std::vector<Part> parts(T);
+  const std::vector<float> zeros(nk::kRowBlock, 0.0f);
   std::vector<uint32_t> assign(std::max(m, M)), count(C);
   std::vector<double> sum(size_t(C) * w);
+  std::vector<float> col(w);
   auto assign_rows = [&](const uint32_t* ids, uint32_t n, uint32_t* out, bool accumulate) {
-    for (uint32_t s0 = 0; s0 < n; s0 += kChunk) {
-      const uint32_t cnt = std::min(kChunk, n - s0);
-      gather_transformed(Xt.data(), kChunk, W, b, d, ids + s0, cnt, norm2.data(), invM);
-      assign_block(out + s0, cent.data(), zeros.data(), C, w, Xt.data(), cnt, kChunk, zt.data(), bestVal.data());
-      if (!accumulate) continue;
-      for (uint32_t s = 0; s < cnt; ++s) {
-        const uint32_t c = out[s0 + s];
-        ++count[c];
-        double* acc = sum.data() + size_t(c) * w;
-        for (uint32_t r = 0; r < w; ++r) acc[r] += Xt[size_t(r) * kChunk + s];
+    const uint32_t parts_n = std::min(T, (n + kChunk - 1) / kChunk);
+    net::fork_join(parts_n, [&](uint32_t t) {
+      Part& p = parts[t];
+      p.Xt.resize(size_t(w) * kChunk);
+      p.zt.resize(size_t(nk::kRowBlock) * kChunk);
+      p.bestVal.resize(kChunk);
+      uint32_t lo, hi;
+      net::split_range(n, parts_n, t, kChunk, lo, hi);
+      for (uint32_t s0 = lo; s0 < hi; s0 += kChunk) {
+        const uint32_t cnt = std::min(kChunk, hi - s0);
+        gather_transformed(p.Xt.data(), kChunk, W, b, d, ids + s0, cnt, norm2.data(), invM);
+        assign_block(out + s0, cent.data(), zeros.data(), C, w, p.Xt.data(), cnt, kChunk, p.zt.data(), p.bestVal.data());
       }
+    });
+    if (!accumulate) return;
+    for (uint32_t s = 0; s < n; ++s) {
+      const uint32_t c = out[s];
+      ++count[c];
+      gather_transformed(col.data(), 1, W, b, d, ids + s, 1, norm2.data(), invM);
+      double* acc = sum.data() + size_t(c) * w;
+      for (uint32_t r = 0; r < w; ++r) acc[r] += col[r];
     }
   };
   for (uint32_t it = 0; it < iters; ++it) {

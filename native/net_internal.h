@@ -119,6 +119,7 @@ struct Scratch {
   std::vector<uint32_t> wideSlot32;
   bool wideSlotWide = false;       // the last wide_scores used wideSlot32
   std::vector<float> wideVals;     // wide_candidates: the scores of the labels that are not candidates
+  std::vector<float> wideDense;    // wide_candidates: (N) a label's wide score, kWideUntouched when it has none
   // Intra-batch threads (TrainHyper.threads > 1): part t's buffers, used by the thread running part t.
   struct Part {
     std::vector<float> zt, dzt, g, gb, mx, sum, dAt;
@@ -242,6 +243,24 @@ size_t wide_walk(const NetLayer& L, const CsrView& data, uint32_t row, Scratch& 
   return nt;
 }
 
+// Requests the first lines (up to 64 entries) of the wide lists of row `row`'s nonzeros and returns their
+// entries in all. Each feature's list lies at its own place in arrays far larger than the caches, and a walk
+// would wait on the misses of one list after another; requested first, the misses overlap (model2-200k: 80
+// features and 2,300 entries per row).
+inline size_t wide_prefetch_lists(const NetLayer& L, const CsrView& data, uint32_t row) {
+  const uint32_t* off = L.wideOff;
+  size_t entries = 0;
+  for (uint32_t q = data.offsets[row], q1 = data.offsets[row + 1]; q < q1; ++q) {
+    const uint32_t e0 = off[data.indices[q]], e1 = off[data.indices[q] + 1];
+    entries += e1 - e0;
+    for (uint32_t e = e0; e < e1 && e < e0 + 64; e += 16) {
+      __builtin_prefetch(L.wideLab + e);
+      __builtin_prefetch(L.wideW + e);
+    }
+  }
+  return entries;
+}
+
 // A sample's wide scores (net_wide.h): sums x_f u[e] of row `row`'s nonzeros for every label their lists
 // name that skip(j) does not reject, into s.wideTouched[0..count) (the labels, in the order first touched)
 // and s.wideSum[0..count) (their sums); sets their bits in s.wideMarks (no bit may be set on entry; the
@@ -251,23 +270,7 @@ template <typename Skip>
 size_t wide_scores(const NetLayer& L, const CsrView& data, uint32_t row, Scratch& s, Skip skip) {
   const uint32_t N = L.outDim;
   if (s.wideMarks.size() < (size_t(N) + 63) / 64) s.wideMarks.assign((size_t(N) + 63) / 64, 0);
-  const uint32_t* off = L.wideOff;
-  const uint32_t* lab = L.wideLab;
-  const float* wt = L.wideW;
-  const uint32_t q0 = data.offsets[row], q1 = data.offsets[row + 1];
-  // Each feature's list lies at its own place in arrays far larger than the caches, and the walk would wait
-  // on the misses of one list after another. Request the first lines of every list first (up to 64
-  // entries), so that the misses overlap (model2-200k: 80 features and 2,300 entries per row).
-  size_t entries = 0;
-  for (uint32_t q = q0; q < q1; ++q) {
-    const uint32_t f = data.indices[q];
-    const uint32_t e0 = off[f], e1 = off[f + 1];
-    entries += e1 - e0;
-    for (uint32_t e = e0; e < e1 && e < e0 + 64; e += 16) {
-      __builtin_prefetch(lab + e);
-      __builtin_prefetch(wt + e);
-    }
-  }
+  const size_t entries = wide_prefetch_lists(L, data, row);
   s.wideSlotWide = entries > 0xFFFF;
   return s.wideSlotWide ? wide_walk(L, data, row, s, skip, s.wideSlot32, entries)
                         : wide_walk(L, data, row, s, skip, s.wideSlot16, entries);

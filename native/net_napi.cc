@@ -3,6 +3,7 @@
 //   netApplyRows(net, hyper, updates)
 //   netPredictSlice(net, data, pointIds, k, sampled, outIdx, outVal)
 //   netKernelIsa: string constant, the instruction set of the dense block kernels
+//   netWideVector(allow?) -> whether sampled prediction's wide walk uses its vector loop
 // Parsing re-checks every length against the layer shapes (cheap: O(layers) property reads plus the hash
 // parameter scan of lsh_napi_parse.h), so a TS bug becomes an exception, never a wild write.
 #include <algorithm>
@@ -386,7 +387,8 @@ Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
 }
 
 // netClusterBuild(weights: Float32Array (N, d), bias: Float32Array (N), d, rows: Uint32Array (M), C, iters, sample, seed,
-//                 outCentroids: Float32Array (C, d + 2), outOffsets: Uint32Array (C + 1), outMembers: Uint32Array (M))
+//                 outCentroids: Float32Array (C, d + 2), outOffsets: Uint32Array (C + 1), outMembers: Uint32Array (M),
+//                 threads?: number (default 1))
 Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
   auto W = GetArray<float>(info[0], "weights");
   auto b = GetArray<float>(info[1], "bias");
@@ -405,7 +407,9 @@ Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
   auto cent = GetArray<float>(info[8], "outCentroids", size_t(C) * (d + 2));
   auto off = GetArray<uint32_t>(info[9], "outOffsets", size_t(C) + 1);
   auto mem = GetArray<uint32_t>(info[10], "outMembers", M);
-  cluster_build(cent.data, off.data, mem.data, W.data, b.data, N, d, rows.data, M, C, iters, sample, seed);
+  const uint32_t threads = info.Length() > 11 && !info[11].IsUndefined() ? GetU32(info[11], "threads") : 1;
+  if (threads == 0 || threads > 1024) throw ArgError("threads must be in 1..1024 but is " + std::to_string(threads));
+  cluster_build(cent.data, off.data, mem.data, W.data, b.data, N, d, rows.data, M, C, iters, sample, seed, threads);
   return info.Env().Undefined();
 }
 
@@ -574,6 +578,17 @@ void net_parse_rows(const Napi::Value& v, uint32_t points, std::vector<uint32_t>
 void net_parse_adam(const Napi::Object& o, TrainHyper& h) { ParseAdam(o, h); }
 void net_parse_wide_lr(const Napi::Object& o, TrainHyper& h) { ParseWideLr(o, h); }
 
+// netWideVector(allow?: boolean): whether sampled prediction's wide walk may use its vector loop (default and
+// when absent: yes, where the CPU allows); returns whether it now does. Tests compare both loops.
+Napi::Value NetWideVector(const Napi::CallbackInfo& info) {
+  bool allow = true;
+  if (info.Length() > 0 && !info[0].IsUndefined()) {
+    if (!info[0].IsBoolean()) throw ArgError("allow must be a boolean");
+    allow = info[0].As<Napi::Boolean>().Value();
+  }
+  return Napi::Boolean::New(info.Env(), net::wide_walk_vector(allow));
+}
+
 void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetTrainSlice>(env, exports, "netTrainSlice");
   Export<NetApplyRows>(env, exports, "netApplyRows");
@@ -586,6 +601,7 @@ void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetPrefault>(env, exports, "netPrefault");
   Export<NetAdviseHugePages>(env, exports, "netAdviseHugePages");
   Export<NetGlorotFill>(env, exports, "netGlorotFill");
+  Export<NetWideVector>(env, exports, "netWideVector");
   // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).
   exports.Set("netKernelIsa", Napi::String::New(env, nk::block_isa()));
 }

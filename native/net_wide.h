@@ -60,6 +60,25 @@ void wide_build(WideBuilt& out, const CsrView& data, const uint32_t* rows, uint3
                 uint32_t numLabels, uint32_t maxPerLabel, double init, double minShare, const uint32_t* slice = nullptr,
                 uint32_t nSlice = 0);
 
+// The inner loop of sampled prediction's wide walk over one feature's list, entries e0 .. e1 of lab (labels)
+// and wt (weights), vectorised where the CPU allows (net_wide_walk.cc); it gives what the plain loop in its
+// comment gives.
+// The bit pattern of a label not yet touched in wide_dense_add's dense sums (a signalling NaN, which no
+// arithmetic returns: a NaN they compute is quiet).
+constexpr uint32_t kWideUntouched = 0x7F800001u;
+
+// wide_dense_add: adds x wt[e] to dense[lab[e]] for the entries whose label is < N; a label whose sum holds
+// kWideUntouched gets x wt[e] itself and is appended to touched[nt..]. Returns the new count. touched needs
+// room for nt + (e1 - e0) + 16 entries.
+//   for (e = e0; e < e1; ++e) if (lab[e] < N)
+//     if (dense[lab[e]] is kWideUntouched) dense[lab[e]] = x wt[e], touched[nt++] = lab[e]; else dense[lab[e]] += x wt[e];
+size_t wide_dense_add(const uint32_t* lab, const float* wt, uint32_t e0, uint32_t e1, float x, uint32_t N, float* dense,
+                      uint32_t* touched, size_t nt);
+
+// Whether wide_dense_add may use its vector loop (it does where the CPU allows; tests compare both on one
+// machine). Returns whether it now does.
+bool wide_walk_vector(bool allow);
+
 // Sorts terms by (label, sample) (stable: entries in collection order).
 void wide_sort_by_label(std::vector<WideTerm>& t);
 

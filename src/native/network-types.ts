@@ -227,6 +227,12 @@ export interface NativeNetwork {
    */
   readonly netKernelIsa: 'avx512' | 'avx2' | 'sse' | 'neon' | 'scalar' | 'generic';
   /**
+   * Whether sampled prediction's walk over the wide part's lists (native/net_wide_walk.cc) may use its
+   * AVX-512 loop, which it does where netKernelIsa is 'avx512' (the default: true); false selects the scalar
+   * loop, which gives the same sums (tests compare both). Returns whether the vector loop is now in use.
+   */
+  netWideVector(allow?: boolean): boolean;
+  /**
    * Trains on rows `pointIds` of `data` (mode 0), accumulates their gradients (mode 1) or computes their loss
    * (mode 2). Per sample: forward through every layer (sampled layers: the LSH candidates of the sample's
    * activation; the last layer while training also gets the sample's labels first), softmax cross-entropy
@@ -291,10 +297,11 @@ export interface NativeNetwork {
    * squared norm, then every row to its nearest centre (native/net_cluster.cc).
    * @param weights Float32Array (N, d); @param bias Float32Array (N), N = bias.length; @param rows Uint32Array (M).
    * @param outCentroids Float32Array (C, d + 2); @param outOffsets Uint32Array (C + 1); @param outMembers Uint32Array (M).
+   * @param threads threads sharing the assignment passes (1..1024, default 1); the index is the same for any.
    */
   netClusterBuild(
     weights: Float32Array, bias: Float32Array, d: number, rows: Uint32Array, C: number, iters: number, sample: number, seed: number,
-    outCentroids: Float32Array, outOffsets: Uint32Array, outMembers: Uint32Array,
+    outCentroids: Float32Array, outOffsets: Uint32Array, outMembers: Uint32Array, threads?: number,
   ): void;
   /**
    * Maps every page of `net`'s training state now (weights, Adam moments, step counters, the wide part's

@@ -800,7 +800,9 @@ export class Network {
    * outputs), scored for every query, and spherical k-means clusters (after the MIPS transform) of the
    * other labels seen in training, probed by centre score (labels never seen in training are not
    * indexed: no training point gave them evidence, and the exact top-1 is one of them for under 1% of
-   * points at the 670k shape). Default `clusters`: round(sqrt(indexed labels)). Returns seconds.
+   * points at the 670k shape). Default `clusters`: round(sqrt(indexed labels)). The assignment passes run
+   * on as many threads as the pool has workers (they wait meanwhile); the index does not depend on them.
+   * Returns seconds.
    */
   buildClusterIndex(o: { head?: number; clusters?: number; iters?: number } = {}): number {
     const t0 = performance.now();
@@ -817,7 +819,7 @@ export class Network {
       const centroids = sharedFloat32(C * (d + 2)), offsets = sharedUint32(C + 1), members = sharedUint32(tail.length);
       if (C > 0) {
         native().netClusterBuild(last.weights, last.bias, d, tail, C, o.iters ?? CLUSTER_INDEX_ITERS, CLUSTER_INDEX_SAMPLE,
-          clusterIndexSeed(this.seed), centroids, offsets, members);
+          clusterIndexSeed(this.seed), centroids, offsets, members, Math.max(1, defaultWorkers()));
       }
       s.index = { C, budget: 0, centroids, offsets, members, head };
     }

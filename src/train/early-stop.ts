@@ -94,7 +94,8 @@ export interface ValidationOptions {
   /**
    * An output layer with a wide part (held-out slice only): weigh the network's logit w_j . h + b_j against
    * the wide part's. Every epoch is scored with the network's logit multiplied by each of EPOCH_BLEND_SCALES
-   * (its best is the epoch's score), the kept epoch by each of BLEND_SCALES, and the best of those stays in
+   * (its best is the epoch's score), the kept epoch by each of BLEND_SCALES (in its own pass when it was an
+   * epoch of the 'anneal' descent, as it mostly is), and the best of those stays in
    * the model (the output layer's weights and biases are multiplied by it). Trained jointly, the network's
    * share is fitted to the training points and, at 10^5-10^6 labels, adds noise to the wide part's ranking
    * on new points. false keeps the network as trained. Default true.
@@ -167,8 +168,9 @@ export function resolveValidation(v: ValidationOptions): ResolvedValidation {
 export const BLEND_SCALES = [1, 0.5, 0.25, 0.125, 0.0625] as const;
 
 /**
- * The scales every epoch is scored at (every other one of BLEND_SCALES: the score moves slowly with the
- * scale, and each try is a pass over the held-out slice); the kept epoch is then scored at the others too.
+ * The scales whose best is an epoch's held-out score (every other one of BLEND_SCALES: the score moves slowly
+ * with the scale, and each try re-weights every candidate of every held-out point); the kept epoch is then
+ * scored at the others too (an epoch of the 'anneal' descent in its own pass).
  */
 export const EPOCH_BLEND_SCALES = [1, 0.25, 0.0625] as const;
 

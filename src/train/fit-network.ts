@@ -415,12 +415,13 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
         reason: `${held} held-out points (${holdoutWhy}): the best epoch's weights are kept (not trained again on all points: ${refitWhy})`,
       };
       // The network's weight against the wide part at the kept epoch (ValidationOptions.blend): its
-      // scores at EPOCH_BLEND_SCALES, completed with the other scales on the restored weights.
+      // scores at BLEND_SCALES from its own held-out pass; the scales it lacks (an epoch before the descent,
+      // or trained before a resume: checkpoints do not keep them) scored on the restored weights.
       const kept = e.history[e.bestEpoch - 1];
       if (kept?.scale !== undefined && holdout && !stats.aborted) {
         const known = run.blendTried.get(e.bestEpoch) ?? [];
         const rest = BLEND_SCALES.filter((x) => !known.some((t) => t.scale === x));
-        const more = (await phases.time('blend', () => scoreBlends(network, exec, holdout, validation, rest))).map(({ points: _, ...t }) => t);
+        const more = rest.length === 0 ? [] : (await phases.time('blend', () => scoreBlends(network, exec, holdout, validation, rest))).map(({ points: _, ...t }) => t);
         const tried = [...known, ...more].sort((a, b) => b.scale - a.scale);
         const best = tried.reduce((a, t) => (t.score > a.score ? t : a)); // ties: the larger scale
         scaleOutputLogits(network, best.scale);
@@ -819,14 +820,20 @@ function withValidation(network: Network,
   const onEpochEnd = async (epoch: number, st: FitStats) => {
     // The epoch's mean rate: under 'anneal', a descending epoch's falls through it (its middle's rate is the mean).
     const epochLr = lr * control.lrScale * (control.lrAt ? control.lrAt(epoch, 0.5, 1) : 1);
-    // Scored as scoreHoldout says; with a wide part, at each of EPOCH_BLEND_SCALES (ValidationOptions.blend).
+    // Scored as scoreHoldout says; with a wide part, at each of EPOCH_BLEND_SCALES (ValidationOptions.blend),
+    // the epoch's score. An epoch of the descent (schedule 'anneal': the epochs the run ends with, and the
+    // kept one but where the held-out score fell in it) is scored at the rest of BLEND_SCALES in the same
+    // pass (one candidate set serves every scale; its candidates re-weighted per point), so that, kept, its
+    // blend needs no second index and pass over the slice for its weights, which are these.
     const out = network.spec.layers.at(-1)!;
     let point: ValidationPoint;
     let points: Float64Array;
     if (validation.blend && out.wide && out.wide.labels.length > 0) {
-      const tried = await run.phases.time('heldout', () => scoreBlends(network, exec, holdout, validation, EPOCH_BLEND_SCALES));
+      const descending = validation.schedule === 'anneal' && state.annealFrom !== undefined;
+      const all = await run.phases.time('heldout', () => scoreBlends(network, exec, holdout, validation, descending ? BLEND_SCALES : EPOCH_BLEND_SCALES));
+      const tried = all.filter((t) => (EPOCH_BLEND_SCALES as readonly number[]).includes(t.scale));
       const best = tried.reduce((a, t) => (t.score > a.score ? t : a)); // ties: the larger scale (listed first)
-      run.blendTried.set(epoch + 1, tried.map(({ points: _, ...t }) => t));
+      run.blendTried.set(epoch + 1, all.map(({ points: _, ...t }) => t));
       point = { epoch: epoch + 1, p1: best.p1, p3: best.p3, p5: best.p5, score: best.score, lr: epochLr, scale: best.scale };
       points = best.points;
     } else {

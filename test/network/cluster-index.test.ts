@@ -63,6 +63,23 @@ describe('netClusterBuild', () => {
     expect(build(5).cent).not.toEqual(build(4).cent);
   });
 
+  it('builds the same index on any number of threads (the assignment passes split by blocks of 256 rows)', () => {
+    // 2,900 rows: 12 blocks, the last one short; 30 Lloyd rounds' sums added in row order whatever the split.
+    const n = 3000, r2 = new Xoshiro128(10);
+    const W2 = Float32Array.from({ length: n * d }, (_, i) => (r2.nextFloat() - 0.5) * (1 + (Math.floor(i / d) % 7)));
+    const b2 = Float32Array.from({ length: n }, () => r2.nextFloat() - 0.5);
+    const rows2 = Uint32Array.from({ length: 2900 }, (_, i) => i + (i >= 1000 ? 100 : 0));
+    const C2 = 40;
+    const build2 = (threads?: number) => {
+      const cent = new Float32Array(C2 * (d + 2)), off = new Uint32Array(C2 + 1), mem = new Uint32Array(rows2.length);
+      native().netClusterBuild(W2, b2, d, rows2, C2, 30, 1500, 3, cent, off, mem, threads);
+      return { cent, off, mem };
+    };
+    const one = build2();
+    for (const t of [1, 2, 3, 16]) expect(build2(t), `${t} threads`).toEqual(one);
+    expect(() => build2(0)).toThrow('threads must be in 1..1024 but is 0');
+  });
+
   it('rejects bad arguments with clear errors', () => {
     const cent = new Float32Array(C * (d + 2)), off = new Uint32Array(C + 1), mem = new Uint32Array(rows.length);
     expect(() => native().netClusterBuild(W, b, d, rows, 0, 6, 1000, 1, cent, off, mem)).toThrow('sublinear native: cluster index: C must be in [1, rows] but is 0');

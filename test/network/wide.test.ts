@@ -211,6 +211,71 @@ describe('wide part: prediction', () => {
     expect([...idx]).toEqual([0, 2, 3, 5]);
   });
 
+  it('proposals and scores equal a brute-force reference, with the vector and the scalar walk', () => {
+    // 300 labels, lists of 0 to 140 entries (whole 16-lane steps and tails), 6 rows of 12 nonzeros; the
+    // network's logits are 0, so a point's top k are the k best of its candidates' wide sums (0 without
+    // any) and of every other label its lists name (k <= the proposals, max(k, candidates / 4)). The sums
+    // are float32, added in the order of the row's nonzeros, as the walk adds them.
+    const N = 300, D = 40, k = 8, rows = 6, cands = [3, 17, 42, 99, 150, 151, 299];
+    const rng = new Xoshiro128(331);
+    const lab: number[] = [], w: number[] = [];
+    const offsets = new Uint32Array(D + 1);
+    for (let f = 0; f < D; f++) {
+      const len = f % 5 === 0 ? 0 : Math.floor(rng.nextFloat() * 141);
+      const pick = new Set<number>();
+      while (pick.size < len) pick.add(Math.floor(rng.nextFloat() * N));
+      for (const j of [...pick].sort((a, b) => a - b)) {
+        lab.push(j);
+        w.push(Math.fround(rng.nextFloat() * 4 - 1));
+      }
+      offsets[f + 1] = lab.length;
+    }
+    const net = makeNet(D, [6, N], 332);
+    net.layers[1]!.weights.fill(0);
+    net.layers[1]!.bias.fill(0);
+    net.layers[1]!.sampling = fixedSampling(6, N, cands, { minActive: 0, budget: cands.length });
+    net.layers[1]!.wide = { inputDim: D, offsets, labels: Uint32Array.from(lab), weights: Float32Array.from(w), accum: new Float32Array(lab.length) };
+    const dOff = [0], dIdx: number[] = [], dVal: number[] = [];
+    for (let i = 0; i < rows; i++) {
+      const fs = new Set<number>();
+      while (fs.size < 12) fs.add(Math.floor(rng.nextFloat() * D));
+      for (const f of [...fs].sort((a, b) => a - b)) {
+        dIdx.push(f);
+        dVal.push(Math.fround(rng.nextFloat() + 0.1));
+      }
+      dOff.push(dIdx.length);
+    }
+    const data: RefData = {
+      points: rows, offsets: Uint32Array.from(dOff), indices: Uint32Array.from(dIdx), values: Float32Array.from(dVal),
+      labelOffsets: new Uint32Array(rows + 1), labelIndices: new Uint32Array(0),
+    };
+    const expected: number[][] = [];
+    for (let i = 0; i < rows; i++) {
+      const sum = new Map<number, number>();
+      for (let q = dOff[i]!; q < dOff[i + 1]!; q++) {
+        const f = dIdx[q]!, x = dVal[q]!;
+        for (let e = offsets[f]!; e < offsets[f + 1]!; e++) sum.set(lab[e]!, Math.fround((sum.get(lab[e]!) ?? 0) + Math.fround(x * w[e]!)));
+      }
+      for (const j of cands) if (!sum.has(j)) sum.set(j, 0);
+      expected.push([...sum.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, k).map(([j]) => j));
+    }
+    const vector = native().netWideVector(true);
+    const got = (allow: boolean) => {
+      native().netWideVector(allow);
+      const idx = new Uint32Array(rows * k), val = new Float32Array(rows * k);
+      native().netPredictSlice(net, data, ids(rows), k, 1, idx, val);
+      return Array.from({ length: rows }, (_, i) => Array.from(idx.subarray(i * k, i * k + k)));
+    };
+    try {
+      expect(got(false)).toEqual(expected);
+      expect(got(true)).toEqual(expected);
+    } finally {
+      native().netWideVector(true);
+    }
+    expect(native().netWideVector(true)).toBe(vector);
+    expect(vector).toBe(native().netKernelIsa === 'avx512');
+  });
+
   it('sums a row of more than 65,535 list entries (4-byte places) as a short one', () => {
     // 10 features of 7,000 entries each, cycling over the 9 labels: every label repeated thousands of times.
     const net = makeNet(10, [6, 9], 217);
