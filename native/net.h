@@ -211,10 +211,12 @@ void cluster_assign(uint32_t* best, double* sums, double* counts, const float* W
 // multiplied by each scale before its wide part's scores are added, and outIdx/outVal are (n, S, k): sample
 // i's k best under scale si at ((i S) + si) k (held-out blending, ValidationOptions.blend: one candidate set
 // serves every scale; exact prediction makes one pass per scale).
+// threads > 1 (exact prediction only): the samples in contiguous ranges, one per thread (net_parallel.h), each
+// predicted as a slice of its own; no sample's scores depend on the others', so the output is the same.
 // Returns the number of output neurons scored over the slice (n * outDim when exact), once whatever S.
 double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers,
                          const CsrView& data, const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled,
-                         const float* scales = nullptr, uint32_t S = 1);
+                         const float* scales = nullptr, uint32_t S = 1, uint32_t threads = 1);
 
 // Seed of sample `key`'s random fill in layer `layer`. Training: key = (uint64(seed) << 32) | position in
 // pointIds; prediction: key = point id.

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
@@ -454,33 +455,48 @@ struct BlockOps {
   const char* name;
 };
 
-// One set of entry points per ISA; R (1..4) is a template argument so that the accumulators stay in registers.
-#define SL_DEFINE_ISA(NAME, ATTR, V)                                                                            \
+// R rows in blocks of at most MAXR (what fits the register file: 8 rows x 2 vectors of accumulators in
+// AVX-512's 32 registers, 4 rows in the 16 of AVX2 and SSE), each block's R a template argument so that the
+// accumulators stay in registers. Splitting rows into smaller blocks gives the same bits: every output element
+// is the same sequence of multiply-adds (forward and grad sum over the inner dimension within a row; dx adds
+// the rows in row order). Written out per kernel (no lambda: a lambda would not inherit the ISA's target).
+#define SL_ROW_SWITCH(MAXR, CALL)                  \
+  constexpr uint32_t kMaxR = MAXR;                 \
+  for (uint32_t r0 = 0; r0 < R;) {                 \
+    const uint32_t r = R - r0 < kMaxR ? R - r0 : kMaxR; \
+    switch (r) {                                   \
+      case 8: CALL(8); break;                      \
+      case 7: CALL(7); break;                      \
+      case 6: CALL(6); break;                      \
+      case 5: CALL(5); break;                      \
+      case 4: CALL(4); break;                      \
+      case 3: CALL(3); break;                      \
+      case 2: CALL(2); break;                      \
+      default: CALL(1); break;                     \
+    }                                              \
+    r0 += r;                                       \
+  }
+// One block of K rows from row r0 (K clamped to MAXR so that no block wider than the ISA's is instantiated).
+#define SL_K(K) ((K) <= kMaxR ? (K) : 1)
+#define SL_FWD_CALL(K) blk_forward_body<VT, SL_K(K)>(zt + size_t(r0) * ldn, W + size_t(r0) * d, d, bias + r0, Xt, ldn)
+#define SL_GRAD_CALL(K) blk_grad_body<VT, SL_K(K)>(g + size_t(r0) * ldx, gb + r0, dzt + size_t(r0) * ldn, X, n, ldn, ldx)
+#define SL_DX_CALL(K) blk_dx_body<VT, SL_K(K)>(dXt, W + size_t(r0) * d, d, dzt + size_t(r0) * ldn, ldn)
+
+// One set of entry points per ISA; each takes R up to kMaxRowBlock rows.
+#define SL_DEFINE_ISA(NAME, ATTR, V, MAXR)                                                                      \
   ATTR static void forward_##NAME(float* zt, const float* W, uint32_t d, const float* bias, const float* Xt,     \
                                   uint32_t R, uint32_t ldn) {                                                  \
-    switch (R) {                                                                                               \
-      case 4: blk_forward_body<V, 4>(zt, W, d, bias, Xt, ldn); break;                                          \
-      case 3: blk_forward_body<V, 3>(zt, W, d, bias, Xt, ldn); break;                                          \
-      case 2: blk_forward_body<V, 2>(zt, W, d, bias, Xt, ldn); break;                                          \
-      default: blk_forward_body<V, 1>(zt, W, d, bias, Xt, ldn); break;                                         \
-    }                                                                                                          \
+    typedef V VT;                                                                                              \
+    SL_ROW_SWITCH(MAXR, SL_FWD_CALL)                                                                           \
   }                                                                                                            \
   ATTR static void grad_##NAME(float* g, float* gb, const float* dzt, const float* X, uint32_t R, uint32_t n,    \
                                uint32_t ldn, uint32_t ldx) {                                                   \
-    switch (R) {                                                                                               \
-      case 4: blk_grad_body<V, 4>(g, gb, dzt, X, n, ldn, ldx); break;                                          \
-      case 3: blk_grad_body<V, 3>(g, gb, dzt, X, n, ldn, ldx); break;                                          \
-      case 2: blk_grad_body<V, 2>(g, gb, dzt, X, n, ldn, ldx); break;                                          \
-      default: blk_grad_body<V, 1>(g, gb, dzt, X, n, ldn, ldx); break;                                         \
-    }                                                                                                          \
+    typedef V VT;                                                                                              \
+    SL_ROW_SWITCH(MAXR, SL_GRAD_CALL)                                                                          \
   }                                                                                                            \
   ATTR static void dx_##NAME(float* dXt, const float* W, uint32_t d, const float* dzt, uint32_t R, uint32_t ldn) { \
-    switch (R) {                                                                                               \
-      case 4: blk_dx_body<V, 4>(dXt, W, d, dzt, ldn); break;                                                   \
-      case 3: blk_dx_body<V, 3>(dXt, W, d, dzt, ldn); break;                                                   \
-      case 2: blk_dx_body<V, 2>(dXt, W, d, dzt, ldn); break;                                                   \
-      default: blk_dx_body<V, 1>(dXt, W, d, dzt, ldn); break;                                                  \
-    }                                                                                                          \
+    typedef V VT;                                                                                              \
+    SL_ROW_SWITCH(MAXR, SL_DX_CALL)                                                                            \
   }                                                                                                            \
   ATTR static void lse_##NAME(float* mx, float* sum, const float* zt, uint32_t R, uint32_t ldn) {               \
     lse_update_body<V>(mx, sum, zt, R, ldn);                                                                   \
@@ -494,15 +510,15 @@ struct BlockOps {
   }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-SL_DEFINE_ISA(avx512, __attribute__((target("avx512f,avx2,fma"))), v16f)
-SL_DEFINE_ISA(avx2, __attribute__((target("avx2,fma"))), v8f)
+SL_DEFINE_ISA(avx512, __attribute__((target("avx512f,avx2,fma"))), v16f, 8)
+SL_DEFINE_ISA(avx2, __attribute__((target("avx2,fma"))), v8f, 4)
 #endif
 // 4 lanes: SSE on x86-64, Advanced SIMD (NEON) on AArch64, whatever 128-bit vectors the target has elsewhere.
-SL_DEFINE_ISA(generic, , v4f)
+SL_DEFINE_ISA(generic, , v4f, 4)
 #if defined(__aarch64__)
 // One lane, vectorisers off: the baseline the NEON kernels are tested against (SUBLINEAR_BLOCK_ISA=scalar).
 #define SL_SCALAR_ATTR __attribute__((optimize("no-tree-vectorize", "no-tree-slp-vectorize")))
-SL_DEFINE_ISA(scalar, SL_SCALAR_ATTR, v1f)
+SL_DEFINE_ISA(scalar, SL_SCALAR_ATTR, v1f, 4)
 
 // Whether the CPU has Advanced SIMD (Linux: HWCAP_ASIMD in the auxiliary vector).
 static bool cpu_has_neon() {

@@ -34,6 +34,7 @@ namespace nk {
 constexpr uint32_t kSamplePad = 32;  // ldn multiple (two 16-lane vectors)
 constexpr uint32_t kDimPad = 32;     // ldx multiple
 constexpr uint32_t kRowBlock = 4;    // rows per dense block
+constexpr uint32_t kMaxRowBlock = 8; // most rows one block-kernel call takes (blk_forward, blk_grad, blk_dx)
 
 inline uint32_t pad_to(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
 

@@ -353,7 +353,8 @@ Napi::Value NetApplyRows(const Napi::CallbackInfo& info) {
 }
 
 // netPredictSlice(net, data, pointIds: Uint32Array, k, sampled: 0 | 1, outIdx: Uint32Array (n, S, k),
-//                 outVal: Float32Array (n, S, k), scales?: Float32Array (S) of finite values, S in [1, 64])
+//                 outVal: Float32Array (n, S, k), scales?: Float32Array (S) of finite values, S in [1, 64],
+//                 threads?: 1..256 (exact prediction's sample ranges; default 1))
 Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
   const std::vector<NetLayer>& layers = ParseNet(info[0], false);
   const CsrView data = ParseData(info[1], false);
@@ -381,8 +382,13 @@ Napi::Value NetPredictSlice(const Napi::CallbackInfo& info) {
     for (size_t k = 0; k < layers.size(); ++k)
       if (layers[k].sampled && !layers[k].hasTables && !(k + 1 == layers.size() && layers[k].hasIndex))
         throw ArgError("net.layers[" + std::to_string(k) + "]: sampled prediction needs its hash tables, which are not allocated");
+  uint32_t threads = 1;
+  if (info.Length() > 8 && Present(info[8])) {
+    threads = GetU32(info[8], "threads");
+    if (threads < 1 || threads > 256) throw ArgError("threads must be in [1, 256]");
+  }
   const double scored = net_predict_slice(outIdx.data, outVal.data, layers.data(), static_cast<uint32_t>(layers.size()),
-                                          data, pointIds.data, static_cast<uint32_t>(n), k, sampled == 1, scales, S);
+                                          data, pointIds.data, static_cast<uint32_t>(n), k, sampled == 1, scales, S, threads);
   return Napi::Number::New(info.Env(), scored);
 }
 

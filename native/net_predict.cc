@@ -10,6 +10,7 @@
 
 #include "napi_util.h"
 #include "net_internal.h"
+#include "net_parallel.h"
 #include "topk.h"
 
 namespace sl {
@@ -175,15 +176,9 @@ void predict_dense(uint32_t* outIdx, float* outVal, size_t stride, const NetLaye
               cCnt[i], k, double(mx[i]) + std::log(double(sum[i])));
 }
 
-}  // namespace
-
-double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
-                         const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled, const float* scales,
-                         uint32_t S) {
-  if (k == 0) throw ArgError("k must be positive");
-  static const float kOne = 1.0f;
-  if (S == 0 || !scales) scales = &kOne, S = 1;
-  net::check_slice(data, pointIds, n, layers[0].inDim, false, 0);
+// net_predict_slice on a checked slice (k >= 1, S >= 1, scales set), in the calling thread.
+double predict_checked(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
+                       const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled, const float* scales, uint32_t S) {
   if (n == 0) return 0;
   net::FtzScope ftz;
   net::Scratch& s = net::scratch();
@@ -321,6 +316,31 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
     }
     emit_scaled(outIdx, outVal, i, z + off[i], nullptr, ids + off[i], m, k, scales, S, comb, tmp);
   }
+  return scored;
+}
+
+}  // namespace
+
+double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers, uint32_t nLayers, const CsrView& data,
+                         const uint32_t* pointIds, uint32_t n, uint32_t k, bool sampled, const float* scales,
+                         uint32_t S, uint32_t threads) {
+  if (k == 0) throw ArgError("k must be positive");
+  static const float kOne = 1.0f;
+  if (S == 0 || !scales) scales = &kOne, S = 1;
+  net::check_slice(data, pointIds, n, layers[0].inDim, false, 0);
+  // Exact prediction only: sampled prediction's candidate sets may be drawn for the slice as a whole. Ranges
+  // of at least 32 samples (one kSamplePad block), so that no range pads a block mostly with zeros.
+  const uint32_t T = sampled ? 1u : std::max(1u, std::min(threads, n / nk::kSamplePad));
+  if (T <= 1) return predict_checked(outIdx, outVal, layers, nLayers, data, pointIds, n, k, sampled, scales, S);
+  double part[256] = {};
+  net::fork_join(T, [&](uint32_t t) {
+    uint32_t lo, hi;
+    net::split_range(n, T, t, nk::kSamplePad, lo, hi);
+    const size_t at = size_t(lo) * S * k;
+    part[t] = predict_checked(outIdx + at, outVal + at, layers, nLayers, data, pointIds + lo, hi - lo, k, sampled, scales, S);
+  });
+  double scored = 0;
+  for (uint32_t t = 0; t < T; ++t) scored += part[t];
   return scored;
 }
 

@@ -1,8 +1,8 @@
 // netTrainSlice: forward, softmax cross-entropy, backward and lazy Adam for one mini-batch slice.
 // Math and legend: net.h. Memory: everything per slice lives in the thread's Scratch; gradients are never
 // materialised for a whole layer. Each touched row is updated right after its gradient is complete:
-//   * dense layers (k >= 1): blocks of kRowBlock rows; the gradient of a block is a small GEMM
-//     (dzt (R, n) x A_{k-1} (n, d)), then Adam on those R rows;
+//   * dense layers (k >= 1): blocks of kRowBlock rows (kMaxRowBlock in the dense output layer); the gradient of
+//     a block is a small GEMM (dzt (R, n) x A_{k-1} (n, d)), then Adam on those R rows;
 //   * sampled layers and layer 0: an inverted index (row -> entries of the slice that touch it) built with
 //     a row -> slot map; each row's gradient is summed from its entries, then Adam on that row.
 // The dense softmax output never stores (n, outDim) logits: pass 1 streams blocks of rows to get each
@@ -111,7 +111,10 @@ constexpr size_t kKeptLogitsBytes = size_t(32) << 20;
 double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::LayerBuf& prev, float* dAt,
                     const TrainHyper& h, net::Scratch& s) {
   const uint32_t n = sl.n, ldn = sl.ldn, d = L.inDim, o = L.outDim, ldx = prev.lda;
-  constexpr uint32_t RB = nk::kRowBlock;
+  // The parts' ranges are whole blocks of kRowBlock rows (as many parts and the same ranges as before the
+  // kernels took wider blocks: the dA^T parts, summed in part order, keep their bits); inside a range the
+  // kernels take RB = kMaxRowBlock rows at a time (dA^T is read and written once per RB rows, not per 4).
+  constexpr uint32_t RA = nk::kRowBlock, RB = nk::kMaxRowBlock;
   const float* X = prev.A.data();
   const float* Xt = prev.At.data();
   float* mx = grow(s.mx, ldn);
@@ -138,7 +141,7 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
   }
   const net::WideTerm* wt = s.wide.data();
   // The parts: at least 16 blocks of rows each.
-  const uint32_t T = std::max(1u, std::min(h.threads, (o + 16 * RB - 1) / (16 * RB)));
+  const uint32_t T = std::max(1u, std::min(h.threads, (o + 16 * RA - 1) / (16 * RA)));
   if (s.parts.size() < T) s.parts.resize(T);
   // First label pair and wide term of the rows from j on.
   auto firstPair = [&](uint32_t j) {
@@ -153,7 +156,7 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
   net::fork_join(T, [&](uint32_t t) {
     net::Scratch::Part& pt = s.parts[t];
     uint32_t lo, hi;
-    net::split_range(o, T, t, RB, lo, hi);
+    net::split_range(o, T, t, RA, lo, hi);
     float* zt = grow(pt.zt, size_t(RB) * ldn);
     float* pmx = t == 0 ? mx : grow(pt.mx, ldn);
     float* psum = t == 0 ? sum : grow(pt.sum, ldn);
@@ -165,7 +168,8 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
       if (zAll) zt = zAll + size_t(j0) * ldn;
       nk::blk_forward(zt, L.W + size_t(j0) * d, d, L.b + j0, Xt, R, ldn);
       net::wide_add_block(zt, ldn, L, s.wide, wp, j0, R);
-      nk::lse_update(pmx, psum, zt, R, ldn);
+      // In blocks of kRowBlock rows: the running maximum's steps, and so the sums' bits, stay as they were.
+      for (uint32_t r0 = 0; r0 < R; r0 += RA) nk::lse_update(pmx, psum, zt + size_t(r0) * ldn, std::min(RA, R - r0), ldn);
       for (; pp < nPairs && (pairs[pp] >> 32) < j0 + R; ++pp)
         zlab[pp] = zt[size_t((pairs[pp] >> 32) - j0) * ldn + uint32_t(pairs[pp])];
     }
@@ -196,7 +200,7 @@ double output_dense(const NetLayer& L, uint32_t k, const Slice& sl, const net::L
   net::fork_join(T, [&](uint32_t t) {
     net::Scratch::Part& pt = s.parts[t];
     uint32_t lo, hi;
-    net::split_range(o, T, t, RB, lo, hi);
+    net::split_range(o, T, t, RA, lo, hi);
     float* zt = grow(pt.zt, size_t(RB) * ldn);
     float* dzt = grow(pt.dzt, size_t(RB) * ldn);
     float* g = grow(pt.g, size_t(RB) * ldx);

@@ -279,6 +279,8 @@ export interface NativeNetwork {
    *
    * @param outIdx Uint32Array (n, S, k) (S = 1 without scales).
    * @param outVal Float32Array (n, S, k).
+   * @param threads exact prediction (sampled 0) only: threads sharing the slice, each predicting a contiguous
+   *   range of its points (the same results as one thread). 1 to 256; default 1.
    */
   netPredictSlice(
     net: NetSpec,
@@ -289,6 +291,7 @@ export interface NativeNetwork {
     outIdx: Uint32Array,
     outVal: Float32Array,
     scales?: Float32Array,
+    threads?: number,
   ): number;
 
   /**

@@ -66,13 +66,25 @@ function workerFile(): string {
 /** The worker module's export a pool thread loads when it starts (see the Piscina options below). */
 export const PRELOADED_EXPORT = 'train';
 
+/** Options of a worker pool. */
+export interface PoolOptions {
+  /**
+   * Threads that share each exact prediction task (PredictTask.threads) that does not name its own: a
+   * training run's intra-batch threads (FitOptions.threads), so that its held-out scoring and the
+   * re-ranker's shortlists use the cores its batches use. Default 1.
+   */
+  predictThreads?: number;
+}
+
 /** A piscina pool of `workers` threads. */
 export class PoolExecutor implements Executor {
   readonly parallelism: number;
   private pool: Piscina;
   private running = 0;
-  constructor(workers: number) {
+  private predictThreads: number;
+  constructor(workers: number, opts: PoolOptions = {}) {
     this.parallelism = workers;
+    this.predictThreads = Math.max(1, Math.min(256, Math.floor(opts.predictThreads ?? 1)));
     this.pool = new Piscina({
       filename: workerFile(),
       // Every task names its export; this name is only what piscina preloads when a thread starts. Left at
@@ -99,7 +111,8 @@ export class PoolExecutor implements Executor {
     return this.track(this.pool.run(toWire(t), { name: 'trainSparse' }));
   }
   predict(t: PredictTask): Promise<PredictResult> {
-    return this.track(this.pool.run(toWire(t), { name: 'predict' }));
+    const task = t.threads === undefined && this.predictThreads > 1 ? { ...t, threads: this.predictThreads } : t;
+    return this.track(this.pool.run(toWire(task), { name: 'predict' }));
   }
   rehash(t: RehashTask): Promise<number> {
     return this.track(this.pool.run(toWire(t), { name: 'rehash' }));
@@ -127,9 +140,9 @@ export function defaultWorkers(): number {
   return availableParallelism();
 }
 
-export function createExecutor(workers: number): Executor {
+export function createExecutor(workers: number, opts: PoolOptions = {}): Executor {
   if (!Number.isInteger(workers) || workers < 0) {
     throw new Error(`Expected non-negative integer for workers but received ${JSON.stringify(workers)}`);
   }
-  return workers === 0 ? new InlineExecutor() : new PoolExecutor(workers);
+  return workers === 0 ? new InlineExecutor() : new PoolExecutor(workers, opts);
 }

@@ -70,7 +70,7 @@ export function runPredict(t: PredictTask): PredictResult {
   const S = t.scales?.length ?? 1;
   const idx = new Uint32Array(n * S * t.k);
   const val = new Float32Array(n * S * t.k);
-  const scored = native().netPredictSlice(t.net, t.data, t.pointIds, t.k, t.sampled ? 1 : 0, idx, val, t.scales);
+  const scored = native().netPredictSlice(t.net, t.data, t.pointIds, t.k, t.sampled ? 1 : 0, idx, val, t.scales, t.threads);
   return { idx, val, scored };
 }
 

@@ -76,6 +76,8 @@ export interface PredictTask {
    * k). Default: one scale of 1.
    */
   scales?: Float32Array;
+  /** Threads sharing an exact prediction's points (netPredictSlice; ignored by sampled prediction). Default 1. */
+  threads?: number;
 }
 
 export interface PredictResult {

@@ -355,7 +355,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   }
   let exec: Executor;
   try {
-    exec = opts.executor ?? createExecutor(opts.workers ?? dflt.workers);
+    exec = opts.executor ?? createExecutor(opts.workers ?? dflt.workers, { predictThreads: opts.threads });
   } catch (e) {
     await checkpointer?.close();
     throw e;

@@ -57,6 +57,31 @@ describe('netPredictSlice exact', () => {
     expectMatchesReference(net, wide, ids(37, 8), 10, 0);
   });
 
+  it('threads: the points in one range per thread give the reference top-k and the bits of one thread', () => {
+    // 150 points: up to 4 ranges of >= 32; 37 outputs (row-block tails); two logit scales (out (n, S, k)).
+    const many = randomData(150, 70, 37, 210, { maxNnz: 12 });
+    const net = makeNet(70, [16, 37], 211);
+    randomizeBiases(net, 212);
+    const pts = ids(150), k = 5, scales = Float32Array.of(1, 0.5);
+    const run = (threads?: number) => {
+      const idx = new Uint32Array(pts.length * 2 * k), val = new Float32Array(pts.length * 2 * k);
+      const scored = native().netPredictSlice(net, many, pts, k, 0, idx, val, scales, threads);
+      return { idx, val, scored };
+    };
+    const one = run();
+    const single = expectMatchesReference(net, many, pts, k, 0);
+    for (let i = 0; i < pts.length; i++) {
+      expect(Array.from(one.idx.subarray(i * 2 * k, i * 2 * k + k))).toEqual(Array.from(single.idx.subarray(i * k, i * k + k)));
+    }
+    for (const threads of [2, 3, 4, 7]) {
+      const t = run(threads);
+      expect(Buffer.from(t.idx.buffer).equals(Buffer.from(one.idx.buffer)), `${threads} threads: ids`).toBe(true);
+      expect(Buffer.from(t.val.buffer).equals(Buffer.from(one.val.buffer)), `${threads} threads: probabilities`).toBe(true);
+      expect(t.scored).toBe(one.scored);
+    }
+    expect(() => run(0)).toThrow(/threads must be in \[1, 256\]/);
+  });
+
   it('exact mode computes every neuron of sampled layers', () => {
     const net = makeNet(30, [8, 16, 12], 209);
     net.layers[1]!.sampling = fixedSampling(8, 16, [0, 1]);
