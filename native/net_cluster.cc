@@ -135,8 +135,10 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
     }
   }
   // Assignment: blocks of kChunk rows split over `threads` parts (each with its own scratch; a row's centre
-  // does not depend on the others, so the parts give what one thread gives). The centres' sums are then
-  // added by one thread in row order, from the same transformed values, as one thread added them.
+  // does not depend on the others, so the parts give what one thread gives). The centres' sums are added in
+  // row order, as one thread adds them: by the one part from the values it has just transformed, or, with
+  // several parts, afterwards on this thread from the rows transformed again (the assignment, C dot products
+  // a row, is the work worth splitting; the transform is one row read).
   const uint32_t T = std::max(1u, std::min(threads, (std::max(m, M) + kChunk - 1) / kChunk));
   struct Part {
     std::vector<float> Xt, zt, bestVal;
@@ -159,9 +161,16 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
         const uint32_t cnt = std::min(kChunk, hi - s0);
         gather_transformed(p.Xt.data(), kChunk, W, b, d, ids + s0, cnt, norm2.data(), invM);
         assign_block(out + s0, cent.data(), zeros.data(), C, w, p.Xt.data(), cnt, kChunk, p.zt.data(), p.bestVal.data());
+        if (!accumulate || parts_n > 1) continue;
+        for (uint32_t s = 0; s < cnt; ++s) {
+          const uint32_t c = out[s0 + s];
+          ++count[c];
+          double* acc = sum.data() + size_t(c) * w;
+          for (uint32_t r = 0; r < w; ++r) acc[r] += p.Xt[size_t(r) * kChunk + s];
+        }
       }
     });
-    if (!accumulate) return;
+    if (!accumulate || parts_n <= 1) return;
     for (uint32_t s = 0; s < n; ++s) {
       const uint32_t c = out[s];
       ++count[c];
@@ -179,7 +188,6 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
       double q = 0;
       for (uint32_t r = 0; r < w; ++r) q += sum[size_t(c) * w + r] * sum[size_t(c) * w + r];
       if (count[c] == 0 || q <= 0) {  // an empty cluster restarts at a random sample row
-        std::vector<float> col(w);
         const uint32_t j = smp[rng.below(m)];
         gather_transformed(col.data(), 1, W, b, d, &j, 1, norm2.data(), invM);
         std::memcpy(cen, col.data(), sizeof(float) * w);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "napi_util.h"
 #include "net_internal.h"
@@ -62,11 +63,9 @@ void emit_scaled(uint32_t* outIdx, float* outVal, uint32_t i, const float* z, co
 size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, const float* h, uint32_t* ids, float* z,
                        float* zw, size_t m, size_t extra, net::Scratch& s) {
   const uint32_t d = L.inDim, N = L.outDim;
-  if (s.wideDense.size() < N) {
-    float untouched;
-    std::memcpy(&untouched, &net::kWideUntouched, 4);
-    s.wideDense.assign(N, untouched);  // every use puts the labels it touched back to this
-  }
+  float untouched;
+  std::memcpy(&untouched, &net::kWideUntouched, 4);
+  if (s.wideDense.size() < N) s.wideDense.assign(N, untouched);  // every use puts the labels it touched back to this
   float* dense = s.wideDense.data();
   const uint32_t* off = L.wideOff;
   const uint32_t* lab = L.wideLab;
@@ -83,8 +82,6 @@ size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, con
     std::memcpy(&bits, dense + j, 4);
     return bits != net::kWideUntouched;
   };
-  float untouched;
-  std::memcpy(&untouched, &net::kWideUntouched, 4);
   for (size_t p = 0; p < m; ++p) {
     zw[p] = 0.0f;
     if (seen(ids[p])) {  // a candidate already (candidates are distinct): put back here
@@ -332,7 +329,7 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
   // of at least 32 samples (one kSamplePad block), so that no range pads a block mostly with zeros.
   const uint32_t T = sampled ? 1u : std::max(1u, std::min(threads, n / nk::kSamplePad));
   if (T <= 1) return predict_checked(outIdx, outVal, layers, nLayers, data, pointIds, n, k, sampled, scales, S);
-  double part[256] = {};
+  std::vector<double> part(T, 0.0);
   net::fork_join(T, [&](uint32_t t) {
     uint32_t lo, hi;
     net::split_range(n, T, t, nk::kSamplePad, lo, hi);

@@ -236,7 +236,6 @@ export async function saveShardedModel(
   if (outcome) throw new Error(outcome);
 }
 
-
 /** A stream whose rounds can be finished after its reader stopped early (a failed write): `drain` runs the rest. */
 interface ResumableStream {
   stream: SectionStream;
