@@ -204,6 +204,7 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
   // Examples by label (counting sort): label j's are ex[exOff[j] .. exOff[j + 1]), positives first. With
   // `only`, the other labels' are not collected (a label-sharded rank holds 1/R of them, not every rank all).
   std::vector<uint32_t> exOff(size_t(L) + 1, 0);
+  auto collected = [only](uint32_t j) { return !only || only[j]; };
   auto isPositive = [&](uint32_t r, uint32_t j) {
     for (uint32_t q = d.labelOffsets[r]; q < d.labelOffsets[r + 1]; ++q)
       if (d.labelIndices[q] == j) return true;
@@ -216,11 +217,11 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
     for (uint32_t q = d.labelOffsets[r]; q < d.labelOffsets[r + 1]; ++q) {
       const uint32_t j = d.labelIndices[q];
       if (j >= L) throw ArgError("data holds a label id >= labels");
-      if (!only || only[j]) ++exOff[j + 1];
+      if (collected(j)) ++exOff[j + 1];
     }
     for (uint32_t q = 0; q < S; ++q) {
       const uint32_t j = shortlist[size_t(t) * S + q];
-      if (j < L && (!only || only[j]) && !isPositive(r, j)) ++exOff[j + 1];
+      if (j < L && collected(j) && !isPositive(r, j)) ++exOff[j + 1];
     }
   }
   uint64_t total = 0;
@@ -233,14 +234,14 @@ void rerank_train(RerankModel& out, const CsrView& d, const uint32_t* rows, uint
     const uint32_t r = rows[t];
     for (uint32_t q = d.labelOffsets[r]; q < d.labelOffsets[r + 1]; ++q) {
       const uint32_t j = d.labelIndices[q];
-      if (!only || only[j]) ex[fill[j]] = t, ey[fill[j]++] = 1;
+      if (collected(j)) ex[fill[j]] = t, ey[fill[j]++] = 1;
     }
   }
   for (uint32_t t = 0; t < n; ++t) {
     const uint32_t r = rows[t];
     for (uint32_t q = 0; q < S; ++q) {
       const uint32_t j = shortlist[size_t(t) * S + q];
-      if (j < L && (!only || only[j]) && !isPositive(r, j)) ex[fill[j]] = t, ey[fill[j]++] = -1;
+      if (j < L && collected(j) && !isPositive(r, j)) ex[fill[j]] = t, ey[fill[j]++] = -1;
     }
   }
   // Labels in blocks, taken in turn by the threads; each thread keeps its own output and where each label's

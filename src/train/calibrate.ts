@@ -119,7 +119,6 @@ export async function readCachedCalibration(config: ResolvedNetworkConfig, file 
   try {
     const all = JSON.parse(await readFile(file, 'utf8')) as Record<string, Calibration>;
     const c = all?.[calibrationKey(config)];
-    // An entry from before the sharded phases were timed (no `shard`) is measured again.
     // An entry from before the sharded phases were timed (no `shard`), or before worker threads' memory was
     // measured (no `workerRss`), is measured again.
     return c && typeof c.lowerPerMac === 'number' && typeof c.shard?.lowerPerMac === 'number' && typeof c.shard.spreadPerSample === 'number' && typeof c.shard.coLocated === 'number' &&
