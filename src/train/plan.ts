@@ -21,6 +21,7 @@ import { Xoshiro128 } from '../util/rng.js';
 import { buildWide } from '../network/wide.js';
 import { boundJson } from '../util/bounded-text.js';
 import { SAVE_ROUND_BYTES } from './sharded-save.js';
+import { holdoutSize, resolveValidation } from './early-stop.js';
 
 /** The shape of a training set: what the plan needs from the data. */
 export interface DataShape {
@@ -602,7 +603,8 @@ export function rerankTrainingBytes(config: ResolvedNetworkConfig, shape: DataSh
   const out = config.layers.at(-1)!, cfg = out.rerank;
   if (!cfg || !o.bestWeights || shape.points === 0) return 0;
   const N = shape.points, L = out.size, D = config.inputDim;
-  const held = Math.min(5000, Math.round(0.05 * N));
+  const v = resolveValidation({});
+  const held = holdoutSize(N, v.fraction, v.maxPoints); // the default held-out slice, as fit() takes it
   const n = N - held, p = Math.min(n, cfg.shortlistRows), S = Math.min(cfg.shortlist, L);
   const nnzPer = shape.nnz / N, labelsPer = shape.labelNnz / N;
   const shortlists = 16 * p * S + 4 * n * S + (p < N ? Math.round(p * (8 * nnzPer + 4 * labelsPer + 8)) : 0);
