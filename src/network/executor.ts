@@ -6,10 +6,10 @@ import { fileURLToPath } from 'node:url';
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { packageRoot } from '../util/package-root.js';
-import { runPredict, runRehash, runTrain, runTrainSparse } from './kernels.js';
+import { runPredict, runRehash, runTrain, runTrainGroup, runTrainSparse } from './kernels.js';
 import { toWire } from './wire.js';
 import type {
-  PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainResult, TrainTask,
+  PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainGroupTask, TrainResult, TrainTask,
 } from './tasks.js';
 
 export interface Executor {
@@ -27,6 +27,13 @@ export interface Executor {
    * synchronously and cannot be interrupted.
    */
   train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult>;
+  /**
+   * Runs a group of consecutive batches as one task (see TrainGroupTask), with `signal` as for train().
+   * Each batch's outcome is read from the group's `state` and `stats`, also when the promise rejects (the
+   * batches before the failing one completed). Optional: fit() sends executors without it one batch per
+   * train() call.
+   */
+  trainGroup?(t: TrainGroupTask, signal?: AbortSignal): Promise<void>;
   /** The slice's gradient rows (mode 3), weights untouched: data-parallel training (src/train/distributed.ts). */
   trainSparse(t: TrainTask): Promise<SparseTrainResult>;
   predict(t: PredictTask): Promise<PredictResult>;
@@ -41,6 +48,9 @@ export class InlineExecutor implements Executor {
   readonly inFlight = 0;
   async train(t: TrainTask, _signal?: AbortSignal) {
     return runTrain(t);
+  }
+  async trainGroup(t: TrainGroupTask, _signal?: AbortSignal) {
+    runTrainGroup(t);
   }
   async trainSparse(t: TrainTask) {
     return runTrainSparse(t);
@@ -106,6 +116,9 @@ export class PoolExecutor implements Executor {
   // Tasks go through toWire (src/network/wire.ts): views of 4 GiB or more would arrive truncated.
   train(t: TrainTask, signal?: AbortSignal): Promise<TrainResult> {
     return this.track(this.pool.run(toWire(t), signal ? { name: 'train', signal } : { name: 'train' }));
+  }
+  trainGroup(t: TrainGroupTask, signal?: AbortSignal): Promise<void> {
+    return this.track(this.pool.run(toWire(t), signal ? { name: 'trainGroup', signal } : { name: 'trainGroup' }));
   }
   trainSparse(t: TrainTask): Promise<SparseTrainResult> {
     return this.track(this.pool.run(toWire(t), { name: 'trainSparse' }));

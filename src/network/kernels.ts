@@ -2,8 +2,9 @@
 // inside each piscina worker, so one worker computes exactly what the serial engine computes.
 import { threadId } from 'node:worker_threads';
 import { addonFile, native } from '../native/addon.js';
+import { GROUP_STATS } from './tasks.js';
 import type {
-  InjectedFault, PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainResult, TrainTask,
+  InjectedFault, PredictResult, PredictTask, RehashTask, RendezvousResult, RendezvousTask, SparseTrainResult, TrainGroupTask, TrainResult, TrainTask,
 } from './tasks.js';
 
 /** Runs an injected fault (tests) if one is set for this point and attempt. */
@@ -46,6 +47,24 @@ export function runTrain(t: TrainTask): TrainResult {
   if (t.progress) Atomics.store(t.progress, 0, 2);
   injectFault(t, 'after-update');
   return { lossSum: stats[0]!, samples: stats[1]!, activeSum: stats[2]!, missedLabels: stats[3]! };
+}
+
+/**
+ * Runs a group's batches in order (see TrainGroupTask), recording each one's state and result as it goes;
+ * the first failure ends the task (the batches after it are left at state 0: not started).
+ */
+export function runTrainGroup(g: TrainGroupTask): void {
+  for (let i = 0; i < g.batches.length; i++) {
+    const t0 = performance.now();
+    const r = runTrain({ ...g.base, ...g.batches[i]!, progress: g.state.subarray(i, i + 1) });
+    const at = GROUP_STATS * i;
+    g.stats[at] = r.lossSum;
+    g.stats[at + 1] = r.samples;
+    g.stats[at + 2] = r.activeSum;
+    g.stats[at + 3] = r.missedLabels;
+    g.stats[at + 4] = performance.now() - t0;
+    Atomics.store(g.state, i, 3);
+  }
 }
 
 /** Mode 3: the gradient rows of the rows the slice touched; the weights are left alone (src/train/distributed.ts). */

@@ -38,6 +38,37 @@ export interface TrainTask {
   attempt?: number;
 }
 
+/** Cells per batch of TrainGroupTask.stats. */
+export const GROUP_STATS = 5;
+
+/** The fields of a TrainTask that differ from one mini-batch to the next (see TrainGroupTask). */
+export type TrainBatch = Pick<TrainTask, 'pointIds' | 'lr' | 'gradScale' | 'seed' | 'wideLr' | 'fault' | 'attempt'>;
+
+/**
+ * Consecutive mini-batches run one after the other by one task: one message to a worker thread and one
+ * result back for several batches (each batch is still one netTrainSlice call). With one worker and small
+ * batches the hand-off between two tasks (postMessage, waking the worker, settling the promise) left the
+ * worker idle for a third of the training time (see src/train/batch-runner.ts). The batches run in order,
+ * exactly as the same batches sent one per task would, and each keeps its own record of how far it got,
+ * so that a failure part-way through is handled batch by batch.
+ */
+export interface TrainGroupTask {
+  /** The shared fields; the per-batch ones (TrainBatch) come from `batches`. */
+  base: Omit<TrainTask, keyof TrainBatch | 'progress'>;
+  batches: TrainBatch[];
+  /**
+   * One cell per batch (Atomics): 0 not started, or failed before touching the weights; 1 updating the
+   * weights; 2 updated (TrainTask.progress's states); 3 its TrainResult is in `stats`. On a
+   * SharedArrayBuffer, so that the orchestrator sees it even when the worker thread dies.
+   */
+  state: Int32Array;
+  /**
+   * GROUP_STATS cells per batch, written before its state becomes 3: lossSum, samples, activeSum,
+   * missedLabels, and the milliseconds its train call took in the worker.
+   */
+  stats: Float64Array;
+}
+
 /**
  * A fault injected into a train task (tests only): on attempts numbered below `belowAttempt`, the task
  * throws (`throw`), ends its worker thread with process.exit (`exit`: a worker death), or blocks for ten

@@ -79,6 +79,64 @@ describe('a task that fails after applying its update is not retried: applied on
   });
 });
 
+// One worker sends consecutive batches as one task (a group; FitOptions, BatchRunner.runGroup). With no
+// rebuild due in the run, the first task holds batch 0 alone (no task time known yet) and the next ones the
+// rest of each epoch: a fault at batch 4 strikes in the middle of a group, after batches of that group
+// have been applied and before others have started.
+describe('groups of batches in one task: a failure part-way through is handled batch by batch', () => {
+  const grouped = faultFixture(1000, { epochs: 2, workers: 1, rebuild: { first: 1000 }, lr: 2e-3 });
+  async function groupFault(fault: FitOptions['faultInjection'], extra: FitOptions = {}) {
+    const net = new Network(grouped.config());
+    const warnings: string[] = [];
+    const stats = await fit(net, grouped.data, { ...grouped.base, ...extra, faultInjection: fault, onWarning: (m) => warnings.push(m) });
+    return { net, stats, warnings };
+  }
+
+  it('the batches go to the worker in groups', async () => {
+    const { stats } = await groupFault(undefined);
+    expect(stats.batches).toBe(16);
+    expect(stats.trainTasks).toBeLessThan(8);
+  });
+
+  it.each([
+    ['it throws', 'throw' as const],
+    ['its worker thread dies (process.exit)', 'exit' as const],
+  ])('when %s before its update, a batch is retried before the batches after it run: the model equals an uninterrupted run', async (_what, kind) => {
+    const { net, stats, warnings } = await groupFault({ batch: 4, failures: 1, kind, at: 'before-update' });
+    expect(warnings).toEqual([]);
+    expect(stats.lostBatches).toBe(0);
+    expect(stats.batches).toBe(16);
+    expect(stats.samples).toBe(2 * grouped.data.points);
+    expect(stats.trainTasks).toBeLessThan(12);
+    expect(weightBytes(net).equals(await grouped.uninterrupted())).toBe(true);
+  });
+
+  it('a batch that fails after its update is lost alone: the batches after it in its group still run, once', async () => {
+    const { net, stats, warnings } = await groupFault({ batch: 4, failures: 1, kind: 'exit', at: 'after-update' });
+    expect(stats.lostBatches).toBe(1);
+    expect(stats.batches).toBe(15);
+    expect(stats.samples).toBe(2 * grouped.data.points - 128);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^batch 4 of epoch 1 was lost: worker exited with code: 70, after its task had started updating the weights/);
+    expect(weightBytes(net).equals(await grouped.uninterrupted())).toBe(true);
+  });
+
+  it('a batch that fails twice stops training without running the batches after it', async () => {
+    await expect(groupFault({ batch: 4, failures: 2 })).rejects.toThrow(
+      /^training stopped: batch 4 of epoch 1 failed twice: injected failure before the update \(attempt 1\) \(first: injected failure before the update \(attempt 0\)\)\. 4 batches completed\.$/,
+    );
+  });
+
+  it('a worker hung in the middle of a group is terminated by the timeout, and its batch retried before the rest of the group', async () => {
+    const t0 = performance.now();
+    const { net, stats, warnings } = await groupFault({ batch: 4, failures: 1, kind: 'hang', at: 'before-update' }, { taskTimeout: 3 });
+    expect((performance.now() - t0) / 1000).toBeLessThan(30);
+    expect(warnings).toEqual([]);
+    expect(stats.lostBatches).toBe(0);
+    expect(weightBytes(net).equals(await grouped.uninterrupted())).toBe(true);
+  }, 60_000);
+});
+
 describe('hung workers', () => {
   it('a worker hung before updating is terminated by the task timeout and the batch retried', async () => {
     const t0 = performance.now();
