@@ -197,48 +197,32 @@ export class BatchRunner {
     r.timer = setTimeout(() => r.ac.abort(new TaskCancelled(`no result ${(grace / 1000).toFixed(1)} s after training was asked to stop (its worker thread was terminated)`)), grace);
   }
 
-  private async attempt(task: TrainTask): Promise<TrainResult> {
-    const ms = this.timeoutMs();
-    const ac = new AbortController();
-    const r: Running = {
-      ac,
-      deadline: performance.now() + ms,
-      timer: setTimeout(() => ac.abort(new TaskCancelled(`timed out: no result after ${(ms / 1000).toFixed(1)} s (its worker thread was terminated)`)), ms),
-      batches: () => 1,
-    };
-    this.running.add(r);
-    if (this.stopping) this.applyGrace(r);
-    this.tasksSent++;
-    const t0 = performance.now();
-    try {
-      const result = await this.exec.train(task, ac.signal);
-      this.record(performance.now() - t0);
-      return result;
-    } catch (e) {
-      // piscina rejects an aborted task with an AbortError that carries the reason.
-      if (ac.signal.aborted && ac.signal.reason instanceof TaskCancelled) throw ac.signal.reason;
-      throw e;
-    } finally {
-      clearTimeout(r.timer);
-      this.running.delete(r);
-    }
+  private attempt(task: TrainTask): Promise<TrainResult> {
+    return this.guarded((signal) => this.exec.train(task, signal), 1, () => 0);
   }
 
-  /** attempt() for a group: the timeout restarts whenever a batch completes. */
-  private async attemptGroup(g: TrainGroupTask): Promise<void> {
+  /** attempt() for a group: the timeout restarts whenever one of its batches completes. */
+  private attemptGroup(g: TrainGroupTask): Promise<void> {
     const exec = this.exec;
     if (!exec.trainGroup) throw new Error('BatchRunner.runGroup: the executor runs no groups (Executor.trainGroup)');
-    const ms = this.timeoutMs();
-    const ac = new AbortController();
     const n = g.batches.length;
-    const done = () => {
+    return this.guarded((signal) => exec.trainGroup!(g, signal), n, () => {
       let k = 0;
       while (k < n && Atomics.load(g.state, k) === 3) k++;
       return k;
-    };
+    });
+  }
+
+  /**
+   * Runs `call` (a task of `n` batches, `completed()` of them done so far) under the timeout, restarted
+   * whenever `completed()` grew since it was set, and under the stop grace; records its time per batch.
+   */
+  private async guarded<T>(call: (signal: AbortSignal) => Promise<T>, n: number, completed: () => number): Promise<T> {
+    const ms = this.timeoutMs();
+    const ac = new AbortController();
     let seen = 0;
     const watch = () => {
-      const k = done();
+      const k = completed();
       // A batch completed since the timer was set: it is not hung (under a stop, the grace's timer rules).
       if (k > seen && !this.stopping) {
         seen = k;
@@ -248,15 +232,17 @@ export class BatchRunner {
       }
       ac.abort(new TaskCancelled(`timed out: no result after ${(ms / 1000).toFixed(1)} s (its worker thread was terminated)`));
     };
-    const r: Running = { ac, deadline: performance.now() + ms, timer: setTimeout(watch, ms), batches: () => n - done() };
+    const r: Running = { ac, deadline: performance.now() + ms, timer: setTimeout(watch, ms), batches: () => n - completed() };
     this.running.add(r);
     if (this.stopping) this.applyGrace(r);
     this.tasksSent++;
     const t0 = performance.now();
     try {
-      await exec.trainGroup(g, ac.signal);
+      const result = await call(ac.signal);
       this.record((performance.now() - t0) / n);
+      return result;
     } catch (e) {
+      // piscina rejects an aborted task with an AbortError that carries the reason.
       if (ac.signal.aborted && ac.signal.reason instanceof TaskCancelled) throw ac.signal.reason;
       throw e;
     } finally {
