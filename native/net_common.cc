@@ -94,11 +94,19 @@ void check_slice(const CsrView& d, const uint32_t* pointIds, uint32_t n, uint32_
   }
 }
 
+namespace {
+// The ranges this thread has advised (advise_huge_pages), newest last.
+std::vector<std::pair<uintptr_t, size_t>>& advised_ranges() {
+  static thread_local std::vector<std::pair<uintptr_t, size_t>> advised;
+  return advised;
+}
+}  // namespace
+
 void advise_huge_pages(const void* p, size_t bytes) {
 #if defined(__linux__)
   constexpr size_t kMin = size_t(16) << 20, kHuge = size_t(2) << 20;
   if (bytes < kMin) return;
-  static thread_local std::vector<std::pair<uintptr_t, size_t>> advised;
+  auto& advised = advised_ranges();
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   for (const auto& r : advised)
     if (r.first == a && r.second == bytes) return;
@@ -112,6 +120,25 @@ void advise_huge_pages(const void* p, size_t bytes) {
 #else
   madvise(reinterpret_cast<void*>(lo), hi - lo, 25 /* MADV_COLLAPSE */);
 #endif
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+void advise_small_pages(const void* p, size_t bytes) {
+#if defined(__linux__)
+  constexpr size_t kHuge = size_t(2) << 20;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto& advised = advised_ranges();
+  for (size_t i = 0; i < advised.size(); ++i)
+    if (advised[i].first == a && advised[i].second == bytes) {
+      advised.erase(advised.begin() + long(i));  // a later advise_huge_pages on this thread advises again
+      break;
+    }
+  const uintptr_t lo = (a + kHuge - 1) & ~(kHuge - 1), hi = (a + bytes) & ~(kHuge - 1);
+  if (hi <= lo) return;
+  madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_NOHUGEPAGE);
 #else
   (void)p;
   (void)bytes;

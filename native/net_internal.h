@@ -190,6 +190,12 @@ void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev,
 // thread-local list of advised ranges); failures are ignored (it is only a hint). No-op off Linux.
 void advise_huge_pages(const void* p, size_t bytes);
 
+// The opposite advice (MADV_NOHUGEPAGE): pages not yet touched are faulted in 4 KiB at a time. For an array of
+// which few rows are ever written (the Adam moments of a layer 0 whose training data holds few of its input
+// features: lazy Adam writes only those rows, and a huge page would zero 2 MiB around each one). Pages already
+// present stay as they are. Also forgets this thread's advice of the range (advise_huge_pages gives it again).
+void advise_small_pages(const void* p, size_t bytes);
+
 // Maps every page of [p, p + bytes) now, as a write would, keeping its contents (MADV_POPULATE_WRITE, else a
 // rewrite of one byte per page): the first steps of training then do not stop at each untouched page of a new
 // network's moments. Returns the bytes populated. Callers run it before anything else uses the array.

@@ -69,8 +69,12 @@ void ParseLayer(const Napi::Object& o, NetLayer& L, bool training) {
     L.mb = ExactArray<float>(o, "mBias", L.outDim, "outDim").data;
     L.vb = ExactArray<float>(o, "vBias", L.outDim, "outDim").data;
     // Training updates random rows of W and its moments: huge pages spare TLB misses. Prediction does not
-    // ask: a synchronous collapse of a freshly loaded model's pages costs more than one pass saves.
-    for (float* a : {L.W, L.mW, L.vW}) net::advise_huge_pages(a, wlen * sizeof(float));
+    // ask: a synchronous collapse of a freshly loaded model's pages costs more than one pass saves. Moments
+    // marked smallPages (few of their rows are ever written) are left to 4 KiB pages.
+    net::advise_huge_pages(L.W, wlen * sizeof(float));
+    Napi::Value sp = o.Get("smallPages");
+    if (!(Present(sp) && sp.ToBoolean().Value()))
+      for (float* a : {L.mW, L.vW}) net::advise_huge_pages(a, wlen * sizeof(float));
     L.rowSteps = ExactArray<uint32_t>(o, "rowSteps", L.rows(), L.inputMajor ? "inDim" : "outDim").data;
     L.biasSteps = GetArrayProp<uint32_t>(o, "biasSteps", 1).data;
   }
@@ -520,12 +524,14 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
 // wide part's Adagrad sums) now, after the huge-page advice that training's first call gives (ParseLayer): a
 // fresh network's moments are otherwise first touched, page by page, during its first steps. Layer 0 may be a
 // feature slice (a label-sharded rank's network). Not concurrently with training on the same arrays.
-// netAdviseHugePages(a): the huge-page advice of a training array, given before anything writes it (see
+// netAdviseHugePages(a[, huge = true]): the huge-page advice of a training array, given before anything writes it (see
 // advise_huge_pages): its pages are then faulted in as huge pages, where advice given after the first writes
 // has the kernel copy every written page into new huge pages (MADV_COLLAPSE).
 Napi::Value NetAdviseHugePages(const Napi::CallbackInfo& info) {
   const Span<float> a = GetArray<float>(info[0], "array");
-  net::advise_huge_pages(a.data, a.size * sizeof(float));
+  // netAdviseHugePages(a, false): the 4 KiB pages of advise_small_pages instead.
+  if (info.Length() > 1 && !info[1].IsUndefined() && !info[1].ToBoolean().Value()) net::advise_small_pages(a.data, a.size * sizeof(float));
+  else net::advise_huge_pages(a.data, a.size * sizeof(float));
   return info.Env().Undefined();
 }
 

@@ -56,6 +56,12 @@ export interface LayerState {
    * feature -> row map). Only the NativeShard phases accept such a layer. Absent: inDim.
    */
   features?: number;
+  /**
+   * Layer 0 in training only: its Adam moments are left to 4 KiB pages (set by fit() when the training data
+   * holds under half of the input features: lazy Adam writes only those rows, and a huge page would zero
+   * 2 MiB around each; netAdviseHugePages(a, false)). Absent: huge pages, as for every large training array.
+   */
+  smallPages?: boolean;
   /** inputMajor ? (inDim, outDim) : (outDim, inDim), row-major. */
   weights: Float32Array;
   /** (outDim). */
@@ -317,9 +323,10 @@ export interface NativeNetwork {
    * The huge-page advice training gives a large array (16 MiB and more; native/net_internal.h
    * advise_huge_pages), given before the array is first written: its pages are then faulted in as huge
    * pages instead of being copied into them when training first asks (a synchronous MADV_COLLAPSE of every
-   * page written so far). A hint: failures are ignored.
+   * page written so far). A hint: failures are ignored. `huge` false: the opposite advice (4 KiB pages for the
+   * pages not yet touched; LayerState.smallPages). Default true.
    */
-  netAdviseHugePages(a: Float32Array): void;
+  netAdviseHugePages(a: Float32Array, huge?: boolean): void;
   /**
    * a[i] = fround((2 u_i - 1) x limit) with u_i the i-th nextFloat() of the Xoshiro128 whose words() are
    * `state` (src/util/rng.ts): the Glorot draw of allocateLayers, the numbers its loop in JavaScript gives.

@@ -19,6 +19,7 @@ import { allocateTrainingState } from '../network/allocate.js';
 import { checkMemory, planNetworkMemory } from '../network/memory-plan.js';
 import { createExecutor, defaultWorkers, type Executor } from '../network/executor.js';
 import type { LoadLimits } from '../network/file-layout.js';
+import type { LayerState } from '../native/network-types.js';
 import { applyInputScale, detectInputScale, INPUT_SCALINGS, type InputScaleReport } from '../network/input-scale.js';
 import { computeMetrics, labelFrequencies, pointPrecisions } from '../network/metrics.js';
 import { defaultCandidates, loadMemoryLimit, Network, type Predictions } from '../network/network.js';
@@ -187,7 +188,12 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   // the first epoch ran at 3/4 of the later ones' speed). Not when the training data holds under half of the
   // input features (small text sets: 3,000-8,000 of 26,000-36,000): lazy Adam never writes the other rows'
   // moments, and mapping them cost 0.4-0.5 s and their memory on 300 points of debian-tags.
-  if (!fewInputs(data, network.config.inputDim)) native().netPrefault(network.spec);
+  // Those moments are then left to 4 KiB pages too (LayerState.smallPages): huge pages would zero 2 MiB around
+  // every written row, nearly all of the moments (212 MB on 300 points of debian-tags: the kernel zeroing pages
+  // fell from 7% to 3% of the command's CPU samples, its peak RSS from 727 to 581 MB).
+  const few = fewInputs(data, network.config.inputDim);
+  smallMomentPages(network.spec.layers[0]!, few);
+  if (!few) native().netPrefault(network.spec);
   phases.add('allocate', (performance.now() - allocate0) / 1000);
   network.indexFresh = false; // training moves the weights the cluster index was built from
   network.rerank = null; // its classifiers learnt from the shortlists of weights that training now moves
@@ -524,7 +530,7 @@ export async function selectEpochs(network: Network,
   const anneal = validation.schedule === 'anneal';
   const annealFor = descentEpochs(validation.annealEpochs, Math.ceil(parts[0]!.train.length / o.batchSize));
   // A re-ranker whose weight is left to the data: every fold keeps its weights at the best mean so far (the
-  // epoch bestMeanEpoch selects), taken while all folds wait at the barrier.
+  // epoch bestMeanEpoch selects: snapEpoch).
   const rr = network.config.layers.at(-1)!.rerank;
   const wantRerank = rr !== undefined && rr.weight === undefined;
   const nets: Network[] = [];
@@ -534,6 +540,11 @@ export async function selectEpochs(network: Network,
   // 300 points of the Debian sets) and restore the others as they are, untouched since the copy.
   const trainedRows: Uint32Array[] = [];
   let bestMean = -Infinity;
+  // The epoch of the best mean so far, whose weights every fold keeps: each fold copies its own as it leaves
+  // the barrier (before its next batch), so that the folds released first train on while the others copy
+  // (copied by the last fold to arrive while all waited, the copies cost 0.15-0.24 s of the selection on 300
+  // points of Bibtex and debian-tags).
+  let snapEpoch = 0;
   const arrive = async () => {
     if (halted) return;
     const e = Math.min(...curves.map((c) => c.length));
@@ -541,7 +552,7 @@ export async function selectEpochs(network: Network,
       const mean = curves.reduce((t, c) => t + c[e - 1]!, 0) / folds;
       if (wantRerank && mean > bestMean) {
         bestMean = mean;
-        nets.forEach((n, f) => (snaps[f] ??= new WeightSnapshot(n.spec, trainedRows[f])).take(n.spec));
+        snapEpoch = e;
       }
       const gain = mean > best + validation.minDelta;
       if (gain) {
@@ -594,6 +605,7 @@ export async function selectEpochs(network: Network,
           curves[f]!.push(validation.metric === 'p1' ? m.p1! : (m.p1! + m.p3! + m.p5!) / 3);
           p1s[f]!.push(m.p1!);
           await arrive();
+          if (snapEpoch === curves[f]!.length) (snaps[f] ??= new WeightSnapshot(net.spec, trainedRows[f])).take(net.spec);
         },
       }).catch((e) => {
         stopAll(); // a fold that fails stops the others
@@ -744,6 +756,17 @@ export function compactFeatures(data: SparseDataset, inputs: Uint32Array): Spars
 export function fewInputs(data: SparseDataset, dim: number): boolean {
   const nnz = data.offsets[data.points]! - data.offsets[0]!;
   return nnz < 4 * dim && 2 * featuresOf(data, dim).length < dim;
+}
+
+/**
+ * Sets `layer`'s Adam moments to 4 KiB pages (`small`) or back to huge pages (LayerState.smallPages), advising
+ * the kernel before the training touches them.
+ */
+export function smallMomentPages(layer: LayerState, small: boolean): void {
+  if ((layer.smallPages ?? false) === small) return;
+  if (small) layer.smallPages = true;
+  else delete layer.smallPages;
+  for (const a of [layer.mWeights, layer.vWeights]) native().netAdviseHugePages(a, !small);
 }
 
 /** Rows `rows` (of `width` elements each) of `from`, one after another, into `to`. */

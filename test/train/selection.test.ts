@@ -10,7 +10,9 @@ import { synthesize } from '../../src/datasets/synth.js';
 import { Network } from '../../src/network/network.js';
 import { annealMultiplier, bestMeanEpoch, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
 import type { FitOptions, FitProgress, FitStats } from '../../src/train/fit.js';
-import type { NetworkConfig } from '../../src/network/config.js';
+import { resolveConfig, type NetworkConfig } from '../../src/network/config.js';
+import { RERANK_WEIGHTS, rerankScores, rerankTries, rerankWeightSums, trainRerank } from '../../src/network/rerank.js';
+import { subset } from '../../src/datasets/split-reader.js';
 import type { SparseDataset } from '../../src/datasets/csr.js';
 import { compactFeatures, compactInputs, copyOf, fewInputs, fit, resume, resumeInfo } from '../../src/train/fit-network.js';
 
@@ -307,6 +309,28 @@ describe('selection copies', () => {
     expect(fewInputs(data, held)).toBe(false);
   });
 
+  it('a network trained on few of its input features leaves its Adam moments to small pages (only the touched rows become resident)', async () => {
+    // 200 points on features spread over 600,000 inputs (one in 600 used): the moments are 77 MB each, and
+    // huge pages would zero the 2 MiB around every written row, i.e. all of them.
+    const d = synthesize({ shape: 'tiny', points: 200, seed: 2 });
+    const stride = Math.ceil(600_000 / d.features);
+    const data: SparseDataset = { ...d, features: d.features * stride, indices: Uint32Array.from(d.indices, (j) => j * stride) };
+    const net = new Network({ inputDim: data.features, seed: 1, layers: [{ size: 32 }, { size: data.labels }] });
+    const l0 = net.spec.layers[0]!;
+    const before = process.memoryUsage().rss;
+    await fit(net, data, { workers: 0, epochs: 1, validation: false, calibration: false });
+    const grown = process.memoryUsage().rss - before;
+    expect(l0.smallPages).toBe(true);
+    // Resident: the rows of the ~d.features features used (4 KiB pages), not 2 x 77 MB of zeroed huge pages.
+    expect(l0.mWeights.byteLength).toBeGreaterThan(70e6);
+    expect(grown).toBeLessThan(40e6); // (where the kernel has no transparent huge pages, this holds either way)
+    // Trained on most of its features, a layer keeps the huge pages.
+    const dense = { ...d, features: d.features };
+    const all = new Network({ inputDim: dense.features, seed: 1, layers: [{ size: 32 }, { size: dense.labels }] });
+    await fit(all, dense, { workers: 0, epochs: 1, validation: false, calibration: false });
+    expect(all.spec.layers[0]!.smallPages).toBeUndefined();
+  });
+
   it('k-fold selection on a network whose input holds features the data lacks chooses as on the data alone', async () => {
     const data = synthesize({ shape: 'tiny', points: 300, seed: 5 });
     const layers = [{ size: 32, dropout: 0.3 }, { size: data.labels }];
@@ -321,5 +345,43 @@ describe('selection copies', () => {
     const [sa, sb] = [await fit(a, data, opts), await fit(b, data, opts)];
     expect(sb.selection!.method).toBe('kfold');
     expect(sb.selection).toEqual(sa.selection);
+  });
+});
+
+describe("k-fold selection's re-ranker weight", () => {
+  it('is chosen on each fold at the selected epoch: the snapshots hold the weights of a fold run of exactly that many epochs', async () => {
+    // Each fold keeps its weights at the best mean epoch (copied as it leaves the epoch barrier, its worker thread
+    // idle until then): their scores must be those of a fresh copy trained on the fold's other points for the
+    // selected epochs and no more.
+    const data = synthesize({ shape: 'tiny', points: 200, seed: 11 });
+    const config: NetworkConfig = { inputDim: data.features, seed: 4, layers: [{ size: 32, dropout: 0.3 }, { size: data.labels, rerank: {} }] };
+    const validation = { maxEpochs: 30, patience: 1, schedule: 'plateau' as const };
+    const opts: FitOptions = { workers: 1, lr: 0.005, validation, inputScaling: 'off', calibration: false };
+    const net = new Network(config);
+    const st = await fit(net, data, opts);
+    const s = st.selection!;
+    expect(s.method).toBe('kfold');
+    if (s.method !== 'kfold') return;
+    expect(s.epochs).toBeGreaterThan(1);
+    expect(s.epochs).toBeLessThan(s.scores.length); // the folds trained on past the selected epoch
+    // The reference: every fold on its own, for s.epochs epochs, then foldRerankWeight's scoring.
+    const v = resolveValidation(validation);
+    const outDim = data.labels, S = Math.min(resolveConfig(config).layers.at(-1)!.rerank!.shortlist, outDim);
+    const sums = RERANK_WEIGHTS.map(() => ({ p1: 0, p3: 0, p5: 0, score: 0 }));
+    const start = new Network(config);
+    for (const part of kfoldSplit(data.points, s.folds, start.seed)) {
+      const fold = copyOf(start);
+      const trainPart = subset(data, part.train), heldPart = subset(data, part.holdout);
+      await fit(fold, trainPart, { epochs: s.epochs, validation: false, calibration: false, lr: 0.005, workers: 0, threads: 1, inputScaling: 'off' });
+      const top = await fold.predict(trainPart, { k: S, workers: 0 });
+      const state = trainRerank(trainPart, null, top.labels, S, { labels: outDim, features: data.features }, resolveConfig(config).layers.at(-1)!.rerank!, 1, start.seed);
+      const held = await fold.predict(heldPart, { k: S, workers: 0 });
+      const sc = rerankScores(state, heldPart, null, held.labels, S, data.features, 1);
+      rerankWeightSums(heldPart, held.labels, held.scores, sc, S, v.metric === 'p1' ? [1] : [1, 3, 5]).forEach((t, w) => {
+        const u = sums[w]!;
+        u.p1 += t.p1, u.p3 += t.p3, u.p5 += t.p5, u.score += t.score;
+      });
+    }
+    expect(s.rerank!.tried).toEqual(rerankTries(sums, data.points));
   });
 });
