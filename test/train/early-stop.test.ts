@@ -24,7 +24,7 @@ const step = (s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, poin
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
     expect(resolveValidation({})).toEqual({
-      fraction: 0.05, maxPoints: 5000, patience: 1, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 0, metric: 'p135',
+      fraction: 0.05, maxPoints: 5000, patience: 1, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 1, metric: 'p135',
       minHoldout: 100, folds: 5, refitMaxPoints: 0, blend: true, schedule: 'anneal', annealEpochs: 1,
     });
     expect(resolveValidation({ schedule: 'plateau' }).patience).toBe(3);
@@ -193,6 +193,22 @@ describe('minGain and significance: which new bests count as an improvement', ()
     expect(s.lrScale).toBe(1); // every epoch was a new best
   });
 
+  it('the defaults: a new best above minGain but within one standard error of the held-out noise is the stall', () => {
+    const o = resolveValidation({}); // anneal, patience 1, minGain 0.001, significance 1
+    const run = (third: Float64Array) => {
+      const s = initialEarlyStop();
+      for (const [e, a] of [[1, scores(range(0, 500))], [2, scores(range(0, 600))], [3, third]] as const) step(s, o, point(e, mean(a)), a);
+      return s;
+    };
+    // Epoch 3: 20 points lost, 23 won over epoch 2: +0.003 (three times minGain), se 0.0066: noise, the stall.
+    const noisy = run(scores(range(20, 623)));
+    expect(noisy.history[2]!.gain).toEqual({ ref: 2, gain: expect.closeTo(0.003, 12), se: expect.closeTo(0.00656, 4) });
+    expect([noisy.bestEpoch, noisy.annealFrom, noisy.refEpoch]).toEqual([3, 3, 2]); // kept as the best, not counted
+    // 20 lost, 60 won: +0.04, se 0.0089: a gain; the rate stays and training goes on.
+    const real = run(scores(range(20, 660)));
+    expect([real.bestEpoch, real.annealFrom, real.refEpoch]).toEqual([3, undefined, 3]);
+  });
+
   it('a gain of points that also loses others is weighed by its spread', () => {
     const o = resolveValidation({ schedule: 'plateau', patience: 3, minGain: 0, significance: 1 });
     const s = initialEarlyStop();
@@ -212,7 +228,7 @@ describe('minGain and significance: which new bests count as an improvement', ()
   });
 
   it('minGain 0 with significance 0 (or without per-point scores) counts every new best', () => {
-    for (const [o, withPoints] of [[resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0 }), true], [resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0, significance: 1 }), false]] as const) {
+    for (const [o, withPoints] of [[resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0, significance: 0 }), true], [resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0, significance: 1 }), false]] as const) {
       const s = initialEarlyStop();
       for (let e = 1; e <= 6; e++) {
         const a = scores(range(0, 500 + e));
