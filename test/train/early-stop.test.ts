@@ -8,7 +8,7 @@ import { computeMetrics, pointPrecisions } from '../../src/network/metrics.js';
 import type { FitProgress } from '../../src/train/fit.js';
 import {
   annealMultiplier, descentEpochs,
-  earlyStopStep, holdoutSplit, initialEarlyStop, pairedGain, resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation,
+  earlyStopStep, hasRisen, holdoutSplit, initialEarlyStop, pairedGain, resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation,
   type ValidationPoint,
 } from '../../src/train/early-stop.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
@@ -209,22 +209,38 @@ describe('minGain and significance: which new bests count as an improvement', ()
     expect([real.bestEpoch, real.annealFrom, real.refEpoch]).toEqual([3, undefined, 3]);
   });
 
+  it('the defaults: the standard-error bar applies once a gain has cleared it (hasRisen), not to a slow start', () => {
+    const o = resolveValidation({});
+    const s = initialEarlyStop();
+    const at = (epoch: number, a: Float64Array) => step(s, o, point(epoch, mean(a)), a);
+    at(1, scores(range(0, 500)));
+    // +0.003, se 0.0066: within the noise, but no gain has cleared the bar yet: minGain alone decides.
+    expect(at(2, scores(range(20, 523)))).toBe('best');
+    expect([s.refEpoch, s.annealFrom, hasRisen(s.history, o, 3)]).toEqual([2, undefined, false]);
+    expect(at(3, scores(range(20, 623)))).toBe('best'); // +0.1, se 0.0095: the curve has risen
+    expect([s.refEpoch, hasRisen(s.history, o, 4), hasRisen(s.history, o, 3)]).toEqual([3, true, false]);
+    expect(at(4, scores(range(40, 646)))).toBe('best'); // +0.003 again, now within the noise: the stall
+    expect([s.refEpoch, s.annealFrom]).toEqual([3, 4]);
+  });
+
   it('a gain of points that also loses others is weighed by its spread', () => {
     const o = resolveValidation({ schedule: 'plateau', patience: 3, minGain: 0, significance: 1 });
     const s = initialEarlyStop();
-    const a = scores(range(0, 500));
-    step(s, o, point(1, mean(a)), a);
+    const z = scores(range(0, 400)), a = scores(range(0, 500)); // epoch 2: +0.1, se 0.0095, the curve has risen
+    step(s, o, point(1, mean(z)), z);
+    step(s, o, point(2, mean(a)), a);
     const b = scores(range(35, 540)); // 35 lost, 40 won: +0.005, se 0.0087
-    expect(step(s, o, point(2, mean(b)), b)).toBe('best');
+    expect(step(s, o, point(3, mean(b)), b)).toBe('best');
     expect(s.bad).toBe(1);
-    const c = scores(range(30, 560)); // 30 lost, 60 won over epoch 1: +0.03, se 0.0095
-    expect(step(s, o, point(3, mean(c)), c)).toBe('best');
-    expect([s.bad, s.refEpoch]).toEqual([0, 3]);
+    const c = scores(range(30, 560)); // 30 lost, 60 won over epoch 2: +0.03, se 0.0095
+    expect(step(s, o, point(4, mean(c)), c)).toBe('best');
+    expect([s.bad, s.refEpoch]).toEqual([0, 4]);
     // With significance 4, +0.03 (3.2 se) does not count either.
     const s2 = initialEarlyStop(), o2 = resolveValidation({ schedule: 'plateau', patience: 3, minGain: 0, significance: 4 });
-    step(s2, o2, point(1, mean(a)), a);
-    step(s2, o2, point(2, mean(c)), c);
-    expect([s2.bad, s2.refEpoch]).toEqual([1, 1]);
+    step(s2, o2, point(1, mean(z)), z);
+    step(s2, o2, point(2, mean(a)), a);
+    step(s2, o2, point(3, mean(c)), c);
+    expect([s2.bad, s2.refEpoch]).toEqual([1, 2]);
   });
 
   it('minGain 0 with significance 0 (or without per-point scores) counts every new best', () => {
