@@ -527,9 +527,9 @@ export function earlyStopStep(s: EarlyStopState, o: ResolvedValidation, p: Valid
  * Whether a gain before epoch `epoch` cleared both bars (minGain and `significance` standard errors): the
  * held-out curve has risen measurably. Until then ValidationOptions.significance does not apply: a run's
  * first epochs can rise by less than their own churn's error and then steeply (the 670k shape, one seed of
- * five: +0.0016 +- 0.0018 after epoch 2, +0.0047 +- 0.0011 after epoch 3), and a stall there would start
- * the descent before training has begun (test P@3 and P@5 0.6 points lower). From the history, which
- * checkpoints keep.
+ * five: +0.0016 +- 0.0018 after epoch 2, where the same seed's other runs gained about +0.004 +- 0.0011 in
+ * epoch 3), and a stall there starts the descent before training has begun (that run: test P@3 and P@5 0.6
+ * points lower). From the history, which checkpoints keep.
  */
 export function hasRisen(history: readonly ValidationPoint[], o: Pick<ResolvedValidation, 'minGain' | 'significance'>, epoch: number): boolean {
   return history.some((h) => h.epoch < epoch && h.gain !== undefined && h.gain.gain > Math.max(o.minGain, o.significance * h.gain.se));
