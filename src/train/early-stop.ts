@@ -72,8 +72,8 @@ export interface ValidationOptions {
    * seeds on eight data sets (docs/defaults.md), fewer epochs where the held-out curve rises slowly
    * (debian-deps 7.8 -> 6.6 in the mean of five seeds, Bibtex 8.2 -> 6.8 of six) and no mean test P@1/3/5
    * more than 0.11 points from 0's, but at the 670k shape (0.16: one early stall, which hasRisen now
-   * prevents); 2 lost 0.5 to 0.8 points of P@1, P@3 or P@5 on Bibtex and Delicious, whose slices of 244 and 646
-   * points stalled too early.
+   * prevents); 2 lost 0.5 to 0.8 points of P@1, P@3 or P@5 on Bibtex and Delicious, whose slices of 244
+   * and 646 points stalled too early.
    */
   significance?: number;
   /**
@@ -349,8 +349,8 @@ export interface ValidationPoint {
   scale?: number;
   /**
    * On a new best after the first epoch: its paired gain over the reference epoch `ref` and the gain's
-   * standard error (it counted when gain > max(minGain, significance x se), the second bar once an earlier gain had cleared
-   * both: hasRisen; ValidationOptions.minGain).
+   * standard error (it counted when gain > max(minGain, significance x se), the second bar once an earlier
+   * gain had cleared both: hasRisen; ValidationOptions.minGain).
    */
   gain?: { ref: number; gain: number; se: number };
 }
