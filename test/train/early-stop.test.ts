@@ -8,7 +8,7 @@ import { computeMetrics, pointPrecisions } from '../../src/network/metrics.js';
 import type { FitProgress } from '../../src/train/fit.js';
 import {
   annealMultiplier, descentEpochs,
-  earlyStopStep, holdoutSplit, initialEarlyStop, pairedGain, resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation,
+  earlyStopStep, hasRisen, holdoutSplit, initialEarlyStop, pairedGain, resolveValidation, WeightSnapshot, type EarlyStopState, type ResolvedValidation,
   type ValidationPoint,
 } from '../../src/train/early-stop.js';
 import { Xoshiro128 } from '../../src/util/rng.js';
@@ -24,7 +24,7 @@ const step = (s: EarlyStopState, o: ResolvedValidation, p: ValidationPoint, poin
 describe('resolveValidation', () => {
   it('fills the documented defaults', () => {
     expect(resolveValidation({})).toEqual({
-      fraction: 0.05, maxPoints: 5000, patience: 1, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 0, metric: 'p135',
+      fraction: 0.05, maxPoints: 5000, patience: 1, maxEpochs: 50, lrDecay: 0.5, minDelta: 0, minGain: 0.001, significance: 1, metric: 'p135',
       minHoldout: 100, folds: 5, refitMaxPoints: 0, blend: true, schedule: 'anneal', annealEpochs: 1,
     });
     expect(resolveValidation({ schedule: 'plateau' }).patience).toBe(3);
@@ -193,26 +193,58 @@ describe('minGain and significance: which new bests count as an improvement', ()
     expect(s.lrScale).toBe(1); // every epoch was a new best
   });
 
+  it('the defaults: a new best above minGain but within one standard error of the held-out noise is the stall', () => {
+    const o = resolveValidation({}); // anneal, patience 1, minGain 0.001, significance 1
+    const run = (third: Float64Array) => {
+      const s = initialEarlyStop();
+      for (const [e, a] of [[1, scores(range(0, 500))], [2, scores(range(0, 600))], [3, third]] as const) step(s, o, point(e, mean(a)), a);
+      return s;
+    };
+    // Epoch 3: 20 points lost, 23 won over epoch 2: +0.003 (three times minGain), se 0.0066: noise, the stall.
+    const noisy = run(scores(range(20, 623)));
+    expect(noisy.history[2]!.gain).toEqual({ ref: 2, gain: expect.closeTo(0.003, 12), se: expect.closeTo(0.00656, 4) });
+    expect([noisy.bestEpoch, noisy.annealFrom, noisy.refEpoch]).toEqual([3, 3, 2]); // kept as the best, not counted
+    // 20 lost, 60 won: +0.04, se 0.0089: a gain; the rate stays and training goes on.
+    const real = run(scores(range(20, 660)));
+    expect([real.bestEpoch, real.annealFrom, real.refEpoch]).toEqual([3, undefined, 3]);
+  });
+
+  it('the defaults: the standard-error bar applies once a gain has cleared it (hasRisen), not to a slow start', () => {
+    const o = resolveValidation({});
+    const s = initialEarlyStop();
+    const at = (epoch: number, a: Float64Array) => step(s, o, point(epoch, mean(a)), a);
+    at(1, scores(range(0, 500)));
+    // +0.003, se 0.0066: within the noise, but no gain has cleared the bar yet: minGain alone decides.
+    expect(at(2, scores(range(20, 523)))).toBe('best');
+    expect([s.refEpoch, s.annealFrom, hasRisen(s.history, o, 3)]).toEqual([2, undefined, false]);
+    expect(at(3, scores(range(20, 623)))).toBe('best'); // +0.1, se 0.0095: the curve has risen
+    expect([s.refEpoch, hasRisen(s.history, o, 4), hasRisen(s.history, o, 3)]).toEqual([3, true, false]);
+    expect(at(4, scores(range(40, 646)))).toBe('best'); // +0.003 again, now within the noise: the stall
+    expect([s.refEpoch, s.annealFrom]).toEqual([3, 4]);
+  });
+
   it('a gain of points that also loses others is weighed by its spread', () => {
     const o = resolveValidation({ schedule: 'plateau', patience: 3, minGain: 0, significance: 1 });
     const s = initialEarlyStop();
-    const a = scores(range(0, 500));
-    step(s, o, point(1, mean(a)), a);
+    const z = scores(range(0, 400)), a = scores(range(0, 500)); // epoch 2: +0.1, se 0.0095, the curve has risen
+    step(s, o, point(1, mean(z)), z);
+    step(s, o, point(2, mean(a)), a);
     const b = scores(range(35, 540)); // 35 lost, 40 won: +0.005, se 0.0087
-    expect(step(s, o, point(2, mean(b)), b)).toBe('best');
+    expect(step(s, o, point(3, mean(b)), b)).toBe('best');
     expect(s.bad).toBe(1);
-    const c = scores(range(30, 560)); // 30 lost, 60 won over epoch 1: +0.03, se 0.0095
-    expect(step(s, o, point(3, mean(c)), c)).toBe('best');
-    expect([s.bad, s.refEpoch]).toEqual([0, 3]);
+    const c = scores(range(30, 560)); // 30 lost, 60 won over epoch 2: +0.03, se 0.0095
+    expect(step(s, o, point(4, mean(c)), c)).toBe('best');
+    expect([s.bad, s.refEpoch]).toEqual([0, 4]);
     // With significance 4, +0.03 (3.2 se) does not count either.
     const s2 = initialEarlyStop(), o2 = resolveValidation({ schedule: 'plateau', patience: 3, minGain: 0, significance: 4 });
-    step(s2, o2, point(1, mean(a)), a);
-    step(s2, o2, point(2, mean(c)), c);
-    expect([s2.bad, s2.refEpoch]).toEqual([1, 1]);
+    step(s2, o2, point(1, mean(z)), z);
+    step(s2, o2, point(2, mean(a)), a);
+    step(s2, o2, point(3, mean(c)), c);
+    expect([s2.bad, s2.refEpoch]).toEqual([1, 2]);
   });
 
   it('minGain 0 with significance 0 (or without per-point scores) counts every new best', () => {
-    for (const [o, withPoints] of [[resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0 }), true], [resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0, significance: 1 }), false]] as const) {
+    for (const [o, withPoints] of [[resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0, significance: 0 }), true], [resolveValidation({ schedule: 'plateau', patience: 2, minGain: 0, significance: 1 }), false]] as const) {
       const s = initialEarlyStop();
       for (let e = 1; e <= 6; e++) {
         const a = scores(range(0, 500 + e));
