@@ -603,8 +603,8 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
 // score scale x z + zw; ties by the smaller row) and the [max, sum of exp(score - max)] of the scored labels. Without
 // prop (one rank: its proposals are every label's) the wideExtra best proposals join the candidates, as one process
 // takes them. With prop { idx (q, wideExtra), val (q, wideExtra), comb (q, S, wideExtra) } (several ranks) out covers
-// the candidates alone, and prop gets this rank's wideExtra best proposals (local rows, their wide scores, and their
-// raw scores at each scale; UINT32_MAX / -inf past the count): the caller keeps the wideExtra best over every rank
+// the candidates alone, and prop gets this rank's wideExtra best proposals, best first (local rows, their wide
+// scores, and their raw scores at each scale; UINT32_MAX / -inf past the count): the caller keeps the wideExtra best over every rank
 // and merges them with the ranks' candidates. Returns the outputs scored (in the second form the candidates only).
 Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
   const std::vector<NetLayer>& layers = net_parse_layers(info[0], false);
@@ -686,6 +686,7 @@ Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
     }
   }
   std::vector<uint32_t> order(C), ids;
+  std::vector<size_t> pOrder;
   std::vector<float> z, zw, comb, tmp;
   double scored = 0;
   for (uint32_t i = 0; i < q; ++i) {
@@ -720,17 +721,23 @@ Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
       m = net::wide_candidates(L, data, row, h, ids.data(), z.data(), zw.data(), m0, extra, s);
     }
     if (apart) {
-      // The proposals ids[m0..m) apart, with their scores at each scale (the candidates' expression below).
+      // The proposals ids[m0..m) apart, best first (descending wide score, ties by the smaller row: the smaller
+      // label, as a rank's rows ascend with its labels), with their scores at each scale (the candidates'
+      // expression below).
       comb.resize(std::max<size_t>(m, 1));
+      pOrder.resize(m - m0);
+      std::iota(pOrder.begin(), pOrder.end(), m0);
+      std::sort(pOrder.begin(), pOrder.end(), [&](size_t a, size_t b) { return zw[a] > zw[b] || (zw[a] == zw[b] && ids[a] < ids[b]); });
+      const size_t np = pOrder.size();
       for (size_t t = 0; t < extra; ++t) {
-        propIdx[size_t(i) * extra + t] = m0 + t < m ? ids[m0 + t] : UINT32_MAX;
-        propVal[size_t(i) * extra + t] = m0 + t < m ? zw[m0 + t] : -std::numeric_limits<float>::infinity();
+        propIdx[size_t(i) * extra + t] = t < np ? ids[pOrder[t]] : UINT32_MAX;
+        propVal[size_t(i) * extra + t] = t < np ? zw[pOrder[t]] : -std::numeric_limits<float>::infinity();
       }
       for (uint32_t si = 0; si < S; ++si) {
         const float x = scales[si];
         for (size_t p = m0; p < m; ++p) comb[p] = x * z[p] + zw[p];
         float* pc = propComb + (size_t(i) * S + si) * extra;
-        for (size_t t = 0; t < extra; ++t) pc[t] = m0 + t < m ? comb[m0 + t] : -std::numeric_limits<float>::infinity();
+        for (size_t t = 0; t < extra; ++t) pc[t] = t < np ? comb[pOrder[t]] : -std::numeric_limits<float>::infinity();
       }
       m = m0;
     }

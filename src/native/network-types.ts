@@ -455,9 +455,9 @@ export interface NativeShard {
    * 1) the k best (local row, raw score), ties by the smaller row, and [max, sum of exp(score - max)] over the
    * labels scored. Without `prop` (one rank) the wide part's wideExtra best proposals join the candidates, as in
    * one process. With `prop` (several ranks) `out` covers the candidates alone, and `prop` gets each point's
-   * wideExtra best proposals of this rank (local rows, wide scores, and raw scores (q, scales, wideExtra);
-   * UINT32_MAX / -inf past the count), for the caller to keep the wideExtra best over every rank. Returns the
-   * outputs scored (with `prop`, the candidates).
+   * wideExtra best proposals of this rank, best first (descending wide score, ties by the smaller row): local
+   * rows, wide scores and raw scores (q, scales, wideExtra), UINT32_MAX / -inf past the count, for the caller to
+   * keep the wideExtra best over every rank. Returns the outputs scored (with `prop`, the candidates).
    */
   netShardSampledScore(
     net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array,

@@ -331,23 +331,28 @@ export function predictSharded(
 
 /**
  * The wideExtra (E) best proposals of point i over every rank (one process's choice: descending wide score, ties
- * by the smaller label): each rank's E best (global ids, UINT32_MAX past its count) in idx[r]/val[r] (i * E ..);
- * writes the chosen ranks and slots to keptR/keptE and returns how many (all of them when there are at most E).
+ * by the smaller label): each rank's E best, best first (global ids, UINT32_MAX past its count), in idx[r]/val[r]
+ * (i * E ..), merged; writes the chosen ranks and slots to keptR/keptE and returns how many (all of them when
+ * there are at most E).
  */
 export function mergeProposals(idx: Uint32Array[], val: Float32Array[], i: number, E: number, keptR: Int32Array, keptE: Int32Array): number {
-  const R = idx.length;
-  const all: number[] = [];
-  for (let r = 0; r < R; r++) for (let e = 0; e < E; e++) if (idx[r]![i * E + e] !== 0xffffffff) all.push(r * E + e);
-  if (all.length > E) {
-    const v = (x: number) => val[(x / E) | 0]![i * E + (x % E)]!, id = (x: number) => idx[(x / E) | 0]![i * E + (x % E)]!;
-    all.sort((a, b) => v(b) - v(a) || id(a) - id(b));
-    all.length = E;
+  const R = idx.length, at = i * E;
+  const cur = new Int32Array(R);
+  let n = 0;
+  for (; n < E; n++) {
+    let best = -1, bv = 0, bid = 0;
+    for (let r = 0; r < R; r++) {
+      if (cur[r]! >= E) continue;
+      const id = idx[r]![at + cur[r]!]!;
+      if (id === 0xffffffff) continue;
+      const v = val[r]![at + cur[r]!]!;
+      if (best < 0 || v > bv || (v === bv && id < bid)) best = r, bv = v, bid = id;
+    }
+    if (best < 0) break;
+    keptR[n] = best;
+    keptE[n] = cur[best]!++;
   }
-  all.forEach((x, e) => {
-    keptR[e] = (x / E) | 0;
-    keptE[e] = x % E;
-  });
-  return all.length;
+  return n;
 }
 
 /** Sorts the first n (id, score) pairs by descending score, ties by the smaller id (insertion sort: n is small). */
