@@ -306,5 +306,13 @@ inline void wide_top(uint32_t* ids, float* v, size_t count, size_t take) {
   }
 }
 
+// Wide part in sampled prediction (defined in net_predict.cc, used by native/net_shard.cc too): writes sample
+// `row`'s wide scores of its candidates ids[0..m) into zw[0..m) (0 where it has none) and appends up to `extra`
+// labels that only the wide part proposes (the largest wide scores, ties by the smaller id), with their network
+// logit b_j + w_j . h in z and their wide score in zw. ids, z and zw must have room for m + extra. Returns the
+// new count.
+size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, const float* h, uint32_t* ids, float* z,
+                       float* zw, size_t m, size_t extra, Scratch& s);
+
 }  // namespace net
 }  // namespace sl

@@ -53,69 +53,6 @@ void emit_scaled(uint32_t* outIdx, float* outVal, uint32_t i, const float* z, co
   }
 }
 
-// Wide part in sampled prediction (net_wide.h): writes sample `row`'s wide scores of its candidates
-// ids[0..m) into zw[0..m) (0 where it has none) and appends up to `extra` labels that only the wide part
-// proposes (those with the largest wide scores), with their network logit b_j + w_j . h in z and their wide
-// score in zw. ids, z and zw must have room for m + extra. Returns the new count.
-// The row's sums are kept densely, a float per label (s.wideDense, 4 N bytes: in L2 at 10^4-10^5 labels),
-// by wide_dense_add, 16 list entries at a time: no place map, no branch on whether a label was seen. Each
-// sum adds its terms in the order of the row's nonzeros, as wide_scores does, so the scores are the same.
-size_t wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, const float* h, uint32_t* ids, float* z,
-                       float* zw, size_t m, size_t extra, net::Scratch& s) {
-  const uint32_t d = L.inDim, N = L.outDim;
-  float untouched;
-  std::memcpy(&untouched, &net::kWideUntouched, 4);
-  if (s.wideDense.size() < N) s.wideDense.assign(N, untouched);  // every use puts the labels it touched back to this
-  float* dense = s.wideDense.data();
-  const uint32_t* off = L.wideOff;
-  const uint32_t* lab = L.wideLab;
-  const float* wt = L.wideW;
-  const size_t entries = net::wide_prefetch_lists(L, data, row);
-  uint32_t* touched = grow(s.wideTouched, entries + 16);
-  size_t count = 0;
-  for (uint32_t q = data.offsets[row], q1 = data.offsets[row + 1]; q < q1; ++q) {
-    const uint32_t f = data.indices[q];
-    count = net::wide_dense_add(lab, wt, off[f], off[f + 1], data.values[q], N, dense, touched, count);
-  }
-  const auto seen = [dense](uint32_t j) {
-    uint32_t bits;
-    std::memcpy(&bits, dense + j, 4);
-    return bits != net::kWideUntouched;
-  };
-  for (size_t p = 0; p < m; ++p) {
-    zw[p] = 0.0f;
-    if (seen(ids[p])) {  // a candidate already (candidates are distinct): put back here
-      zw[p] = dense[ids[p]];
-      dense[ids[p]] = untouched;
-    }
-  }
-  // The labels still holding a sum are not candidates: they and their sums, compact, then the best `extra`.
-  float* v = grow(s.wideVals, count);
-  size_t nNew = 0;
-  for (size_t t = 0; t < count; ++t) {
-    const uint32_t j = touched[t];
-    if (seen(j)) {
-      v[nNew] = dense[j];
-      dense[j] = untouched;
-      touched[nNew++] = j;
-    }
-  }
-  const size_t take = std::min(extra, nNew);
-  net::wide_top(touched, v, nNew, take);
-  // The proposals' weight rows are scattered over W: request them all before the first dot product.
-  for (size_t t = 0; t < take; ++t) {
-    const char* row = reinterpret_cast<const char*>(L.W + size_t(touched[t]) * d);
-    for (size_t b = 0; b < sizeof(float) * d; b += 64) __builtin_prefetch(row + b);
-  }
-  for (size_t t = 0; t < take; ++t) {
-    const uint32_t j = touched[t];
-    ids[m] = j;
-    z[m] = L.b[j] + nk::dot(L.W + size_t(j) * d, h, d);
-    zw[m] = v[t];
-    ++m;
-  }
-  return m;
-}
 
 // Exact top-k over every neuron of output layer L (k >= 1) for the slice's samples, the network's logits
 // multiplied by `scale` before the wide part's scores are added; sample i's k into out*[i stride ..].
@@ -279,7 +216,7 @@ double predict_checked(uint32_t* outIdx, float* outVal, const NetLayer* layers, 
       size_t m = H + m0;
       if (last.hasWide) {
         const size_t before = m;
-        m = wide_candidates(last, data, rows[i], prev.A.data() + size_t(i) * prev.lda, idsOf, zs, zw, m, wideExtra, s);
+        m = net::wide_candidates(last, data, rows[i], prev.A.data() + size_t(i) * prev.lda, idsOf, zs, zw, m, wideExtra, s);
         scored += double(m - before);
       }
       emit_scaled(outIdx, outVal, i, zs, zw, idsOf, m, k, scales, S, comb, tmp);
@@ -306,7 +243,7 @@ double predict_checked(uint32_t* outIdx, float* outVal, const NetLayer* layers, 
       float* zw = grow(s.thr, m + extra);
       std::memcpy(wIds, ids + off[i], sizeof(uint32_t) * m);
       std::memcpy(wz, z + off[i], sizeof(float) * m);
-      const size_t mm = wide_candidates(last, data, rows[i], x, wIds, wz, zw, m, extra, s);
+      const size_t mm = net::wide_candidates(last, data, rows[i], x, wIds, wz, zw, m, extra, s);
       scored += double(mm - m);
       emit_scaled(outIdx, outVal, i, wz, zw, wIds, mm, k, scales, S, comb, tmp);
       continue;
@@ -339,6 +276,66 @@ double net_predict_slice(uint32_t* outIdx, float* outVal, const NetLayer* layers
   double scored = 0;
   for (uint32_t t = 0; t < T; ++t) scored += part[t];
   return scored;
+}
+
+// net::wide_candidates (net_internal.h; the wide part: net_wide.h). The row's sums are kept densely, a float per label (s.wideDense, 4 N bytes: in L2 at 10^4-10^5 labels),
+// by wide_dense_add, 16 list entries at a time: no place map, no branch on whether a label was seen. Each
+// sum adds its terms in the order of the row's nonzeros, as wide_scores does, so the scores are the same.
+size_t net::wide_candidates(const NetLayer& L, const CsrView& data, uint32_t row, const float* h, uint32_t* ids, float* z,
+                            float* zw, size_t m, size_t extra, net::Scratch& s) {
+  const uint32_t d = L.inDim, N = L.outDim;
+  float untouched;
+  std::memcpy(&untouched, &net::kWideUntouched, 4);
+  if (s.wideDense.size() < N) s.wideDense.assign(N, untouched);  // every use puts the labels it touched back to this
+  float* dense = s.wideDense.data();
+  const uint32_t* off = L.wideOff;
+  const uint32_t* lab = L.wideLab;
+  const float* wt = L.wideW;
+  const size_t entries = net::wide_prefetch_lists(L, data, row);
+  uint32_t* touched = grow(s.wideTouched, entries + 16);
+  size_t count = 0;
+  for (uint32_t q = data.offsets[row], q1 = data.offsets[row + 1]; q < q1; ++q) {
+    const uint32_t f = data.indices[q];
+    count = net::wide_dense_add(lab, wt, off[f], off[f + 1], data.values[q], N, dense, touched, count);
+  }
+  const auto seen = [dense](uint32_t j) {
+    uint32_t bits;
+    std::memcpy(&bits, dense + j, 4);
+    return bits != net::kWideUntouched;
+  };
+  for (size_t p = 0; p < m; ++p) {
+    zw[p] = 0.0f;
+    if (seen(ids[p])) {  // a candidate already (candidates are distinct): put back here
+      zw[p] = dense[ids[p]];
+      dense[ids[p]] = untouched;
+    }
+  }
+  // The labels still holding a sum are not candidates: they and their sums, compact, then the best `extra`.
+  float* v = grow(s.wideVals, count);
+  size_t nNew = 0;
+  for (size_t t = 0; t < count; ++t) {
+    const uint32_t j = touched[t];
+    if (seen(j)) {
+      v[nNew] = dense[j];
+      dense[j] = untouched;
+      touched[nNew++] = j;
+    }
+  }
+  const size_t take = std::min(extra, nNew);
+  net::wide_top(touched, v, nNew, take);
+  // The proposals' weight rows are scattered over W: request them all before the first dot product.
+  for (size_t t = 0; t < take; ++t) {
+    const char* row = reinterpret_cast<const char*>(L.W + size_t(touched[t]) * d);
+    for (size_t b = 0; b < sizeof(float) * d; b += 64) __builtin_prefetch(row + b);
+  }
+  for (size_t t = 0; t < take; ++t) {
+    const uint32_t j = touched[t];
+    ids[m] = j;
+    z[m] = L.b[j] + nk::dot(L.W + size_t(j) * d, h, d);
+    zw[m] = v[t];
+    ++m;
+  }
+  return m;
 }
 
 }  // namespace sl

@@ -590,21 +590,22 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// netShardSampledScore(net, data, rows (q), H (q, d), index, k, scales | null, wideExtra, cut | null, out | null,
-//                      prop | null) -> outputs scored
+// netShardSampledScore(net, data, rows (q), H (q, d), index, k, scales | null, wideExtra, out, prop | null) -> outputs
+// scored
 // Sampled prediction of a label-sharded rank: what net_predict_slice's cluster-index path does for the whole output
 // layer, restricted to this rank's labels, so that the ranks' results merged are one process's. index: the part of a
 // cluster index built across the ranks (src/train/sharded-index.ts) { centroids (C, d + 2), offsets (C + 1) and
 // members (this rank's rows of each cluster), sizes (C: every rank's members of each cluster), head (this rank's rows of
 // the head), headTotal (the whole head), budget }: every rank probes the clusters one process probes (the global sizes
 // count against the budget) and scores its own members of them and its own head rows. The wide part proposes labels
-// that are no candidate; one process keeps the wideExtra best (score, id) of them over every label, which the ranks
-// find in two calls: with prop { idx (q, wideExtra), val (q, wideExtra) } a call writes each query's wideExtra best
-// proposals of this rank (local rows, unsorted; UINT32_MAX / -inf past the count) and scores nothing; with
-// cut { value (q), limit (q) } and out { idx (q, S, k), val (q, S, k), lse (q, S, 2) } a call keeps the proposals
-// (v, row) with v > value or v == value and row < limit (the global wideExtra-th best, mapped to this rank's rows),
-// and writes per query and scale the k best (row, raw score scale x z + zw; ties by the smaller row) and the
-// candidates' [max, sum of exp(score - max)] for the softmax over every rank's candidates.
+// that are no candidate, and one process keeps the wideExtra best (score, id) of them over every label
+// (net::wide_candidates). out { idx (q, S, k), val (q, S, k), lse (q, S, 2) }: per query and scale the k best (row, raw
+// score scale x z + zw; ties by the smaller row) and the [max, sum of exp(score - max)] of the scored labels. Without
+// prop (one rank: its proposals are every label's) the wideExtra best proposals join the candidates, as one process
+// takes them. With prop { idx (q, wideExtra), val (q, wideExtra), comb (q, S, wideExtra) } (several ranks) out covers
+// the candidates alone, and prop gets this rank's wideExtra best proposals, best first (local rows, their wide
+// scores, and their raw scores at each scale; UINT32_MAX / -inf past the count): the caller keeps the wideExtra best over every rank
+// and merges them with the ranks' candidates. Returns the outputs scored (in the second form the candidates only).
 Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
   const std::vector<NetLayer>& layers = net_parse_layers(info[0], false);
   const NetLayer& L = output_of(layers);
@@ -642,27 +643,19 @@ Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
     scales = sc.data, S = static_cast<uint32_t>(sc.size);
   }
   const uint32_t extra = L.hasWide ? GetU32(info[7], "wideExtra") : 0;
-  const bool proposing = Given(info[10]);
-  if (proposing == Given(info[9])) throw ArgError("give exactly one of out (scores) and prop (wide proposals)");
-  const float* cutV = nullptr;
-  const uint32_t* cutLim = nullptr;
-  if (!proposing && Given(info[8])) {
-    Napi::Object co = GetObject(info[8], "cut");
-    cutV = GetArrayProp<float>(co, "value", q).data;
-    cutLim = GetArrayProp<uint32_t>(co, "limit", q).data;
-  }
-  uint32_t *outIdx = nullptr, *propIdx = nullptr;
-  float *outVal = nullptr, *propVal = nullptr;
-  double* outLse = nullptr;
-  if (proposing) {
-    Napi::Object po = GetObject(info[10], "prop");
+  Napi::Object oo = GetObject(info[8], "out");
+  uint32_t* outIdx = GetArrayProp<uint32_t>(oo, "idx", size_t(q) * S * k).data;
+  float* outVal = GetArrayProp<float>(oo, "val", size_t(q) * S * k).data;
+  double* outLse = GetArrayProp<double>(oo, "lse", size_t(q) * S * 2).data;
+  // prop: the proposals apart (several ranks); only with a wide part.
+  const bool apart = Given(info[9]) && extra > 0;
+  uint32_t* propIdx = nullptr;
+  float *propVal = nullptr, *propComb = nullptr;
+  if (apart) {
+    Napi::Object po = GetObject(info[9], "prop");
     propIdx = GetArrayProp<uint32_t>(po, "idx", size_t(q) * extra).data;
     propVal = GetArrayProp<float>(po, "val", size_t(q) * extra).data;
-  } else {
-    Napi::Object oo = GetObject(info[9], "out");
-    outIdx = GetArrayProp<uint32_t>(oo, "idx", size_t(q) * S * k).data;
-    outVal = GetArrayProp<float>(oo, "val", size_t(q) * S * k).data;
-    outLse = GetArrayProp<double>(oo, "lse", size_t(q) * S * 2).data;
+    propComb = GetArrayProp<float>(po, "comb", size_t(q) * S * extra).data;
   }
   net::FtzScope ftz;
   OutState& o = tlOut;
@@ -682,7 +675,7 @@ Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
   // Head scores (|head|, ldn) with the blocked kernels on gathered rows (as one process scores its head).
   const uint32_t nH = static_cast<uint32_t>(head.size);
   std::vector<float> zH;
-  if (!proposing && nH) {
+  if (nH) {
     zH.resize(size_t(nH) * ldn);
     float* wg = grow(o.wg, size_t(RB) * d);
     float* bg = grow(o.bg, RB);
@@ -693,6 +686,7 @@ Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
     }
   }
   std::vector<uint32_t> order(C), ids;
+  std::vector<size_t> pOrder;
   std::vector<float> z, zw, comb, tmp;
   double scored = 0;
   for (uint32_t i = 0; i < q; ++i) {
@@ -716,48 +710,37 @@ Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
       ids.insert(ids.end(), mem.data + off.data[c], mem.data + off.data[c + 1]);
       taken += sizes.data[c];
     }
-    size_t m = ids.size();
-    if (!proposing) {
-      z.resize(m);
-      for (uint32_t e = 0; e < nH; ++e) z[e] = zH[size_t(e) * ldn + i];
-      for (size_t e = nH; e < m; ++e) z[e] = L.b[ids[e]] + nk::dot(L.W + size_t(ids[e]) * d, h, d);
-    }
+    const size_t m0 = ids.size();
+    ids.resize(m0 + extra);
+    z.resize(m0 + extra);
+    for (uint32_t e = 0; e < nH; ++e) z[e] = zH[size_t(e) * ldn + i];
+    for (size_t e = nH; e < m0; ++e) z[e] = L.b[ids[e]] + nk::dot(L.W + size_t(ids[e]) * d, h, d);
+    size_t m = m0;
     if (L.hasWide) {
-      const size_t count = net::wide_scores(L, data, row, s, [](uint32_t) { return false; });
-      zw.assign(m, 0.0f);
-      for (size_t e = 0; e < m; ++e)
-        if (net::wide_marked(s, ids[e])) {
-          zw[e] = net::wide_sum_of(s, ids[e]);
-          net::wide_unmark(s, ids[e]);
-        }
-      // The labels still marked are no candidates: the proposals, with their sums.
-      uint32_t* touched = s.wideTouched.data();
-      const float* sum = s.wideSum.data();
-      float* v = grow(s.wideVals, count);
-      size_t nNew = 0;
-      for (size_t t = 0; t < count; ++t)
-        if (net::wide_marked(s, touched[t])) v[nNew] = sum[t], touched[nNew++] = touched[t];
-      // Without a cut (one rank: its proposals are every label's) the wideExtra best, as one process takes them.
-      const size_t take = proposing || !cutV ? std::min<size_t>(extra, nNew) : nNew;
-      if (take < nNew) net::wide_top(touched, v, nNew, take);
-      if (proposing) {
-        for (size_t t = 0; t < extra; ++t) {
-          propIdx[size_t(i) * extra + t] = t < take ? touched[t] : UINT32_MAX;
-          propVal[size_t(i) * extra + t] = t < take ? v[t] : -std::numeric_limits<float>::infinity();
-        }
-      } else {
-        for (size_t t = 0; t < take; ++t) {
-          const uint32_t j = touched[t];
-          if (cutV && !(v[t] > cutV[i] || (v[t] == cutV[i] && j < cutLim[i]))) continue;
-          ids.push_back(j);
-          z.push_back(L.b[j] + nk::dot(L.W + size_t(j) * d, h, d));
-          zw.push_back(v[t]);
-        }
-        m = ids.size();
-      }
-      for (size_t t = 0; t < nNew; ++t) net::wide_unmark(s, touched[t]);
+      zw.resize(m0 + extra);
+      m = net::wide_candidates(L, data, row, h, ids.data(), z.data(), zw.data(), m0, extra, s);
     }
-    if (proposing) continue;
+    if (apart) {
+      // The proposals ids[m0..m) apart, best first (descending wide score, ties by the smaller row: the smaller
+      // label, as a rank's rows ascend with its labels), with their scores at each scale (the candidates'
+      // expression below).
+      comb.resize(std::max<size_t>(m, 1));
+      pOrder.resize(m - m0);
+      std::iota(pOrder.begin(), pOrder.end(), m0);
+      std::sort(pOrder.begin(), pOrder.end(), [&](size_t a, size_t b) { return zw[a] > zw[b] || (zw[a] == zw[b] && ids[a] < ids[b]); });
+      const size_t np = pOrder.size();
+      for (size_t t = 0; t < extra; ++t) {
+        propIdx[size_t(i) * extra + t] = t < np ? ids[pOrder[t]] : UINT32_MAX;
+        propVal[size_t(i) * extra + t] = t < np ? zw[pOrder[t]] : -std::numeric_limits<float>::infinity();
+      }
+      for (uint32_t si = 0; si < S; ++si) {
+        const float x = scales[si];
+        for (size_t p = m0; p < m; ++p) comb[p] = x * z[p] + zw[p];
+        float* pc = propComb + (size_t(i) * S + si) * extra;
+        for (size_t t = 0; t < extra; ++t) pc[t] = t < np ? comb[pOrder[t]] : -std::numeric_limits<float>::infinity();
+      }
+      m = m0;
+    }
     scored += double(m);
     comb.resize(std::max<size_t>(m, 1));
     tmp.resize(std::max<size_t>(m, 1));

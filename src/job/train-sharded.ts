@@ -17,6 +17,7 @@ import { applyInputScale, detectInputScale, type InputScaleReport } from '../net
 import type { DistributedRun } from '../train/distributed.js';
 import { allocateRank, featureFrequencies, initFeatureRows, initSliceRows, rankBytes, shardFeatures, shardingProblem, shardLabels, ShardedModel } from '../train/sharded.js';
 import { fitSharded, shardPredictFinal, type ShardPosition, type ShardRunState } from '../train/sharded-fit.js';
+import type { ShardIndex } from '../train/sharded-index.js';
 import { saveShardedModel } from '../train/sharded-save.js';
 import { emptyWide } from '../network/wide.js';
 import {
@@ -261,6 +262,8 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   let stats: FitStats;
   let rr;
   let calibration = null;
+  // The cluster index of the final weights, built for the re-ranker's shortlists: the test set takes it.
+  let fittedIndex: ShardIndex | null = null;
   if (stoppedInSelection) {
     // Stopped while choosing: nothing trained, nothing saved (no checkpoint of a run that has not started: run it again).
     r.notice('sublinear: stopped while choosing the epoch count on copies of the network, before the network itself trained: ' +
@@ -326,6 +329,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
     stats = fitted.stats;
     rr = fitted.rerank;
     calibration = fitted.calibration;
+    fittedIndex = fitted.index;
   } finally {
     bar?.done();
   }
@@ -367,7 +371,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
       const t0 = performance.now();
       // A calibrated model's shortlist is predicted too, for its probability metrics (as Network.evaluate).
       const kk = calibration ? Math.max(5, Math.min(calibration.shortlist, L)) : 5;
-      const pred = shardPredictFinal(model, tt, kk, resolved.seed, rerankUse, threads, mode === 'exact' || mode === 'sampled' ? mode : undefined);
+      const pred = shardPredictFinal(model, tt, kk, resolved.seed, rerankUse, threads, mode === 'exact' || mode === 'sampled' ? mode : undefined, fittedIndex ?? undefined);
       const predictSeconds = (performance.now() - t0) / 1000;
       let top = pred.labels[0]!;
       if (kk > 5) {

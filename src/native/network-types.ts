@@ -458,18 +458,18 @@ export interface NativeShard {
    * Sampled prediction of this slice for the points `rows` (H (q, d) their hidden activations), the part of one
    * process's cluster-index prediction that falls on this rank's labels (native/net_shard.cc): `index` is this
    * rank's part of an index built across the ranks (its members and head rows, every rank's cluster sizes and
-   * head count, the candidate budget). Give exactly one of `out` and `prop`. prop: each point's wideExtra best
-   * wide-part proposals here (local rows and wide scores, unsorted; UINT32_MAX / -inf past the count), nothing
-   * scored. out: with `cut` (each point's global wideExtra-th best proposal: its score, and how many of this
-   * rank's rows rank before its label), the proposals at or above it join the candidates; per point and scale
-   * (scales: the network's logit multipliers, null: 1) the k best (local row, raw score), ties by the smaller
-   * row, and [max, sum of exp(score - max)] over this rank's candidates. Without `cut`, this rank's own wideExtra
-   * best proposals join (one rank). Returns the outputs scored.
+   * head count, the candidate budget). out: per point and scale (scales: the network's logit multipliers, null:
+   * 1) the k best (local row, raw score), ties by the smaller row, and [max, sum of exp(score - max)] over the
+   * labels scored. Without `prop` (one rank) the wide part's wideExtra best proposals join the candidates, as in
+   * one process. With `prop` (several ranks) `out` covers the candidates alone, and `prop` gets each point's
+   * wideExtra best proposals of this rank, best first (descending wide score, ties by the smaller row): local
+   * rows, wide scores and raw scores (q, scales, wideExtra), UINT32_MAX / -inf past the count, for the caller to
+   * keep the wideExtra best over every rank. Returns the outputs scored (with `prop`, the candidates).
    */
   netShardSampledScore(
     net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array,
     index: { centroids: Float32Array; offsets: Uint32Array; members: Uint32Array; sizes: Uint32Array; head: Uint32Array; headTotal: number; budget: number },
-    k: number, scales: Float32Array | null, wideExtra: number, cut: { value: Float32Array; limit: Uint32Array } | null,
-    out: { idx: Uint32Array; val: Float32Array; lse: Float64Array } | null, prop: { idx: Uint32Array; val: Float32Array } | null,
+    k: number, scales: Float32Array | null, wideExtra: number,
+    out: { idx: Uint32Array; val: Float32Array; lse: Float64Array }, prop: { idx: Uint32Array; val: Float32Array; comb: Float32Array } | null,
   ): number;
 }

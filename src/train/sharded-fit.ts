@@ -113,6 +113,11 @@ export interface ShardedFit {
   rerank: RerankState | null;
   /** The calibrated probabilities (alike on every rank), or null. */
   calibration: ProbabilityCalibration | null;
+  /**
+   * The cluster index of the final weights (default rounds), built for the re-ranker's shortlists, or null: the
+   * test set's sampled prediction takes it instead of building the same index again.
+   */
+  index: ShardIndex | null;
 }
 
 /**
@@ -288,6 +293,7 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
   const st = stats();
   phases.add('train', st.trainSeconds);
   let rerank: RerankState | null = null;
+  let index: ShardIndex | null = null;
   if (validation && state && holdout) {
     const last = state.history.at(-1);
     // Keep the best epoch's weights.
@@ -332,6 +338,7 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
       if (chosen) t.report = { ...t.report, tried: chosen.tried, points: chosenOn(sel!, data.points) };
       st.rerank = t.report;
       rerank = t.state;
+      index = t.index;
     }
   }
   // The calibrated probabilities, of the final scores (blend and re-ranker included), on points the kept
@@ -345,7 +352,7 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
         const K = Math.min(copt.shortlist ?? DEFAULT_CALIBRATION_SHORTLIST, g.layers.at(-1)!.size);
         if (!Number.isInteger(K) || K < 1 || K > 4096) throw new Error(`Expected integer from 1 to 4096 for calibration.shortlist but received ${JSON.stringify(copt.shortlist)}`);
         const rrUse = st.rerank && st.rerank.weight > 0 ? { state: rerank, weight: st.rerank.weight, shortlist: rr!.shortlist } : null;
-        const pred = shardPredictFinal(model, holdout, K, seed, rrUse, o.threads ?? 1);
+        const pred = shardPredictFinal(model, holdout, K, seed, rrUse, o.threads ?? 1, undefined, index ?? undefined);
         return fitCalibration(calibrationPairs(pred.labels[0]!, pred.scores[0]!, K, holdout), K, copt);
       });
     } else if (sel?.calibration) {
@@ -357,7 +364,7 @@ export async function fitSharded(model: ShardedModel, data: SparseDataset, o: Sh
   }
   st.phases = phases.snapshot();
   if (aborted) st.aborted = true;
-  return { stats: aborted ? { ...st, aborted: true } : st, rerank, calibration };
+  return { stats: aborted ? { ...st, aborted: true } : st, rerank, calibration, index };
 }
 
 /** The points a selection chose the re-ranker's weight on: every point (k-fold), or the copy's held-out slice. */
@@ -447,10 +454,10 @@ export function shardRerankScores(model: ShardedModel, rr: RerankState, data: Sp
 async function trainRerankerSharded(
   model: ShardedModel, data: SparseDataset, rows: Uint32Array | null, holdout: SparseDataset | null, validation: ResolvedValidation | null,
   cfg: ResolvedRerank, seed: number, threads: number, phases: PhaseTimer,
-): Promise<{ state: RerankState | null; report: RerankReport }> {
+): Promise<{ state: RerankState | null; report: RerankReport; index: ShardIndex | null }> {
   const t0 = performance.now();
   if (!holdout && cfg.weight === undefined) {
-    return { state: null, report: { weight: 0, points: 0, tried: [], entries: 0, bytes: 0, seconds: 0, skipped: 'no held-out points to choose its weight (rerank.weight trains it without them)' } };
+    return { state: null, report: { weight: 0, points: 0, tried: [], entries: 0, bytes: 0, seconds: 0, skipped: 'no held-out points to choose its weight (rerank.weight trains it without them)' }, index: null };
   }
   const g = resolveConfig(model.global);
   const outDim = g.layers.at(-1)!.size;
@@ -494,6 +501,7 @@ async function trainRerankerSharded(
   if (model.comm.size > 1) model.comm.allreduceSum(size);
   return {
     state: kept ? state : null,
+    index,
     report: {
       weight: state.weight, points: tried.length ? holdout!.points : 0, tried, entries: size[0]!,
       // One process's re-ranker: its offsets and biases once, every rank's weights.
@@ -513,16 +521,17 @@ function ownEntries(r: RerankState, labels: Uint32Array): number {
 /**
  * Top-k of every point of `data` on the sharded network with its re-ranker (Network.predict's): the network's
  * top max(k, shortlist) re-scored by the classifiers of every rank. Without one, the network's top-k. A
- * collective; every rank returns the whole result.
+ * collective; every rank returns the whole result. `index`: the cluster index of the weights as they are (default
+ * rounds; ShardedFit.index), else sampled prediction builds it.
  */
 export function shardPredictFinal(
   model: ShardedModel, data: SparseDataset, k: number, seed: number, rr: { state: RerankState | null; weight: number; shortlist: number } | null, threads: number,
-  mode?: 'exact' | 'sampled',
+  mode?: 'exact' | 'sampled', index?: ShardIndex,
 ): ShardPredictions {
-  if (!rr || rr.weight === 0) return shardPredict(model, data, k, null, seed, undefined, undefined, mode);
+  if (!rr || rr.weight === 0) return shardPredict(model, data, k, null, seed, undefined, index, mode);
   const N = resolveConfig(model.global).layers.at(-1)!.size;
   const S = Math.min(Math.max(k, rr.shortlist), N);
-  const top = shardPredict(model, data, S, null, seed, undefined, undefined, mode);
+  const top = shardPredict(model, data, S, null, seed, undefined, index, mode);
   const empty: RerankState = { offsets: new Uint32Array(N + 1), features: new Uint32Array(0), weights: new Float32Array(0), bias: new Float32Array(N).fill(-1), weight: rr.weight, shortlist: rr.shortlist };
   const s = shardRerankScores(model, rr.state ?? empty, data, top.labels[0]!, S, threads);
   const labels = new Uint32Array(data.points * k), scores = new Float32Array(data.points * k);

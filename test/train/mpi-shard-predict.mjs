@@ -5,7 +5,9 @@
 // predictSharded) against the whole network's own index and sampled prediction; exact (predictTopK) against the
 // whole network's exact prediction; both at several logit scales (ValidationOptions.blend). Rank 0 prints one JSON
 // line: per way, the share of points whose top-5 labels are the same list, and the largest probability difference.
-// Arguments: data directory (train.txt, test.txt), then `nowide` to drop the wide part.
+// Arguments: data directory (train.txt, test.txt), then `nowide` to drop the wide part, `k=<n>` for the top-n (default
+// 5), `widegain=<x>` to multiply the trained wide weights by x (a strong wide part: its proposals, merged from every
+// rank, reach the top-k).
 import { join } from 'node:path';
 import { runAsRank } from '../../dist/src/train/distributed.js';
 import { Network } from '../../dist/src/network/network.js';
@@ -20,6 +22,8 @@ import { defaultCandidates } from '../../dist/src/network/network.js';
 
 const dir = process.argv[2];
 const WIDE = !process.argv.includes('nowide');
+const WIDE_GAIN = Number(process.argv.find((a) => a.startsWith('widegain='))?.slice(9) ?? 1);
+const K = Number(process.argv.find((a) => a.startsWith('k='))?.slice(2) ?? 5);
 const io = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
 const code = await runAsRank(io, async (dist) => {
   const train = await readXC(join(dir, 'train.txt'));
@@ -34,6 +38,7 @@ const code = await runAsRank(io, async (dist) => {
   };
   const ref = new Network(config);
   await fit(ref, train, { epochs: 1, workers: 0, validation: false, lr: 0.01 });
+  if (WIDE && WIDE_GAIN !== 1) for (let e = 0; e < ref.spec.layers.at(-1).wide.weights.length; e++) ref.spec.layers.at(-1).wide.weights[e] *= WIDE_GAIN;
   const comm = dist.comm;
   const labelFreq = labelFrequencies(train.labelIndices, L), featureFreq = featureFrequencies(train, train.features);
   const mine = shardLabels(labelFreq, comm.size).labelsOf[comm.rank];
@@ -55,24 +60,24 @@ const code = await runAsRank(io, async (dist) => {
   ref.labelFreq = labelFreq;
   ref.buildClusterIndex({ iters: 2 });
   const exec = new InlineExecutor();
-  const want = await ref.predictScaled(exec, test, 5, 'sampled', 256, cand, scales);
+  const want = await ref.predictScaled(exec, test, K, 'sampled', 256, cand, scales);
   const idx = buildShardIndex(model, ref.seed, { iters: 2 });
-  const got = predictSharded(model, idx, test, 5, scales, cand);
+  const got = predictSharded(model, idx, test, K, scales, cand);
   const compare = (a, b) => {
     let same = 0, maxProb = 0;
     for (let i = 0; i < test.points; i++) {
       let eq = true;
-      for (let e = 0; e < 5; e++) {
-        if (a.labels[i * 5 + e] !== b.labels[i * 5 + e]) eq = false;
-        else maxProb = Math.max(maxProb, Math.abs(a.scores[i * 5 + e] - b.scores[i * 5 + e]));
+      for (let e = 0; e < K; e++) {
+        if (a.labels[i * K + e] !== b.labels[i * K + e]) eq = false;
+        else maxProb = Math.max(maxProb, Math.abs(a.scores[i * K + e] - b.scores[i * K + e]));
       }
       if (eq) same++;
     }
     return { same: same / test.points, maxProb };
   };
   const sampled = scales.map((_, si) => compare(want[si], { labels: got.labels[si], scores: got.scores[si] }));
-  const exactWant = await ref.predictScaled(exec, test, 5, 'exact', 256, 0, scales);
-  const exact = scales.map((x, si) => compare(exactWant[si], model.predictTopK(test, 5, 1024, x)));
+  const exactWant = await ref.predictScaled(exec, test, K, 'exact', 256, 0, scales);
+  const exact = scales.map((x, si) => compare(exactWant[si], model.predictTopK(test, K, 1024, x)));
   if (comm.rank === 0) {
     io.out(JSON.stringify({
       ranks: comm.size, sampled, exact, scoredShard: got.outputsScoredPerPoint, scoredOne: want[0].outputsScoredPerPoint,

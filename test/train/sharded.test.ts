@@ -348,6 +348,23 @@ describe.skipIf(reason !== null)(`train --distributed (label-sharded) under mpir
     }
   }, 120_000);
 
+  it('sampled prediction merged from 1, 2 and 3 ranks is one process\'s: top-32 and probabilities at 3 logit scales, with a strong wide part whose proposals (each rank\'s best, merged) reach the top-k', () => {
+    const small = join(dir, 'small');
+    expect(single(CLI, 'data', 'synth', '--shape', 'small', '--train', '3000', '--test', '500', '--seed', '3', '--out', small).code).toBe(0);
+    for (const [np, args] of [[1, ['k=32', 'widegain=10']], [2, ['k=32', 'widegain=10']], [3, ['k=32', 'widegain=10']], [2, ['k=5']], [2, ['nowide']]] as const) {
+      const r = mpirun(np, join(ROOT, 'test/train/mpi-shard-predict.mjs'), small, ...args);
+      expect(r.code, r.stderr).toBe(0);
+      const line = lastJson(r.stdout) as { ranks: number; sampled: { same: number; maxProb: number }[]; exact: { same: number; maxProb: number }[]; scoredShard: number; scoredOne: number };
+      expect(line.ranks).toBe(np);
+      for (const w of [...line.sampled, ...line.exact]) {
+        expect(w.same).toBe(1);
+        expect(w.maxProb).toBeLessThan(1e-4);
+      }
+      // The wide part's kept proposals counted as one process counts them.
+      expect(line.scoredShard).toBeCloseTo(line.scoredOne, 6);
+    }
+  }, 120_000);
+
   it('with a wide part: 2 ranks reach one process\'s accuracy, the gathered model scores as the shards do, checkpoints re-shard it under 3 ranks', async () => {
     const cfg = join(dir, 'config-wide.json');
     writeFileSync(cfg, JSON.stringify({ inputDim: 2000, seed: 3, layers: [{ size: 32 }, { size: 100, wide: { maxPerLabel: 16, init: 4, lr: 0.1 } }] }));
