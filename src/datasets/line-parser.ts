@@ -470,12 +470,15 @@ export interface StreamOptions {
   stats?: { bufferBytes: number };
 }
 
+/** Default of StreamOptions.chunkBytes. */
+export const CHUNK_BYTES = 8 * 1024 * 1024;
+
 /** Default of StreamOptions.maxLineBytes. */
 export const MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 /** Bytes streamLines may hold for its buffers: two chunks, grown to the longest line allowed. */
 export function streamBufferBytes(opts: StreamOptions = {}): number {
-  const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
+  const chunk = Math.max(16, Math.floor(opts.chunkBytes ?? CHUNK_BYTES));
   return 2 * (Math.max(chunk, opts.maxLineBytes ?? MAX_LINE_BYTES) + chunk);
 }
 
@@ -567,7 +570,7 @@ export type ChunkSink = (buf: Uint8Array, start: number, end: number, consumed: 
  * so parsing never waits for the disk when the disk keeps up.
  */
 export async function streamLines(path: string, sink: ChunkSink, opts: StreamOptions = {}, memory = new ReadMemory(opts)): Promise<void> {
-  let chunk = Math.max(16, Math.floor(opts.chunkBytes ?? 8 * 1024 * 1024));
+  let chunk = Math.max(16, Math.floor(opts.chunkBytes ?? CHUNK_BYTES));
   const maxLine = opts.maxLineBytes ?? MAX_LINE_BYTES;
   let fh: FileHandle;
   try {

@@ -372,8 +372,8 @@ export async function calibrate(o: CalibrateOptions): Promise<Calibration> {
  * Resident memory a training process's worker threads add (Calibration.workerRss): pools of one and of two
  * workers are started as fit() starts its pool, until every worker has loaded the worker module and the addon
  * (a rendezvous of all of them), and the process's RSS is read before and after. A worker is a V8 isolate
- * with its own Node environment, heap and module graph; the first also brings what the pool shares (16.7 MiB
- * against 7.6 MiB for the second on the 2-vCPU EPYC, Node 20).
+ * with its own Node environment, heap and module graph; the first also brings what the pool shares (measured
+ * on the 2-vCPU AMD EPYC, Node 20: 9.9 to 11.0 MiB for the first, 6.0 to 7.2 MiB for the second).
  */
 export async function measureWorkerRss(): Promise<{ first: number; next: number }> {
   const pool = async (n: number) => {

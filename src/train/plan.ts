@@ -10,7 +10,7 @@
 // (dense: L; sampled with sharedFill: the batch's distinct labels plus the random fill, at least minActive),
 // w the wide pairs a sample scans, U(n) the distinct input features of n points.
 import { cpus, totalmem } from 'node:os';
-import { streamLines } from '../datasets/line-parser.js';
+import { CHUNK_BYTES, streamLines } from '../datasets/line-parser.js';
 import { DataFormatError } from '../datasets/errors.js';
 import type { SparseDataset } from '../datasets/csr.js';
 import { sharedFloat32, sharedUint32 } from '../datasets/csr.js';
@@ -43,6 +43,11 @@ export interface DataShape {
   featureFreq?: Uint32Array;
   /** The first points of the data (at most `scanDataShape`'s headPoints), for the wide part's estimate. */
   head?: SparseDataset;
+  /**
+   * The most bytes the reader's buffers held while the file was read (line-parser.ts ReadMemory: two chunks of
+   * at most 8 MiB, the file's size if smaller). Default: those of a file larger than a chunk, 2 x (8 MiB + 1).
+   */
+  readBufferBytes?: number;
 }
 
 /** Shapes of public benchmarks, from the Extreme Classification Repository (training split). */
@@ -115,6 +120,8 @@ export async function scanDataShape(path: string, headPoints = WIDE_ESTIMATE_POI
     throw new DataFormatError(path, line, msg);
   };
   const text = new TextDecoder();
+  // The same reader as training's (job/data-loading.ts): its buffers are the ones a training process holds.
+  const readStats = { bufferBytes: 0 };
   await streamLines(path, (buf, start, end) => {
     let p = start;
     while (p < end) {
@@ -193,7 +200,7 @@ export async function scanDataShape(path: string, headPoints = WIDE_ESTIMATE_POI
       }
       p = e + 1;
     }
-  });
+  }, { stats: readStats });
   if (!header) throw new DataFormatError(path, 0, "empty file (expected the XC header 'points features labels')");
   const h = header as [number, number, number];
   if (points !== h[0]) throw new DataFormatError(path, 0, `the header says ${h[0]} points but the file holds ${points}`);
@@ -203,7 +210,7 @@ export async function scanDataShape(path: string, headPoints = WIDE_ESTIMATE_POI
     points: hOff.length - 1, features: h[1], labels: h[2], offsets: Uint32Array.from(hOff), indices: Uint32Array.from(hIdx),
     values: Float32Array.from(hVal), labelOffsets: Uint32Array.from(hLabOff), labelIndices: Uint32Array.from(hLab),
   };
-  return { points, features: h[1], labels: h[2], nnz, labelNnz, occurrences, labelFreq, featureFreq, head };
+  return { points, features: h[1], labels: h[2], nnz, labelNnz, occurrences, labelFreq, featureFreq, head, readBufferBytes: readStats.bufferBytes };
 }
 
 /**
@@ -570,6 +577,12 @@ export function rankMemory(
     plan.parts.push({ name: 're-ranker training (after the epochs)', bytes: rr });
     plan.totalBytes += rr;
   }
+  // The reader's buffers (every rank reads the data): garbage once the file is read, but V8 frees them only at
+  // a collection, and a training process whose JavaScript heap stays small goes minutes without one (RSS
+  // traces hold them to the end of the run), as train's own plan counts them (job/train.ts, 'read buffers').
+  const read = shape.readBufferBytes ?? 2 * (CHUNK_BYTES + 1);
+  plan.parts.push({ name: 'read buffers', bytes: read });
+  plan.totalBytes += read;
   if (o.sharded && o.ranks > 1) {
     const H = config.layers.length > 1 ? config.layers.at(-2)!.size : config.inputDim;
     // The global batch's pre-activations (summed in place), hidden activations and hidden gradients.

@@ -3,13 +3,14 @@
 // No timings are asserted: the probe's numbers are only checked to be finite and positive.
 import { SAVE_ROUND_BYTES } from '../../src/train/sharded-save.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readXC, toShared } from '../../src/datasets/index.js';
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { Network } from '../../src/network/network.js';
 import { planNetworkMemory } from '../../src/network/memory-plan.js';
+import { CHUNK_BYTES } from '../../src/datasets/line-parser.js';
 import { allocateRank } from '../../src/train/sharded.js';
 import { networkBytes } from '../../src/network/allocate.js';
 import {
@@ -44,8 +45,12 @@ describe('memory per rank', () => {
         const w = workload(c, shape, 128);
         const mine = rankMemory(c, shape, { ranks: 1, sharded: false, workers: 2, batch: 128, bestWeights: best, active: w.active });
         const ref = planNetworkMemory(c, 2, ds, best);
-        expect(mine.totalBytes).toBe(ref.totalBytes);
-        expect(mine.parts).toEqual(ref.parts);
+        // Besides the network and data, the reader's buffers (train adds them to this plan from its reads): from
+        // counts, those of a file larger than a chunk.
+        const read = mine.parts.find((p) => p.name === 'read buffers')!.bytes;
+        expect(read).toBe(2 * (CHUNK_BYTES + 1));
+        expect(mine.totalBytes).toBe(ref.totalBytes + read);
+        expect(mine.parts.filter((p) => p.name !== 'read buffers')).toEqual(ref.parts);
       }
     }
   });
@@ -173,7 +178,17 @@ describe('shape and workload', () => {
     writeFileSync(file, '4 10 5\n0,3 1:0.5 4:1\n2 0:1 4:2 9:0.25\n 3:1\n4,0 4:1\n');
     const s = await scanDataShape(file);
     const d = datasetShape(await readXC(file));
-    expect({ ...s, head: undefined }).toEqual({ ...d, head: undefined });
+    expect({ ...s, head: undefined, readBufferBytes: undefined }).toEqual({ ...d, head: undefined });
+    // The reader's buffers as the training read holds them (a file smaller than a chunk: two of its size), and
+    // the plan counts them, a term of its own.
+    const stats = { bufferBytes: 0 };
+    await readXC(file, { stats });
+    expect(s.readBufferBytes).toBe(stats.bufferBytes);
+    expect(s.readBufferBytes).toBe(2 * (statSync(file).size + 1));
+    const c = resolveConfig({ inputDim: 10, layers: [{ size: 4 }, { size: 5 }] });
+    const memory = (shape: typeof s) => rankMemory(c, shape, { ranks: 1, sharded: false, workers: 1, batch: 4, bestWeights: false, active: 5 });
+    expect(memory(s).parts.find((p) => p.name === 'read buffers')!.bytes).toBe(s.readBufferBytes);
+    expect(memory(s).totalBytes - memory({ ...s, readBufferBytes: 0 }).totalBytes).toBe(s.readBufferBytes);
     expect([...s.labelFreq!]).toEqual([2, 0, 1, 1, 1]);
     expect([...s.featureFreq!]).toEqual([1, 1, 0, 1, 3, 0, 0, 0, 0, 1]);
     expect(s.occurrences).toBe(2 * 2 + 3 * 1 + 0 + 2 * 1);
