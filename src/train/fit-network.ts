@@ -460,8 +460,11 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
     // on points that the kept weights never trained on.
     if (opts.calibration !== false && !stats.aborted && !opts.signal?.aborted) {
       const heldOut = validation && early ? holdout : null;
-      stats.calibration = await phases.time('calibration', () =>
-        calibrateAtEnd(network, exec, opts.calibration || {}, heldOut, selection, defaultCandidates(network.config.layers.at(-1)!.size), heldOut ? heldScores.value : null));
+      const calibrate = () =>
+        calibrateAtEnd(network, exec, opts.calibration || {}, heldOut, selection, defaultCandidates(network.config.layers.at(-1)!.size), heldOut ? heldScores.value : null);
+      // A phase (and its progress line, 'calibrating the probabilities ...') only where there is something to
+      // calibrate on; otherwise calibrateAtEnd just says why not (FitStats.calibration.skipped).
+      stats.calibration = heldOut || selection?.calibration ? await phases.time('calibration', calibrate) : await calibrate();
     }
     if (selection) stats.selection = selection;
     if (inputScaling) stats.inputScaling = inputScaling;

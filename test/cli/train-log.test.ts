@@ -69,6 +69,10 @@ describe('train --log and --json history', () => {
     // timing is the same number.
     expect(json.predictSeconds).toBe(json.history[2].test.predictSeconds);
     expect(json.p1).toBe(json.history[2].test.p1);
+    // Fixed epochs hold no points out: nothing to calibrate on, so no calibration phase or line, only why not.
+    expect(json.phases.calibration).toBeUndefined();
+    expect(r.stderr).not.toContain('calibrating the probabilities');
+    expect(r.stderr).toContain('probabilities not calibrated: no held-out points (validation is off)');
   });
 
   it('up to refitMaxPoints points, a copy chooses the epochs on the held-out slice, then all points train: said on stderr and in --json', () => {
