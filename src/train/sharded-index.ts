@@ -277,7 +277,9 @@ export function predictSharded(
       : null;
     // The proposals kept per point (fused): up to E (rank, slot) pairs, and their scores at the current scale.
     const keptR = new Int32Array(E), keptE = new Int32Array(E), keptId = new Uint32Array(E), keptV = new Float32Array(E);
-    const cur = new Int32Array(R);
+    // The lists merged per point and scale: each rank's k best (entries at * k ..), then the kept proposals (list R).
+    const lists = { idx: [...Is, keptId], val: [...Vs, keptV], off: new Int32Array(R + 1), len: new Int32Array(R + 1).fill(k) };
+    const cur = new Int32Array(R + 1);
     for (let i = 0; i < q; i++) {
       const nk = props ? mergeProposals(props.idx, props.val, i, E, keptR, keptE) : 0;
       kept += nk;
@@ -298,27 +300,16 @@ export function predictSharded(
         const total = M + Math.log(sum);
         // Each rank's k best, and the kept proposals, are in order (descending score, ties by the smaller
         // label): a merge of R + 1 lists (the proposals are list R).
+        lists.off.fill(at * k, 0, R);
+        lists.len[R] = nk;
         cur.fill(0);
-        let pc = 0;
         const row = (c0 + i) * k;
         for (let e = 0; e < k; e++) {
-          let best = -1, bv = 0, bid = 0;
-          for (let r = 0; r < R; r++) {
-            if (cur[r]! >= k) continue;
-            const id = Is[r]![at * k + cur[r]!]!;
-            if (id === 0xffffffff) continue;
-            const v = Vs[r]![at * k + cur[r]!]!;
-            if (best < 0 || v > bv || (v === bv && id < bid)) best = r, bv = v, bid = id;
-          }
-          if (pc < nk) {
-            const v = keptV[pc]!, id = keptId[pc]!;
-            if (best < 0 || v > bv || (v === bv && id < bid)) best = R, bv = v, bid = id;
-          }
-          if (best < 0) break;
-          if (best === R) pc++;
-          else cur[best]!++;
-          labels[si]![row + e] = bid;
-          scores[si]![row + e] = Math.exp(bv - total);
+          const b = bestHead(lists, cur);
+          if (b < 0) break;
+          const o = lists.off[b]! + cur[b]!++;
+          labels[si]![row + e] = lists.idx[b]![o]!;
+          scores[si]![row + e] = Math.exp(lists.val[b]![o]! - total);
         }
       }
     }
@@ -336,23 +327,35 @@ export function predictSharded(
  * there are at most E).
  */
 export function mergeProposals(idx: Uint32Array[], val: Float32Array[], i: number, E: number, keptR: Int32Array, keptE: Int32Array): number {
-  const R = idx.length, at = i * E;
+  const R = idx.length;
+  const lists = { idx, val, off: new Int32Array(R).fill(i * E), len: new Int32Array(R).fill(E) };
   const cur = new Int32Array(R);
   let n = 0;
   for (; n < E; n++) {
-    let best = -1, bv = 0, bid = 0;
-    for (let r = 0; r < R; r++) {
-      if (cur[r]! >= E) continue;
-      const id = idx[r]![at + cur[r]!]!;
-      if (id === 0xffffffff) continue;
-      const v = val[r]![at + cur[r]!]!;
-      if (best < 0 || v > bv || (v === bv && id < bid)) best = r, bv = v, bid = id;
-    }
+    const best = bestHead(lists, cur);
     if (best < 0) break;
     keptR[n] = best;
     keptE[n] = cur[best]!++;
   }
   return n;
+}
+
+/**
+ * Of sorted lists (best first: descending score, ties by the smaller id), list r the entries off[r] ..
+ * off[r] + len[r] of idx[r] / val[r] (UINT32_MAX ends it early) with cur[r] of them taken: the list whose next
+ * entry is best (of equal ones the first list), or -1 when every list is spent. One step of a k-way merge.
+ */
+function bestHead(l: { idx: Uint32Array[]; val: Float32Array[]; off: Int32Array; len: Int32Array }, cur: Int32Array): number {
+  let best = -1, bv = 0, bid = 0;
+  for (let r = 0; r < l.idx.length; r++) {
+    if (cur[r]! >= l.len[r]!) continue;
+    const at = l.off[r]! + cur[r]!;
+    const id = l.idx[r]![at]!;
+    if (id === 0xffffffff) continue;
+    const v = l.val[r]![at]!;
+    if (best < 0 || v > bv || (v === bv && id < bid)) best = r, bv = v, bid = id;
+  }
+  return best;
 }
 
 /** Sorts the first n (id, score) pairs by descending score, ties by the smaller id (insertion sort: n is small). */
