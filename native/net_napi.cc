@@ -418,7 +418,7 @@ Napi::Value NetClusterBuild(const Napi::CallbackInfo& info) {
   auto off = GetArray<uint32_t>(info[9], "outOffsets", size_t(C) + 1);
   auto mem = GetArray<uint32_t>(info[10], "outMembers", M);
   const uint32_t threads = info.Length() > 11 && !info[11].IsUndefined() ? GetU32(info[11], "threads") : 1;
-  if (threads == 0 || threads > 1024) throw ArgError("threads must be in 1..1024 but is " + std::to_string(threads));
+  if (threads == 0 || threads > 256) throw ArgError("threads must be in [1, 256] but is " + std::to_string(threads));
   cluster_build(cent.data, off.data, mem.data, W.data, b.data, N, d, rows.data, M, C, iters, sample, seed, threads);
   return info.Env().Undefined();
 }

@@ -25,6 +25,18 @@ let loadedFile: string | undefined;
  * sanitizer build of `npm run test:asan`. When set, only that file is tried (a typo must not silently
  * test the regular build). Inherited by worker threads and child processes. Default: unset.
  */
+/**
+ * The most threads one native call takes (every kernel checks `threads` in [1, NATIVE_MAX_THREADS] and throws
+ * beyond): counts derived from the machine's cores are clamped to it, so a host with more cores than this
+ * runs (with this many threads per call) instead of failing the check.
+ */
+export const NATIVE_MAX_THREADS = 256;
+
+/** The machine's cores as a native call's thread count: in [1, NATIVE_MAX_THREADS]. */
+export function nativeThreads(cores: number): number {
+  return Math.min(NATIVE_MAX_THREADS, Math.max(1, Math.floor(cores)));
+}
+
 export const ADDON_ENV = 'SUBLINEAR_ADDON';
 
 /**

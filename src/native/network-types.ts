@@ -306,7 +306,7 @@ export interface NativeNetwork {
    * squared norm, then every row to its nearest centre (native/net_cluster.cc).
    * @param weights Float32Array (N, d); @param bias Float32Array (N), N = bias.length; @param rows Uint32Array (M).
    * @param outCentroids Float32Array (C, d + 2); @param outOffsets Uint32Array (C + 1); @param outMembers Uint32Array (M).
-   * @param threads threads sharing the assignment passes (1..1024, default 1); the index is the same for any.
+   * @param threads threads sharing the assignment passes (1..256 as every other native call, default 1); the index is the same for any.
    */
   netClusterBuild(
     weights: Float32Array, bias: Float32Array, d: number, rows: Uint32Array, C: number, iters: number, sample: number, seed: number,

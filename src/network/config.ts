@@ -5,6 +5,7 @@
 import { boundJson, boundText } from '../util/bounded-text.js';
 
 import { checkKnownKeys } from '../util/suggest.js';
+import { nativeThreads } from '../native/addon.js';
 
 /** Hash family of a sampled layer. */
 export type HashName = 'dwta' | 'simhash' | 'wta' | 'minhash';
@@ -537,7 +538,7 @@ function tableBits(neurons: number): number {
  */
 export function defaultTraining(c: ResolvedNetworkConfig, cores: number): { lr: number; workers: number; threads: number } {
   const sampled = !!c.layers.at(-1)!.sampling;
-  return { lr: sampled ? 1e-2 : 2e-3, workers: sampled ? cores : 1, threads: sampled ? 1 : Math.max(1, cores) };
+  return { lr: sampled ? 1e-2 : 2e-3, workers: sampled ? cores : 1, threads: sampled ? 1 : nativeThreads(cores) };
 }
 
 /**

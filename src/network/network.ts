@@ -3,7 +3,7 @@
 // (HOGWILD). This file is the model: it predicts, evaluates, grows, saves and loads, and keeps its hash tables
 // and cluster index fresh. Training it is src/train's (fit-network.ts: fit() and resume()).
 import { sharedFloat32, sharedUint32, toShared, type SparseDataset } from '../datasets/csr.js';
-import { native } from '../native/addon.js';
+import { native, nativeThreads } from '../native/addon.js';
 import type { TextVectorizer } from '../text/vectorizer.js';
 import { allocateNetwork, allocateTablesOf, emptyTables, hasTables, networkBytes } from './allocate.js';
 import { calibrate, calibrationMetrics, type CalibrationMetrics, type ProbabilityCalibration } from './calibration.js';
@@ -439,7 +439,7 @@ export class Network {
     if (!rr || rr.weight === 0) return (await this.predictScaled(exec, data, k, mode, chunk, candidates, null, onProgress))[0]!;
     const S = Math.min(Math.max(k, rr.shortlist), this.config.layers.at(-1)!.size);
     const top = (await this.predictScaled(exec, data, S, mode, chunk, candidates, null, onProgress))[0]!;
-    const s = rerankScores(rr, data, null, top.labels, S, this.config.inputDim, Math.max(1, defaultWorkers()));
+    const s = rerankScores(rr, data, null, top.labels, S, this.config.inputDim, nativeThreads(defaultWorkers()));
     const labels = new Uint32Array(data.points * k), scores = new Float32Array(data.points * k);
     rerankCombine(top.labels, top.scores, s, S, rr.weight, k, labels, scores);
     return { points: data.points, k, labels, scores, outputsScoredPerPoint: top.outputsScoredPerPoint };
@@ -819,7 +819,7 @@ export class Network {
       const centroids = sharedFloat32(C * (d + 2)), offsets = sharedUint32(C + 1), members = sharedUint32(tail.length);
       if (C > 0) {
         native().netClusterBuild(last.weights, last.bias, d, tail, C, o.iters ?? CLUSTER_INDEX_ITERS, CLUSTER_INDEX_SAMPLE,
-          clusterIndexSeed(this.seed), centroids, offsets, members, Math.max(1, defaultWorkers()));
+          clusterIndexSeed(this.seed), centroids, offsets, members, nativeThreads(defaultWorkers()));
       }
       s.index = { C, budget: 0, centroids, offsets, members, head };
     }

@@ -11,7 +11,7 @@ import { dirname } from 'node:path';
 import { subset } from '../datasets/split-reader.js';
 import { sharedUint32, toShared, type SparseDataset } from '../datasets/csr.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
-import { native } from '../native/addon.js';
+import { native, nativeThreads } from '../native/addon.js';
 import { tablesProblem } from '../lsh/tables-check.js';
 import { checkDataset } from '../network/check-data.js';
 import { defaultThreads, defaultTraining, storedConfig, type NetworkConfig, type ResolvedNetworkConfig, type ResolvedRerank } from '../network/config.js';
@@ -687,7 +687,7 @@ async function foldRerankWeight(network: Network,
 ): Promise<{ weight: number; tried: RerankTry[] }> {
   const outDim = network.config.layers.at(-1)!.size;
   const S = Math.min(cfg.shortlist, outDim);
-  const threads = Math.max(1, defaultWorkers());
+  const threads = nativeThreads(defaultWorkers());
   const ks = validation.metric === 'p1' ? [1] : [1, 3, 5];
   const sums = RERANK_WEIGHTS.map(() => ({ p1: 0, p3: 0, p5: 0, score: 0 }));
   for (let f = 0; f < parts.length; f++) {
@@ -941,7 +941,7 @@ async function trainReranker(network: Network,
   const S = Math.min(cfg.shortlist, outDim);
   const mode = network.spec.layers.at(-1)!.sampling ? 'sampled' : 'exact';
   const candidates = defaultCandidates(outDim);
-  const threads = Math.max(1, defaultWorkers());
+  const threads = nativeThreads(defaultWorkers());
   // Every training row is a positive of its labels; the hard negatives come from the shortlists of at most
   // shortlistRows of them (a seeded sample), which cost a prediction each.
   const trainRows = rows ?? Uint32Array.from({ length: data.points }, (_, i) => i);

@@ -77,7 +77,8 @@ describe('netClusterBuild', () => {
     };
     const one = build2();
     for (const t of [1, 2, 3, 16]) expect(build2(t), `${t} threads`).toEqual(one);
-    expect(() => build2(0)).toThrow('threads must be in 1..1024 but is 0');
+    expect(() => build2(0)).toThrow('threads must be in [1, 256] but is 0');
+    expect(() => build2(257)).toThrow('threads must be in [1, 256] but is 257');
   });
 
   it('rejects bad arguments with clear errors', () => {

@@ -5,6 +5,7 @@ import { defaultConfig, defaultThreads, defaultWidth, defaultTraining, resolveCo
 import { Network } from '../../src/network/network.js';
 import { synthesize } from '../../src/datasets/synth.js';
 import { fit } from '../../src/train/fit-network.js';
+import { NATIVE_MAX_THREADS, nativeThreads } from '../../src/native/addon.js';
 
 const shape = (features: number, labels: number, points = 10_000) => ({ features, labels, points });
 
@@ -87,6 +88,13 @@ describe('defaultTraining', () => {
     expect(defaultThreads(dense, 8, 1)).toBe(8);
     expect(defaultThreads(dense, 8, 2)).toBe(1);
     expect(defaultThreads(sampled, 8, 1)).toBe(1);
+  });
+
+  it('clamps the intra-batch threads to what a native call takes on hosts with more cores', () => {
+    const dense = resolveConfig(defaultConfig(shape(1836, 159)));
+    expect(defaultTraining(dense, 384).threads).toBe(NATIVE_MAX_THREADS);
+    expect(defaultThreads(dense, 384, 1)).toBe(NATIVE_MAX_THREADS);
+    expect([0, 1, 2.5, 256, 257, 4096].map(nativeThreads)).toEqual([1, 1, 2, 256, 256, 256]);
   });
 
   it('queries hash tables in training only with a sampled hidden layer, table candidates or a per-sample fill', () => {
