@@ -620,7 +620,7 @@ async function finish(ctx: Ctx, run: Resolved, data: Data, built: Built, trained
 function savedLr(run: Resolved, built: Built): number {
   if (built.lr !== undefined) return built.lr;
   if (run.rinfo) return run.rinfo.fitOptions.lr;
-  return defaultTraining(built.resolved, built.workers).lr;
+  return runOf(built.net).lr ?? defaultTraining(built.resolved, built.workers).lr;
 }
 
 /** What a run stopped during its selection phase says (always): no trained model, and how to go on. */

@@ -58,6 +58,8 @@ export interface Run {
   blendTried: Map<number, BlendTry[]>;
   /** The phase timer of the fit() in progress (FitOptions.phases). */
   phases: PhaseTimer;
+  /** The learning rate of the last fit() (given, or the default it chose from the network and the data). */
+  lr?: number;
 }
 
 const runs = new WeakMap<Network, Run>();
@@ -262,9 +264,12 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   let validation: ResolvedValidation | null = valOpt === false ? null : resolveValidation(valOpt);
   if (validation && opts.epochs === undefined) opts = { ...opts, epochs: validation.maxEpochs };
   const dflt = defaultTraining(network.config, defaultWorkers());
-  if (!resumed && opts.lr === undefined) opts = { ...opts, lr: dflt.lr };
+  // The rate by how often the first layer's rows are updated (defaultTraining) reads the data: not with an
+  // external executor (train --distributed), whose ranks each hold a part of it and must agree on one rate.
+  if (!resumed && opts.lr === undefined) opts = { ...opts, lr: opts.executor ? dflt.lr : defaultTraining(network.config, defaultWorkers(), data, opts.batchSize ?? 128).lr };
   if (opts.threads === undefined && !opts.executor) opts = { ...opts, threads: defaultThreads(network.config, defaultWorkers(), opts.workers ?? dflt.workers) };
   const o = resolveFitOptions(opts);
+  runOf(network).lr = o.lr;
   // A resumed schedule keeps its restored state unless different rebuild options are given.
   if (opts.rebuild && network.schedule && !(resumed && sameRebuild(opts.rebuild, network.schedule))) {
     // The loop counts batches over the network's life: the new schedule starts from here.

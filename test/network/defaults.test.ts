@@ -1,7 +1,9 @@
 // The defaults rule (defaultConfig, defaultTraining in src/network/config.ts; docs/defaults.md): every
 // default comes from the data's shape, never from a dataset's name.
 import { describe, expect, it } from 'vitest';
-import { defaultConfig, defaultThreads, defaultWidth, defaultTraining, resolveConfig, tablesQueriedInTraining, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
+import { defaultConfig, defaultThreads, defaultWidth, defaultTraining, resolveConfig, rowUpdateShare, tablesQueriedInTraining, DEFAULT_WIDE, HIDDEN_PARAMETER_BUDGET, RARE_ROW_SHARE, SAMPLED_OUTPUT_MIN_LABELS } from '../../src/network/config.js';
+import type { SparseDataset } from '../../src/datasets/index.js';
+import { runOf } from '../../src/train/fit-network.js';
 import { Network } from '../../src/network/network.js';
 import { synthesize } from '../../src/datasets/synth.js';
 import { fit } from '../../src/train/fit-network.js';
@@ -121,5 +123,86 @@ describe('defaultTraining', () => {
     const dflt = await weightsAfter();
     expect(dflt).toEqual(await weightsAfter(1e-2));
     expect(dflt).not.toEqual(await weightsAfter(5e-3));
+  });
+});
+
+/** `points` points of `perPoint` distinct features drawn from `features` (a seeded LCG), one label of `labels` each. */
+function randomRows(points: number, features: number, perPoint: number, labels = 8, seed = 1): SparseDataset {
+  let x = seed;
+  const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
+  const offsets = new Uint32Array(points + 1), indices: number[] = [];
+  for (let i = 0; i < points; ++i) {
+    const row = new Set<number>();
+    while (row.size < perPoint) row.add(Math.floor(next() * features));
+    indices.push(...[...row].sort((a, b) => a - b));
+    offsets[i + 1] = indices.length;
+  }
+  const labelOffsets = Uint32Array.from({ length: points + 1 }, (_, i) => i);
+  const labelIndices = Uint32Array.from({ length: points }, (_, i) => i % labels);
+  return {
+    points, features, labels, offsets, indices: Uint32Array.from(indices), values: new Float32Array(indices.length).fill(1),
+    labelOffsets, labelIndices,
+  } as SparseDataset;
+}
+
+describe('the dense rate by how often the first layer\'s rows are updated (rowUpdateShare, RARE_ROW_SHARE)', () => {
+  it('averages 1 - (1 - df / N)^batch over the features the data holds, a feature repeated in a point counted once', () => {
+    // 4 points over 6 features: f0 in all 4, f1 in 1 (twice in point 0), f2 in 2, f3..f5 in none.
+    const data = { points: 4, features: 6, offsets: [0, 3, 5, 7, 8], indices: [0, 1, 1, 0, 2, 0, 2, 0] };
+    expect(rowUpdateShare(data, 2)).toBeCloseTo((1 + (1 - 0.75 ** 2) + (1 - 0.5 ** 2)) / 3, 12);
+    expect(rowUpdateShare(data, 1)).toBeCloseTo((1 + 0.25 + 0.5) / 3, 12);
+    expect(rowUpdateShare({ points: 0, features: 3, offsets: [0], indices: [] }, 128)).toBe(0);
+  });
+
+  it('is the share of random batches that hold the feature (counted over drawn batches)', () => {
+    const data = randomRows(400, 300, 4, 8, 7);
+    // Every feature's batches of 16 drawn 2,000 times: the share holding it, averaged over the held features.
+    let x = 3;
+    const next = () => (x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32;
+    const held = new Set(data.indices), hits = new Float64Array(data.features);
+    const draws = 2000;
+    for (let d = 0; d < draws; ++d) {
+      const inBatch = new Set<number>();
+      for (let b = 0; b < 16; ++b) {
+        const i = Math.floor(next() * data.points);
+        for (let q = data.offsets[i]!; q < data.offsets[i + 1]!; ++q) inBatch.add(data.indices[q]!);
+      }
+      for (const f of inBatch) hits[f]! += 1;
+    }
+    let sum = 0;
+    for (const f of held) sum += hits[f]! / draws;
+    // With replacement here, without in training: the same share up to 1 / points per draw.
+    expect(rowUpdateShare(data, 16)).toBeCloseTo(sum / held.size, 2);
+  });
+
+  it('a dense output layer trains at 4e-3 where its rows are updated in under a quarter of the batches, else 2e-3; a sampled one at 1e-2', () => {
+    const dense = resolveConfig(defaultConfig(shape(10_000, 159)));
+    const sampled = resolveConfig(defaultConfig(shape(10_000, 670_091)));
+    const rare = randomRows(2000, 10_000, 5); // each feature in about 1 point of 1,000: 0.06 of the batches of 128
+    const common = randomRows(2000, 40, 5); // in 1 point of 8: every batch
+    expect(rowUpdateShare(rare, 128)).toBeLessThan(RARE_ROW_SHARE);
+    expect(rowUpdateShare(common, 128)).toBeGreaterThan(RARE_ROW_SHARE);
+    expect(defaultTraining(dense, 2, rare).lr).toBe(4e-3);
+    expect(defaultTraining(dense, 2, common).lr).toBe(2e-3);
+    expect(defaultTraining(dense, 2).lr).toBe(2e-3); // without the data
+    expect(defaultTraining(sampled, 2, rare).lr).toBe(1e-2);
+    // Larger batches meet every row more often: 4,096 points a batch hold the rare data's features too.
+    expect(defaultTraining(dense, 2, rare, 4096).lr).toBe(2e-3);
+  });
+
+  it('fit() takes the rate from its training data and batch size, records it, and an explicit lr wins', async () => {
+    const rare = randomRows(2000, 10_000, 5);
+    const cfg = { inputDim: rare.features, seed: 3, layers: [{ size: 16 }, { size: rare.labels }] };
+    const net = new Network(cfg);
+    const held = await fit(net, rare, { workers: 0, validation: { maxEpochs: 1, minHoldout: 1, refitMaxPoints: 0 } });
+    expect(held.validation![0]!.lr).toBe(4e-3);
+    expect(runOf(net).lr).toBe(4e-3);
+    const given = new Network(cfg);
+    await fit(given, rare, { workers: 0, epochs: 1, lr: 1e-3 });
+    expect(runOf(given).lr).toBe(1e-3);
+    const common = randomRows(2000, 30, 5);
+    const net2 = new Network({ ...cfg, inputDim: common.features });
+    await fit(net2, common, { workers: 0, epochs: 1 });
+    expect(runOf(net2).lr).toBe(2e-3);
   });
 });
