@@ -88,7 +88,7 @@ export const trainCmd = defineCommand({
       description: 'train exactly n passes over all of the training data (default: decided by held-out P@k, at most 50)',
     },
     batch: { type: 'integer', min: 1, valueName: 'n', description: 'mini-batch size (default: 128)' },
-    lr: { type: 'number', above: 0, valueName: 'x', description: 'Adam learning rate, > 0 (default: 0.001 with a dense output layer; with a sampled one 0.005, or 0.01 with --epochs)' },
+    lr: { type: 'number', above: 0, valueName: 'x', description: 'Adam learning rate, > 0 (default: 0.002 with a dense output layer, 0.01 with a sampled one; when k-fold selection chooses the epochs and its folds hold fewer than 4 batches, up to twice that)' },
     workers,
     threads: {
       type: 'integer', min: 1, max: 256, valueName: 'n',

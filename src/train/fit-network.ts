@@ -31,7 +31,7 @@ import {
   type DataFingerprint, type SavedFitOptions, type SkippedCheckpoint, type TrainingPosition,
 } from './checkpoint.js';
 import {
-  annealMultiplier, descentEpochs, earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, validationEnded, WeightSnapshot,
+  annealMultiplier, descentEpochs, earlyStopStep, kfoldRate, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, validationEnded, WeightSnapshot,
   BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStop, type ResolvedValidation, type SelectionReport, type ValidationPoint,
 } from './early-stop.js';
 import { fitLoop, resolveFitOptions, type FitControl, type FitOptions, type FitStart, type FitStats } from './fit.js';
@@ -261,8 +261,18 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   const valOpt = opts.validation === undefined ? (opts.epochs === undefined ? {} : false) : opts.validation;
   let validation: ResolvedValidation | null = valOpt === false ? null : resolveValidation(valOpt);
   if (validation && opts.epochs === undefined) opts = { ...opts, epochs: validation.maxEpochs };
+  // Folds that fit in KFOLD_MEMORY of network state (they train side by side); fewer than 2: one slice.
+  const wantKfold = validation !== null && selectionMethod(data.points, validation) === 'kfold';
+  // The copies' input: the features the training data holds (compactInputs).
+  const kfoldInputs = wantKfold && !opts.executor ? compactInputs(network, data) : null;
+  const folds = wantKfold && !opts.executor ? kfoldFolds(network, data.points, validation!, kfoldInputs) : 0;
   const dflt = defaultTraining(network.config, defaultWorkers());
-  if (!resumed && opts.lr === undefined) opts = { ...opts, lr: dflt.lr };
+  // The default rate; under k-fold selection raised for folds of few batches (kfoldRate: the folds train on
+  // all but the largest fold).
+  if (!resumed && opts.lr === undefined) {
+    const foldPoints = data.points - Math.ceil(data.points / Math.max(1, folds));
+    opts = { ...opts, lr: folds >= 2 ? kfoldRate(dflt.lr, foldPoints, resolveFitOptions(opts).batchSize) : dflt.lr };
+  }
   if (opts.threads === undefined && !opts.executor) opts = { ...opts, threads: defaultThreads(network.config, defaultWorkers(), opts.workers ?? dflt.workers) };
   const o = resolveFitOptions(opts);
   // A resumed schedule keeps its restored state unless different rebuild options are given.
@@ -302,11 +312,6 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   // finished its selection carries the result in its saved options; one stopped during the selection
   // resumes at its start and selects again (deterministic: the same folds and fold runs).
   let selection: SelectionReport | undefined = resumed ? run.resumeInfo!.fitOptions.selection ?? undefined : undefined;
-  // Folds that fit in KFOLD_MEMORY of network state (they train side by side); fewer than 2: one slice.
-  const wantKfold = validation !== null && selectionMethod(data.points, validation) === 'kfold';
-  // The copies' input: the features the training data holds (compactInputs).
-  const kfoldInputs = wantKfold && !opts.executor ? compactInputs(network, data) : null;
-  const folds = wantKfold && !opts.executor ? kfoldFolds(network, data.points, validation!, kfoldInputs) : 0;
   const holdoutWhy = !wantKfold
     ? `at least minHoldout ${validation?.minHoldout}`
     : opts.executor
@@ -629,6 +634,7 @@ export async function selectEpochs(network: Network,
   return {
     method: 'kfold', folds, epochs, scores: mean, p1: meanP1, holdoutPoints: held,
     ...(annealFrom !== undefined ? { anneal: { from: annealFrom, epochs: annealFor } } : {}),
+    lr: o.lr,
     reason: `a held-out slice would hold ${held} points (fewer than minHoldout ${validation.minHoldout}): ` +
       `${folds}-fold cross-validation chose ${epochs} epochs, then the network trained on all ${data.points} points`,
     ...(rerank ? { rerank } : {}),
