@@ -88,7 +88,7 @@ export const trainCmd = defineCommand({
       description: 'train exactly n passes over all of the training data (default: decided by held-out P@k, at most 50)',
     },
     batch: { type: 'integer', min: 1, valueName: 'n', description: 'mini-batch size (default: 128)' },
-    lr: { type: 'number', above: 0, valueName: 'x', description: 'Adam learning rate, > 0 (default: 0.002 with a dense output layer, 0.004 where the data updates its first layer\'s rows in under a quarter of the batches; 0.01 with a sampled one)' },
+    lr: { type: 'number', above: 0, valueName: 'x', description: 'Adam learning rate, > 0 (default: 0.002 with a dense output layer, 0.01 with a sampled one; twice that, at most, where the data updates a dense network\'s first-layer rows in under a quarter of the batches or k-fold selection\'s folds hold fewer than 4 batches)' },
     workers,
     threads: {
       type: 'integer', min: 1, max: 256, valueName: 'n',

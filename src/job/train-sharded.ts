@@ -42,7 +42,7 @@ import { earlyStopProgressText } from './train-progress.js';
 import { phaseSummary, phaseText, sayTrained } from './train-lines.js';
 import type { EpochRecord } from './train-checkpoint.js';
 import type { TextDatasets } from '../text/load.js';
-import { resolveValidation, type SelectionReport } from '../train/early-stop.js';
+import { kfoldRate, resolveValidation, type SelectionReport } from '../train/early-stop.js';
 import { selectSharded, wantsSelection } from '../train/sharded-select.js';
 import type { FitStats } from '../train/fit.js';
 import { keptElsewhereText, rescuePaths, saveKept } from './rescue-save.js';
@@ -190,7 +190,11 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   native().netPrefault(net.spec);
   const model = new ShardedModel(comm, config, net, part.labelFreq, part.featureFreq);
   const batchSize = manifest ? (manifest.settings['batch'] as number) : o.batch ?? t.batchSize ?? 128;
-  const lr = (manifest ? (manifest.settings['lr'] as number | undefined) : o.lr ?? t.lr) ?? defaultTraining(resolved, 1).lr;
+  const givenLr = manifest ? (manifest.settings['lr'] as number | undefined) : o.lr ?? t.lr;
+  // The default rate as one process chooses it: every rank holds the whole training set, so each reads the same
+  // first-layer row-update share (defaultTraining with the data) and raises the rate alike.
+  const baseLr = defaultTraining(resolved, 1).lr;
+  let lr = givenLr ?? defaultTraining(resolved, 1, train, batchSize).lr;
   const sliceBytes = rankBytes(net.spec);
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (sampled, ${model.minActive} a batch)` : ''}`)].join(' -> ');
   r.say(`network: ${shape}; label-sharded over ${dist.size} rank(s): ${model.labels.length} labels and ${model.features.length} input features here ` +
@@ -232,6 +236,8 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   let stoppedInSelection = false;
   const runValidation = manifest || epochsOpt !== undefined || t.validation === false ? null : resolveValidation(t.validation ?? {});
   const want = manifest ? null : wantsSelection(train.points, runValidation);
+  // The default rate under k-fold selection: raised for folds of few batches, as one process raises it (kfoldRate).
+  if (want === 'kfold' && givenLr === undefined) lr = Math.max(lr, kfoldRate(baseLr, train.points - Math.ceil(train.points / runValidation!.folds), batchSize));
   if (want) {
     const selBar = r.progress('selection', 'batches');
     let selFirst: number | undefined;

@@ -588,7 +588,7 @@ async function finish(ctx: Ctx, run: Resolved, data: Data, built: Built, trained
     if (dist && (!test || reuse)) await dist.verify(net);
     const report = trainReport({
       mode: dist ? 'replicated' : 'single', ranks: dist ? dist.size : 1, metrics: tested ? metrics : null, stats, testCalibration,
-      batchSize: built.batchSize ?? run.rinfo?.fitOptions.batchSize ?? 128, lr: savedLr(run, built), workers: built.workers,
+      batchSize: built.batchSize ?? run.rinfo?.fitOptions.batchSize ?? 128, lr: savedLr(run, built, stats), workers: built.workers,
       model: o.save && !untrained ? resolve(saved?.file ?? o.save) : null, signal: trained.stop.stopped, batchesDone: net.batchesDone,
       ...(saved?.error ? { saveError: `${o.save}: ${saved.error}` } : {}),
       checkpoints: checkpoint ? { written: trained.checkpoints, failed: stats.checkpointFailures?.length ?? 0 } : null,
@@ -616,9 +616,13 @@ async function finish(ctx: Ctx, run: Resolved, data: Data, built: Built, trained
   }
 }
 
-/** The learning rate the model file records: the run's (validation's, not the best-weights plan's). */
-function savedLr(run: Resolved, built: Built): number {
+/**
+ * The learning rate the model file records: the run's (validation's, not the best-weights plan's; the k-fold
+ * selection's where it raised the default: kfoldRate).
+ */
+function savedLr(run: Resolved, built: Built, stats: FitStats): number {
   if (built.lr !== undefined) return built.lr;
+  if (stats.selection?.method === 'kfold' && stats.selection.lr !== undefined) return stats.selection.lr;
   if (run.rinfo) return run.rinfo.fitOptions.lr;
   return runOf(built.net).lr ?? defaultTraining(built.resolved, built.workers).lr;
 }
@@ -648,7 +652,7 @@ async function save(ctx: Ctx, run: Resolved, data: Data, built: Built, trained: 
     epochs: stats.epochs,
     ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}),
     batchSize: built.batchSize ?? run.rinfo?.fitOptions.batchSize ?? 128,
-    lr: savedLr(run, built),
+    lr: savedLr(run, built, stats),
     version: packageVersion(),
   };
   let kept: KeptModel;

@@ -296,12 +296,37 @@ export type SelectionReport =
       rerank?: { weight: number; tried: RerankTry[] };
       /** Under schedule 'anneal': the folds' descent (after `from` epochs, over `epochs`), which the network follows too. */
       anneal?: { from: number; epochs: number };
+      /** The learning rate the folds trained at, and the network after them (kfoldRate when the rate was the default). */
+      lr?: number;
       /**
        * FitOptions.calibration: fitted on every point's prediction by the fold that held it out, at the
        * selected epoch (the network's scores, without the re-ranker).
        */
       calibration?: ProbabilityCalibration;
     };
+
+/** Batches per fold epoch from which k-fold selection trains at the default rate (kfoldRate). */
+export const KFOLD_RATE_STEPS = 4;
+/** The most kfoldRate multiplies the default rate by. */
+export const KFOLD_RATE_MAX = 2;
+
+/**
+ * The learning rate of a run whose epoch count k-fold selection chooses, from the default rate `lr`, for
+ * folds that train on `foldPoints` points at `batchSize`: lr x KFOLD_RATE_STEPS / (the folds' batches per
+ * epoch), between 1 and KFOLD_RATE_MAX times lr (twice at 2 batches an epoch, 4/3 at 3, the default rate from
+ * 4 on: training sets up to about 640 points at batch 128). Adam moves each weight by about the rate per
+ * step whatever the gradient's size, so a network trained on a few hundred points climbs its curve in steps,
+ * not epochs: at 2 steps an epoch (240 points a fold) the folds' mean score was still rising at maxEpochs
+ * (50) on every 300-point set measured, and the chosen epochs were 28 to 48; at twice the rate the folds
+ * choose 17 to 41 at the same test P@k (seed means within 0.3 points). At 7 steps an epoch (1,000 points)
+ * the curve peaks within the epochs already and twice the rate lost up to 1 point (docs/defaults.md, "Small
+ * training sets"). The network trains on all of the points at the folds' rate, so that the chosen epoch
+ * count means the same there.
+ */
+export function kfoldRate(lr: number, foldPoints: number, batchSize: number): number {
+  const steps = Math.max(1, Math.ceil(foldPoints / batchSize));
+  return lr * Math.min(KFOLD_RATE_MAX, Math.max(1, KFOLD_RATE_STEPS / steps));
+}
 
 /**
  * The epoch count chosen from per-fold score curves (fold f's score after epoch e is curves[f][e - 1];
@@ -576,5 +601,6 @@ export function selectionProblem(x: unknown): string | null {
     const a = r.anneal as { from?: unknown; epochs?: unknown } | null;
     if (!a || typeof a !== 'object' || !int(a.from, 0) || !int(a.epochs, 1)) return 'invalid anneal';
   }
+  if (r.lr !== undefined && !(typeof r.lr === 'number' && Number.isFinite(r.lr) && r.lr > 0)) return 'lr must be a positive number';
   return null;
 }

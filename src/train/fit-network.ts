@@ -31,7 +31,7 @@ import {
   type DataFingerprint, type SavedFitOptions, type SkippedCheckpoint, type TrainingPosition,
 } from './checkpoint.js';
 import {
-  annealMultiplier, descentEpochs, earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, validationEnded, WeightSnapshot,
+  annealMultiplier, descentEpochs, earlyStopStep, kfoldRate, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, validationEnded, WeightSnapshot,
   BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStop, type ResolvedValidation, type SelectionReport, type ValidationPoint,
 } from './early-stop.js';
 import { fitLoop, resolveFitOptions, type FitControl, type FitOptions, type FitStart, type FitStats } from './fit.js';
@@ -263,10 +263,23 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   const valOpt = opts.validation === undefined ? (opts.epochs === undefined ? {} : false) : opts.validation;
   let validation: ResolvedValidation | null = valOpt === false ? null : resolveValidation(valOpt);
   if (validation && opts.epochs === undefined) opts = { ...opts, epochs: validation.maxEpochs };
+  // Folds that fit in KFOLD_MEMORY of network state (they train side by side); fewer than 2: one slice.
+  const wantKfold = validation !== null && selectionMethod(data.points, validation) === 'kfold';
+  // The copies' input: the features the training data holds (compactInputs).
+  const kfoldInputs = wantKfold && !opts.executor ? compactInputs(network, data) : null;
+  const folds = wantKfold && !opts.executor ? kfoldFolds(network, data.points, validation!, kfoldInputs) : 0;
   const dflt = defaultTraining(network.config, defaultWorkers());
-  // The rate by how often the first layer's rows are updated (defaultTraining) reads the data: not with an
-  // external executor (train --distributed), whose ranks each hold a part of it and must agree on one rate.
-  if (!resumed && opts.lr === undefined) opts = { ...opts, lr: opts.executor ? dflt.lr : defaultTraining(network.config, defaultWorkers(), data, opts.batchSize ?? 128).lr };
+  // The default rate. Two rules raise it where Adam takes few steps, each to at most twice the base rate, and
+  // they do not compound (the larger one holds): where the data updates its first layer's rows in few batches
+  // (defaultTraining with the data; not with an external executor, train --distributed, whose ranks each hold a
+  // part of the data and must agree on one rate), and under k-fold selection with folds of few batches
+  // (kfoldRate: the folds train on all but the largest fold).
+  if (!resumed && opts.lr === undefined) {
+    const byRows = opts.executor ? dflt.lr : defaultTraining(network.config, defaultWorkers(), data, opts.batchSize ?? 128).lr;
+    const foldPoints = data.points - Math.ceil(data.points / Math.max(1, folds));
+    const byFolds = folds >= 2 ? kfoldRate(dflt.lr, foldPoints, resolveFitOptions(opts).batchSize) : dflt.lr;
+    opts = { ...opts, lr: Math.max(byRows, byFolds) };
+  }
   if (opts.threads === undefined && !opts.executor) opts = { ...opts, threads: defaultThreads(network.config, defaultWorkers(), opts.workers ?? dflt.workers) };
   const o = resolveFitOptions(opts);
   runOf(network).lr = o.lr;
@@ -307,11 +320,6 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   // finished its selection carries the result in its saved options; one stopped during the selection
   // resumes at its start and selects again (deterministic: the same folds and fold runs).
   let selection: SelectionReport | undefined = resumed ? run.resumeInfo!.fitOptions.selection ?? undefined : undefined;
-  // Folds that fit in KFOLD_MEMORY of network state (they train side by side); fewer than 2: one slice.
-  const wantKfold = validation !== null && selectionMethod(data.points, validation) === 'kfold';
-  // The copies' input: the features the training data holds (compactInputs).
-  const kfoldInputs = wantKfold && !opts.executor ? compactInputs(network, data) : null;
-  const folds = wantKfold && !opts.executor ? kfoldFolds(network, data.points, validation!, kfoldInputs) : 0;
   const holdoutWhy = !wantKfold
     ? `at least minHoldout ${validation?.minHoldout}`
     : opts.executor
@@ -634,6 +642,7 @@ export async function selectEpochs(network: Network,
   return {
     method: 'kfold', folds, epochs, scores: mean, p1: meanP1, holdoutPoints: held,
     ...(annealFrom !== undefined ? { anneal: { from: annealFrom, epochs: annealFor } } : {}),
+    lr: o.lr,
     reason: `a held-out slice would hold ${held} points (fewer than minHoldout ${validation.minHoldout}): ` +
       `${folds}-fold cross-validation chose ${epochs} epochs, then the network trained on all ${data.points} points`,
     ...(rerank ? { rerank } : {}),

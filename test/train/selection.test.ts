@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { synthesize } from '../../src/datasets/synth.js';
 import { Network } from '../../src/network/network.js';
-import { annealMultiplier, bestMeanEpoch, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
+import { annealMultiplier, bestMeanEpoch, kfoldRate, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
 import type { FitOptions, FitProgress, FitStats } from '../../src/train/fit.js';
-import { resolveConfig, type NetworkConfig } from '../../src/network/config.js';
+import { defaultTraining, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { RERANK_WEIGHTS, rerankScores, rerankTries, rerankWeightSums, trainRerank } from '../../src/network/rerank.js';
 import { subset } from '../../src/datasets/split-reader.js';
 import type { SparseDataset } from '../../src/datasets/csr.js';
@@ -123,6 +123,18 @@ describe('bestMeanEpoch', () => {
   });
 });
 
+describe('kfoldRate', () => {
+  it('raises the default rate below KFOLD_RATE_STEPS batches an epoch, at most twice, never lowers it', () => {
+    expect(kfoldRate(2e-3, 240, 128)).toBe(4e-3); // 2 batches an epoch: twice
+    expect(kfoldRate(2e-3, 128, 128)).toBe(4e-3); // 1: capped at twice
+    expect(kfoldRate(2e-3, 300, 128)).toBeCloseTo(2e-3 * 4 / 3, 12); // 3 batches
+    expect(kfoldRate(2e-3, 512, 128)).toBe(2e-3); // 4
+    expect(kfoldRate(2e-3, 800, 128)).toBe(2e-3); // 7
+    expect(kfoldRate(2e-3, 240, 60)).toBe(2e-3); // 4 batches of 60
+    expect(kfoldRate(1e-2, 1, 128)).toBe(2e-2);
+  });
+});
+
 describe('selectionProblem', () => {
   it('accepts the records fit() writes and names what is wrong with others', () => {
     expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x' })).toBeNull();
@@ -144,6 +156,8 @@ describe('selectionProblem', () => {
       .toBe('invalid calibration: the calibration has different numbers of labels and shifts');
     expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x', anneal: { from: 2, epochs: 1 } })).toBeNull();
     expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x', anneal: { from: -1, epochs: 1 } })).toBe('invalid anneal');
+    expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x', lr: 4e-3 })).toBeNull();
+    expect(selectionProblem({ method: 'kfold', folds: 5, epochs: 3, scores: [0.1], p1: [0.2], holdoutPoints: 15, reason: 'x', lr: 0 })).toBe('lr must be a positive number');
   });
   it('refitMaxPoints is a non-negative integer, 0 by default', () => {
     expect(resolveValidation({}).refitMaxPoints).toBe(0);
@@ -176,6 +190,24 @@ describe('fit on a small training set', () => {
     expect(stats.bestEpoch).toBeUndefined();
     // It learned: the selected epoch's mean held-out P@1 is far above chance (100 labels).
     expect(s.p1[s.epochs - 1]!).toBeGreaterThan(0.3);
+  });
+
+  it('trains the folds and then all of the points at the default rate raised for few batches an epoch (kfoldRate)', async () => {
+    const { net, stats } = await uninterrupted();
+    const s = stats.selection!;
+    if (s.method !== 'kfold') throw new Error('expected k-fold selection');
+    // 240 points a fold, 2 batches an epoch: twice the default rate.
+    const lr = defaultTraining(resolveConfig(config), 1).lr * 2;
+    expect(s.lr).toBe(lr);
+    // The same weights as a network trained that many epochs on all of the points at that rate (along the folds' descent).
+    const fixed = new Network(config);
+    const lrSchedule = s.anneal ? (e: number, b: number, bpe: number) => annealMultiplier(s.anneal!.from, s.anneal!.epochs, e, b, bpe) : undefined;
+    await fit(fixed, data, { workers: 0, lr, epochs: s.epochs, validation: false, ...(lrSchedule ? { lrSchedule } : {}) });
+    expect(weights(net)).toEqual(weights(fixed));
+    // A rate given is kept.
+    const given = new Network(config);
+    const st = await fit(given, data, { ...opts, lr: 1e-3, validation: { maxEpochs: 2 } });
+    expect(st.selection!.method === 'kfold' && st.selection!.lr).toBe(1e-3);
   });
 
   it('is deterministic for a seed', async () => {
