@@ -309,12 +309,9 @@ inline void wide_top(uint32_t* ids, float* v, size_t count, size_t take) {
     // `take` of the thousands of sums rank: a block of 16 none of which reaches kv (NaN: never) holds none
     // of them and is passed over after one vector compare (blocks past w only: the swaps move ranked sums
     // to the front, never into the block being tested).
-    for (; t + 16 <= count; t += 16) {
-      int any = 0;
-      for (int l = 0; l < 16; ++l) any |= v[t + l] >= kv;
-      if (any)
+    for (; t + 16 <= count; t += 16)
+      if (any_reaches16(v + t, kv))
         for (size_t u = t; u < t + 16; ++u) keep(u);
-    }
   }
   for (; t < count; ++t) keep(t);
 }

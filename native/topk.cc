@@ -45,13 +45,6 @@ inline float max_of(const float* x, size_t n) {
   return r;
 }
 
-// Whether any of x[0..16) is at or above thr (NaN: not), without a branch per score (vectorised).
-inline bool any_reaches(const float* x, float thr) {
-  int r = 0;
-  for (int l = 0; l < 16; ++l) r |= x[l] >= thr;
-  return r != 0;
-}
-
 // Appends the scores of x[0..n) that are not below thr to b (as keys), cutting b back to its k best
 // whenever it holds cap, which raises thr to the k-th best. Returns how many b holds. The append is
 // unconditional and the count advances by the compare, so that no branch depends on the scores. Past the
@@ -72,7 +65,7 @@ size_t collect(uint64_t* b, size_t cap, size_t k, const float* x, const uint32_t
   };
   size_t i = 0;
   for (; i + 16 <= n; i += 16)
-    if (any_reaches(x + i, thr))
+    if (any_reaches16(x + i, thr))
       for (size_t j = i; j < i + 16; ++j) take(j);
   for (; i < n; ++i) take(i);
   return nb;
