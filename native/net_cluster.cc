@@ -265,6 +265,9 @@ void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev,
     nk::blk_forward(zc + size_t(c0) * ldn, ix.centroids + size_t(c0) * w, w, zero, Xt, R, ldn);
   }
   uint32_t* off = grow(buf.actOff, size_t(n) + 1);
+  // The centre scores sample-major (one blocked transpose): a query's scores are then read contiguously.
+  float* zq = grow(s.zlab, size_t(n) * C);
+  nk::transpose(zq, C, zc, ldn, C, n);
   uint32_t* order = grow(s.candIds, C);
   off[0] = 0;
   size_t P = 0;
@@ -272,20 +275,33 @@ void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev,
   s.probeCluster.clear();
   s.probePos.clear();
   for (uint32_t i = 0; i < n; ++i) {
-    // Clusters by descending centre score, sorted lazily in chunks of 32 since few are probed; the head
-    // (scored for every query by the caller) counts towards the budget.
+    // Clusters by descending centre score (ties: the smaller id). Few are probed (the budget over the
+    // clusters' sizes): the first kScan are found by scans of the clusters not yet probed (order[q..C)), and
+    // only a query that probes more sorts the rest; a sort of all of them per query, reading the scores down
+    // a column, cost more than the probes' dot products. The head (scored for every query by the caller)
+    // counts towards the budget.
+    constexpr uint32_t kScan = 8;
+    const float* zi = zq + size_t(i) * C;
+    // A NaN centre score (weights gone NaN) ranks last: the order stays a strict weak one, which std::sort
+    // needs to stay inside the array.
+    const auto score = [zi](uint32_t x) { return zi[x] == zi[x] ? zi[x] : -std::numeric_limits<float>::infinity(); };
+    const auto before = [&score](uint32_t x, uint32_t y) {
+      const float sx = score(x), sy = score(y);
+      return sx > sy || (sx == sy && x < y);
+    };
     std::iota(order, order + C, 0u);
-    uint32_t sorted = 0, taken = ix.nHead;
+    uint32_t taken = ix.nHead;
     for (uint32_t q = 0; q < C && taken < ix.budget; ++q) {
-      if (q == sorted) {
-        const uint32_t end = std::min(C, sorted + 32);
-        std::partial_sort(order + sorted, order + end, order + C, [&](uint32_t x, uint32_t y) {
-          const float zx = zc[size_t(x) * ldn + i], zy = zc[size_t(y) * ldn + i];
-          return zx > zy || (zx == zy && x < y);
-        });
-        sorted = end;
+      if (q < kScan) {
+        uint32_t at = q;
+        for (uint32_t x = q + 1; x < C; ++x)
+          if (before(order[x], order[at])) at = x;
+        std::swap(order[q], order[at]);
+      } else if (q == kScan) {
+        std::sort(order + q, order + C, before);
       }
-      const uint32_t c = order[q], b0 = ix.offsets[c], b1 = ix.offsets[c + 1];
+      const uint32_t c = order[q];
+      const uint32_t b0 = ix.offsets[c], b1 = ix.offsets[c + 1];
       s.probeSample.push_back(i);
       s.probeCluster.push_back(c);
       s.probePos.push_back(static_cast<uint32_t>(P));

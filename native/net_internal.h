@@ -297,13 +297,23 @@ inline void wide_top(uint32_t* ids, float* v, size_t count, size_t take) {
   uint32_t kid = 0;
   const bool found = topk_kth(v, ids, count, take, kv, kid);
   size_t w = 0;
-  for (size_t t = 0; t < count; ++t) {
+  const auto keep = [&](size_t t) {
     // topk_row's order: a NaN sum never ranks; without `take` sums that are not NaN, all of those rank.
-    if (v[t] != v[t] || (found && (v[t] != kv ? v[t] < kv : ids[t] > kid))) continue;
+    if (v[t] != v[t] || (found && (v[t] != kv ? v[t] < kv : ids[t] > kid))) return;
     std::swap(ids[w], ids[t]);
     std::swap(v[w], v[t]);
     ++w;
+  };
+  size_t t = 0;
+  if (found) {
+    // `take` of the thousands of sums rank: a block of 16 none of which reaches kv (NaN: never) holds none
+    // of them and is passed over after one vector compare (blocks past w only: the swaps move ranked sums
+    // to the front, never into the block being tested).
+    for (; t + 16 <= count; t += 16)
+      if (any_reaches16(v + t, kv))
+        for (size_t u = t; u < t + 16; ++u) keep(u);
   }
+  for (; t < count; ++t) keep(t);
 }
 
 // Wide part in sampled prediction (defined in net_predict.cc, used by native/net_shard.cc too): writes sample

@@ -484,7 +484,8 @@ Napi::Value NetClusterAssign(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// netWideBuild(data, rows: Uint32Array | null, inputDim, labels, maxPerLabel, init, minShare, slice: Uint32Array | null)
+// netWideBuild(data, rows: Uint32Array | null, inputDim, labels, maxPerLabel, init, minShare, slice: Uint32Array | null[,
+//   threads = 1])
 //   -> { offsets: Uint32Array (inputDim + 1), labels: Uint32Array (nnz), weights: Float32Array (nnz) }
 // The wide part's pairs (net_wide.h wide_build), in fresh arrays: their count is known only at the end.
 Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
@@ -510,9 +511,11 @@ Napi::Value NetWideBuild(const Napi::CallbackInfo& info) {
     slice = sl.data, nSlice = sl.size;
     if (nSlice > labels) throw ArgError("slice is longer than labels");
   }
+  const uint32_t threads = Present(info[8]) ? GetU32(info[8], "threads") : 1;
+  if (threads == 0 || threads > 1024) throw ArgError("threads must be in [1, 1024]");
   net::WideBuilt w;
   net::wide_build(w, data, rows, static_cast<uint32_t>(n), inputDim, labels, maxPerLabel, init, minShare, slice,
-                  static_cast<uint32_t>(nSlice));
+                  static_cast<uint32_t>(nSlice), threads);
   Napi::Object o = Napi::Object::New(env);
   o.Set("offsets", CopyToTypedArray(env, w.offsets));
   o.Set("labels", CopyToTypedArray(env, w.labels));

@@ -183,6 +183,11 @@ double predict_checked(uint32_t* outIdx, float* outVal, const NetLayer* layers, 
       for (uint32_t cl = 0; cl < ix.C; ++cl) {
         if (start[cl] == start[cl + 1]) continue;
         for (uint32_t e = ix.offsets[cl]; e < ix.offsets[cl + 1]; ++e) {
+          // Members ascend but skip: the next one's weight row is requested while this one's is scored.
+          if (e + 1 < ix.offsets[cl + 1]) {
+            const char* nx = reinterpret_cast<const char*>(last.W + size_t(ix.members[e + 1]) * d);
+            for (size_t b = 0; b < sizeof(float) * d; b += 64) __builtin_prefetch(nx + b);
+          }
           const uint32_t j = ix.members[e], rel = e - ix.offsets[cl];
           const float* wj = last.W + size_t(j) * d;
           const float bj = last.b[j];

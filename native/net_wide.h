@@ -55,10 +55,11 @@ struct WideBuilt {
   std::vector<float> weights;
 };
 // slice (nSlice ascending label ids, or null for every label): only those labels' pairs, label slice[e]
-// stored as e (label-sharded training).
+// stored as e (label-sharded training). threads: the labels split over that many threads (the same pairs
+// on any number).
 void wide_build(WideBuilt& out, const CsrView& data, const uint32_t* rows, uint32_t n, uint32_t inputDim,
                 uint32_t numLabels, uint32_t maxPerLabel, double init, double minShare, const uint32_t* slice = nullptr,
-                uint32_t nSlice = 0);
+                uint32_t nSlice = 0, uint32_t threads = 1);
 
 // The inner loop of sampled prediction's wide walk over one feature's list, entries e0 .. e1 of lab (labels)
 // and wt (weights), vectorised where the CPU allows (net_wide_walk.cc); it gives what the plain loop in its

@@ -47,11 +47,13 @@ inline float max_of(const float* x, size_t n) {
 
 // Appends the scores of x[0..n) that are not below thr to b (as keys), cutting b back to its k best
 // whenever it holds cap, which raises thr to the k-th best. Returns how many b holds. The append is
-// unconditional and the count advances by the compare, so that no branch depends on the scores.
+// unconditional and the count advances by the compare, so that no branch depends on the scores. Past the
+// floor few scores reach thr: a block of 16 none of which does is skipped after one vector compare (thr
+// only rises, so the block would have appended nothing).
 template <bool kIds>
 size_t collect(uint64_t* b, size_t cap, size_t k, const float* x, const uint32_t* ids, size_t n, float thr) {
   size_t nb = 0;
-  for (size_t i = 0; i < n; ++i) {
+  const auto take = [&](size_t i) {
     const float s = x[i];
     b[nb] = key_of(s, kIds ? ids[i] : static_cast<uint32_t>(i));
     nb += s >= thr;  // NaN: false
@@ -60,7 +62,12 @@ size_t collect(uint64_t* b, size_t cap, size_t k, const float* x, const uint32_t
       nb = k;
       thr = value_of(b[k - 1]);
     }
-  }
+  };
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    if (any_reaches16(x + i, thr))
+      for (size_t j = i; j < i + 16; ++j) take(j);
+  for (; i < n; ++i) take(i);
   return nb;
 }
 

@@ -2,8 +2,21 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace sl {
+
+// Whether any of x[0..16) is >= thr (a NaN never is): four 4-lane compares, no branch per score. Lets a
+// selection pass over a block of scores none of which can rank.
+inline bool any_reaches16(const float* x, float thr) {
+  typedef float f4 __attribute__((vector_size(16)));
+  typedef int32_t i4 __attribute__((vector_size(16)));
+  f4 v[4];
+  std::memcpy(v, x, sizeof v);
+  const f4 t = {thr, thr, thr, thr};
+  const i4 m = (v[0] >= t) | (v[1] >= t) | (v[2] >= t) | (v[3] >= t);
+  return (m[0] | m[1] | m[2] | m[3]) != 0;
+}
 
 // For one row of `n` scores, writes the k largest (descending; ties broken by the smaller index)
 // into outIdx[0..k) / outVal[0..k). If n < k, the remaining slots get index UINT32_MAX and -inf.

@@ -351,11 +351,12 @@ export interface NativeNetwork {
   /**
    * The wide part's pairs chosen from `data`'s rows `rows` (every row when null): see buildWide
    * (src/network/wide.ts) and native/net_wide.h wide_build; `slice`: only those labels, stored under their
-   * positions in it. Fresh arrays: offsets (inputDim + 1), labels and weights (nnz).
+   * positions in it; `threads` (default 1, at most 1024): the labels split over that many threads, the same
+   * pairs on any number. Fresh arrays: offsets (inputDim + 1), labels and weights (nnz).
    */
   netWideBuild(
     data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init: number, minShare: number,
-    slice: Uint32Array | null,
+    slice: Uint32Array | null, threads?: number,
   ): { offsets: Uint32Array; labels: Uint32Array; weights: Float32Array };
 }
 

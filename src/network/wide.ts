@@ -2,6 +2,7 @@
 // pairs get a weight, chosen from the training data, and the checks of a stored one.
 import type { SparseDataset } from '../datasets/csr.js';
 import { sharedFloat32, sharedUint32 } from '../datasets/csr.js';
+import { availableParallelism } from 'node:os';
 import { native } from '../native/addon.js';
 import type { WideState } from '../native/network-types.js';
 
@@ -28,18 +29,19 @@ export function allocateWide(inputDim: number, nnz: number, inference = false): 
  * label's points' features plus a partial sort of each label's distinct features.
  * `slice` (label-sharded training): only these labels (ascending ids < `labels`), each stored under its
  * position in `slice`: exactly the whole label space's pairs of those labels (pickWide), relabelled, at
- * about slice.length / labels of the cost.
+ * about slice.length / labels of the cost. `threads` (default: one per core): the labels split
+ * over that many native threads; the pairs are the same on any number.
  */
 export function buildWide(
   data: SparseDataset, rows: Uint32Array | null, inputDim: number, labels: number, maxPerLabel: number, init = 0, minShare = 0,
-  slice: Uint32Array | null = null,
+  slice: Uint32Array | null = null, threads = availableParallelism(),
 ): WideState {
   if (slice) {
     for (let e = 0; e < slice.length; e++) {
       if (slice[e]! >= labels || (e > 0 && slice[e]! <= slice[e - 1]!)) throw new Error(`buildWide: slice[${e}] = ${slice[e]} is not an ascending label id < ${labels}`);
     }
   }
-  const b = native().netWideBuild(data, rows, inputDim, labels, maxPerLabel, init, minShare, slice);
+  const b = native().netWideBuild(data, rows, inputDim, labels, maxPerLabel, init, minShare, slice, threads);
   const w = allocateWide(inputDim, b.labels.length);
   w.offsets.set(b.offsets);
   w.labels.set(b.labels);

@@ -124,4 +124,30 @@ describe('sampled inference through the cluster index', () => {
     expect(all.scored).toBeLessThanOrEqual(seen.size);
     expect(exact.outputsScoredPerPoint).toBe(train.labels);
   });
+  it('probes the clusters by centre score past the 8 scanned probes too, a NaN centre score last', async () => {
+    const net = new Network({
+      inputDim: train.features, seed: 5,
+      layers: [{ size: 32 }, { size: train.labels, sampling: { hash: 'dwta', K: 4, L: 8, logQ: true } }],
+    });
+    await fit(net, train, { epochs: 1, workers: 0, validation: false });
+    net.buildClusterIndex();
+    const ix = net.spec.layers.at(-1)!.sampling!.index!;
+    expect(ix.C).toBeGreaterThan(9);
+    const w = ix.centroids.length / ix.C;
+    // A budget of half the labels: more than 8 clusters probed, not all. A centre of NaN scores must rank as
+    // one that scores far below every other (-1e30 on the query's constant coordinate [h, 1, 0]): probed
+    // last, so neither is probed, and the predictions are the same (not where the NaN one ranked first).
+    const probe = async () => net.predict(testRows, { k: 5, workers: 0, mode: 'sampled', candidates: Math.floor(train.labels / 2) });
+    const c = 1;
+    ix.centroids.fill(Number.NaN, c * w, (c + 1) * w);
+    const withNaN = await probe();
+    ix.centroids.fill(0, c * w, (c + 1) * w);
+    ix.centroids[c * w + w - 2] = -1e30;
+    const withLow = await probe();
+    expect(Array.from(withNaN.labels)).toEqual(Array.from(withLow.labels));
+    expect(Array.from(withNaN.scores)).toEqual(Array.from(withLow.scores));
+    ix.centroids[c * w + w - 2] = 1e30; // probed first: other candidates, other probabilities
+    const withHigh = await probe();
+    expect(Array.from(withHigh.scores)).not.toEqual(Array.from(withLow.scores));
+  });
 });

@@ -422,6 +422,21 @@ describe('wide part: pairs chosen from the training data', () => {
       expect(got.accum.length).toBe(want.labels.length);
     }
   });
+  it('native buildWide gives the same pairs on 1, 2 and 3 threads (blocks of 256 labels), equal to the TypeScript reference', () => {
+    const data = randomData(900, 150, 700, 227, { maxNnz: 20, labelCounts: [1, 2, 4] });
+    const want = refBuildWide(data as never, null, 150, 700, 8, 2, 0.1);
+    const one = buildWide(data as never, null, 150, 700, 8, 2, 0.1, null, 1);
+    expect(Array.from(one.offsets)).toEqual(Array.from(want.offsets));
+    expect(Array.from(one.labels)).toEqual(Array.from(want.labels));
+    for (let e = 0; e < want.weights.length; e++) expect(one.weights[e]).toBeCloseTo(want.weights[e]!, 6);
+    for (const threads of [2, 3]) {
+      const got = buildWide(data as never, null, 150, 700, 8, 2, 0.1, null, threads);
+      expect(Array.from(got.offsets)).toEqual(Array.from(one.offsets));
+      expect(Array.from(got.labels)).toEqual(Array.from(one.labels));
+      expect(Array.from(got.weights)).toEqual(Array.from(one.weights));
+    }
+    expect(() => buildWide(data as never, null, 150, 700, 8, 2, 0.1, null, 0)).toThrow(/threads must be in \[1, 1024\]/);
+  });
   it('native buildWide refuses ids out of range, naming them', () => {
     const data = randomData(10, 20, 5, 224, { maxNnz: 4, labelCounts: [1, 2] });
     expect(() => buildWide(data as never, null, 3, 5, 4)).toThrow(/feature id \d+ of point \d+ is >= inputDim 3/);
