@@ -405,6 +405,12 @@ export interface ShardCalibration {
    * applies it when MachineSpec.ranksPerMachine > 1. At least 1.
    */
   coLocated: number;
+  /**
+   * How the probe's two threads waited at their collectives when `coLocated` was measured: 2 (polling, then
+   * asleep: probe-comm.ts arrive). A cached calibration without it (the threads only spun, which measured 5.5 to
+   * 8x on a loaded machine where runs went 1.3 to 1.9x) is measured again.
+   */
+  coLocatedBarrier?: number;
 }
 
 /**
