@@ -29,6 +29,7 @@ import type { SparseDataset } from '../datasets/csr.js';
 import { native } from '../native/addon.js';
 import { CLUSTER_INDEX_ITERS, CLUSTER_INDEX_SAMPLE, clusterCount, clusterHeadAndTail, clusterIndexSeed } from '../network/cluster-split.js';
 import { SplitMix64 } from '../util/rng.js';
+import { bestHead, shareOf } from './shard-merge.js';
 import type { ShardedModel } from './sharded.js';
 
 /** One rank's part of the cluster index (see the file's comment). */
@@ -207,14 +208,6 @@ export interface ShardPredictions {
   scores: Float32Array[];
   /** Outputs scored per point, over every rank. */
   outputsScoredPerPoint: number;
-}
-
-/**
- * The points [lo, hi) of a chunk of q that rank r of R probes the clusters for and merges (predictSharded):
- * contiguous, in rank order, covering the chunk once, their counts differing by at most one.
- */
-export function shareOf(q: number, R: number, r: number): [number, number] {
-  return [Math.floor((q * r) / R), Math.floor((q * (r + 1)) / R)];
 }
 
 /**
@@ -430,24 +423,6 @@ export function mergeProposals(idx: Uint32Array[], val: Float32Array[], i: numbe
     keptE[n] = cur[best]!++;
   }
   return n;
-}
-
-/**
- * Of sorted lists (best first: descending score, ties by the smaller id), list r the entries off[r] ..
- * off[r] + len[r] of idx[r] / val[r] (UINT32_MAX ends it early) with cur[r] of them taken: the list whose next
- * entry is best (of equal ones the first list), or -1 when every list is spent. One step of a k-way merge.
- */
-function bestHead(l: { idx: Uint32Array[]; val: Float32Array[]; off: Int32Array; len: Int32Array }, cur: Int32Array): number {
-  let best = -1, bv = 0, bid = 0;
-  for (let r = 0; r < l.idx.length; r++) {
-    if (cur[r]! >= l.len[r]!) continue;
-    const at = l.off[r]! + cur[r]!;
-    const id = l.idx[r]![at]!;
-    if (id === 0xffffffff) continue;
-    const v = l.val[r]![at]!;
-    if (best < 0 || v > bv || (v === bv && id < bid)) best = r, bv = v, bid = id;
-  }
-  return best;
 }
 
 /** Sorts the first n (id, score) pairs by descending score, ties by the smaller id (insertion sort: n is small). */

@@ -7,7 +7,7 @@
 // line: per way, the share of points whose top-5 labels are the same list, and the largest probability difference.
 // Arguments: data directory (train.txt, test.txt), then `nowide` to drop the wide part, `k=<n>` for the top-n (default
 // 5), `widegain=<x>` to multiply the trained wide weights by x (a strong wide part: its proposals, merged from every
-// rank, reach the top-k), `chunk=<n>` for predictSharded's chunk of points (default 256). Every rank compares its own
+// rank, reach the top-k), `chunk=<n>` for predictSharded's and predictTopK's chunk of points (default 256 and 1024). Every rank compares its own
 // result (the ranks probe and merge a share of the points each and exchange them): the JSON line holds the worst rank's.
 import { join } from 'node:path';
 import { runAsRank } from '../../dist/src/train/distributed.js';
@@ -79,7 +79,7 @@ const code = await runAsRank(io, async (dist) => {
   };
   const sampled = scales.map((_, si) => compare(want[si], { labels: got.labels[si], scores: got.scores[si] }));
   const exactWant = await ref.predictScaled(exec, test, K, 'exact', 256, 0, scales);
-  const exact = scales.map((x, si) => compare(exactWant[si], model.predictTopK(test, K, 1024, x)));
+  const exact = scales.map((x, si) => compare(exactWant[si], model.predictTopK(test, K, CHUNK === 256 ? 1024 : CHUNK, x)));
   // The worst rank's: every rank returns the whole result.
   const worst = (mineW) => {
     const g = comm.allgatherv(new TextEncoder().encode(JSON.stringify(mineW).padEnd(4096)));

@@ -17,7 +17,7 @@ import {
 } from '../../src/train/sharded.js';
 import { Network } from '../../src/network/network.js';
 import { buildWide } from '../../src/network/wide.js';
-import { shareOf } from '../../src/train/sharded-index.js';
+import { shareOf } from '../../src/train/shard-merge.js';
 import { loadShardedPart, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta, type ShardPart } from '../../src/train/shard-checkpoint.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 import { randomData } from '../network/helpers.js';
