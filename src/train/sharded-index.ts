@@ -25,6 +25,8 @@
 // by the combined log-sum-exp: one process's top-k and probabilities. (A first pass that only gathered the
 // proposals, then a second that scored, walked the wide part and the centres twice: 2.4 of the 7 seconds a rank
 // spent in sampled prediction on debian-deps.)
+// What is not a rank's own labels' work, the centres' scores with the clusters' order and the merge, each rank does
+// for a share of each chunk's points only (predictSharded).
 import type { SparseDataset } from '../datasets/csr.js';
 import { native } from '../native/addon.js';
 import { CLUSTER_INDEX_ITERS, CLUSTER_INDEX_SAMPLE, clusterCount, clusterHeadAndTail, clusterIndexSeed } from '../network/cluster-split.js';
