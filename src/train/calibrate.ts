@@ -559,8 +559,8 @@ async function probeShard(o: {
   // probe's machine are priced by `coLocated` below, which counts those stops).
   const spreadPerSample = Math.min(...[0, 1, 2, 3].map((q) => per.reduce((a, x) => a + sd(x.slice(16 * q, 16 * q + 16)), 0))) / batch;
   // The planned network's step when another rank shares the machine: rank 1 in a worker thread, the
-  // collectives a spinning barrier of the two; rank 0's steps by the wall clock (the waits are real time),
-  // over its step alone. One core, or no compiled worker: 1.
+  // collectives a barrier of the two (polling, then asleep, as the real ranks yield: probe-comm.ts); rank 0's
+  // steps by the wall clock (the waits are real time), over its step alone. One core, or no compiled worker: 1.
   let coLocated = 1;
   const file = probeRankFile();
   if (o.cores >= R && file) {

@@ -400,8 +400,8 @@ export interface ShardCalibration {
    */
   spreadPerSample: number;
   /**
-   * A rank's step when another rank shares the probe's machine (2 ranks, each collective a spinning barrier of
-   * the two), over its step alone: the cores' and memory's sharing and the waits at the collectives. The plan
+   * A rank's step when another rank shares the probe's machine (2 ranks, each collective a barrier of the two:
+   * probe-comm.ts arrive), over its step alone: the cores' and memory's sharing and the waits at the collectives. The plan
    * applies it when MachineSpec.ranksPerMachine > 1. At least 1.
    */
   coLocated: number;
