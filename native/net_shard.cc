@@ -590,7 +590,95 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// netShardSampledScore(net, data, rows (q), H (q, d), index, k, scales | null, wideExtra, out, prop | null) -> outputs
+// The clusters one process probes for each of the q queries of load_inputs (o.Xt, o.ldn) under an index of C centres
+// (C, d + 2) whose sizes (every rank's members) count against the budget after the head's headTotal labels, as
+// net::cluster_active_sets probes them: by descending centre score [h, 1, 0] . centre (ties by the smaller
+// cluster), until the budget is reached. Query i's clusters, in probe order, are clusters[offsets[i] ..
+// offsets[i + 1]) (offsets (q + 1)). A query's centre scores are computed alone in its lane of the blocked kernel, so
+// a query probes the same clusters in any batch of queries (the ranks split the queries: sharded-index.ts).
+void probe_clusters(const OutState& o, uint32_t q, uint32_t d, const float* cent, uint32_t C, const uint32_t* sizes,
+                    uint32_t headTotal, uint32_t budget, std::vector<uint32_t>& offsets, std::vector<uint32_t>& clusters) {
+  const uint32_t w = d + 2, ldn = o.ldn;
+  std::vector<float> Xc(size_t(w) * ldn, 0.0f), zc(size_t(C) * ldn), zero(RB, 0.0f);
+  std::memcpy(Xc.data(), o.Xt.data(), sizeof(float) * size_t(d) * ldn);
+  for (uint32_t i = 0; i < q; ++i) Xc[size_t(d) * ldn + i] = 1.0f;
+  for (uint32_t c0 = 0; c0 < C; c0 += RB) {
+    const uint32_t R = std::min(RB, C - c0);
+    nk::blk_forward(zc.data() + size_t(c0) * ldn, cent + size_t(c0) * w, w, zero.data(), Xc.data(), R, ldn);
+  }
+  std::vector<uint32_t> order(C);
+  offsets.assign(size_t(q) + 1, 0);
+  clusters.clear();
+  for (uint32_t i = 0; i < q; ++i) {
+    std::iota(order.begin(), order.end(), 0u);
+    uint32_t sorted = 0;
+    uint64_t taken = headTotal;
+    for (uint32_t p = 0; p < C && taken < budget; ++p) {
+      if (p == sorted) {
+        const uint32_t end = std::min(C, sorted + 32);
+        std::partial_sort(order.begin() + sorted, order.begin() + end, order.end(), [&](uint32_t x, uint32_t y) {
+          const float zx = zc[size_t(x) * ldn + i], zy = zc[size_t(y) * ldn + i];
+          return zx > zy || (zx == zy && x < y);
+        });
+        sorted = end;
+      }
+      clusters.push_back(order[p]);
+      taken += sizes[order[p]];
+    }
+    offsets[i + 1] = static_cast<uint32_t>(clusters.size());
+  }
+}
+
+struct ProbeIndex {
+  const float* cent;
+  uint32_t C;
+  const uint32_t* sizes;
+  uint32_t headTotal, budget;
+};
+
+ProbeIndex parse_probe_index(const Napi::Value& v, uint32_t d) {
+  Napi::Object ix = GetObject(v, "index");
+  auto cent = GetArrayProp<float>(ix, "centroids");
+  const uint32_t w = d + 2;
+  if (cent.size % w != 0 || cent.size / w > 0xFFFFFFFFu) throw ArgError("index.centroids must hold rows of d + 2");
+  const uint32_t C = static_cast<uint32_t>(cent.size / w);
+  auto sizes = GetArrayProp<uint32_t>(ix, "sizes", C);
+  return {cent.data, C, sizes.data, GetU32Prop(ix, "headTotal"), GetU32Prop(ix, "budget")};
+}
+
+// netShardProbe(net, H (q, d), index, out { counts (q), clusters (q, C) })
+// The clusters one process probes for each of q points (probe_clusters) under a cluster index built across the ranks
+// (index: centroids, sizes, headTotal, budget, as netShardSampledScore takes it): point i's counts[i] clusters in
+// probe order at clusters[i C ..]. The ranks split a chunk's points for this (sharded-index.ts) and exchange the lists.
+Napi::Value NetShardProbe(const Napi::CallbackInfo& info) {
+  const std::vector<NetLayer>& layers = net_parse_layers(info[0], false);
+  const uint32_t d = output_of(layers).inDim;
+  auto H = GetArray<float>(info[1], "H");
+  if (H.size % d != 0 || H.size / d > 0xFFFFFFFFu) throw ArgError("H must hold rows of the output layer's input width");
+  const uint32_t q = static_cast<uint32_t>(H.size / d);
+  const ProbeIndex px = parse_probe_index(info[2], d);
+  Napi::Object oo = GetObject(info[3], "out");
+  uint32_t* counts = GetArrayProp<uint32_t>(oo, "counts", q).data;
+  uint32_t* outC = GetArrayProp<uint32_t>(oo, "clusters", size_t(q) * px.C).data;
+  net::FtzScope ftz;
+  OutState& o = tlOut;
+  o.ready = false;
+  if (q == 0 || px.C == 0) {
+    std::fill(counts, counts + q, 0u);
+    return info.Env().Undefined();
+  }
+  load_inputs(o, H.data, q, d);
+  std::vector<uint32_t> offsets, clusters;
+  probe_clusters(o, q, d, px.cent, px.C, px.sizes, px.headTotal, px.budget, offsets, clusters);
+  for (uint32_t i = 0; i < q; ++i) {
+    counts[i] = offsets[i + 1] - offsets[i];
+    std::copy(clusters.begin() + offsets[i], clusters.begin() + offsets[i + 1], outC + size_t(i) * px.C);
+  }
+  return info.Env().Undefined();
+}
+
+// netShardSampledScore(net, data, rows (q), H (q, d), index, k, scales | null, wideExtra, out, prop | null, probes | null)
+// -> outputs
 // scored
 // Sampled prediction of a label-sharded rank: what net_predict_slice's cluster-index path does for the whole output
 // layer, restricted to this rank's labels, so that the ranks' results merged are one process's. index: the part of a
@@ -664,13 +752,21 @@ Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
   if (q == 0) return Napi::Number::New(info.Env(), 0);
   load_inputs(o, H.data, q, d);
   const uint32_t ldn = o.ldn;
-  // Centre scores (C, ldn) of the queries [h, 1, 0], as net::cluster_active_sets computes them.
-  std::vector<float> Xc(size_t(w) * ldn, 0.0f), zc(size_t(C) * ldn), zero(RB, 0.0f);
-  std::memcpy(Xc.data(), o.Xt.data(), sizeof(float) * size_t(d) * ldn);
-  for (uint32_t i = 0; i < q; ++i) Xc[size_t(d) * ldn + i] = 1.0f;
-  for (uint32_t c0 = 0; c0 < C; c0 += RB) {
-    const uint32_t R = std::min(RB, C - c0);
-    nk::blk_forward(zc.data() + size_t(c0) * ldn, cent.data + size_t(c0) * w, w, zero.data(), Xc.data(), R, ldn);
+  // The clusters each query probes: given, or from the centre scores here.
+  std::vector<uint32_t> pOff, pCl;
+  if (Given(info[10])) {
+    Napi::Object po = GetObject(info[10], "probes");
+    auto offA = GetArrayProp<uint32_t>(po, "offsets", size_t(q) + 1);
+    auto clA = GetArrayProp<uint32_t>(po, "clusters");
+    if (offA.data[0] != 0 || offA.data[q] != clA.size) throw ArgError("probes.offsets must run from 0 to clusters.length");
+    for (uint32_t i = 0; i < q; ++i)
+      if (offA.data[i] > offA.data[i + 1]) throw ArgError("probes.offsets decrease at query " + std::to_string(i));
+    for (size_t e = 0; e < clA.size; ++e)
+      if (clA.data[e] >= C) throw ArgError("probes.clusters holds a cluster >= the index's " + std::to_string(C));
+    pOff.assign(offA.data, offA.data + q + 1);
+    pCl.assign(clA.data, clA.data + clA.size);
+  } else {
+    probe_clusters(o, q, d, cent.data, C, sizes.data, headTotal, budget, pOff, pCl);
   }
   // Head scores (|head|, ldn) with the blocked kernels on gathered rows (as one process scores its head).
   const uint32_t nH = static_cast<uint32_t>(head.size);
@@ -685,7 +781,7 @@ Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
       nk::blk_forward(zH.data() + size_t(r0) * ldn, wg, d, bg, o.Xt.data(), R, ldn);
     }
   }
-  std::vector<uint32_t> order(C), ids;
+  std::vector<uint32_t> ids;
   std::vector<size_t> pOrder;
   std::vector<float> z, zw, comb, tmp;
   double scored = 0;
@@ -694,21 +790,9 @@ Napi::Value NetShardSampledScore(const Napi::CallbackInfo& info) {
     const float* h = H.data + size_t(i) * d;
     // The candidates: this rank's head rows, then its members of the clusters one process probes.
     ids.assign(head.data, head.data + nH);
-    std::iota(order.begin(), order.end(), 0u);
-    uint32_t sorted = 0;
-    uint64_t taken = headTotal;
-    for (uint32_t p = 0; p < C && taken < budget; ++p) {
-      if (p == sorted) {
-        const uint32_t end = std::min(C, sorted + 32);
-        std::partial_sort(order.begin() + sorted, order.begin() + end, order.end(), [&](uint32_t x, uint32_t y) {
-          const float zx = zc[size_t(x) * ldn + i], zy = zc[size_t(y) * ldn + i];
-          return zx > zy || (zx == zy && x < y);
-        });
-        sorted = end;
-      }
-      const uint32_t c = order[p];
+    for (uint32_t p = pOff[i]; p < pOff[i + 1]; ++p) {
+      const uint32_t c = pCl[p];
       ids.insert(ids.end(), mem.data + off.data[c], mem.data + off.data[c + 1]);
-      taken += sizes.data[c];
     }
     const size_t m0 = ids.size();
     ids.resize(m0 + extra);
@@ -773,6 +857,7 @@ void RegisterShard(Napi::Env env, Napi::Object exports) {
   Export<NetShardLowerBackward>(env, exports, "netShardLowerBackward");
   Export<NetShardScore>(env, exports, "netShardScore");
   Export<NetShardSampledScore>(env, exports, "netShardSampledScore");
+  Export<NetShardProbe>(env, exports, "netShardProbe");
 }
 
 }  // namespace sl

@@ -465,12 +465,25 @@ export interface NativeShard {
    * one process. With `prop` (several ranks) `out` covers the candidates alone, and `prop` gets each point's
    * wideExtra best proposals of this rank, best first (descending wide score, ties by the smaller row): local
    * rows, wide scores and raw scores (q, scales, wideExtra), UINT32_MAX / -inf past the count, for the caller to
-   * keep the wideExtra best over every rank. Returns the outputs scored (with `prop`, the candidates).
+   * keep the wideExtra best over every rank. `probes`: the clusters each point probes (offsets (q + 1) into
+   * clusters, in probe order: netShardProbe's lists), instead of scoring the centres here. Returns the outputs
+   * scored (with `prop`, the candidates).
    */
   netShardSampledScore(
     net: NetSpec, data: SparseDataset, rows: Uint32Array, H: Float32Array,
     index: { centroids: Float32Array; offsets: Uint32Array; members: Uint32Array; sizes: Uint32Array; head: Uint32Array; headTotal: number; budget: number },
     k: number, scales: Float32Array | null, wideExtra: number,
     out: { idx: Uint32Array; val: Float32Array; lse: Float64Array }, prop: { idx: Uint32Array; val: Float32Array; comb: Float32Array } | null,
+    probes?: { offsets: Uint32Array; clusters: Uint32Array } | null,
   ): number;
+  /**
+   * The clusters one process probes for each of the points whose output-layer inputs are H (q, d), under the part
+   * of a cluster index that every rank holds alike (centroids, every rank's cluster sizes, the head's size, the
+   * candidate budget): point i's counts[i] clusters, in probe order, at clusters[i C ..] (out.clusters: q x C).
+   * netShardSampledScore takes such lists as `probes` (the ranks compute them for a share of the points each).
+   */
+  netShardProbe(
+    net: NetSpec, H: Float32Array, index: { centroids: Float32Array; sizes: Uint32Array; headTotal: number; budget: number },
+    out: { counts: Uint32Array; clusters: Uint32Array },
+  ): void;
 }

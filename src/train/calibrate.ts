@@ -101,6 +101,9 @@ export interface CalibrateOptions {
   baseRssBytes?: number;
 }
 
+/** ShardCalibration.coLocatedBarrier of this probe: its threads poll, then sleep, at the barrier. */
+const CO_LOCATED_BARRIER = 2;
+
 /** The key of a calibration in the cache: CPU, kernel ISA and the probed widths. */
 export function calibrationKey(config: ResolvedNetworkConfig): string {
   const L = config.layers;
@@ -119,9 +122,10 @@ export async function readCachedCalibration(config: ResolvedNetworkConfig, file 
   try {
     const all = JSON.parse(await readFile(file, 'utf8')) as Record<string, Calibration>;
     const c = all?.[calibrationKey(config)];
-    // An entry from before the sharded phases were timed (no `shard`), or before worker threads' memory was
-    // measured (no `workerRss`), is measured again.
-    return c && typeof c.lowerPerMac === 'number' && typeof c.shard?.lowerPerMac === 'number' && typeof c.shard.spreadPerSample === 'number' && typeof c.shard.coLocated === 'number' &&
+    // An entry from before the sharded phases were timed (no `shard`), before worker threads' memory was
+    // measured (no `workerRss`), or before the co-located probe's threads slept at their barrier
+    // (coLocatedBarrier), is measured again.
+    return c && typeof c.lowerPerMac === 'number' && typeof c.shard?.lowerPerMac === 'number' && typeof c.shard.spreadPerSample === 'number' && typeof c.shard.coLocated === 'number' && c.shard.coLocatedBarrier === CO_LOCATED_BARRIER &&
       typeof c.workerRss?.first === 'number' && typeof c.workerRss.next === 'number' ? c : null;
   } catch {
     return null;
@@ -555,8 +559,8 @@ async function probeShard(o: {
   // probe's machine are priced by `coLocated` below, which counts those stops).
   const spreadPerSample = Math.min(...[0, 1, 2, 3].map((q) => per.reduce((a, x) => a + sd(x.slice(16 * q, 16 * q + 16)), 0))) / batch;
   // The planned network's step when another rank shares the machine: rank 1 in a worker thread, the
-  // collectives a spinning barrier of the two; rank 0's steps by the wall clock (the waits are real time),
-  // over its step alone. One core, or no compiled worker: 1.
+  // collectives a barrier of the two (polling, then asleep, as the real ranks yield: probe-comm.ts); rank 0's
+  // steps by the wall clock (the waits are real time), over its step alone. One core, or no compiled worker: 1.
   let coLocated = 1;
   const file = probeRankFile();
   if (o.cores >= R && file) {
@@ -606,7 +610,7 @@ async function probeShard(o: {
     seed += warm + n;
   }
   if (process.env.SUBLINEAR_PROBE_DEBUG) process.stderr.write(`probe shard ${JSON.stringify({ SB, SC, SL, SD, SBW, macB, macD, macW, widePerPair })}\n`);
-  return { lowerPerMac, lowerPerSample, outputPerMac, widePerPair, perSample, spreadPerSample, coLocated };
+  return { lowerPerMac, lowerPerSample, outputPerMac, widePerPair, perSample, spreadPerSample, coLocated, coLocatedBarrier: CO_LOCATED_BARRIER };
 }
 
 /**

@@ -400,11 +400,17 @@ export interface ShardCalibration {
    */
   spreadPerSample: number;
   /**
-   * A rank's step when another rank shares the probe's machine (2 ranks, each collective a spinning barrier of
-   * the two), over its step alone: the cores' and memory's sharing and the waits at the collectives. The plan
+   * A rank's step when another rank shares the probe's machine (2 ranks, each collective a barrier of the two:
+   * probe-comm.ts arrive), over its step alone: the cores' and memory's sharing and the waits at the collectives. The plan
    * applies it when MachineSpec.ranksPerMachine > 1. At least 1.
    */
   coLocated: number;
+  /**
+   * How the probe's two threads waited at their collectives when `coLocated` was measured: 2 (polling, then
+   * asleep: probe-comm.ts arrive). A cached calibration without it (the threads only spun, which measured 5.5 to
+   * 8x on a loaded machine where runs went 1.3 to 1.9x) is measured again.
+   */
+  coLocatedBarrier?: number;
 }
 
 /**

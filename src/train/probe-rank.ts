@@ -1,6 +1,7 @@
 // Worker thread of the sharded timing probe (calibrate.ts probeShard): rank 1 of a 2-rank label-sharded job
 // emulated in one process, beside the probe's rank 0 on the main thread: its own label and feature slices of
-// the probe network, the same batches, each collective a spinning barrier of the two threads (probe-comm.ts).
+// the probe network, the same batches, each collective a barrier of the two threads (probe-comm.ts: polling,
+// then asleep).
 // Rank 0's steps are then timed as a rank's are when another rank shares the machine's cores and memory.
 import { parentPort, workerData } from 'node:worker_threads';
 import type { SparseDataset } from '../datasets/csr.js';

@@ -39,6 +39,7 @@ import { allocateNetwork, networkBytes } from '../network/allocate.js';
 import { buildWide, emptyWide, wideProblem } from '../network/wide.js';
 import { Xoshiro128 } from '../util/rng.js';
 import type { Comm } from './distributed.js';
+import { bestHead, shareOf } from './shard-merge.js';
 
 /** The labels of each rank: balanced by training frequency. */
 export interface LabelSharding {
@@ -568,7 +569,8 @@ export class ShardedModel {
    * Top-k of every point of `data` over all labels (a collective): for each chunk, every rank forms the
    * partial pre-activations of its features, the ranks sum them, every rank runs the rest of the lower layers
    * and scores every point exactly on its slice (the network's logits plus the wide terms of its labels), and
-   * the ranks' top-k are gathered and merged (descending score, ties by the smaller label id). Every rank
+   * the ranks' top-k are gathered; each rank merges them (descending score, ties by the smaller label id) for its
+   * share of the chunk's points (shareOf), and the merged rows are gathered. Every rank
    * returns the whole result: labels (points, k) and their softmax probabilities over all labels. `scale`
    * multiplies the network's logits before the wide part's scores are added (ValidationOptions.blend).
    */
@@ -601,22 +603,44 @@ export class ShardedModel {
       const V = (r: number) => new Float32Array(buf, off + r * bytes + 4 * q * k, q * k);
       const S = (r: number) => new Float64Array(buf, off + r * bytes + 8 * q * k, 2 * q);
       const Is = Array.from({ length: size }, (_, r) => I(r)), Vs = Array.from({ length: size }, (_, r) => V(r)), Ss = Array.from({ length: size }, (_, r) => S(r));
-      const cand: { id: number; v: number }[] = [];
-      for (let i = 0; i < q; i++) {
+      // This rank merges its share of the chunk's points (each rank's list is sorted: a k-way merge), then the
+      // ranks' merged rows are gathered.
+      const [lo, hi] = shareOf(q, size, this.comm.rank);
+      const lists = { idx: Is, val: Vs, off: new Int32Array(size), len: new Int32Array(size).fill(k) };
+      const cur = new Int32Array(size);
+      for (let i = lo; i < hi; i++) {
         let M = -Infinity;
         for (let r = 0; r < size; r++) M = Math.max(M, Ss[r]![2 * i]!);
         let sum = 0;
         for (let r = 0; r < size; r++) if (Ss[r]![2 * i]! > -Infinity) sum += Ss[r]![2 * i + 1]! * Math.exp(Ss[r]![2 * i]! - M);
         const lse = M + Math.log(sum);
-        cand.length = 0;
-        for (let r = 0; r < size; r++) for (let e = 0; e < k; e++) {
-          const id = Is[r]![i * k + e]!;
-          if (id !== 0xffffffff) cand.push({ id, v: Vs[r]![i * k + e]! });
+        lists.off.fill(i * k);
+        cur.fill(0);
+        for (let e = 0; e < k; e++) {
+          const b = bestHead(lists, cur);
+          if (b < 0) break;
+          const o = lists.off[b]! + cur[b]!++;
+          outLabels[(c0 + i) * k + e] = Is[b]![o]!;
+          outScores[(c0 + i) * k + e] = Math.exp(Vs[b]![o]! - lse);
         }
-        cand.sort((a, b) => b.v - a.v || a.id - b.id);
-        for (let e = 0; e < Math.min(k, cand.length); e++) {
-          outLabels[(c0 + i) * k + e] = cand[e]!.id;
-          outScores[(c0 + i) * k + e] = Math.exp(cand[e]!.v - lse);
+      }
+      if (size > 1) {
+        // [labels u32 (n k)][probabilities f32 (n k)] of each rank's share, in rank order.
+        const a = (c0 + lo) * k, b = (c0 + hi) * k;
+        const part = new Uint32Array(2 * (b - a));
+        part.set(outLabels.subarray(a, b), 0);
+        part.set(new Uint32Array(outScores.buffer, outScores.byteOffset + 4 * a, b - a), b - a);
+        const m = this.comm.allgatherv(new Uint8Array(part.buffer));
+        const all = m.data.byteOffset % 4 === 0 ? new Uint32Array(m.data.buffer, m.data.byteOffset, m.data.byteLength / 4) : new Uint32Array(m.data.slice().buffer);
+        for (let r = 0, w = 0; r < size; r++) {
+          const [l, h] = shareOf(q, size, r);
+          const n = (h - l) * k, at = (c0 + l) * k;
+          if (m.counts[r] !== 8 * n) throw new Error(`predictTopK: rank ${r} sent ${m.counts[r]} bytes, expected ${8 * n}`);
+          if (r !== this.comm.rank) {
+            outLabels.set(all.subarray(w, w + n), at);
+            new Uint32Array(outScores.buffer, outScores.byteOffset + 4 * at, n).set(all.subarray(w + n, w + 2 * n));
+          }
+          w += 2 * n;
         }
       }
     }

@@ -7,7 +7,8 @@
 // line: per way, the share of points whose top-5 labels are the same list, and the largest probability difference.
 // Arguments: data directory (train.txt, test.txt), then `nowide` to drop the wide part, `k=<n>` for the top-n (default
 // 5), `widegain=<x>` to multiply the trained wide weights by x (a strong wide part: its proposals, merged from every
-// rank, reach the top-k).
+// rank, reach the top-k), `chunk=<n>` for predictSharded's and predictTopK's chunk of points (default 256 and 1024). Every rank compares its own
+// result (the ranks probe and merge a share of the points each and exchange them): the JSON line holds the worst rank's.
 import { join } from 'node:path';
 import { runAsRank } from '../../dist/src/train/distributed.js';
 import { Network } from '../../dist/src/network/network.js';
@@ -24,6 +25,7 @@ const dir = process.argv[2];
 const WIDE = !process.argv.includes('nowide');
 const WIDE_GAIN = Number(process.argv.find((a) => a.startsWith('widegain='))?.slice(9) ?? 1);
 const K = Number(process.argv.find((a) => a.startsWith('k='))?.slice(2) ?? 5);
+const CHUNK = Number(process.argv.find((a) => a.startsWith('chunk='))?.slice(6) ?? 256);
 const io = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) };
 const code = await runAsRank(io, async (dist) => {
   const train = await readXC(join(dir, 'train.txt'));
@@ -62,7 +64,7 @@ const code = await runAsRank(io, async (dist) => {
   const exec = new InlineExecutor();
   const want = await ref.predictScaled(exec, test, K, 'sampled', 256, cand, scales);
   const idx = buildShardIndex(model, ref.seed, { iters: 2 });
-  const got = predictSharded(model, idx, test, K, scales, cand);
+  const got = predictSharded(model, idx, test, K, scales, cand, CHUNK);
   const compare = (a, b) => {
     let same = 0, maxProb = 0;
     for (let i = 0; i < test.points; i++) {
@@ -77,10 +79,18 @@ const code = await runAsRank(io, async (dist) => {
   };
   const sampled = scales.map((_, si) => compare(want[si], { labels: got.labels[si], scores: got.scores[si] }));
   const exactWant = await ref.predictScaled(exec, test, K, 'exact', 256, 0, scales);
-  const exact = scales.map((x, si) => compare(exactWant[si], model.predictTopK(test, K, 1024, x)));
+  const exact = scales.map((x, si) => compare(exactWant[si], model.predictTopK(test, K, CHUNK === 256 ? 1024 : CHUNK, x)));
+  // The worst rank's: every rank returns the whole result.
+  const worst = (mineW) => {
+    const g = comm.allgatherv(new TextEncoder().encode(JSON.stringify(mineW).padEnd(4096)));
+    const text = new TextDecoder().decode(g.data);
+    const all = Array.from({ length: comm.size }, (_, r) => JSON.parse(text.slice(4096 * r, 4096 * (r + 1))));
+    return mineW.map((_, e) => ({ same: Math.min(...all.map((w) => w[e].same)), maxProb: Math.max(...all.map((w) => w[e].maxProb)) }));
+  };
+  const sampledAll = worst(sampled), exactAll = worst(exact);
   if (comm.rank === 0) {
     io.out(JSON.stringify({
-      ranks: comm.size, sampled, exact, scoredShard: got.outputsScoredPerPoint, scoredOne: want[0].outputsScoredPerPoint,
+      ranks: comm.size, sampled: sampledAll, exact: exactAll, scoredShard: got.outputsScoredPerPoint, scoredOne: want[0].outputsScoredPerPoint,
       clusters: idx.sizes.length, head: idx.headTotal,
     }) + '\n');
   }

@@ -26,7 +26,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const CAL: Calibration = {
   cpu: 'test', hidden: 128, lowerPerMac: 1e-9, outputPerMac: 1e-10, widePerPair: 1e-8, perSample: 1e-5, applyPerFloat: 2e-9,
   rebuildPerRowTable: 2e-8, rebuildPerBucket: 3e-9, parallelEfficiency: 1, parallelWorkers: 2, baseRssBytes: 50e6, probeSeconds: 0,
-  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6, spreadPerSample: 1e-6, coLocated: 1.2 },
+  shard: { lowerPerMac: 2e-9, lowerPerSample: 3e-6, outputPerMac: 1.5e-10, widePerPair: 2e-8, perSample: 4e-6, spreadPerSample: 1e-6, coLocated: 1.2, coLocatedBarrier: 2 },
 };
 
 const data = probeDataset({ points: 600, features: 3000, labels: 20000, avgNnz: 12, avgLabels: 3, seed: 3 });
@@ -336,6 +336,11 @@ describe('calibrate', () => {
     expect(await readCachedCalibration(c, file)).toBeNull();
     const { workerRss: _w, ...older } = cal;
     await writeCachedCalibration(c, older as Calibration, file);
+    expect(await readCachedCalibration(c, file)).toBeNull();
+    // ... or before the co-located probe's threads slept at their barrier (they only spun: 5.5 to 8x measured
+    // on a loaded machine where the 2-rank runs went 1.3 to 1.9x).
+    const { coLocatedBarrier: _b, ...spun } = cal.shard;
+    await writeCachedCalibration(c, { ...cal, shard: spun } as Calibration, file);
     expect(await readCachedCalibration(c, file)).toBeNull();
     // A worker thread is a V8 isolate with its own Node environment: megabytes, never nothing (a pool measured
     // before its workers started would read about 0).

@@ -17,6 +17,7 @@ import {
 } from '../../src/train/sharded.js';
 import { Network } from '../../src/network/network.js';
 import { buildWide } from '../../src/network/wide.js';
+import { shareOf } from '../../src/train/shard-merge.js';
 import { loadShardedPart, readShardManifest, writeShardCheckpoint, type ShardCheckpointMeta, type ShardPart } from '../../src/train/shard-checkpoint.js';
 import { readBinFile, writeBinFile } from '../../src/util/binfile.js';
 import { randomData } from '../network/helpers.js';
@@ -56,6 +57,28 @@ describe('shardLabels', () => {
     expect(sharedSetSize(global)).toBe(101);
     expect(sharedSetSize({ inputDim: 10, layers: [{ size: 8 }, { size: 100_000, sampling: {} }] })).toBe(500);
     expect(sharedSetSize({ inputDim: 10, layers: [{ size: 8 }, { size: 10 }] })).toBe(0);
+  });
+});
+
+describe('shareOf (the points of a chunk each rank probes and merges in sampled prediction)', () => {
+  it('covers every point of a chunk exactly once, in rank order, the shares differing by at most one', () => {
+    for (const q of [0, 1, 2, 5, 97, 256]) {
+      for (const R of [1, 2, 3, 4, 7]) {
+        const seen = new Uint8Array(q);
+        let next = 0;
+        const sizes: number[] = [];
+        for (let r = 0; r < R; r++) {
+          const [lo, hi] = shareOf(q, R, r);
+          expect(lo).toBe(next);
+          for (let i = lo; i < hi; i++) seen[i]!++;
+          sizes.push(hi - lo);
+          next = hi;
+        }
+        expect(next).toBe(q);
+        expect(seen.every((c) => c === 1)).toBe(true);
+        expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
+      }
+    }
   });
 });
 
@@ -348,10 +371,11 @@ describe.skipIf(reason !== null)(`train --distributed (label-sharded) under mpir
     }
   }, 120_000);
 
-  it('sampled prediction merged from 1, 2 and 3 ranks is one process\'s: top-32 and probabilities at 3 logit scales, with a strong wide part whose proposals (each rank\'s best, merged) reach the top-k', () => {
+  it('sampled prediction merged from 1, 2 and 3 ranks is one process\'s on every rank: top-32 and probabilities at 3 logit scales, with a strong wide part whose proposals (each rank\'s best, merged) reach the top-k; each rank probes and merges a share of every chunk', () => {
     const small = join(dir, 'small');
     expect(single(CLI, 'data', 'synth', '--shape', 'small', '--train', '3000', '--test', '500', '--seed', '3', '--out', small).code).toBe(0);
-    for (const [np, args] of [[1, ['k=32', 'widegain=10']], [2, ['k=32', 'widegain=10']], [3, ['k=32', 'widegain=10']], [2, ['k=5']], [2, ['nowide']]] as const) {
+    // chunk=97: chunks whose points split unevenly between the ranks (each probes and merges a share), a last short one.
+    for (const [np, args] of [[1, ['k=32', 'widegain=10']], [2, ['k=32', 'widegain=10']], [3, ['k=32', 'widegain=10', 'chunk=97']], [2, ['k=5', 'chunk=97']], [2, ['nowide']]] as const) {
       const r = mpirun(np, join(ROOT, 'test/train/mpi-shard-predict.mjs'), small, ...args);
       expect(r.code, r.stderr).toBe(0);
       const line = lastJson(r.stdout) as { ranks: number; sampled: { same: number; maxProb: number }[]; exact: { same: number; maxProb: number }[]; scoredShard: number; scoredOne: number };
