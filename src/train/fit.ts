@@ -76,7 +76,7 @@ export interface FitOptions {
    * selection's folds follow the 'anneal' descent together. Not kept in checkpoints. Default: none.
    */
   lrSchedule?: (epoch: number, batch: number, batchesPerEpoch: number) => number;
-  /** Adam learning rate. Default 2e-3 with a dense output layer (4e-3 where the data updates the first layer's rows in few batches), 1e-2 with a sampled one (see defaultTraining in src/network/config.ts). */
+  /** Adam learning rate. Default 2e-3 with a dense output layer (4e-3 where the data updates the first layer's rows in few batches), 1e-2 with a sampled one (see defaultTraining in src/network/config.ts); under k-fold selection with folds of fewer than 4 batches, up to twice the base rate (kfoldRate); the two raises do not compound. */
   lr?: number;
   /** Adam beta1. Default 0.9. */
   beta1?: number;
