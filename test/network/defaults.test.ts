@@ -205,4 +205,16 @@ describe('the dense rate by how often the first layer\'s rows are updated (rowUp
     await fit(net2, common, { workers: 0, epochs: 1 });
     expect(runOf(net2).lr).toBe(2e-3);
   });
+
+  it('the row-update raise and the k-fold raise of small folds do not compound: the larger holds', async () => {
+    // 460 points, each feature in about one of them: rows updated in 1 - (1 - 1/460)^128 = 0.24 of the batches
+    // (raise to 4e-3); 5 folds of 368 training points, 3 batches an epoch (kfoldRate: x 4/3). Compounded: 5.3e-3.
+    const data = randomRows(460, 200_000, 3);
+    expect(rowUpdateShare(data, 128)).toBeLessThan(RARE_ROW_SHARE);
+    const net = new Network({ inputDim: data.features, seed: 3, layers: [{ size: 8 }, { size: data.labels }] });
+    const st = await fit(net, data, { workers: 0, validation: { maxEpochs: 1 } });
+    expect(st.selection!.method).toBe('kfold');
+    expect(st.selection!.method === 'kfold' && st.selection!.lr).toBe(4e-3);
+    expect(runOf(net).lr).toBe(4e-3);
+  });
 });
