@@ -11,7 +11,7 @@
 // (rescue-save.ts), as one process keeps it.
 import { dirname, resolve } from 'node:path';
 import type { SparseDataset } from '../datasets/csr.js';
-import { resolveConfig, defaultConfig, defaultTraining, type NetworkConfig } from '../network/config.js';
+import { resolveConfig, defaultConfig, type NetworkConfig } from '../network/config.js';
 import { native } from '../native/addon.js';
 import { applyInputScale, detectInputScale, type InputScaleReport } from '../network/input-scale.js';
 import type { DistributedRun } from '../train/distributed.js';
@@ -42,7 +42,7 @@ import { earlyStopProgressText } from './train-progress.js';
 import { phaseSummary, phaseText, sayTrained } from './train-lines.js';
 import type { EpochRecord } from './train-checkpoint.js';
 import type { TextDatasets } from '../text/load.js';
-import { kfoldRate, resolveValidation, type SelectionReport } from '../train/early-stop.js';
+import { defaultRunLr, resolveValidation, type SelectionReport } from '../train/early-stop.js';
 import { selectSharded, wantsSelection } from '../train/sharded-select.js';
 import type { FitStats } from '../train/fit.js';
 import { keptElsewhereText, rescuePaths, saveKept } from './rescue-save.js';
@@ -190,11 +190,6 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   native().netPrefault(net.spec);
   const model = new ShardedModel(comm, config, net, part.labelFreq, part.featureFreq);
   const batchSize = manifest ? (manifest.settings['batch'] as number) : o.batch ?? t.batchSize ?? 128;
-  const givenLr = manifest ? (manifest.settings['lr'] as number | undefined) : o.lr ?? t.lr;
-  // The default rate as one process chooses it: every rank holds the whole training set, so each reads the same
-  // first-layer row-update share (defaultTraining with the data) and raises the rate alike.
-  const baseLr = defaultTraining(resolved, 1).lr;
-  let lr = givenLr ?? defaultTraining(resolved, 1, train, batchSize).lr;
   const sliceBytes = rankBytes(net.spec);
   const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (sampled, ${model.minActive} a batch)` : ''}`)].join(' -> ');
   r.say(`network: ${shape}; label-sharded over ${dist.size} rank(s): ${model.labels.length} labels and ${model.features.length} input features here ` +
@@ -207,6 +202,12 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   let lastCkptBatch = manifest?.batchesDone ?? 0;
   let checkpoints = 0;
   const epochsOpt = o.epochs ?? t.epochs;
+  const runValidation = manifest || epochsOpt !== undefined || t.validation === false ? null : resolveValidation(t.validation ?? {});
+  const want = manifest ? null : wantsSelection(train.points, runValidation);
+  // The default rate as one process chooses it (defaultRunLr: every rank holds the whole training set), fixed
+  // before the settings that checkpoints keep, so that a resumed run goes on at the rate it started with.
+  const lr = (manifest ? (manifest.settings['lr'] as number | undefined) : o.lr ?? t.lr) ??
+    defaultRunLr(resolved, train, train.points, batchSize, want === 'kfold' ? runValidation!.folds : 0);
   const settings = {
     train: o.train, test: o.test, epochs: epochsOpt, batch: batchSize, lr, format: o.format, inputFormat: o.inputFormat, zeroBased: o.zeroBased,
     checkpoint: o.checkpoint, checkpointEvery: o.checkpointEvery, seed: resolved.seed, ...(o.save ? { save: o.save } : {}),
@@ -234,10 +235,6 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   let selection: SelectionReport | undefined;
   let holdoutWhy: string | undefined;
   let stoppedInSelection = false;
-  const runValidation = manifest || epochsOpt !== undefined || t.validation === false ? null : resolveValidation(t.validation ?? {});
-  const want = manifest ? null : wantsSelection(train.points, runValidation);
-  // The default rate under k-fold selection: raised for folds of few batches, as one process raises it (kfoldRate).
-  if (want === 'kfold' && givenLr === undefined) lr = Math.max(lr, kfoldRate(baseLr, train.points - Math.ceil(train.points / runValidation!.folds), batchSize));
   if (want) {
     const selBar = r.progress('selection', 'batches');
     let selFirst: number | undefined;

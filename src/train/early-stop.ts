@@ -31,6 +31,7 @@ import type { NetSpec } from '../native/network-types.js';
 import type { RerankTry } from '../network/rerank.js';
 import { calibrationProblem, type ProbabilityCalibration } from '../network/calibration.js';
 import { checkKnownKeys } from '../util/suggest.js';
+import { defaultTraining, type ResolvedNetworkConfig, type RowUpdateData } from '../network/config.js';
 
 /** Options of the held-out validation that decides the number of epochs (`FitOptions.validation`). */
 export interface ValidationOptions {
@@ -326,6 +327,20 @@ export const KFOLD_RATE_MAX = 2;
 export function kfoldRate(lr: number, foldPoints: number, batchSize: number): number {
   const steps = Math.max(1, Math.ceil(foldPoints / batchSize));
   return lr * Math.min(KFOLD_RATE_MAX, Math.max(1, KFOLD_RATE_STEPS / steps));
+}
+
+/**
+ * A run's default learning rate: defaultTraining's, raised where Adam takes few steps by two rules, each to at
+ * most twice the base rate, the larger holding (they do not compound): by how often the first layer's rows
+ * are updated when `data` is given (defaultTraining with the data), and by kfoldRate when k-fold selection
+ * trains `folds` (>= 2) folds on `points` points. One process (fit) and the label-sharded ranks (train
+ * --distributed, every rank holding the whole training set) take it alike.
+ */
+export function defaultRunLr(c: ResolvedNetworkConfig, data: RowUpdateData | undefined, points: number, batchSize: number, folds: number): number {
+  const base = defaultTraining(c, 1).lr;
+  const byRows = data ? defaultTraining(c, 1, data, batchSize).lr : base;
+  const byFolds = folds >= 2 ? kfoldRate(base, points - Math.ceil(points / folds), batchSize) : base;
+  return Math.max(byRows, byFolds);
 }
 
 /**

@@ -31,7 +31,7 @@ import {
   type DataFingerprint, type SavedFitOptions, type SkippedCheckpoint, type TrainingPosition,
 } from './checkpoint.js';
 import {
-  annealMultiplier, descentEpochs, earlyStopStep, kfoldRate, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, validationEnded, WeightSnapshot,
+  annealMultiplier, defaultRunLr, descentEpochs, earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, validationEnded, WeightSnapshot,
   BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStop, type ResolvedValidation, type SelectionReport, type ValidationPoint,
 } from './early-stop.js';
 import { fitLoop, resolveFitOptions, type FitControl, type FitOptions, type FitStart, type FitStats } from './fit.js';
@@ -269,16 +269,10 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   const kfoldInputs = wantKfold && !opts.executor ? compactInputs(network, data) : null;
   const folds = wantKfold && !opts.executor ? kfoldFolds(network, data.points, validation!, kfoldInputs) : 0;
   const dflt = defaultTraining(network.config, defaultWorkers());
-  // The default rate. Two rules raise it where Adam takes few steps, each to at most twice the base rate, and
-  // they do not compound (the larger one holds): where the data updates its first layer's rows in few batches
-  // (defaultTraining with the data; not with an external executor, train --distributed, whose ranks each hold a
-  // part of the data and must agree on one rate), and under k-fold selection with folds of few batches
-  // (kfoldRate: the folds train on all but the largest fold).
+  // The default rate (defaultRunLr); the row-update rule not with an external executor (train --distributed
+  // replicated), whose ranks each hold a part of the data and must agree on one rate.
   if (!resumed && opts.lr === undefined) {
-    const byRows = opts.executor ? dflt.lr : defaultTraining(network.config, defaultWorkers(), data, opts.batchSize ?? 128).lr;
-    const foldPoints = data.points - Math.ceil(data.points / Math.max(1, folds));
-    const byFolds = folds >= 2 ? kfoldRate(dflt.lr, foldPoints, resolveFitOptions(opts).batchSize) : dflt.lr;
-    opts = { ...opts, lr: Math.max(byRows, byFolds) };
+    opts = { ...opts, lr: defaultRunLr(network.config, opts.executor ? undefined : data, data.points, resolveFitOptions(opts).batchSize, folds) };
   }
   if (opts.threads === undefined && !opts.executor) opts = { ...opts, threads: defaultThreads(network.config, defaultWorkers(), opts.workers ?? dflt.workers) };
   const o = resolveFitOptions(opts);
