@@ -282,9 +282,8 @@ void cluster_active_sets(LayerBuf& buf, const NetLayer& L, const LayerBuf& prev,
     // counts towards the budget.
     constexpr uint32_t kScan = 8;
     const float* zi = zq + size_t(i) * C;
-    // A NaN centre score (weights gone NaN) ranks last: the order stays a strict weak one, which std::sort
-    // needs to stay inside the array.
-    const auto score = [zi](uint32_t x) { return zi[x] == zi[x] ? zi[x] : -std::numeric_limits<float>::infinity(); };
+    // A NaN centre score ranks last (probe_score).
+    const auto score = [zi](uint32_t x) { return probe_score(zi[x]); };
     const auto before = [&score](uint32_t x, uint32_t y) {
       const float sx = score(x), sy = score(y);
       return sx > sy || (sx == sy && x < y);

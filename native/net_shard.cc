@@ -592,7 +592,7 @@ Napi::Value NetShardScore(const Napi::CallbackInfo& info) {
 
 // The clusters one process probes for each of the q queries of load_inputs (o.Xt, o.ldn) under an index of C centres
 // (C, d + 2) whose sizes (every rank's members) count against the budget after the head's headTotal labels, as
-// net::cluster_active_sets probes them: by descending centre score [h, 1, 0] . centre (ties by the smaller
+// net::cluster_active_sets probes them: by descending centre score [h, 1, 0] . centre (a NaN last: probe_score; ties by the smaller
 // cluster), until the budget is reached. Query i's clusters, in probe order, are clusters[offsets[i] ..
 // offsets[i + 1]) (offsets (q + 1)). A query's centre scores are computed alone in its lane of the blocked kernel, so
 // a query probes the same clusters in any batch of queries (the ranks split the queries: sharded-index.ts).
@@ -617,7 +617,7 @@ void probe_clusters(const OutState& o, uint32_t q, uint32_t d, const float* cent
       if (p == sorted) {
         const uint32_t end = std::min(C, sorted + 32);
         std::partial_sort(order.begin() + sorted, order.begin() + end, order.end(), [&](uint32_t x, uint32_t y) {
-          const float zx = zc[size_t(x) * ldn + i], zy = zc[size_t(y) * ldn + i];
+          const float zx = net::probe_score(zc[size_t(x) * ldn + i]), zy = net::probe_score(zc[size_t(y) * ldn + i]);
           return zx > zy || (zx == zy && x < y);
         });
         sorted = end;

@@ -151,3 +151,48 @@ describe('sampled inference through the cluster index', () => {
     expect(Array.from(withHigh.scores)).not.toEqual(Array.from(withLow.scores));
   });
 });
+
+describe('netShardProbe (the clusters a label-sharded rank probes)', () => {
+  // Centres and inputs on a grid of eighths: every score [h, 1, 0] . centre is exact in float and in double, so
+  // the brute-force order below is the order, ties included.
+  const d = 8, C = 40, q = 7, w = d + 2;
+  const rng = new Xoshiro128(3);
+  const grid = () => Math.round((rng.nextFloat() - 0.5) * 16) / 8;
+  const net = new Network({ inputDim: 10, seed: 2, layers: [{ size: d }, { size: 300, sampling: { hash: 'dwta', K: 2, L: 4 } }] });
+  const H = Float32Array.from({ length: q * d }, grid);
+  const sizes = Uint32Array.from({ length: C }, () => 1 + Math.floor(rng.nextFloat() * 9));
+  const probe = (centroids: Float32Array, budget: number, headTotal = 3) => {
+    const out = { counts: new Uint32Array(q), clusters: new Uint32Array(q * C) };
+    native().netShardProbe(net.spec, H, { centroids, sizes, headTotal, budget }, out);
+    return Array.from({ length: q }, (_, i) => Array.from(out.clusters.subarray(i * C, i * C + out.counts[i]!)));
+  };
+  const bruteForce = (centroids: Float32Array, budget: number, headTotal = 3) =>
+    Array.from({ length: q }, (_, i) => {
+      const score = (c: number) => {
+        let z = centroids[c * w + d]!;
+        for (let r = 0; r < d; r++) z += H[i * d + r]! * centroids[c * w + r]!;
+        return Number.isNaN(z) ? -Infinity : z;
+      };
+      const order = Array.from({ length: C }, (_, c) => c).sort((x, y) => score(y) - score(x) || x - y);
+      const taken: number[] = [];
+      for (let t = headTotal, p = 0; p < C && t < budget; p++) taken.push(order[p]!), (t += sizes[order[p]!]!);
+      return taken;
+    });
+
+  it('probes by descending centre score (ties by the smaller cluster) until the budget, past the first 32 sorted', () => {
+    const cent = Float32Array.from({ length: C * w }, grid);
+    for (const budget of [1, 4, 60, 150, 10_000]) expect(probe(cent, budget)).toEqual(bruteForce(cent, budget));
+    expect(probe(cent, 10_000)[0]!.length).toBe(C);
+  });
+  it('ranks a centre of NaN scores last, in every position of the order', () => {
+    const cent = Float32Array.from({ length: C * w }, grid);
+    for (const c of [0, 7, C - 1]) {
+      const withNaN = cent.slice();
+      withNaN.fill(Number.NaN, c * w, (c + 1) * w);
+      const got = probe(withNaN, 10_000);
+      for (const row of got) expect(row.at(-1)).toBe(c);
+      expect(got).toEqual(bruteForce(withNaN, 10_000));
+      expect(probe(withNaN, 150)).toEqual(bruteForce(withNaN, 150));
+    }
+  });
+});
