@@ -66,6 +66,8 @@ describe.skipIf(reason !== null)(`train --distributed: small sets, calibration, 
     expect(b.selection.epochs).toBe(a.selection.epochs);
     expect(b.epochs).toBe(a.epochs);
     expect(b.bestEpoch).toBeUndefined();
+    // The rate: both raises (the row-update share, the k-fold one) fixed before the settings the checkpoints keep.
+    expect(b.lr).toBe(a.lr);
     expect(b.rerank.weight).toBe(a.rerank.weight);
     expect(b.rerank.tried).toEqual(a.rerank.tried);
     expect(b.rerank.points).toBe(1500);
@@ -88,6 +90,7 @@ describe.skipIf(reason !== null)(`train --distributed: small sets, calibration, 
     expect(res.code, res.stderr).toBe(0);
     const c = lastJson(res.stdout);
     expect(c.selection).toEqual(b.selection);
+    expect(c.lr).toBe(b.lr);
     expect(c.rerank.weight).toBe(b.rerank.weight);
     expect(c.calibration).toEqual(b.calibration);
     for (const k of ['p1', 'p3', 'p5']) expect(c.metrics[k], k).toBeCloseTo(b.metrics[k], 6);
