@@ -165,6 +165,23 @@ size_t populate(void* p, size_t bytes) {
   return bytes;
 }
 
+size_t release_pages(void* p, size_t bytes) {
+  if (bytes == 0) return 0;
+  unsigned char* c = static_cast<unsigned char*>(p);
+#if defined(__linux__)
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t lo = (a + kPage - 1) & ~(kPage - 1), hi = (a + bytes) & ~(kPage - 1);
+  if (hi > lo && madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0) {
+    std::memset(c, 0, lo - a);
+    std::memset(reinterpret_cast<unsigned char*>(hi), 0, a + bytes - hi);
+    return hi - lo;
+  }
+#endif
+  std::memset(c, 0, bytes);
+  return 0;
+}
+
 void apply_activation(float* x, size_t n, Activation a) {
   if (a != Activation::ReLU) return;
   for (size_t i = 0; i < n; ++i) x[i] = x[i] > 0.0f ? x[i] : 0.0f;

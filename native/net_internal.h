@@ -202,6 +202,13 @@ void advise_small_pages(const void* p, size_t bytes);
 // network's moments. Returns the bytes populated. Callers run it before anything else uses the array.
 size_t populate(void* p, size_t bytes);
 
+// Gives the whole pages of [p, p + bytes) back to the kernel (MADV_DONTNEED) and zeroes the bytes around them:
+// the array reads as zeros afterwards and holds no memory until written again. For training state that a run
+// no longer needs (the Adam moments once its epochs are trained): dropping the JavaScript array alone frees its
+// memory only when the garbage collector runs, and never while a worker thread still holds the array. Returns
+// the bytes given back (0 where the kernel refused: the array is then zeroed in place).
+size_t release_pages(void* p, size_t bytes);
+
 // act applied in place to x[0..n); relu or identity.
 void apply_activation(float* x, size_t n, Activation a);
 

@@ -538,6 +538,21 @@ Napi::Value NetAdviseHugePages(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// netReleasePages(a): zeroes a Float32Array or Uint32Array and gives its whole pages back to the kernel
+// (release_pages); returns the bytes given back.
+Napi::Value NetReleasePages(const Napi::CallbackInfo& info) {
+  void* p;
+  size_t bytes;
+  if (info[0].IsTypedArray() && info[0].As<Napi::TypedArray>().TypedArrayType() == napi_uint32_array) {
+    const Span<uint32_t> a = GetArray<uint32_t>(info[0], "array");
+    p = a.data, bytes = a.size * sizeof(uint32_t);
+  } else {
+    const Span<float> a = GetArray<float>(info[0], "array");
+    p = a.data, bytes = a.size * sizeof(float);
+  }
+  return Napi::Number::New(info.Env(), double(net::release_pages(p, bytes)));
+}
+
 // netGlorotFill(a, state, limit): a[i] = float((2 u_i - 1) limit), u_i = r_i / 2^32 with r_i the i-th output of
 // xoshiro128** from state (4 words, as src/util/rng.ts's Xoshiro128 holds them), the same numbers as that class's
 // loop in src/network/state.ts (the same double operations in the same order, then one rounding to float) at
@@ -616,6 +631,7 @@ void RegisterNetwork(Napi::Env env, Napi::Object exports) {
   Export<NetPrefault>(env, exports, "netPrefault");
   Export<NetAdviseHugePages>(env, exports, "netAdviseHugePages");
   Export<NetGlorotFill>(env, exports, "netGlorotFill");
+  Export<NetReleasePages>(env, exports, "netReleasePages");
   Export<NetWideVector>(env, exports, "netWideVector");
   // Instruction set of the dense block kernels chosen for this CPU (a constant, not a function).
   exports.Set("netKernelIsa", Napi::String::New(env, nk::block_isa()));

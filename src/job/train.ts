@@ -490,6 +490,9 @@ async function fitNetwork(ctx: Ctx, run: Resolved, data: Data, built: Built, sto
       workers,
       threads,
       phases: ctx.phases,
+      // The job saves and tests the network and never trains it again: its optimizer state goes before the
+      // re-ranker's peak (not under --distributed, whose executor keeps the replicas' state).
+      releaseTrainingState: !dist,
       ...(o.signal ? { signal: o.signal } : {}),
       checkpoint,
       progressEvery: 1,

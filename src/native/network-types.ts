@@ -328,6 +328,13 @@ export interface NativeNetwork {
    */
   netAdviseHugePages(a: Float32Array, huge?: boolean): void;
   /**
+   * Zeroes `a` and gives its whole pages back to the kernel (MADV_DONTNEED; native/net_internal.h
+   * release_pages): it holds no memory until written again, even while another thread (a worker) still holds
+   * the array. For training state a run no longer needs. Returns the bytes given back (0 where the kernel
+   * refused, or on another OS: the array is then zeroed in place).
+   */
+  netReleasePages(a: Float32Array | Uint32Array): number;
+  /**
    * a[i] = fround((2 u_i - 1) x limit) with u_i the i-th nextFloat() of the Xoshiro128 whose words() are
    * `state` (src/util/rng.ts): the Glorot draw of allocateLayers, the numbers its loop in JavaScript gives.
    */

@@ -9,7 +9,8 @@ import type { ResolvedNetworkConfig } from './config.js';
 import type { NetSpec } from '../native/network-types.js';
 import type { TablesSpec } from '../native/lsh-types.js';
 import { sharedFloat32 } from '../datasets/csr.js';
-import { allocateLayers, allocateTrainingArrays } from './state.js';
+import { allocateLayers, allocateTrainingArrays, releaseTrainingArrays } from './state.js';
+import { native } from '../native/addon.js';
 import { emptyWide } from './wide.js';
 
 /** Seed of layer `i`'s hash functions under network seed `seed` (stored implicitly: the config's seed). */
@@ -99,6 +100,24 @@ export function allocateTrainingState(c: ResolvedNetworkConfig, spec: NetSpec): 
     }
   });
   return any;
+}
+
+/**
+ * The opposite of allocateTrainingState once a run has trained its epochs: every layer's Adam moments and step
+ * counters, and the wide part's Adagrad sums, zeroed, their pages given back to the kernel and replaced by empty
+ * arrays (a loaded model's state; a later training run starts them at zero again). Weights, biases, tables
+ * and the wide weights stay. Returns the bytes given back.
+ */
+export function releaseTrainingState(spec: NetSpec): number {
+  let bytes = 0;
+  for (const l of spec.layers) {
+    bytes += releaseTrainingArrays(l);
+    if (l.wide && l.wide.accum.length > 0) {
+      bytes += native().netReleasePages(l.wide.accum);
+      l.wide.accum = sharedFloat32(0);
+    }
+  }
+  return bytes;
 }
 
 /** Bytes of a network's shared state (the arrays it holds: an inference-sized network's are fewer). */

@@ -159,6 +159,20 @@ export function hasTrainingArrays(l: LayerState): boolean {
 }
 
 /**
+ * Makes a trained layer inference-sized again: its Adam moments and step counters are zeroed, their pages
+ * given back to the kernel (netReleasePages: at once, whoever else still holds the arrays) and replaced by
+ * empty arrays. A later training run then starts them at zero (allocateTrainingArrays), as a loaded model's.
+ * Returns the bytes given back.
+ */
+export function releaseTrainingArrays(l: LayerState): number {
+  if (!hasTrainingArrays(l)) return 0;
+  let bytes = 0;
+  for (const a of [l.mWeights, l.vWeights, l.mBias, l.vBias, l.rowSteps]) bytes += native().netReleasePages(a);
+  Object.assign(l, trainingArrays(l.inDim, l.outDim, l.inputMajor === 1, '', true));
+  return bytes;
+}
+
+/**
  * Gives an inference-sized layer (allocateLayers with `inference`) zero Adam moments and step counters, as
  * a new or loaded network's are; a layer that has them is left as it is. Returns whether it allocated.
  */

@@ -15,7 +15,7 @@ import { native, nativeThreads } from '../native/addon.js';
 import { tablesProblem } from '../lsh/tables-check.js';
 import { checkDataset } from '../network/check-data.js';
 import { defaultThreads, defaultTraining, storedConfig, type NetworkConfig, type ResolvedNetworkConfig, type ResolvedRerank } from '../network/config.js';
-import { allocateTrainingState } from '../network/allocate.js';
+import { allocateTrainingState, releaseTrainingState } from '../network/allocate.js';
 import { checkMemory, planNetworkMemory } from '../network/memory-plan.js';
 import { createExecutor, defaultWorkers, type Executor } from '../network/executor.js';
 import type { LoadLimits } from '../network/file-layout.js';
@@ -419,6 +419,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
       const last = e.history.at(-1);
       // Keep the best epoch's weights (the held-out score says later ones generalise worse).
       if (early.snapshot && last && e.bestEpoch !== last.epoch) early.snapshot.restore(network.spec);
+      early.snapshot = null; // restored or not needed: its memory (a copy of the weights) is free from here
       stats.validation = e.history;
       stats.bestEpoch = e.bestEpoch;
       if (validation.schedule === 'anneal' && e.annealFrom !== undefined) stats.anneal = { from: e.annealFrom, epochs: e.annealFor ?? validation.annealEpochs };
@@ -449,6 +450,8 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
       network.indexFresh = false;
       stats.blend = selection.blend;
     }
+    // The epochs are trained: the optimizer state is not needed for the re-ranker's peak (FitOptions.releaseTrainingState).
+    if (opts.releaseTrainingState) releaseTrainingState(network.spec);
     // The re-ranker, on the kept weights' shortlists of the rows trained on (not with an external
     // executor: train --distributed's replicas would each train their own).
     const rr = network.config.layers.at(-1)!.rerank;

@@ -3,6 +3,7 @@
 // random places must make a call either work or throw a `sublinear native:` error, never crash or read
 // out of bounds. Under `npm run test:asan` an out-of-bounds read here is an AddressSanitizer report.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { synthesize } from '../../src/datasets/index.js';
@@ -111,6 +112,37 @@ describe('garbage in shared memory never crashes the kernels', () => {
       refused += callAll(net, d).filter((o) => o !== 'ok').length;
     }
     expect(refused).toBeGreaterThan(20);
+  });
+});
+
+describe('netReleasePages', () => {
+  /** Resident bytes of this process (/proc/self/statm), or null off Linux. */
+  const rss = (): number | null => {
+    try {
+      return Number(readFileSync('/proc/self/statm', 'utf8').split(' ')[1]) * 4096;
+    } catch {
+      return null;
+    }
+  };
+  it('zeroes the array, gives its pages back to the kernel, and the array stays usable', () => {
+    const a = new Float32Array(new SharedArrayBuffer(64 << 20), 12, (64 << 20) / 4 - 5); // not page-aligned at either end
+    a.fill(1.5);
+    const before = rss();
+    const released = native().netReleasePages(a);
+    const after = rss();
+    let nonzero = 0;
+    for (let i = 0; i < a.length; i++) if (a[i] !== 0) nonzero++;
+    expect(nonzero).toBe(0);
+    if (process.platform === 'linux') {
+      expect(released).toBeGreaterThan(60 << 20);
+      expect(before! - after!).toBeGreaterThan(48 << 20);
+    }
+    a[7] = 2; // written again: memory again
+    expect(a[7]).toBe(2);
+    const u = new Uint32Array(1000).fill(7);
+    native().netReleasePages(u);
+    expect(u.every((x) => x === 0)).toBe(true);
+    expect(() => native().netReleasePages(new Int32Array(8) as unknown as Float32Array)).toThrow(/^sublinear native: .*Float32Array/);
   });
 });
 

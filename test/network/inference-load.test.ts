@@ -1,7 +1,7 @@
 // Network.load builds an inference-sized network (no Adam moments, step counters, output tables or wide
 // Adagrad sums), planned as such; fit() and grow() on it allocate the training state and train exactly as a
 // network loaded with its full state does.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -177,5 +177,46 @@ describe('planMemory with inference', () => {
     // 4 * 820 + 12 * 670,091; scratch 12 * 256 * (128 + 128) + 12 * 670,091.
     expect(plan.totalBytes).toBe(4 * (17_396_352 + 128) + 4 * (85_771_648 + 670_091) + (4 * 819 * 130 + 4 * 820 + 12 * 670_091) + (12 * 256 * 256 + 12 * 670_091));
     expect(plan.parts.map((p) => p.name)).toEqual(['output layer weights', 'layer 0 weights', 'worker scratch (1 worker)', 'output layer cluster index']);
+  });
+});
+
+describe('fit({ releaseTrainingState }): the trained network left inference-sized', () => {
+  it('keeps the weights, the re-ranker and the saved bytes of a run without it; gives the moments\' pages back; trains on as a loaded model', async () => {
+    // A dense output layer with held-out validation and the re-ranker (the release comes before it).
+    const data = synthesize({ shape: 'tiny', points: 600, seed: 21 });
+    const dense: NetworkConfig = { inputDim: data.features, seed: 3, layers: [{ size: 48 }, { size: data.labels, rerank: {} }] };
+    const opts = { epochs: 3, workers: 0, threads: 1, validation: { minHoldout: 100 } } as const;
+    const kept = new Network(dense);
+    const released = new Network(dense);
+    const moments = released.spec.layers.map((l) => [l.mWeights, l.vWeights, l.rowSteps] as const);
+    const a = await fit(kept, data, opts);
+    const b = await fit(released, data, { ...opts, releaseTrainingState: true });
+    expect(b.lastLoss).toBe(a.lastLoss);
+    expect(a.rerank && !('skipped' in a.rerank) && a.rerank.points > 0).toBe(true); // the re-ranker ran after the release
+    expect(b.rerank?.weight).toBe(a.rerank?.weight);
+    expect(kept.hasTrainingState).toBe(true);
+    expect(released.hasTrainingState).toBe(false);
+    for (const l of released.spec.layers) for (const x of [l.mWeights, l.vWeights, l.mBias, l.vBias, l.rowSteps, l.biasSteps]) expect(x.length).toBe(0);
+    // The arrays the run trained with were zeroed in place (netReleasePages), not merely dropped.
+    for (const [m, v, steps] of moments) {
+      expect(m.some((x) => x !== 0)).toBe(false);
+      expect(v.some((x) => x !== 0)).toBe(false);
+      expect(steps.some((x) => x !== 0)).toBe(false);
+    }
+    expect(kept.spec.layers[0]!.mWeights.some((x) => x !== 0)).toBe(true); // they were not zero to begin with
+    const pa = join(dir, 'kept.sl'), pb = join(dir, 'released.sl');
+    await kept.save(pa);
+    await released.save(pb);
+    expect((await readFile(pb)).equals(await readFile(pa))).toBe(true);
+    const qa = await kept.predict(data, { k: 5, workers: 0 });
+    const qb = await released.predict(data, { k: 5, workers: 0 });
+    expect(Buffer.from(qb.scores.buffer).equals(Buffer.from(qa.scores.buffer))).toBe(true);
+    // Trained again: as the model loaded from its file (moments and counters from zero), not as `kept` goes on.
+    const loaded = await Network.load(pa);
+    const more = { epochs: 1, workers: 0, threads: 1, validation: false } as const;
+    const c = await fit(released, data, more);
+    const d = await fit(loaded, data, more);
+    expect(c.lastLoss).toBe(d.lastLoss);
+    expect(Buffer.from(released.spec.layers[0]!.weights.buffer).equals(Buffer.from(loaded.spec.layers[0]!.weights.buffer))).toBe(true);
   });
 });
