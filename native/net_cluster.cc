@@ -52,7 +52,18 @@ void gather_transformed(float* Xt, uint32_t ldn, const float* W, const float* b,
     for (uint32_t r = 0; r < w; ++r) std::memset(Xt + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
 }
 
-// For the columns s < n of Xt: best[s] = argmax_c cent[c] . Xt[:, s] (cent (C, w) unit rows).
+// The running maximum over one block's row of scores z[0..n): where z[s] > bestVal[s] (strictly: the first of
+// equal scores stays; a NaN never wins), bestVal[s] = z[s] and best[s] = c. Without a branch, so that it runs
+// as vector selects (a branch per score was taken at random).
+SL_CLONES void running_max(uint32_t* __restrict best, float* __restrict bestVal, const float* __restrict z, uint32_t n, uint32_t c) {
+  for (uint32_t s = 0; s < n; ++s) {
+    const bool gt = z[s] > bestVal[s];
+    bestVal[s] = gt ? z[s] : bestVal[s];
+    best[s] = gt ? c : best[s];
+  }
+}
+
+// For the columns s < n of Xt: best[s] = argmax_c cent[c] . Xt[:, s] (cent (C, w) unit rows; ties: the first).
 void assign_block(uint32_t* best, const float* cent, const float* zeros, uint32_t C, uint32_t w, const float* Xt,
                   uint32_t n, uint32_t ldn, float* zt, float* bestVal) {
   std::fill(bestVal, bestVal + n, -std::numeric_limits<float>::infinity());
@@ -60,12 +71,7 @@ void assign_block(uint32_t* best, const float* cent, const float* zeros, uint32_
   for (uint32_t c0 = 0; c0 < C; c0 += nk::kRowBlock) {
     const uint32_t R = std::min(nk::kRowBlock, C - c0);
     nk::blk_forward(zt, cent + size_t(c0) * w, w, zeros, Xt, R, ldn);
-    for (uint32_t r = 0; r < R; ++r)
-      for (uint32_t s = 0; s < n; ++s)
-        if (zt[size_t(r) * ldn + s] > bestVal[s]) {
-          bestVal[s] = zt[size_t(r) * ldn + s];
-          best[s] = c0 + r;
-        }
+    for (uint32_t r = 0; r < R; ++r) running_max(best, bestVal, zt + size_t(r) * ldn, n, c0 + r);
   }
 }
 
