@@ -30,22 +30,40 @@ using net::grow;
 
 constexpr uint32_t kChunk = 256;  // vectors per assignment block (ldn)
 
-// Fills Xt (d + 2, ldn) with the transformed vectors of rows ids[0..n): column s = [x / M, sqrt(1 - |x|^2 / M^2)]
-// with x = [W[ids[s]], b[ids[s]]] and M the largest |x| (invM = 1 / M); padding 0.
+// Row j's transformed vector, contiguous: out[0 .. d + 2) = [x / M, sqrt(1 - |x|^2 / M^2)] with x = [W[j], b[j]]
+// and M the largest |x| (invM = 1 / M). A loop the compiler vectorises (the rows are read whole).
+inline void transform_row(float* out, const float* W, const float* b, uint32_t d, uint32_t j, const double* norm2,
+                          double invM) {
+  const float* x = W + size_t(j) * d;
+  for (uint32_t r = 0; r < d; ++r) out[r] = static_cast<float>(x[r] * invM);
+  out[d] = static_cast<float>(b[j] * invM);
+  out[d + 1] = static_cast<float>(std::sqrt(std::max(0.0, 1.0 - norm2[j] * invM * invM)));
+}
+
+// Fills Xt (d + 2, ldn) with the transformed vectors of rows ids[0..n) (column s: transform_row of ids[s]),
+// padding 0; rowsOut (n, d + 2) keeps them row by row. Written row-major first, then transposed in blocks: a
+// column written value by value stores each of its d + 2 values to another cache line.
 void gather_transformed(float* Xt, uint32_t ldn, const float* W, const float* b, uint32_t d, const uint32_t* ids,
-                        uint32_t n, const double* norm2, double invM) {
-  const uint32_t a = d + 1;
-  std::memset(Xt, 0, sizeof(float) * size_t(a + 1) * ldn);
+                        uint32_t n, const double* norm2, double invM, float* rowsOut) {
+  const uint32_t w = d + 2;
+  for (uint32_t s = 0; s < n; ++s) transform_row(rowsOut + size_t(s) * w, W, b, d, ids[s], norm2, invM);
+  nk::transpose(Xt, ldn, rowsOut, w, n, w);
+  if (n < ldn)
+    for (uint32_t r = 0; r < w; ++r) std::memset(Xt + size_t(r) * ldn + n, 0, sizeof(float) * (ldn - n));
+}
+
+// The running maximum over one block's row of scores z[0..n): where z[s] > bestVal[s] (strictly: the first of
+// equal scores stays; a NaN never wins), bestVal[s] = z[s] and best[s] = c. Without a branch, so that it runs
+// as vector selects (a branch per score was taken at random).
+SL_CLONES void running_max(uint32_t* __restrict best, float* __restrict bestVal, const float* __restrict z, uint32_t n, uint32_t c) {
   for (uint32_t s = 0; s < n; ++s) {
-    const uint32_t j = ids[s];
-    const float* w = W + size_t(j) * d;
-    for (uint32_t r = 0; r < d; ++r) Xt[size_t(r) * ldn + s] = static_cast<float>(w[r] * invM);
-    Xt[size_t(d) * ldn + s] = static_cast<float>(b[j] * invM);
-    Xt[size_t(a) * ldn + s] = static_cast<float>(std::sqrt(std::max(0.0, 1.0 - norm2[j] * invM * invM)));
+    const bool gt = z[s] > bestVal[s];
+    bestVal[s] = gt ? z[s] : bestVal[s];
+    best[s] = gt ? c : best[s];
   }
 }
 
-// For the columns s < n of Xt: best[s] = argmax_c cent[c] . Xt[:, s] (cent (C, w) unit rows).
+// For the columns s < n of Xt: best[s] = argmax_c cent[c] . Xt[:, s] (cent (C, w) unit rows; ties: the first).
 void assign_block(uint32_t* best, const float* cent, const float* zeros, uint32_t C, uint32_t w, const float* Xt,
                   uint32_t n, uint32_t ldn, float* zt, float* bestVal) {
   std::fill(bestVal, bestVal + n, -std::numeric_limits<float>::infinity());
@@ -53,12 +71,7 @@ void assign_block(uint32_t* best, const float* cent, const float* zeros, uint32_
   for (uint32_t c0 = 0; c0 < C; c0 += nk::kRowBlock) {
     const uint32_t R = std::min(nk::kRowBlock, C - c0);
     nk::blk_forward(zt, cent + size_t(c0) * w, w, zeros, Xt, R, ldn);
-    for (uint32_t r = 0; r < R; ++r)
-      for (uint32_t s = 0; s < n; ++s)
-        if (zt[size_t(r) * ldn + s] > bestVal[s]) {
-          bestVal[s] = zt[size_t(r) * ldn + s];
-          best[s] = c0 + r;
-        }
+    for (uint32_t r = 0; r < R; ++r) running_max(best, bestVal, zt + size_t(r) * ldn, n, c0 + r);
   }
 }
 
@@ -128,26 +141,22 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
   {
     std::vector<uint32_t> pick(smp);
     for (uint32_t c = 0; c < C; ++c) std::swap(pick[c], pick[c + rng.below(m - c)]);
-    std::vector<float> col(size_t(w) * 1);
-    for (uint32_t c = 0; c < C; ++c) {
-      gather_transformed(col.data(), 1, W, b, d, &pick[c], 1, norm2.data(), invM);
-      std::memcpy(cent.data() + size_t(c) * w, col.data(), sizeof(float) * w);
-    }
+    for (uint32_t c = 0; c < C; ++c) transform_row(cent.data() + size_t(c) * w, W, b, d, pick[c], norm2.data(), invM);
   }
   // Assignment: blocks of kChunk rows split over `threads` parts (each with its own scratch; a row's centre
   // does not depend on the others, so the parts give what one thread gives). The centres' sums are added in
   // row order, as one thread adds them: by the one part from the values it has just transformed, or, with
-  // several parts, afterwards on this thread from the rows transformed again (the assignment, C dot products
-  // a row, is the work worth splitting; the transform is one row read).
+  // several parts, afterwards from the rows transformed again, the centres shared out among the parts (centre
+  // c to part c mod parts: each part walks the rows in order and adds those of its own centres, so every
+  // centre's sum is added in row order, and each row is read by one part).
   const uint32_t T = std::max(1u, std::min(threads, (std::max(m, M) + kChunk - 1) / kChunk));
   struct Part {
-    std::vector<float> Xt, zt, bestVal;
+    std::vector<float> Xt, zt, bestVal, rows;
   };
   std::vector<Part> parts(T);
   const std::vector<float> zeros(nk::kRowBlock, 0.0f);
   std::vector<uint32_t> assign(std::max(m, M)), count(C);
   std::vector<double> sum(size_t(C) * w);
-  std::vector<float> col(w);
   auto assign_rows = [&](const uint32_t* ids, uint32_t n, uint32_t* out, bool accumulate) {
     const uint32_t parts_n = std::min(T, (n + kChunk - 1) / kChunk);
     net::fork_join(parts_n, [&](uint32_t t) {
@@ -155,29 +164,35 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
       p.Xt.resize(size_t(w) * kChunk);
       p.zt.resize(size_t(nk::kRowBlock) * kChunk);
       p.bestVal.resize(kChunk);
+      p.rows.resize(size_t(kChunk) * w);
       uint32_t lo, hi;
       net::split_range(n, parts_n, t, kChunk, lo, hi);
       for (uint32_t s0 = lo; s0 < hi; s0 += kChunk) {
         const uint32_t cnt = std::min(kChunk, hi - s0);
-        gather_transformed(p.Xt.data(), kChunk, W, b, d, ids + s0, cnt, norm2.data(), invM);
+        gather_transformed(p.Xt.data(), kChunk, W, b, d, ids + s0, cnt, norm2.data(), invM, p.rows.data());
         assign_block(out + s0, cent.data(), zeros.data(), C, w, p.Xt.data(), cnt, kChunk, p.zt.data(), p.bestVal.data());
         if (!accumulate || parts_n > 1) continue;
         for (uint32_t s = 0; s < cnt; ++s) {
           const uint32_t c = out[s0 + s];
           ++count[c];
           double* acc = sum.data() + size_t(c) * w;
-          for (uint32_t r = 0; r < w; ++r) acc[r] += p.Xt[size_t(r) * kChunk + s];
+          const float* x = p.rows.data() + size_t(s) * w;
+          for (uint32_t r = 0; r < w; ++r) acc[r] += x[r];
         }
       }
     });
     if (!accumulate || parts_n <= 1) return;
-    for (uint32_t s = 0; s < n; ++s) {
-      const uint32_t c = out[s];
-      ++count[c];
-      gather_transformed(col.data(), 1, W, b, d, ids + s, 1, norm2.data(), invM);
-      double* acc = sum.data() + size_t(c) * w;
-      for (uint32_t r = 0; r < w; ++r) acc[r] += col[r];
-    }
+    net::fork_join(parts_n, [&](uint32_t t) {
+      float* x = parts[t].rows.data();  // kChunk x w >= w floats (sized by the pass above)
+      for (uint32_t s = 0; s < n; ++s) {
+        const uint32_t c = out[s];
+        if (c % parts_n != t) continue;
+        ++count[c];
+        transform_row(x, W, b, d, ids[s], norm2.data(), invM);
+        double* acc = sum.data() + size_t(c) * w;
+        for (uint32_t r = 0; r < w; ++r) acc[r] += x[r];
+      }
+    });
   };
   for (uint32_t it = 0; it < iters; ++it) {
     std::fill(sum.begin(), sum.end(), 0.0);
@@ -188,9 +203,7 @@ void cluster_build(float* centroids, uint32_t* offsets, uint32_t* members, const
       double q = 0;
       for (uint32_t r = 0; r < w; ++r) q += sum[size_t(c) * w + r] * sum[size_t(c) * w + r];
       if (count[c] == 0 || q <= 0) {  // an empty cluster restarts at a random sample row
-        const uint32_t j = smp[rng.below(m)];
-        gather_transformed(col.data(), 1, W, b, d, &j, 1, norm2.data(), invM);
-        std::memcpy(cen, col.data(), sizeof(float) * w);
+        transform_row(cen, W, b, d, smp[rng.below(m)], norm2.data(), invM);
         continue;
       }
       const double inv = 1.0 / std::sqrt(q);  // spherical k-means: the centre is the mean direction
@@ -219,12 +232,7 @@ void cluster_norms(double* out, const float* W, const float* b, uint32_t d, cons
 
 void cluster_transform(float* out, const float* W, const float* b, uint32_t d, const uint32_t* ids, uint32_t n,
                        const double* norm2, double invM) {
-  const uint32_t w = d + 2;
-  std::vector<float> col(w);
-  for (uint32_t s = 0; s < n; ++s) {
-    gather_transformed(col.data(), 1, W, b, d, ids + s, 1, norm2, invM);
-    std::memcpy(out + size_t(s) * w, col.data(), sizeof(float) * w);
-  }
+  for (uint32_t s = 0; s < n; ++s) transform_row(out + size_t(s) * (d + 2), W, b, d, ids[s], norm2, invM);
 }
 
 void cluster_assign(uint32_t* best, double* sums, double* counts, const float* W, const float* b, uint32_t d,
@@ -233,9 +241,10 @@ void cluster_assign(uint32_t* best, double* sums, double* counts, const float* W
   net::FtzScope ftz;
   const uint32_t w = d + 2;
   std::vector<float> zeros(nk::kRowBlock, 0.0f), Xt(size_t(w) * kChunk), zt(size_t(nk::kRowBlock) * kChunk), bestVal(kChunk);
+  std::vector<float> rows(size_t(kChunk) * w);
   for (uint32_t s0 = 0; s0 < n; s0 += kChunk) {
     const uint32_t cnt = std::min(kChunk, n - s0);
-    gather_transformed(Xt.data(), kChunk, W, b, d, ids + s0, cnt, norm2, invM);
+    gather_transformed(Xt.data(), kChunk, W, b, d, ids + s0, cnt, norm2, invM, rows.data());
     assign_block(best + s0, cent, zeros.data(), C, w, Xt.data(), cnt, kChunk, zt.data(), bestVal.data());
     if (!sums) continue;
     for (uint32_t s = 0; s < cnt; ++s) {
