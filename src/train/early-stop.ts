@@ -362,24 +362,26 @@ export function slope(ys: readonly number[]): number {
 
 /**
  * Whether k-fold selection under schedule 'anneal' stops after epoch `means.length` (the folds' mean score
- * after every epoch so far): at least FOLDS_FLAT_EPOCHS epochs after the best mean (the earliest of equal
- * ones), the least-squares slope of the last FOLDS_FLAT_EPOCHS means is not positive (the curve is flat or
- * falling now: a curve that fell after its best and climbs again goes on),
- * and the epochs left cannot change the choice as the schedule intends: inside the descent (`annealFrom`
- * epochs done when it began), once it has run half its `annealFor` epochs (the rate at half or less: the
- * climbs the descent brings come while the rate falls, and a flat curve after that does not turn up again);
- * before it, once a descent begun now would not end by `maxEpochs` (on folds of 2 batches an epoch the
- * descent lasts 32 epochs, so the folds waited out the stall, then ran at a barely lowered rate to
- * maxEpochs). Stopping never changes the epochs already trained, so the choice (the best mean so far), the
- * re-ranker's snapshot and the calibration's pairs are those of the longer run whenever its best came
- * before the stop: docs/small-sets.md.
+ * after every epoch so far): the least-squares slope of the last FOLDS_FLAT_EPOCHS means is not positive (the
+ * curve is flat or falling now: one that fell after its best and climbs again goes on), and the epochs left
+ * cannot change the choice as the schedule intends. Inside the descent (`annealFrom` epochs done when it
+ * began): FOLDS_FLAT_EPOCHS epochs after the best mean (the earliest of equal ones), once the descent has run
+ * half its `annealFor` epochs (the rate at half or less: the climbs a descent brings come while the rate
+ * falls). Before it: no sooner than the stall rule's own wait after the best (max(FOLDS_FLAT_EPOCHS, half
+ * the best epoch)), and only when a descent begun now would not end by `maxEpochs`: on folds of 2 batches
+ * an epoch it lasts 32 epochs, so after a stall past epoch 18 the folds ran at a barely lowered rate to
+ * maxEpochs, and its epochs were never chosen in 38 runs on the benchmark's subsamples. Stopping never
+ * changes the epochs already trained, so the choice (the best mean so far), the re-ranker's snapshot and the
+ * calibration's pairs are those of the longer run whenever its best came before the stop: docs/small-sets.md.
  */
 export function foldsFlat(means: readonly number[], annealFrom: number | undefined, annealFor: number, maxEpochs: number): boolean {
   const e = means.length;
   const best = bestMeanEpoch([means as number[]]).epochs;
-  if (e - best < FOLDS_FLAT_EPOCHS || slope(means.slice(e - FOLDS_FLAT_EPOCHS)) > 0) return false;
-  if (annealFrom !== undefined && e > annealFrom) return e - annealFrom >= annealFor / 2;
-  return e + annealFor > maxEpochs;
+  const descending = annealFrom !== undefined && e > annealFrom;
+  // Before the descent, no sooner than the stall rule's own wait (half the best epoch).
+  const wait = descending ? FOLDS_FLAT_EPOCHS : Math.max(FOLDS_FLAT_EPOCHS, Math.ceil(best / 2));
+  if (e - best < wait || slope(means.slice(e - FOLDS_FLAT_EPOCHS)) > 0) return false;
+  return descending ? e - annealFrom! >= annealFor / 2 : e + annealFor > maxEpochs;
 }
 
 /**

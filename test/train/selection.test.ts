@@ -138,6 +138,12 @@ describe('foldsFlat', () => {
     expect(foldsFlat(flat.slice(0, -1), undefined, 32, 40)).toBe(false); // 5 epochs after the best: too soon to judge
     expect(foldsFlat(flat.slice(0, 10 + FOLDS_FLAT_EPOCHS), undefined, 32, 40)).toBe(true);
   });
+  it('before the descent, waits as long as the stall rule after a late best (half the best epoch)', () => {
+    const late = [...Array.from({ length: 20 }, (_, i) => 0.3 + i * 0.01), 0.48, 0.47, 0.48, 0.47, 0.46, 0.47, 0.46, 0.46, 0.45, 0.46];
+    expect(foldsFlat(late.slice(0, 26), undefined, 32, 40)).toBe(false); // 6 epochs after the best at 20: not yet
+    expect(foldsFlat(late, undefined, 32, 40)).toBe(true); // 10
+    expect(foldsFlat(late.slice(0, 26), 20, 10, 40)).toBe(true); // in a descent begun at 20, half run: 6 epochs suffice
+  });
   it('lets a curve that still rises after its best go on', () => {
     const rising = [...peak, 0.44, 0.45, 0.46, 0.47, 0.48, 0.49, 0.495];
     expect(foldsFlat(rising, undefined, 32, 40)).toBe(false);
