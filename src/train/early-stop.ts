@@ -343,6 +343,48 @@ export function defaultRunLr(c: ResolvedNetworkConfig, data: RowUpdateData | und
   return Math.max(byRows, byFolds);
 }
 
+/** Epochs after the folds' best mean that the flat-curve stop (foldsFlat) needs before it judges the curve. */
+export const FOLDS_FLAT_EPOCHS = 6;
+
+/** Least-squares slope of `ys` against 0, 1, 2, ... (0 for fewer than 2 values). */
+export function slope(ys: readonly number[]): number {
+  const n = ys.length;
+  if (n < 2) return 0;
+  const xm = (n - 1) / 2;
+  const ym = ys.reduce((t, y) => t + y, 0) / n;
+  let num = 0, den = 0;
+  for (let i = 0; i < n; i++) {
+    num += (i - xm) * (ys[i]! - ym);
+    den += (i - xm) * (i - xm);
+  }
+  return num / den;
+}
+
+/**
+ * Whether k-fold selection under schedule 'anneal' stops after epoch `means.length` (the folds' mean score
+ * after every epoch so far): the least-squares slope of the last FOLDS_FLAT_EPOCHS means is not positive (the
+ * curve is flat or falling now: one that fell after its best and climbs again goes on), and the epochs left
+ * cannot change the choice as the schedule intends. Inside the descent (`annealFrom` epochs done when it
+ * began): FOLDS_FLAT_EPOCHS epochs after the best mean (the earliest of equal ones), once the descent has run
+ * half its `annealFor` epochs (the rate at half or less: the climbs a descent brings come while the rate
+ * falls). Before it: no sooner than the stall rule's own wait after the best (max(FOLDS_FLAT_EPOCHS, half
+ * the best epoch)), and only when a descent begun now would not end by `maxEpochs`: on folds of 2 batches
+ * an epoch it lasts 32 epochs, so after a stall past epoch 18 the folds ran at a barely lowered rate to
+ * maxEpochs (of 24 such cut descents in 48 runs on the benchmark's subsamples, 3 held the chosen epoch, on
+ * curves still rising, which the slope leaves on). Stopping never
+ * changes the epochs already trained, so the choice (the best mean so far), the re-ranker's snapshot and the
+ * calibration's pairs are those of the longer run whenever its best came before the stop: docs/small-sets.md.
+ */
+export function foldsFlat(means: readonly number[], annealFrom: number | undefined, annealFor: number, maxEpochs: number): boolean {
+  const e = means.length;
+  const best = bestMeanEpoch([means as number[]]).epochs;
+  const descending = annealFrom !== undefined && e > annealFrom;
+  // Before the descent, no sooner than the stall rule's own wait (half the best epoch).
+  const wait = descending ? FOLDS_FLAT_EPOCHS : Math.max(FOLDS_FLAT_EPOCHS, Math.ceil(best / 2));
+  if (e - best < wait || slope(means.slice(e - FOLDS_FLAT_EPOCHS)) > 0) return false;
+  return descending ? e - annealFrom! >= annealFor / 2 : e + annealFor > maxEpochs;
+}
+
 /**
  * The epoch count chosen from per-fold score curves (fold f's score after epoch e is curves[f][e - 1];
  * all of one length): the epoch of the best mean score, the earliest of equal ones.

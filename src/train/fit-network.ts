@@ -31,7 +31,7 @@ import {
   type DataFingerprint, type SavedFitOptions, type SkippedCheckpoint, type TrainingPosition,
 } from './checkpoint.js';
 import {
-  annealMultiplier, defaultRunLr, descentEpochs, earlyStopStep, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, validationEnded, WeightSnapshot,
+  annealMultiplier, defaultRunLr, descentEpochs, earlyStopStep, foldsFlat, holdoutSize, holdoutSplit, initialEarlyStop, kfoldSplit, bestMeanEpoch, resolveValidation, selectionMethod, validationEnded, WeightSnapshot,
   BLEND_SCALES, EPOCH_BLEND_SCALES, type BlendTry, type EarlyStop, type ResolvedValidation, type SelectionReport, type ValidationPoint,
 } from './early-stop.js';
 import { fitLoop, resolveFitOptions, type FitControl, type FitOptions, type FitStart, type FitStats } from './fit.js';
@@ -538,6 +538,7 @@ export async function selectEpochs(network: Network,
   };
   opts.signal?.addEventListener('abort', stopAll, { once: true });
   let best = -1, bestEpoch = 0, bad = 0;
+  const means: number[] = []; // the folds' mean score after every epoch
   // Schedule 'anneal': the folds' rates fall together once their mean score stalls (epochs done then).
   let annealFrom: number | undefined;
   const anneal = validation.schedule === 'anneal';
@@ -572,9 +573,15 @@ export async function selectEpochs(network: Network,
         best = mean;
         bestEpoch = e;
       }
+      means.push(mean);
       if (anneal) {
         // The descent's epochs end the selection; before it, the stall is the plateau rule's (the fold mean
-        // still pauses on a few hundred points while rising).
+        // still pauses on a few hundred points while rising). A flat curve whose remaining epochs cannot
+        // change the choice ends it sooner (foldsFlat).
+        if (foldsFlat(means, annealFrom, annealFor, validation.maxEpochs)) {
+          stopAll();
+          return;
+        }
         if (annealFrom !== undefined) {
           if (e >= annealFrom + annealFor) stopAll();
         } else if (gain) {

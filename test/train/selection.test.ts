@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { synthesize } from '../../src/datasets/synth.js';
 import { Network } from '../../src/network/network.js';
-import { annealMultiplier, bestMeanEpoch, kfoldRate, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
+import { annealMultiplier, bestMeanEpoch, FOLDS_FLAT_EPOCHS, foldsFlat, kfoldRate, slope, kfoldSplit, resolveValidation, selectionMethod, selectionProblem } from '../../src/train/early-stop.js';
 import type { FitOptions, FitProgress, FitStats } from '../../src/train/fit.js';
 import { defaultTraining, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { RERANK_WEIGHTS, rerankScores, rerankTries, rerankWeightSums, trainRerank } from '../../src/network/rerank.js';
@@ -120,6 +120,49 @@ describe('bestMeanEpoch', () => {
   it('picks the epoch of the best mean over the folds, the earliest of equal ones', () => {
     expect(bestMeanEpoch([[0.1, 0.5, 0.4], [0.3, 0.3, 0.6]])).toEqual({ epochs: 3, mean: [0.2, 0.4, 0.5] });
     expect(bestMeanEpoch([[0.5, 0.2, 0.5]]).epochs).toBe(1);
+  });
+});
+
+describe('foldsFlat', () => {
+  it('is the least-squares slope', () => {
+    expect(slope([1, 2, 3, 4])).toBeCloseTo(1, 12);
+    expect(slope([0.5, 0.3, 0.5, 0.3])).toBeCloseTo(-0.04, 12);
+    expect(slope([7])).toBe(0);
+  });
+  // A curve that peaks at epoch 10 (0.5), then is flat (noise around 0.48) or falls.
+  const peak = [0.1, 0.2, 0.3, 0.35, 0.4, 0.42, 0.44, 0.46, 0.47, 0.5];
+  const flat = [...peak, 0.48, 0.47, 0.49, 0.48, 0.47, 0.48];
+  it('stops a flat curve before the descent when a descent begun now would not end by maxEpochs', () => {
+    expect(foldsFlat(flat, undefined, 32, 40)).toBe(true); // 16 + 32 > 40
+    expect(foldsFlat(flat, undefined, 10, 40)).toBe(false); // a descent of 10 epochs still fits: the stall rule decides
+    expect(foldsFlat(flat.slice(0, -1), undefined, 32, 40)).toBe(false); // 5 epochs after the best: too soon to judge
+    expect(foldsFlat(flat.slice(0, 10 + FOLDS_FLAT_EPOCHS), undefined, 32, 40)).toBe(true);
+  });
+  it('before the descent, waits as long as the stall rule after a late best (half the best epoch)', () => {
+    const late = [...Array.from({ length: 20 }, (_, i) => 0.3 + i * 0.01), 0.48, 0.47, 0.48, 0.47, 0.46, 0.47, 0.46, 0.46, 0.45, 0.46];
+    expect(foldsFlat(late.slice(0, 26), undefined, 32, 40)).toBe(false); // 6 epochs after the best at 20: not yet
+    expect(foldsFlat(late, undefined, 32, 40)).toBe(true); // 10
+    expect(foldsFlat(late.slice(0, 26), 20, 10, 40)).toBe(true); // in a descent begun at 20, half run: 6 epochs suffice
+  });
+  it('lets a curve that still rises after its best go on', () => {
+    const rising = [...peak, 0.44, 0.45, 0.46, 0.47, 0.48, 0.49, 0.495];
+    expect(foldsFlat(rising, undefined, 32, 40)).toBe(false);
+    // Fell after its best and climbs again: the recent slope, not the one since the best, decides.
+    const recovering = [...peak, 0.49, 0.47, 0.44, 0.42, 0.41, 0.41, 0.42, 0.43, 0.44];
+    expect(foldsFlat(recovering, undefined, 32, 40)).toBe(false);
+    expect(foldsFlat([...peak, 0.49, 0.48, 0.47, 0.46, 0.45, 0.44, 0.45, 0.44], undefined, 32, 40)).toBe(true);
+  });
+  it('inside the descent, stops only once it has run half its epochs', () => {
+    // The descent began after epoch 12 (annealFrom) and lasts 10 epochs: half of it is done after epoch 17.
+    expect(foldsFlat(flat, 12, 10, 50)).toBe(false); // epoch 16: 4 epochs into it
+    expect(foldsFlat([...flat, 0.47], 12, 10, 50)).toBe(true); // epoch 17: 5
+    expect(foldsFlat([...flat, 0.47], 12, 12, 50)).toBe(false); // 5 of 12
+  });
+  it('judges from the best mean, the earliest of equal ones', () => {
+    // Equal to the best later does not move it: 6 epochs after epoch 10, falling.
+    expect(foldsFlat([...peak, 0.5, 0.49, 0.48, 0.47, 0.46, 0.45], undefined, 32, 40)).toBe(true);
+    // A new best resets the count.
+    expect(foldsFlat([...flat, 0.51], undefined, 32, 40)).toBe(false);
   });
 });
 
