@@ -92,7 +92,7 @@ async function evaluateOn(o: EvalJob, r: Reporter, exec: Executor | undefined): 
     ? await loadTextInput(net, o.test, o.test, true, r, o.maxMemory)
     : await loadData(o.test, format, 'test data', r, Math.max(0, memoryLimitBytes(o.maxMemory) - net.memoryBytes()), o.zeroBased);
   checkEvaluable(test, o.test);
-  checkFits(test, o.test, net.config.inputDim, outputs);
+  checkFits(test, o.test, net.inputFeatures, outputs);
   const transform = inputTransformNote(net.inputScale, net.inputLog);
   if (transform) r.say(transform);
   const mode = net.inferenceMode(o.mode);

@@ -172,7 +172,7 @@ describe('calibration: fit() attaches one, predict() applies it', () => {
     const path = join(dir, 'cal.sl');
     await net.save(path);
     const f = await readBinFile<Record<string, unknown>>(path);
-    expect(f.meta.version).toBe(2);
+    expect(f.meta.version).toBe(3);
     const back = await Network.load(path);
     expect(back.calibration).toEqual(net.calibration);
     const points = subset(test, Uint32Array.from({ length: 50 }, (_, i) => i));
