@@ -96,8 +96,9 @@ export function infoText(i: FileInfo): string {
   });
   const lines = [
     `${i.file}: sublinear ${i.kind} (format ${i.formatVersion}${i.modelVersion !== undefined ? `, model version ${i.modelVersion}` : ''}), ${formatBytes(i.bytes)}, checksum ok`,
-    `network: ${i.inputFeatures !== undefined ? `${n(i.inputFeatures)} features (layer-0 rows for the ${n(i.config.inputDim)} its training data held)` : i.config.inputDim} -> ${layers.join(' -> ')}; seed ${i.config.seed}`,
-    `parameters: ${n(i.parameters)}; labels: ${n(i.labels)}${i.widePairs !== undefined ? `; wide part: ${n(i.widePairs)} (feature, label) weights` : ''}`,
+    `network: ${i.inputFeatures ?? i.config.inputDim} -> ${layers.join(' -> ')}; seed ${i.config.seed}`,
+    `parameters: ${n(i.parameters)}; labels: ${n(i.labels)}${i.widePairs !== undefined ? `; wide part: ${n(i.widePairs)} (feature, label) weights` : ''}` +
+      (i.inputFeatures !== undefined ? `; layer-0 rows for the ${n(i.config.inputDim)} features the training data held` : ''),
     `trained: ${n(i.batchesDone)} batches${i.trainPoints !== undefined ? ` on ${n(i.trainPoints)} points` : ''}`,
   ];
   if (i.rerank) lines.push(`re-ranker: ${n(i.rerank.entries)} classifier weights, weighted x${s(i.rerank.weight)} on the network's top ${n(i.rerank.shortlist)}`);

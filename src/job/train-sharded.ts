@@ -210,7 +210,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   const model = new ShardedModel(comm, config, net, part.labelFreq, part.featureFreq);
   const batchSize = manifest ? (manifest.settings['batch'] as number) : o.batch ?? t.batchSize ?? 128;
   const sliceBytes = rankBytes(net.spec);
-  const shape = [inputMap ? `${declared} (rows for the ${resolved.inputDim} the training data holds)` : resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (sampled, ${model.minActive} a batch)` : ''}`)].join(' -> ');
+  const shape = [declared, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (sampled, ${model.minActive} a batch)` : ''}`)].join(' -> ');
   r.say(`network: ${shape}; label-sharded over ${dist.size} rank(s): ${model.labels.length} labels and ${model.features.length} input features here ` +
     `(${formatBytes(sliceBytes)} state on this rank), label-count load ${Math.min(...model.sharding.load)}..${Math.max(...model.sharding.load)}, ` +
     `feature nonzeros ${Math.min(...model.featureSharding.load)}..${Math.max(...model.featureSharding.load)}`);

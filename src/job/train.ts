@@ -385,9 +385,9 @@ async function buildNetwork(ctx: Ctx, run: Resolved, data: Data): Promise<Built>
   }
   // Room for the model file before training (the Checkpointer checks the room its files need itself).
   if (o.save && writer) await checkOutputFile(o.save, '--save', modelFileBytes(net));
-  const held = net.inputMap ? ` (rows for the ${net.config.inputDim} the training data holds)` : '';
-  const shape = [`${declared}${held}`, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
-  r.say(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)${threads > 1 ? ` x ${threads} threads per batch` : ''}`);
+  const held = net.inputMap ? `; layer 0 holds rows for the ${net.config.inputDim} input features the training data holds` : '';
+  const shape = [declared, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
+  r.say(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)${threads > 1 ? ` x ${threads} threads per batch` : ''}${held}`);
   if (!r.quiet) {
     r.say(runPlanLine(resolved, train, {
       workers, threads, batch: batchSize ?? 128, bestWeights, ranks: dist ? dist.size : 1, mode: dist ? 'replicated' : 'single',
