@@ -116,7 +116,8 @@ describe('input feature map', () => {
     const test = { points, features: 40, labels: 0, offsets: Uint32Array.from(t.offsets), indices: Uint32Array.from(t.indices), values: Float32Array.from(t.values), labelOffsets: new Uint32Array(points + 1), labelIndices: new Uint32Array(0) };
     const p = await net.predict(test, { k: 3, workers: 0 });
     expect([...p.labels]).toEqual(fx.labels);
-    expect([...p.scores]).toEqual(fx.scores);
+    // Bit for bit on the build that wrote it (x86-64, AVX-512); another ISA's kernels sum in another order.
+    p.scores.forEach((v, i) => expect(v).toBeCloseTo(fx.scores[i]!, 5));
   });
 
   it('train() builds the map from the training data, and a checkpointed run resumes with it', async () => {
