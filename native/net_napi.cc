@@ -557,15 +557,30 @@ Napi::Value NetReleasePages(const Napi::CallbackInfo& info) {
 // xoshiro128** from state (4 words, as src/util/rng.ts's Xoshiro128 holds them), the same numbers as that class's
 // loop in src/network/state.ts (the same double operations in the same order, then one rounding to float) at
 // a fraction of its time (27 million weights of debian-tags' first layer: 0.17 s in JavaScript).
+// netGlorotFill(a, state, limit, rows?, width?): with `rows` (increasing u32 row ids) and `width`, row e of `a`
+// (width floats) gets row rows[e] of that stream, the other rows' numbers drawn and skipped: the rows of a
+// network whose layer 0 holds only some of its input features (src/network/input-map.ts), as the whole
+// layer's draw would give them.
 Napi::Value NetGlorotFill(const Napi::CallbackInfo& info) {
   const Span<float> a = GetArray<float>(info[0], "array");
   const Span<uint32_t> st = GetArray<uint32_t>(info[1], "state");
   if (st.size != 4) throw ArgError("state must hold 4 words");
   const double limit = info[2].As<Napi::Number>().DoubleValue();
   if (!std::isfinite(limit)) throw ArgError("limit must be finite");
+  Span<uint32_t> rows{nullptr, 0};
+  size_t width = a.size;
+  if (info.Length() > 3 && !info[3].IsUndefined()) {
+    rows = GetArray<uint32_t>(info[3], "rows");
+    const double w = info[4].As<Napi::Number>().DoubleValue();
+    if (!(w >= 1 && w == std::floor(w)) || double(rows.size) * w != double(a.size)) throw ArgError("rows x width must be the array's length");
+    width = size_t(w);
+    for (size_t e = 1; e < rows.size; ++e) {
+      if (rows.data[e] <= rows.data[e - 1]) throw ArgError("rows must be increasing");
+    }
+  }
   uint32_t s0 = st.data[0], s1 = st.data[1], s2 = st.data[2], s3 = st.data[3];
   auto rotl = [](uint32_t x, int k) { return (x << k) | (x >> (32 - k)); };
-  for (size_t i = 0; i < a.size; ++i) {
+  auto next = [&]() {
     const uint32_t r = rotl(s1 * 5u, 7) * 9u;
     const uint32_t t = s1 << 9;
     s2 ^= s0;
@@ -574,8 +589,25 @@ Napi::Value NetGlorotFill(const Napi::CallbackInfo& info) {
     s0 ^= s3;
     s2 ^= t;
     s3 = rotl(s3, 11);
-    const double u = double(r) / 4294967296.0;
-    a.data[i] = static_cast<float>((2.0 * u - 1.0) * limit);
+    return r;
+  };
+  auto fill = [&](float* to, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      const double u = double(next()) / 4294967296.0;
+      to[i] = static_cast<float>((2.0 * u - 1.0) * limit);
+    }
+  };
+  if (rows.data == nullptr) {
+    fill(a.data, a.size);
+    return info.Env().Undefined();
+  }
+  uint64_t at = 0;  // the stream's row
+  for (size_t e = 0; e < rows.size; ++e) {
+    for (; at < rows.data[e]; ++at) {
+      for (size_t i = 0; i < width; ++i) next();
+    }
+    fill(a.data + e * width, width);
+    ++at;
   }
   return info.Env().Undefined();
 }

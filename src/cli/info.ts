@@ -38,6 +38,8 @@ export interface FileInfo {
   trainPoints?: number;
   /** Models: how they were trained, when the file says. */
   training?: TrainingSummary;
+  /** The declared input dimension of a network with an input feature map (config.inputDim: its layer-0 rows). */
+  inputFeatures?: number;
   /** Checkpoints: where the run stood, its options, its data and why the file was written. */
   checkpoint?: { position: unknown; options: unknown; data: unknown; reason: unknown; savedAt: unknown; trainFile?: string };
 }
@@ -59,6 +61,7 @@ export async function fileInfo(path: string): Promise<FileInfo> {
   const info: FileInfo = {
     file: path, kind: head.kind, bytes: (await stat(path)).size, formatVersion: head.version, ...(head.kind === 'model' ? { modelVersion: num(meta.version) ?? 1 } : {}), config, parameters,
     labels: config.layers.at(-1)!.size,
+    ...(num(meta.inputFeatures) !== undefined ? { inputFeatures: num(meta.inputFeatures) } : {}),
     batchesDone: num(meta.batchesDone) ?? num((meta.position as { batchesDone?: unknown } | undefined)?.batchesDone) ?? 0,
   };
   if (config.layers.at(-1)!.wide) info.widePairs = wideEntriesOf(config, head.table);
@@ -93,8 +96,9 @@ export function infoText(i: FileInfo): string {
   });
   const lines = [
     `${i.file}: sublinear ${i.kind} (format ${i.formatVersion}${i.modelVersion !== undefined ? `, model version ${i.modelVersion}` : ''}), ${formatBytes(i.bytes)}, checksum ok`,
-    `network: ${i.config.inputDim} -> ${layers.join(' -> ')}; seed ${i.config.seed}`,
-    `parameters: ${n(i.parameters)}; labels: ${n(i.labels)}${i.widePairs !== undefined ? `; wide part: ${n(i.widePairs)} (feature, label) weights` : ''}`,
+    `network: ${i.inputFeatures ?? i.config.inputDim} -> ${layers.join(' -> ')}; seed ${i.config.seed}`,
+    `parameters: ${n(i.parameters)}; labels: ${n(i.labels)}${i.widePairs !== undefined ? `; wide part: ${n(i.widePairs)} (feature, label) weights` : ''}` +
+      (i.inputFeatures !== undefined ? `; layer-0 rows for the ${n(i.config.inputDim)} features the training data held` : ''),
     `trained: ${n(i.batchesDone)} batches${i.trainPoints !== undefined ? ` on ${n(i.trainPoints)} points` : ''}`,
   ];
   if (i.rerank) lines.push(`re-ranker: ${n(i.rerank.entries)} classifier weights, weighted x${s(i.rerank.weight)} on the network's top ${n(i.rerank.shortlist)}`);

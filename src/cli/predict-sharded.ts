@@ -3,6 +3,7 @@
 // ranks) and scores every label of its slice; the ranks' top-k are merged (ShardedModel.predictTopK) and rank 0
 // writes the predictions.
 import { applyInputScale } from '../network/input-scale.js';
+import { mapFeatures } from '../network/input-map.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { loadShardedPart, newestShardCheckpoint, readShardManifest } from '../train/shard-checkpoint.js';
 import { ShardedModel } from '../train/sharded.js';
@@ -29,7 +30,9 @@ export async function predictShardedOn(o: PredictJob, io: Out, dist: Distributed
   const k = predictK({ k: o.k, threshold }, L);
   const part = await loadShardedPart(picked, manifest, dist.rank, dist.size);
   let data = await loadData(o.input, o.inputFormat as 'xc' | 'libsvm' | undefined, 'input', new Reporter(jobEvents(io), quiet), undefined, o.zeroBased);
-  if (data.features > manifest.config.inputDim) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${manifest.config.inputDim}`);
+  const declared = manifest.inputFeatures ?? manifest.config.inputDim;
+  if (data.features > declared) throw new Error(`${o.input} has ${data.features} features but the network's inputDim is ${declared}`);
+  if (part.inputMap) data = mapFeatures(data, part.inputMap);
   data = applyInputScale(data, part.inputScale, part.inputLog);
   const model = new ShardedModel(dist.comm, manifest.config, { spec: part.spec }, part.labelFreq, part.featureFreq);
   const p = model.predictTopK(data, k);

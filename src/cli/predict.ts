@@ -43,7 +43,7 @@ export async function predictCommand(o: PredictCliOptions, io: Out): Promise<num
   if (o.explain !== undefined && format !== 'jsonl') throw new UsageError('option --explain prints explanations in --format jsonl');
   const { data, texts } = await readInput(o, net, reports);
   const inputName = fromStdin ? '<stdin>' : o.input;
-  if (data.features > net.config.inputDim) throw new Error(`${inputName} has ${data.features} features but the network's inputDim is ${net.config.inputDim}`);
+  if (data.features > net.inputFeatures) throw new Error(`${inputName} has ${data.features} features but the network's inputDim is ${net.inputFeatures}`);
   const transform = inputTransformNote(net.inputScale, net.inputLog);
   if (transform && !quiet) io.err(`${transform}\n`);
   const { bar, onProgress } = pointsProgress(quiet, 'predicting');

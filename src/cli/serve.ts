@@ -124,7 +124,7 @@ async function serveCommand(
   io.out(`listening on ${server.url}\n`);
   if (!o.quiet) {
     const cal = net.calibration ? `, calibrated probabilities (threshold ${net.calibration.threshold.toFixed(3)})` : '';
-    io.err(`sublinear serve: ${o.model}: ${net.config.inputDim} features, ${labels} labels${cal}${o.learn ? ', learning on' : ''}; POST ${server.url}/predict, page ${server.url}/\n`);
+    io.err(`sublinear serve: ${o.model}: ${net.inputFeatures} features, ${labels} labels${cal}${o.learn ? ', learning on' : ''}; POST ${server.url}/predict, page ${server.url}/\n`);
   }
   await new Promise<void>((resolve) => stop.signal.addEventListener('abort', () => resolve(), { once: true }));
   await server.close();

@@ -5,6 +5,7 @@ import type { Metrics } from '../network/metrics.js';
 import type { CalibrationMetrics } from '../network/calibration.js';
 import { createExecutor, defaultWorkers, type Executor } from '../network/executor.js';
 import { applyInputScale, inputTransformNote } from '../network/input-scale.js';
+import { mapFeatures } from '../network/input-map.js';
 import { runAsRank, type DistributedRun } from '../train/distributed.js';
 import { Network } from '../network/network.js';
 import { loadShardedPart, newestShardCheckpoint, readShardManifest } from '../train/shard-checkpoint.js';
@@ -92,7 +93,7 @@ async function evaluateOn(o: EvalJob, r: Reporter, exec: Executor | undefined): 
     ? await loadTextInput(net, o.test, o.test, true, r, o.maxMemory)
     : await loadData(o.test, format, 'test data', r, Math.max(0, memoryLimitBytes(o.maxMemory) - net.memoryBytes()), o.zeroBased);
   checkEvaluable(test, o.test);
-  checkFits(test, o.test, net.config.inputDim, outputs);
+  checkFits(test, o.test, net.inputFeatures, outputs);
   const transform = inputTransformNote(net.inputScale, net.inputLog);
   if (transform) r.say(transform);
   const mode = net.inferenceMode(o.mode);
@@ -145,7 +146,8 @@ async function evaluateSharded(o: EvalJob, events: JobEvents, dist: DistributedR
   const ks = o.k !== undefined ? parseKs(o.k, L) : [1, 3, 5].filter((k) => k <= L);
   let test = await loadData(o.test, o.format as 'xc' | 'libsvm' | undefined, 'test data', r, undefined, o.zeroBased);
   checkEvaluable(test, o.test);
-  checkFits(test, o.test, manifest.config.inputDim, L);
+  checkFits(test, o.test, manifest.inputFeatures ?? manifest.config.inputDim, L);
+  if (part.inputMap) test = mapFeatures(test, part.inputMap);
   test = applyInputScale(test, part.inputScale, part.inputLog);
   const model = new ShardedModel(dist.comm, manifest.config, { spec: part.spec }, part.labelFreq, part.featureFreq);
   const t0 = performance.now();

@@ -14,6 +14,7 @@ import type { SparseDataset } from '../datasets/csr.js';
 import { resolveConfig, defaultConfig, type NetworkConfig } from '../network/config.js';
 import { native } from '../native/addon.js';
 import { applyInputScale, detectInputScale, type InputScaleReport } from '../network/input-scale.js';
+import { inputMapOf, mapFeatures, type InputMap } from '../network/input-map.js';
 import type { DistributedRun } from '../train/distributed.js';
 import { allocateRank, featureFrequencies, initFeatureRows, initSliceRows, rankBytes, shardFeatures, shardingProblem, shardLabels, ShardedModel } from '../train/sharded.js';
 import { fitSharded, shardPredictFinal, type ShardPosition, type ShardRunState } from '../train/sharded-fit.js';
@@ -140,13 +141,17 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   else if (o.networkConfig) config = o.networkConfig;
   else if (file) config = networkOfFile(file, { features: train.features, labels: train.labels, points: train.points, nnz: train.offsets[train.points]! }, o.seed);
   else config = defaultConfig({ features: train.features, labels: train.labels, points: train.points, nnz: train.offsets[train.points]! }, o.seed ?? 1);
-  const resolved = resolveConfig(config);
+  let resolved = resolveConfig(config);
   const problem = shardingProblem(config);
   if (problem) throw new UsageError(`${o.config ?? 'the network configuration'}: ${problem}`);
   const L = resolved.layers.at(-1)!.size;
-  if (train.features > resolved.inputDim) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
+  // The declared input dimension: a checkpoint's network with an input map (src/network/input-map.ts) has rows
+  // for fewer features.
+  const declared = manifest?.inputFeatures ?? resolved.inputDim;
+  const trainFeatures = train.features;
+  if (train.features > declared) throw new Error(`${trainPath} has ${train.features} features but the configuration's inputDim is ${declared}`);
   if (train.labels > L) throw new Error(`${trainPath} has labels up to ${train.labels - 1} but the network's output layer has ${L}`);
-  if (test) checkFits(test, testPath!, resolved.inputDim, L);
+  if (test) checkFits(test, testPath!, declared, L);
   if (L < dist.size) throw new UsageError(`cannot shard ${L} labels over ${dist.size} ranks`);
   if (resolved.inputDim < dist.size) throw new UsageError(`cannot shard ${resolved.inputDim} input features over ${dist.size} ranks`);
 
@@ -156,13 +161,26 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   let inputScale: Float32Array | null;
   let inputLog: boolean;
   let scaling: InputScaleReport | undefined;
+  // Layer 0 holds rows only for the features the training data holds (as one process's network: input map).
+  let inputMap: InputMap | null = null;
+  const declaredConfig = config;
   if (manifest) {
-    const loaded = await loadShardedPart(ckptPath!, manifest, dist.rank, dist.size, { featureFreq: featureFrequencies(train, resolved.inputDim) });
+    const loaded = await loadShardedPart(ckptPath!, manifest, dist.rank, dist.size,
+      // (The feature counts of a checkpoint written before layer 0 was sharded, which has no input map.)
+      manifest.layout === undefined ? { featureFreq: featureFrequencies(train, resolved.inputDim) } : {});
     part = loaded;
     snapshot = loaded.snapshot;
     inputScale = loaded.inputScale;
     inputLog = loaded.inputLog;
+    inputMap = loaded.inputMap;
+    if (inputMap) train = mapFeatures(train, inputMap);
   } else {
+    inputMap = inputMapOf(train, resolved.inputDim);
+    if (inputMap) {
+      config = { ...config, inputDim: inputMap.ids.length };
+      resolved = resolveConfig(config);
+      train = mapFeatures(train, inputMap);
+    }
     // Raw-valued inputs: decided from the training data alone, as one process's first fit() decides.
     const d = detectInputScale(train, resolved.inputDim, t.inputScaling ?? 'auto');
     inputScale = d.scale;
@@ -174,11 +192,12 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
     // The rows of this rank's features and labels initialised as the whole network's rows of the same ids (the
     // middle layers whole, alike on every rank): the initial model does not depend on the number of ranks. The
     // wide part's pairs are chosen by fitSharded, from the rows trained on.
-    initFeatureRows(config, features, spec.layers[0]!);
+    initFeatureRows(declaredConfig, inputMap ? features.map((r) => inputMap!.ids[r]!) : features, spec.layers[0]!);
     initSliceRows(config, labels, spec.layers.at(-1)!);
     if (spec.layers.at(-1)!.wide) spec.layers.at(-1)!.wide = emptyWide(resolved.inputDim);
     part = { spec, labels, features, labelFreq, featureFreq };
   }
+  if (inputMap && test) test = mapFeatures(test, inputMap);
   if (inputScale || inputLog) {
     train = applyInputScale(train, inputScale, inputLog);
     if (test) test = applyInputScale(test, inputScale, inputLog);
@@ -191,7 +210,7 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   const model = new ShardedModel(comm, config, net, part.labelFreq, part.featureFreq);
   const batchSize = manifest ? (manifest.settings['batch'] as number) : o.batch ?? t.batchSize ?? 128;
   const sliceBytes = rankBytes(net.spec);
-  const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (sampled, ${model.minActive} a batch)` : ''}`)].join(' -> ');
+  const shape = [declared, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (sampled, ${model.minActive} a batch)` : ''}`)].join(' -> ');
   r.say(`network: ${shape}; label-sharded over ${dist.size} rank(s): ${model.labels.length} labels and ${model.features.length} input features here ` +
     `(${formatBytes(sliceBytes)} state on this rank), label-count load ${Math.min(...model.sharding.load)}..${Math.max(...model.sharding.load)}, ` +
     `feature nonzeros ${Math.min(...model.featureSharding.load)}..${Math.max(...model.featureSharding.load)}`);
@@ -216,9 +235,11 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   };
   const save = async (pos: ShardPosition, reason: string, st: ShardRunState) => {
     if (!o.checkpoint) return;
-    const meta: ShardCheckpointMeta = { format: 'sublinear-sharded-checkpoint', config, ranks: dist.size, ...pos, trainPoints: train.points, settings };
+    const meta: ShardCheckpointMeta = {
+      format: 'sublinear-sharded-checkpoint', config, ranks: dist.size, ...pos, trainPoints: train.points, settings, ...(inputMap ? { inputFeatures: inputMap.features } : {}),
+    };
     const at = await writeShardCheckpoint(o.checkpoint, dist.rank, { ...part, labels: model.labels, features: model.features }, meta, () => comm.idleBarrier(), inputScale, inputLog,
-      { validation: st.validation, epochs: st.epochs, earlyStop: st.earlyStop, snapshot: st.snapshot, selection: st.selection });
+      { validation: st.validation, epochs: st.epochs, earlyStop: st.earlyStop, snapshot: st.snapshot, selection: st.selection }, inputMap);
     checkpoints++;
     lastCkptBatch = pos.batchesDone;
     r.say(`checkpoint ${at}${reason === 'abort' ? ' (stopped)' : ''}`);
@@ -242,8 +263,8 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
       ? 'choosing the number of epochs by k-fold cross-validation (on rank 0, as one process: the copies of a small set\'s network fit there)'
       : 'choosing the number of epochs on a copy of the network with a held-out slice (on rank 0, as one process)');
     try {
-      const got = await phases.time(want === 'kfold' ? 'selection.kfold' : 'selection', () => selectSharded(dist.isRoot, (v) => dist.agree(v), config, train, runValidation!, {
-        batchSize, lr,
+      const got = await phases.time(want === 'kfold' ? 'selection.kfold' : 'selection', () => selectSharded(dist.isRoot, (v) => dist.agree(v), declaredConfig, train, runValidation!, {
+        batchSize, lr, ...(inputMap ? { inputMap } : {}),
         ...(t.beta1 !== undefined ? { beta1: t.beta1 } : {}), ...(t.beta2 !== undefined ? { beta2: t.beta2 } : {}), ...(t.eps !== undefined ? { eps: t.eps } : {}),
         ...(o.signal ? { signal: o.signal } : {}),
         onWarning: (m) => r.warn(m),
@@ -347,10 +368,10 @@ export async function trainSharded(given: TrainJob, events: JobEvents, dist: Dis
   let savedTo: { file: string; error?: string } | undefined;
   if (o.save && !stoppedInSelection) {
     const extras = {
-      trainPoints: train.points, batchesDone: model.report().steps + (manifest?.batchesDone ?? 0), inputScale, inputLog, rerank: rerankUse, calibration,
+      trainPoints: train.points, batchesDone: model.report().steps + (manifest?.batchesDone ?? 0), inputScale, inputLog, inputMap, rerank: rerankUse, calibration,
       ...(text ? { textVectorizer: text.vectorizer, labelNames: text.labelNames } : {}),
       training: {
-        data: { file: resolve(trainPath), points: train.points, features: train.features, labels: train.labels, nonzeros: train.offsets[train.points]! },
+        data: { file: resolve(trainPath), points: train.points, features: trainFeatures, labels: train.labels, nonzeros: train.offsets[train.points]! },
         epochs: stats.epochs, ...(stats.bestEpoch !== undefined ? { bestEpoch: stats.bestEpoch } : {}), batchSize, lr, version: packageVersion(),
       },
     };

@@ -8,6 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { DataFormatError, type SparseDataset } from '../datasets/index.js';
 import { defaultConfig, defaultThreads, defaultTraining, resolveConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import { defaultWorkers } from '../network/executor.js';
+import { featuresOf, inputMapOf } from '../network/input-map.js';
 import { addPart, checkMemory, formatBytes, planNetworkMemory, type MemoryPlan } from '../network/memory-plan.js';
 import { PhaseTimer } from '../util/phases.js';
 import { metricLine, type Metrics } from '../network/metrics.js';
@@ -20,7 +21,7 @@ import { listCheckpointsSync, parseCheckpointEvery } from '../train/checkpoint.j
 import { coresPerRank, runAsRank, type DistributedRun } from '../train/distributed.js';
 import { resolveValidation, selectionMethod } from '../train/early-stop.js';
 import type { FitStats } from '../train/fit.js';
-import { featuresOf, fit, KFOLD_MEMORY, kfoldCopyBytes, kfoldSnapshotBytes, resume, resumeInfo, runOf, type ResumeInfo } from '../train/fit-network.js';
+import { fit, KFOLD_MEMORY, kfoldCopyBytes, kfoldSnapshotBytes, resume, resumeInfo, runOf, type ResumeInfo } from '../train/fit-network.js';
 import { runPlanLine } from '../train/plan.js';
 import { holdsShardCheckpoints } from '../train/shard-checkpoint.js';
 import { gatherShards, RANK_PLACEHOLDER, shardPath } from '../train/shards.js';
@@ -347,9 +348,12 @@ async function buildNetwork(ctx: Ctx, run: Resolved, data: Data): Promise<Built>
     // The file was checked before the data was read, all but the inputDim the data gives: name it.
     throw file ? new Error(`${o.config}: ${(e as Error).message}`) : e;
   }
-  if (train.features > resolved.inputDim) throw new Error(`${trainName} has ${train.features} features but the configuration's inputDim is ${resolved.inputDim}`);
+  // The input dimension the data is checked against: a resumed or warm-started network with an input map
+  // (src/network/input-map.ts) declares more features than its layer 0 has rows.
+  const declared = (resumed ?? grown)?.inputMap?.features ?? resolved.inputDim;
+  if (train.features > declared) throw new Error(`${trainName} has ${train.features} features but the configuration's inputDim is ${declared}`);
   const outputs = resolved.layers.at(-1)!.size;
-  if (test) checkFits(test, typeof o.test === 'string' ? o.test : 'the test data', resolved.inputDim, outputs);
+  if (test) checkFits(test, typeof o.test === 'string' ? o.test : 'the test data', declared, outputs);
   const dense = o.mode === 'sampled' && test && writer ? denseSampledWarning(resolved, 'the network') : null;
   if (dense) r.warn(dense);
   if (!resumed && outputs > train.labels && writer) {
@@ -365,21 +369,25 @@ async function buildNetwork(ctx: Ctx, run: Resolved, data: Data): Promise<Built>
   // Without epochs, training holds out a validation slice and keeps a copy of the best epoch's weights (a
   // selection copy keeps them instead, counted in the plan).
   const validating = rinfo ? !!rinfo.fitOptions.validation : t.validation === false ? false : t.validation !== undefined || epochs === undefined;
-  const copies = selectionCopies(ctx, run, resolved, train, epochs);
+  const copies = selectionCopies(ctx, run, resolved, train, epochs, declared);
   const bestWeights = copies.count > 0 ? false : validating;
-  const plan = planNetworkMemory(resolved, workers, train, bestWeights);
+  // A new network's layer 0 holds rows only for the features the training data holds (its input map).
+  const inputMap = resumed || grown ? null : inputMapOf(train, declared);
+  const rows = inputMap ? { ...resolved, inputDim: inputMap.ids.length } : resolved;
+  const plan = planNetworkMemory(rows, workers, train, bestWeights);
   addPart(plan, 'read buffers', data.readStats.bufferBytes);
   addPart(plan, copies.name, copies.count * copies.bytes);
   checkMemory(plan, o.maxMemory !== undefined ? { maxBytes: o.maxMemory } : {});
-  const net = resumed ?? grown ?? new Network(config);
+  const net = resumed ?? grown ?? new Network(config, inputMap ? { inputMap } : {});
   if (text) {
     net.textVectorizer = text.vectorizer;
     net.labelNames = text.labelNames;
   }
   // Room for the model file before training (the Checkpointer checks the room its files need itself).
   if (o.save && writer) await checkOutputFile(o.save, '--save', modelFileBytes(net));
-  const shape = [resolved.inputDim, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
-  r.say(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)${threads > 1 ? ` x ${threads} threads per batch` : ''}`);
+  const held = net.inputMap ? `; layer 0 holds rows for the ${net.config.inputDim} input features the training data holds` : '';
+  const shape = [declared, ...resolved.layers.map((l) => `${l.size}${l.sampling ? ` (${l.sampling.hash} K=${l.sampling.K} L=${l.sampling.L})` : ''}`)].join(' -> ');
+  r.say(`network: ${shape}; ${formatBytes(net.memoryBytes())} shared state; ${workers} worker(s)${threads > 1 ? ` x ${threads} threads per batch` : ''}${held}`);
   if (!r.quiet) {
     r.say(runPlanLine(resolved, train, {
       workers, threads, batch: batchSize ?? 128, bestWeights, ranks: dist ? dist.size : 1, mode: dist ? 'replicated' : 'single',
@@ -405,14 +413,14 @@ function networkConfig(o: TrainJob, file: ConfigFile | undefined, resumed: Netwo
  * side, at most KFOLD_MEMORY), or up to refitMaxPoints points one copy that chooses on the held-out slice.
  * Each copy keeps its best-epoch weights; the network itself then trains on all points and keeps none.
  */
-function selectionCopies(ctx: Ctx, run: Resolved, resolved: ResolvedNetworkConfig, train: SparseDataset, epochs: number | undefined): { count: number; bytes: number; name: string } {
+function selectionCopies(ctx: Ctx, run: Resolved, resolved: ResolvedNetworkConfig, train: SparseDataset, epochs: number | undefined, declared: number): { count: number; bytes: number; name: string } {
   const t = run.training;
   const savedValidation = run.rinfo ? run.rinfo.fitOptions.validation ?? null : undefined;
   const v = savedValidation !== undefined ? savedValidation : t.validation === false || epochs !== undefined ? null : resolveValidation(t.validation ?? {});
   if (!v || ctx.dist || (run.resumed && run.resumed.batchesDone !== 0)) return { count: 0, bytes: 0, name: '' };
   const kfold = selectionMethod(train.points, v) === 'kfold';
   // k-fold copies take only the features of the training data as input (compactInputs in fit-network.ts).
-  const bytes = kfold ? kfoldCopyBytes(resolved, featuresOf(train, resolved.inputDim).length) : planNetworkMemory(resolved, 1).totalBytes + kfoldSnapshotBytes(resolved);
+  const bytes = kfold ? kfoldCopyBytes(resolved, featuresOf(train, declared).length) : planNetworkMemory(resolved, 1).totalBytes + kfoldSnapshotBytes(resolved);
   const folds = kfold ? Math.min(v.folds, Math.floor(train.points / 2), Math.floor(KFOLD_MEMORY / Math.max(1, bytes))) : 0;
   const count = folds >= 2 ? folds : !kfold && train.points <= v.refitMaxPoints && bytes <= KFOLD_MEMORY ? 1 : 0;
   return { count, bytes, name: folds >= 2 ? `${folds} network copies for k-fold selection` : 'a network copy for the held-out selection' };

@@ -338,7 +338,7 @@ export interface NativeNetwork {
    * a[i] = fround((2 u_i - 1) x limit) with u_i the i-th nextFloat() of the Xoshiro128 whose words() are
    * `state` (src/util/rng.ts): the Glorot draw of allocateLayers, the numbers its loop in JavaScript gives.
    */
-  netGlorotFill(a: Float32Array, state: Uint32Array, limit: number): void;
+  netGlorotFill(a: Float32Array, state: Uint32Array, limit: number, rows?: Uint32Array, width?: number): void;
   /**
    * For a cluster index built across label-sharded ranks (src/train/sharded-index.ts), as netClusterBuild
    * computes it: out[s] = |[w, b]|^2 (double) of row ids[s] of (weights (N, d), bias (N)).

@@ -18,6 +18,7 @@
 import type { NetSpec, LayerState } from '../native/network-types.js';
 import type { RerankState } from './rerank.js';
 import { transformInput } from './input-scale.js';
+import { inputRows, type InputMap } from './input-map.js';
 
 /** One input feature's share of a label's score. */
 export interface FeatureContribution {
@@ -52,6 +53,8 @@ export interface ExplainTarget {
   /** The model's count compression (Network.inputLog). Default false. */
   readonly inputLog?: boolean;
   readonly rerank: RerankState | null;
+  /** The input feature map (Network.inputMap): a point's feature without a row is ignored, contributing nothing. Default null. */
+  readonly inputMap?: InputMap | null;
 }
 
 /** One point: its feature ids (ascending) and values, as given (before the model's input scaling). */
@@ -68,10 +71,18 @@ export function explainLabels(net: ExplainTarget, point: ExplainPoint, labels: r
   const layers = net.spec.layers;
   const last = layers.length - 1;
   const out = layers[last]!;
-  const nnz = point.indices.length;
-  const f = Float64Array.from(point.indices as ArrayLike<number>);
+  // f: the features' layer-0 rows (a mapped network's features without a row left out), ids: their ids as given.
+  const rowOf = net.inputMap ? inputRows(net.inputMap) : null;
+  const given: number[] = [], rows: number[] = [], values: number[] = [];
+  for (let q = 0; q < point.indices.length; q++) {
+    const id = point.indices[q]!, r = rowOf ? rowOf[id] ?? -1 : id;
+    if (r < 0) continue;
+    given.push(id), rows.push(r), values.push(point.values[q]!);
+  }
+  const nnz = rows.length;
+  const f = Float64Array.from(rows);
   const x = new Float64Array(nnz);
-  for (let q = 0; q < nnz; q++) x[q] = transformInput(point.values[q]!, f[q]!, net.inputScale, net.inputLog ?? false);
+  for (let q = 0; q < nnz; q++) x[q] = transformInput(values[q]!, f[q]!, net.inputScale, net.inputLog ?? false);
   for (const j of labels) {
     if (!Number.isInteger(j) || j < 0 || j >= out.outDim) throw new Error(`Expected label ids from 0 to ${out.outDim - 1} but received ${JSON.stringify(j)}`);
   }
@@ -131,7 +142,7 @@ export function explainLabels(net: ExplainTarget, point: ExplainPoint, labels: r
     for (let q = 0; q < nnz; q++) {
       const c = network[q]! + wide[q]! + rerank[q]!;
       score += c;
-      all.push({ feature: f[q]!, contribution: c, network: network[q]!, wide: wide[q]!, rerank: rerank[q]! });
+      all.push({ feature: given[q]!, contribution: c, network: network[q]!, wide: wide[q]!, rerank: rerank[q]! });
     }
     all.sort((a, b) => b.contribution - a.contribution || a.feature - b.feature);
     const kept = all.slice(0, Math.max(0, top));

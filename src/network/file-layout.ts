@@ -133,6 +133,8 @@ export function fileLayout(c: ResolvedNetworkConfig, kind: 'model' | 'checkpoint
   // loader that predates a group refuses the file (unexpected section) rather than feed it raw inputs.
   optional.push(new Map([['inputScale', f32(c.inputDim)]]));
   optional.push(new Map([[INPUT_LOG_SECTION, { dtype: 'u8', length: 1 }]]));
+  // A checkpoint's input feature map (src/network/input-map.ts; a model file's is one of its extra sections).
+  if (kind === 'checkpoint') optional.push(new Map([['inputMap', u32(c.inputDim)]]));
   return { required, optional };
 }
 

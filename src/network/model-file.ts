@@ -10,7 +10,10 @@
 // rerank.features (u32, entries), rerank.weights (f32, entries) and rerank.bias (f32, labels); files without
 // them predict with the network alone. Version 2 (meta.version; absent in version 1) adds calibrated
 // probabilities (meta.calibration, JSON: src/network/calibration.ts); version 1 files load as before,
-// without them, and files of a newer version are refused.
+// without them, and files of a newer version are refused. Version 3 adds the input feature map
+// (src/network/input-map.ts) of a network whose layer 0 holds rows only for the features its training data
+// held: meta.inputFeatures (the declared input dimension) and section inputMap (u32, config.inputDim
+// increasing feature ids, one per layer-0 row); files without them (every earlier file) have a row per feature.
 import { readBinFile, writeBinFile, type SectionArray, type SectionDtype, type SectionInfo } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
@@ -19,6 +22,7 @@ import { checkLoadMemory, fileLayout, layoutProblem, resolveStoredConfig, values
 import { allocateWide, wideProblem } from './wide.js';
 import { INPUT_LOG_SECTION, inputLogSection } from './input-scale.js';
 import { hasTrainingArrays } from './state.js';
+import { inputMapProblem, type InputMap } from './input-map.js';
 import type { NetSpec } from '../native/network-types.js';
 
 /**
@@ -34,6 +38,7 @@ export interface ModelTarget {
   labelFreq: Uint32Array | null;
   inputScale: Float32Array | null;
   inputLog: boolean;
+  inputMap: InputMap | null;
   textVectorizer: TextVectorizer | undefined;
   labelNames: readonly string[] | undefined;
   rerank: RerankState | null;
@@ -42,7 +47,7 @@ export interface ModelTarget {
 }
 
 /** Version of the model meta written by this build (ModelMeta.version); newer files are refused. */
-export const MODEL_VERSION = 2;
+export const MODEL_VERSION = 3;
 import { TextVectorizer, type TextVectorizerMeta } from '../text/vectorizer.js';
 import { rerankProblem, type RerankState } from './rerank.js';
 import { calibrationProblem, type ProbabilityCalibration } from './calibration.js';
@@ -86,17 +91,23 @@ export interface ModelMeta {
   rerank?: { weight: number; shortlist: number; entries: number };
   /** Calibrated probabilities (version 2; models trained with validation). */
   calibration?: ProbabilityCalibration;
+  /** The declared input dimension of a network with an input feature map (version 3; section inputMap). */
+  inputFeatures?: number;
 }
 
 /** Sections of the text vectorizer, label names and re-ranker, outside the layout the network configuration implies. */
 const TEXT_SECTIONS = ['text.vocabulary', 'text.idf', 'labelNames'] as const;
 const RERANK_SECTIONS = ['rerank.offsets', 'rerank.features', 'rerank.weights', 'rerank.bias'] as const;
-const EXTRA_SECTIONS: readonly string[] = [...TEXT_SECTIONS, ...RERANK_SECTIONS];
+const EXTRA_SECTIONS: readonly string[] = [...TEXT_SECTIONS, ...RERANK_SECTIONS, 'inputMap'];
 
 // The sections outside the network configuration's layout (text vectorizer, label names, re-ranker) and the meta announcing them.
-function extraSections(net: ModelTarget): { meta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank'>; sections: Record<string, SectionArray> } {
+function extraSections(net: ModelTarget): { meta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank' | 'inputFeatures'>; sections: Record<string, SectionArray> } {
   const sections: Record<string, SectionArray> = {};
-  const meta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank'> = {};
+  const meta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank' | 'inputFeatures'> = {};
+  if (net.inputMap) {
+    meta.inputFeatures = net.inputMap.features;
+    sections['inputMap'] = net.inputMap.ids;
+  }
   const r = net.rerank;
   if (r) {
     meta.rerank = { weight: r.weight, shortlist: r.shortlist, entries: r.features.length };
@@ -246,6 +257,12 @@ export async function loadModel<N extends ModelTarget>(
       if (problem) throw new Error(problem);
       net.rerank = r;
     }
+    if (meta.inputFeatures !== undefined) {
+      const ids = extra['inputMap'] as Uint32Array;
+      const problem = inputMapProblem(ids, meta.inputFeatures, config.inputDim);
+      if (problem) throw new Error(problem);
+      net.inputMap = { features: meta.inputFeatures, ids };
+    }
     if (meta.calibration !== undefined) {
       const problem = calibrationProblem(meta.calibration, config.layers.at(-1)!.size);
       if (problem) throw new Error(problem);
@@ -267,8 +284,9 @@ function extraLayoutProblem(meta: ModelMeta, table: readonly SectionInfo[], conf
   if (meta.text !== undefined) {
     if (meta.text === null || typeof meta.text !== 'object') return 'invalid text settings in the model meta';
     want.set('text.vocabulary', 'u8').set('text.idf', 'f32');
-    if (meta.text.features !== undefined && !(Number.isSafeInteger(meta.text.features) && meta.text.features <= config.inputDim)) {
-      return `the text vectorizer has ${boundJson(meta.text.features)} features but the network's inputDim is ${config.inputDim}`;
+    const declared = meta.inputFeatures ?? config.inputDim;
+    if (meta.text.features !== undefined && !(Number.isSafeInteger(meta.text.features) && meta.text.features <= declared)) {
+      return `the text vectorizer has ${boundJson(meta.text.features)} features but the network's inputDim is ${declared}`;
     }
   }
   if (meta.labelNames !== undefined) {
@@ -278,6 +296,10 @@ function extraLayoutProblem(meta: ModelMeta, table: readonly SectionInfo[], conf
     want.set('labelNames', 'u8');
   }
   const lengths = new Map<string, number>();
+  if (meta.inputFeatures !== undefined) {
+    want.set('inputMap', 'u32');
+    lengths.set('inputMap', config.inputDim);
+  }
   if (meta.rerank !== undefined) {
     const r = meta.rerank;
     const labels = config.layers.at(-1)!.size;

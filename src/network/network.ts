@@ -13,13 +13,14 @@ import { CLUSTER_INDEX_ITERS, CLUSTER_INDEX_SAMPLE, clusterCount, clusterHeadAnd
 import { createExecutor, defaultWorkers, type Executor } from './executor.js';
 import type { LoadLimits } from './file-layout.js';
 import { applyInputScale } from './input-scale.js';
+import { inputMapProblem, networkInput, type InputMap } from './input-map.js';
 import { explainLabels, type LabelExplanation } from './explain.js';
 import { computeMetrics, inversePropensity, labelFrequencies, type Metrics } from './metrics.js';
 import { loadModel, saveModel, type TrainingSummary } from './model-file.js';
 import type { LayerState, NetSpec } from '../native/network-types.js';
 import { rerankCombine, rerankScores, type RerankState } from './rerank.js';
 import { RebuildSchedule } from './schedule.js';
-import { hasTrainingArrays } from './state.js';
+import { glorotRows, hasTrainingArrays } from './state.js';
 import { allocateWide } from './wide.js';
 
 
@@ -142,6 +143,14 @@ export interface NetworkOptions {
    * `shareHidden` builds one that shares the source's arrays). Default: allocated.
    */
   state?: NetSpec;
+  /**
+   * An input feature map (src/network/input-map.ts: inputMapOf) over the configuration's `inputDim` features:
+   * layer 0 then holds rows only for `inputMap.ids`, each initialised as the whole layer's draw would have
+   * initialised that feature's row (Glorot over all `inputDim` features), so that the network trains as the
+   * unmapped one does on data holding only those features. config.inputDim becomes the number of rows;
+   * Network.inputMap keeps the map. Default: none (a row per feature).
+   */
+  inputMap?: InputMap;
 }
 
 /** Options of `Network.save`. */
@@ -246,6 +255,14 @@ export class Network {
    * training data was term counts; decided by the first fit() and kept in model files and checkpoints.
    */
   inputLog = false;
+  /**
+   * The input feature map (src/network/input-map.ts): with it, layer 0 (config.inputDim rows) holds rows
+   * only for the features the training data held, row i standing for feature `inputMap.ids[i]` of the
+   * `inputMap.features` the data declares; predict(), evaluate(), explain(), fit() and online learning take
+   * data in the original ids and ignore a feature without a row. Set by training (`train`) when the training
+   * data leaves features unseen; kept in model files (version 3) and checkpoints. null: row = feature id.
+   */
+  inputMap: InputMap | null = null;
   /** Seconds spent building cluster indexes (sampled inference), over this network's life. */
   clusterIndexSeconds = 0;
   /** Last code-drift sketch taken by the 'change' rebuild policy (fraction of codes changed). */
@@ -269,9 +286,26 @@ export class Network {
   }
 
   constructor(config: NetworkConfig, opts: NetworkOptions = {}) {
-    this.config = resolveConfig(config);
-    this.spec = opts.state ?? allocateNetwork(this.config, opts.inference ?? false, (opts.initialise ?? true) && !Network.copying);
+    const map = opts.inputMap;
+    if (map) {
+      const declared = resolveConfig(config).inputDim;
+      const problem = inputMapProblem(map.ids, map.features, map.ids.length) ?? (map.features !== declared ? `the map is over ${map.features} features but inputDim is ${declared}` : null);
+      if (problem) throw new Error(`NetworkOptions.inputMap: ${problem}`);
+    }
+    this.config = resolveConfig(map ? { ...config, inputDim: map.ids.length } : config);
+    const init = (opts.initialise ?? true) && !Network.copying;
+    this.spec = opts.state ?? allocateNetwork(this.config, opts.inference ?? false, init);
+    if (map) {
+      this.inputMap = map;
+      const l0 = this.spec.layers[0]!;
+      if (init && !opts.state) glorotRows(l0.weights, this.config.seed, 0, map.ids, map.features, l0.outDim);
+    }
     this.schedule = this.config.layers.some((l) => l.sampling) ? new RebuildSchedule() : null;
+  }
+
+  /** The input dimension data is given in: the declared features of a mapped network (inputMap), config.inputDim otherwise. */
+  get inputFeatures(): number {
+    return this.inputMap?.features ?? this.config.inputDim;
   }
 
   get seed(): number {
@@ -385,7 +419,7 @@ export class Network {
 
   /** Top-k labels for every row of `data`. */
   async predict(data: SparseDataset, opts: PredictOptions = {}): Promise<Predictions> {
-    checkDataset(data, this.config, 'prediction input', false);
+    data = networkInput(this, data, 'prediction input', false);
     data = toShared(data);
     data = applyInputScale(data, this.inputScale, this.inputLog);
     const k = opts.k ?? 5;
@@ -712,6 +746,7 @@ export class Network {
     net.labelNames = labelNames ?? this.labelNames;
     net.inputScale = this.inputScale;
     net.inputLog = this.inputLog;
+    net.inputMap = this.inputMap;
     // The re-ranker goes on scoring the old labels; a new one has no classifier (the intercept of a label
     // without training points, as training gives it). Training a grown network trains a new re-ranker anyway.
     const rr = this.rerank;

@@ -29,6 +29,7 @@ import type { Executor } from './executor.js';
 import type { WideState } from '../native/network-types.js';
 import { allocateWide } from './wide.js';
 import { transformInput } from './input-scale.js';
+import { mapFeatures } from './input-map.js';
 import { hiddenForward } from './explain.js';
 import { Xoshiro128 } from '../util/rng.js';
 
@@ -178,8 +179,11 @@ export class OnlineLearner {
 
   private async learnNow(examples: SparseDataset, opts: { labelNames?: readonly string[]; executor?: Executor }): Promise<LearnReport> {
     const t0 = performance.now();
-    const inputDim = this.net.config.inputDim;
+    const inputDim = this.net.inputFeatures;
     if (examples.features > inputDim) throw new Error(`The examples have ${examples.features} features but the network's inputDim is ${inputDim}`);
+    // A mapped network learns on its rows: a feature the training data never held is ignored (it has no
+    // row to learn; src/network/input-map.ts). Everything below (memories, replays) is in rows.
+    if (this.net.inputMap) examples = mapFeatures(examples, this.net.inputMap);
     let maxLabel = -1;
     for (let e = examples.labelOffsets[0]!; e < examples.labelOffsets[examples.points]!; e++) maxLabel = Math.max(maxLabel, examples.labelIndices[e]!);
     const before = this.net.config.layers.at(-1)!.size;

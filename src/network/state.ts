@@ -133,6 +133,16 @@ export function allocateLayers(config: StateConfig): LayerState[] {
   return out;
 }
 
+/**
+ * Layer `k`'s Glorot draw (allocateLayers) restricted to rows `rows` (increasing ids < rowsTotal, rows of
+ * `width` floats): row e of `weights` = row rows[e] of the draw of the whole rowsTotal x width layer, the
+ * same numbers (a network with an input feature map: src/network/input-map.ts).
+ */
+export function glorotRows(weights: Float32Array, seed: number, k: number, rows: Uint32Array, rowsTotal: number, width: number): void {
+  const limit = Math.sqrt(6 / (rowsTotal + width));
+  native().netGlorotFill(weights, new Xoshiro128(initSeed(seed, k)).words(), limit, rows, width);
+}
+
 type TrainingArrays = Pick<LayerState, 'mWeights' | 'vWeights' | 'mBias' | 'vBias' | 'rowSteps' | 'biasSteps'>;
 
 /** A layer's Adam moments and step counters, zero (or empty when `empty`: an inference-sized layer). */

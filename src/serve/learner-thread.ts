@@ -19,6 +19,7 @@ import type { Network } from '../network/network.js';
 import type { LearnReport, OnlineOptions } from '../network/online.js';
 import type { ProbabilityCalibration } from '../network/calibration.js';
 import type { RerankState } from '../network/rerank.js';
+import type { InputMap } from '../network/input-map.js';
 import type { LayerState, NetSpec, WideState } from '../native/network-types.js';
 import { packageRoot } from '../util/package-root.js';
 
@@ -32,6 +33,7 @@ export interface LearnerInit {
   rebuildRound: number;
   inputScale: Float32Array | null;
   inputLog: boolean;
+  inputMap: InputMap | null;
   rerank: RerankState | null;
   calibration: ProbabilityCalibration | null;
   labelNames: readonly string[] | undefined;
@@ -101,7 +103,7 @@ export class LearnerThread {
   static async start(net: Network, options: OnlineOptions): Promise<LearnerThread> {
     const init: LearnerInit = {
       config: storedConfig(net.config), spec: net.spec, labelFreq: net.labelFreq, trainPoints: net.trainPoints,
-      batchesDone: net.batchesDone, rebuildRound: net.rebuildRound, inputScale: net.inputScale, inputLog: net.inputLog, rerank: net.rerank,
+      batchesDone: net.batchesDone, rebuildRound: net.rebuildRound, inputScale: net.inputScale, inputLog: net.inputLog, inputMap: net.inputMap, rerank: net.rerank,
       calibration: net.calibration, labelNames: net.labelNames, indexFresh: net.indexFresh, tablesFresh: net.tablesFresh, options,
     };
     const worker = new Worker(workerFile(), { workerData: init });

@@ -31,6 +31,7 @@ try {
   net.rebuildRound = init.rebuildRound;
   net.inputScale = init.inputScale;
   net.inputLog = init.inputLog;
+  net.inputMap = init.inputMap;
   net.rerank = init.rerank;
   net.calibration = init.calibration;
   net.labelNames = init.labelNames;

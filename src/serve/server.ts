@@ -330,7 +330,7 @@ export class PredictionServer {
         labelOffsets[i + 1] = p;
       });
       const data: SparseDataset = {
-        points: parsed.points, features: net.config.inputDim, labels: outputs,
+        points: parsed.points, features: net.inputFeatures, labels: outputs,
         offsets: toSharedU32(parsed.offsets), indices: toSharedU32(parsed.indices), values: toSharedF32(parsed.values), labelOffsets, labelIndices,
       };
       let changes;
@@ -462,18 +462,18 @@ export async function serve(model: Network | string, opts: ServeOptions = {}): P
     const outputs = net.config.layers.at(-1)!.size;
     const candidates = positiveInt('candidates', opts.candidates, defaultCandidates(outputs));
     const vectorizer: TextFeaturizer | undefined = net.textVectorizer;
-    if (vectorizer && vectorizer.features > net.config.inputDim) {
-      throw new Error(`The model's text vectorizer makes ${vectorizer.features} features but its inputDim is ${net.config.inputDim}`);
+    if (vectorizer && vectorizer.features > net.inputFeatures) {
+      throw new Error(`The model's text vectorizer makes ${vectorizer.features} features but its inputDim is ${net.inputFeatures}`);
     }
     const cal = net.calibration;
     const limits: RequestLimits = {
-      features: net.config.inputDim, labels: outputs, maxK, maxInstances, defaultK: Math.min(k, outputs),
+      features: net.inputFeatures, labels: outputs, maxK, maxInstances, defaultK: Math.min(k, outputs),
       defaultMode: net.inferenceMode(mode), autoMode: net.inferenceMode('auto'), text: vectorizer,
       threshold: cal?.threshold, shortlist: cal?.shortlist ?? 10,
     };
     const info: ModelInfo = {
       name, ...(file !== undefined ? { file } : {}),
-      inputDim: net.config.inputDim,
+      inputDim: net.inputFeatures,
       labels: outputs,
       layers: net.config.layers.map((l) => ({ size: l.size, activation: l.activation, sampled: l.sampling !== undefined })),
       text: vectorizer !== undefined,
@@ -493,14 +493,14 @@ export async function serve(model: Network | string, opts: ServeOptions = {}): P
   let server: PredictionServer | undefined;
   try {
     // No warning per request (mode 'sampled' on a dense output layer scores every output: ServeOptions.mode).
-    const batcher = new MicroBatcher(() => served.net.config.inputDim, (data, kk, m, which) => {
+    const batcher = new MicroBatcher(() => served.net.inputFeatures, (data, kk, m, which) => {
       const s = which as Served;
-      return s.net.predict({ ...data, features: s.net.config.inputDim }, { k: kk, mode: m, candidates: s.candidates, chunk: maxBatch, executor: exec, onWarning: () => {} });
+      return s.net.predict({ ...data, features: s.net.inputFeatures }, { k: kk, mode: m, candidates: s.candidates, chunk: maxBatch, executor: exec, onWarning: () => {} });
     }, { maxBatch, maxQueue, concurrency: Math.max(1, workers) });
     // Warm-up: the first sampled prediction builds the hash tables and the cluster index; do it now, once,
     // rather than in (and concurrently across) the first requests.
     const warm = async (net: Network) => {
-      const one = { points: 1, features: net.config.inputDim, labels: 0, offsets: new Uint32Array(2), indices: new Uint32Array(0), values: new Float32Array(0), labelOffsets: new Uint32Array(2), labelIndices: new Uint32Array(0) };
+      const one = { points: 1, features: net.inputFeatures, labels: 0, offsets: new Uint32Array(2), indices: new Uint32Array(0), values: new Float32Array(0), labelOffsets: new Uint32Array(2), labelIndices: new Uint32Array(0) };
       const candidates = positiveInt('candidates', opts.candidates, defaultCandidates(net.config.layers.at(-1)!.size));
       await net.predict(one, { k: 1, mode: 'sampled', candidates, executor: exec, onWarning: () => {} });
       await net.predict(one, { k: 1, mode: 'exact', executor: exec });

@@ -28,6 +28,7 @@ import type { SparseDataset } from '../datasets/csr.js';
 import { storedConfig, type NetworkConfig, type ResolvedNetworkConfig } from '../network/config.js';
 import type { NetSpec } from '../native/network-types.js';
 import { INPUT_LOG_SECTION, inputLogSection } from '../network/input-scale.js';
+import { inputMapProblem, type InputMap } from '../network/input-map.js';
 import { BinFileError, readBinFile, writeBinFile, type SectionArray } from '../util/binfile.js';
 import { verifyBinFileChecksum } from '../util/binfile-verify.js';
 import { boundJson } from '../util/bounded-text.js';
@@ -159,6 +160,8 @@ export interface CheckpointMeta {
   extra: unknown;
   /** Early-stopping state of a run with validation (its best weights are the `best.*` sections). */
   earlyStop?: EarlyStopState | null;
+  /** The declared input dimension of a network with an input feature map (its rows' ids: section inputMap). */
+  inputFeatures?: number;
 }
 
 /** The network state a checkpoint is taken from (Network implements it). */
@@ -173,6 +176,8 @@ export interface CheckpointSource {
   inputScale: Float32Array | null;
   /** The count compression of term-count training data (src/network/input-scale.ts: logCompress). */
   inputLog: boolean;
+  /** The input feature map (src/network/input-map.ts; section inputMap, meta inputFeatures), or null. */
+  inputMap: InputMap | null;
 }
 
 /** Parsed `CheckpointOptions.every`. */
@@ -255,8 +260,10 @@ export async function dataFingerprint(d: SparseDataset): Promise<DataFingerprint
 /** The sections of a checkpoint, by name (the network's own arrays: written from, or read into). */
 export function checkpointSections(
   spec: NetSpec, labelFreq: Uint32Array | null, best: WeightSnapshot | null = null, inputScale: Float32Array | null = null, inputLog: Uint8Array | null = null,
+  inputMap: Uint32Array | null = null,
 ): Record<string, SectionArray> {
   const s: Record<string, SectionArray> = {};
+  if (inputMap) s['inputMap'] = inputMap;
   if (inputScale) s['inputScale'] = inputScale;
   if (inputLog) s[INPUT_LOG_SECTION] = inputLog;
   best?.weights.forEach((w, i) => {
@@ -313,8 +320,10 @@ export async function writeCheckpoint(
     savedAt: new Date().toISOString(),
     extra: m.extra ?? null,
     earlyStop: m.earlyStop?.state ?? null,
+    ...(src.inputMap ? { inputFeatures: src.inputMap.features } : {}),
   };
-  return writeBinFile(path, { kind: 'checkpoint', meta, sections: checkpointSections(src.spec, src.labelFreq, m.earlyStop?.snapshot ?? null, src.inputScale, src.inputLog ? inputLogSection() : null) });
+  const sections = checkpointSections(src.spec, src.labelFreq, m.earlyStop?.snapshot ?? null, src.inputScale, src.inputLog ? inputLogSection() : null, src.inputMap?.ids ?? null);
+  return writeBinFile(path, { kind: 'checkpoint', meta, sections });
 }
 
 /**
@@ -417,7 +426,8 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const wideEntries = wideEntriesOf(resolved, head.table);
   const layout = layoutProblem(fileLayout(resolved, 'checkpoint', wideEntries), head.table, present);
   if (layout) throw new CheckpointFormatError(`${path}: ${layout}`);
-  const [hasFreq, hasBest, hasScale, hasLog] = present as [boolean, boolean, boolean, boolean];
+  const [hasFreq, hasBest, hasScale, hasLog, hasMap] = present as [boolean, boolean, boolean, boolean, boolean];
+  if (hasMap !== (meta.inputFeatures !== undefined)) throw new CheckpointFormatError(`${path}: section "inputMap" and meta inputFeatures must come together`);
   checkLoadMemory(path, resolved, limits, hasBest, wideEntries);
   const config = storedConfig(meta.config);
   // A caller's refusal (e.g. a memory limit) comes before any allocation and is not a damaged file.
@@ -434,8 +444,11 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   const freq = hasFreq ? new Uint32Array(labels) : null;
   const best = hasBest ? new WeightSnapshot(network.spec) : null;
   const scale = hasScale ? new Float32Array(resolved.inputDim) : null;
-  const into = checkpointSections(network.spec, freq, best, scale, hasLog ? new Uint8Array(1) : null);
+  const ids = hasMap ? new Uint32Array(resolved.inputDim) : null;
+  const into = checkpointSections(network.spec, freq, best, scale, hasLog ? new Uint8Array(1) : null, ids);
   await readBinFile(path, { kind: 'checkpoint', into });
+  const mapProblem = ids ? inputMapProblem(ids, meta.inputFeatures, resolved.inputDim) : null;
+  if (mapProblem) throw new CheckpointFormatError(`${path}: ${mapProblem}`);
   const values = valuesProblem(resolved, into) ?? (last.wide ? wideProblem(last.wide, last.outDim) : null);
   if (values) throw new CheckpointFormatError(`${path}: ${values}`);
   if ((network.schedule === null) !== (meta.schedule === null)) throw new CheckpointFormatError(`${path}: schedule state does not match the configuration`);
@@ -453,6 +466,7 @@ export async function readCheckpoint<N extends CheckpointTarget>(
   network.labelFreq = freq;
   network.inputScale = scale;
   network.inputLog = hasLog;
+  network.inputMap = ids ? { features: meta.inputFeatures!, ids } : null;
   network.trainPoints = meta.trainPoints;
   return { network, meta, earlyStop: meta.earlyStop ? { state: meta.earlyStop, snapshot: best } : null };
 }
@@ -572,7 +586,7 @@ async function removeStaleTemps(dir: string): Promise<void> {
 export function checkpointFileBytes(src: Pick<CheckpointSource, 'spec' | 'config'>, bestWeights: boolean): number {
   let bytes = 64 * 1024; // header (meta JSON, section table), trailer and alignment: a few kB in practice
   for (const a of Object.values(checkpointSections(src.spec, null))) bytes += a.byteLength + 8;
-  bytes += 4 * src.config.layers.at(-1)!.size + 4 * src.config.inputDim + 32; // labelFreq, inputScale, inputLog
+  bytes += 4 * src.config.layers.at(-1)!.size + 8 * src.config.inputDim + 48; // labelFreq, inputScale, inputLog, inputMap
   if (bestWeights) for (const l of src.spec.layers) bytes += l.weights.byteLength + l.bias.byteLength + 16;
   return bytes;
 }

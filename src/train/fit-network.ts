@@ -9,11 +9,11 @@
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { subset } from '../datasets/split-reader.js';
-import { sharedUint32, toShared, type SparseDataset } from '../datasets/csr.js';
+import { toShared, type SparseDataset } from '../datasets/csr.js';
 import { Xoshiro128, shuffleInPlace } from '../util/rng.js';
 import { native, nativeThreads } from '../native/addon.js';
 import { tablesProblem } from '../lsh/tables-check.js';
-import { checkDataset } from '../network/check-data.js';
+import { featuresOf, mapFeatures, networkInput } from '../network/input-map.js';
 import { defaultThreads, defaultTraining, storedConfig, type NetworkConfig, type ResolvedNetworkConfig, type ResolvedRerank } from '../network/config.js';
 import { allocateTrainingState, releaseTrainingState } from '../network/allocate.js';
 import { checkMemory, planNetworkMemory } from '../network/memory-plan.js';
@@ -173,7 +173,11 @@ export async function fit(network: Network, data: SparseDataset, opts: FitOption
 }
 
 async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, handedOver: { done: boolean }): Promise<FitStats> {
-  checkDataset(data, network.config, 'training data');
+  // A mapped network (src/network/input-map.ts) trains on its rows: the data's features renumbered, those
+  // without a row (a warm start's or resumed run's new features) ignored. The checkpoint fingerprint is
+  // of the data as given.
+  const given = data;
+  data = networkInput(network, data, 'training data');
   const phases = (runOf(network).phases = opts.phases ?? new PhaseTimer());
   const allocate0 = performance.now();
   // An inference-sized network (Network.load) gets its optimizer state and tables now, zero as a loaded
@@ -208,7 +212,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   if (resumed) {
     const info = run.resumeInfo!;
     opts = { ...savedAsFitOptions(info.fitOptions), ...definedOnly(opts) };
-    fingerprint = await dataFingerprint(data);
+    fingerprint = await dataFingerprint(given);
     checkResumeData(info.file, run.pendingResume!.data, fingerprint);
     const o = resolveFitOptions(opts);
     const p = info.position;
@@ -225,7 +229,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   }
   // Raw-valued inputs: decided by the first fit() of a network (a trained or resumed one keeps its
   // transform). The checkpoint fingerprint is of the data as given.
-  if (opts.checkpoint) fingerprint ??= await dataFingerprint(data);
+  if (opts.checkpoint) fingerprint ??= await dataFingerprint(given);
   const scaling = opts.inputScaling ?? 'auto';
   if (!INPUT_SCALINGS.includes(scaling)) throw new Error(`Expected 'auto', 'maxabs', 'log' or 'off' for inputScaling but received ${JSON.stringify(opts.inputScaling)}`);
   let inputScaling: InputScaleReport | undefined;
@@ -286,7 +290,7 @@ async function fitWith(network: Network, data: SparseDataset, opts: FitOptions, 
   let checkpointer: Checkpointer | undefined;
   if (opts.checkpoint) {
     const c = opts.checkpoint;
-    fingerprint ??= await dataFingerprint(data);
+    fingerprint ??= await dataFingerprint(given);
     const saved: SavedFitOptions = {
       epochs: o.epochs, batchSize: o.batchSize, lr: o.lr, beta1: o.beta1, beta2: o.beta2, eps: o.eps, shuffle: o.shuffle,
       rebuild: network.schedule ? network.schedule.options() : null,
@@ -758,16 +762,7 @@ export function compactInputs(network: Network, data: SparseDataset): Uint32Arra
  * `data`; compactInputs): the input of a copy made by copyOf(src, inputs). Values, offsets and labels shared.
  */
 export function compactFeatures(data: SparseDataset, inputs: Uint32Array): SparseDataset {
-  const at = new Int32Array(data.features).fill(-1);
-  inputs.forEach((j, i) => (at[j] = i));
-  const nnz = data.offsets[data.points]!;
-  const indices = sharedUint32(nnz);
-  for (let e = 0; e < nnz; e++) {
-    const i = at[data.indices[e]!]!;
-    if (i < 0) throw new Error(`compactFeatures: feature ${data.indices[e]} is not among the kept inputs`);
-    indices[e] = i;
-  }
-  return { ...data, features: inputs.length, indices };
+  return mapFeatures(data, { features: data.features, ids: inputs }, true);
 }
 
 /**
@@ -798,18 +793,6 @@ function gatherRows<T extends Float32Array | Uint32Array>(to: T, from: T, rows: 
   }
 }
 
-/** The features (increasing ids < dim) that occur in `data`. */
-export function featuresOf(data: SparseDataset, dim: number): Uint32Array {
-  const seen = new Uint8Array(dim);
-  let n = 0;
-  for (let e = data.offsets[0]!, end = data.offsets[data.points]!; e < end; e++) {
-    const j = data.indices[e]!;
-    if (!seen[j]) (seen[j] = 1), n++;
-  }
-  const out = new Uint32Array(n);
-  for (let j = 0, i = 0; j < dim; j++) if (seen[j]) out[i++] = j;
-  return out;
-}
 
 /**
  * Copies `src`'s training state (weights, biases, Adam moments and step counters, batch counter, rebuild

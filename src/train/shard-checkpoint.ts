@@ -24,12 +24,15 @@ import { resolveConfig, type NetworkConfig } from '../network/config.js';
 import type { LayerState, NetSpec, WideState } from '../native/network-types.js';
 import { mergeWide, pickWide, wideProblem } from '../network/wide.js';
 import { INPUT_LOG_SECTION, inputLogProblem, inputLogSection } from '../network/input-scale.js';
+import { inputMapProblem, type InputMap } from '../network/input-map.js';
 import { allocateRank, replicatedArrays, shardFeatures, shardLabels } from './sharded.js';
 import { selectionProblem, WeightSnapshot, type EarlyStopState, type ResolvedValidation, type SelectionReport } from './early-stop.js';
 
 /** What a sharded checkpoint records besides the weights. */
 export interface ShardCheckpointMeta {
   format: 'sublinear-sharded-checkpoint';
+  /** The declared input dimension of a network with an input map (its rows' ids: shared.bin's inputMap section). */
+  inputFeatures?: number;
   /** The whole network's configuration. */
   config: NetworkConfig;
   /** Ranks that wrote it (slice files). */
@@ -103,7 +106,7 @@ export function shardCheckpointDir(dir: string, batchesDone: number): string {
  */
 export async function writeShardCheckpoint(
   dir: string, rank: number, part: ShardPart, meta: ShardCheckpointMeta, barrier: () => void, inputScale: Float32Array | null = null, inputLog = false,
-  run: ShardRunCheckpoint | null = null,
+  run: ShardRunCheckpoint | null = null, inputMap: InputMap | null = null,
 ): Promise<string> {
   const target = shardCheckpointDir(dir, meta.batchesDone);
   const { mkdir } = await import('node:fs/promises');
@@ -146,7 +149,7 @@ export async function writeShardCheckpoint(
     }
     const sections: Record<string, SectionArray> = {
       labelFreq: part.labelFreq, featureFreq: part.featureFreq, ...(inputScale ? { inputScale } : {}), ...(inputLog ? { [INPUT_LOG_SECTION]: inputLogSection() } : {}),
-      ...replicatedArrays(spec), ...bestShared,
+      ...(inputMap ? { inputMap: inputMap.ids } : {}), ...replicatedArrays(spec), ...bestShared,
     };
     await writeBinFile(join(target, 'shared.bin'), { kind: 'checkpoint', meta: m, sections });
   }
@@ -232,7 +235,7 @@ function section<T extends SectionArray>(file: string, s: Record<string, Section
  */
 export async function loadShardedPart(
   ckpt: string, manifest: ShardCheckpointMeta, rank: number, size: number, opts: { featureFreq?: Uint32Array } = {},
-): Promise<ShardPart & { inputScale: Float32Array | null; inputLog: boolean; snapshot: WeightSnapshot | null }> {
+): Promise<ShardPart & { inputScale: Float32Array | null; inputLog: boolean; inputMap: InputMap | null; snapshot: WeightSnapshot | null }> {
   const config = manifest.config;
   const g = resolveConfig(config);
   const D = g.inputDim, L = g.layers.at(-1)!.size, H0 = g.layers[0]!.size;
@@ -249,6 +252,13 @@ export async function loadShardedPart(
   const log = ss[INPUT_LOG_SECTION];
   const logProblem = log === undefined ? null : log instanceof Uint8Array ? inputLogProblem(log) : `section "${INPUT_LOG_SECTION}" is not u8`;
   if (logProblem) throw new Error(`${sharedFile}: ${logProblem}`);
+  let inputMap: InputMap | null = null;
+  if (manifest.inputFeatures !== undefined) {
+    const ids = section(sharedFile, ss, 'inputMap', Uint32Array, D);
+    const mapProblem = inputMapProblem(ids, manifest.inputFeatures, D);
+    if (mapProblem) throw new Error(`${sharedFile}: ${mapProblem}`);
+    inputMap = { features: manifest.inputFeatures, ids };
+  }
   const labels = shardLabels(labelFreq, size).labelsOf[rank]!;
   const features = shardFeatures(featureFreq, size).featuresOf[rank]!;
   const spec = allocateRank(config, labels.length, features.length);
@@ -271,7 +281,7 @@ export async function loadShardedPart(
     }
   }
   await readSliceRows(ckpt, manifest.ranks, { labels, numLabels: L, out: spec.layers.at(-1)!, features: legacy ? null : features, numFeatures: D, l0, snapshot });
-  return { spec, labels, features, labelFreq, featureFreq, inputScale: (scale as Float32Array | undefined) ?? null, inputLog: log !== undefined, snapshot };
+  return { spec, labels, features, labelFreq, featureFreq, inputScale: (scale as Float32Array | undefined) ?? null, inputLog: log !== undefined, inputMap, snapshot };
 }
 
 /**

@@ -18,6 +18,7 @@ import { resolve } from 'node:path';
 import { resolveConfig } from '../network/config.js';
 import { INPUT_LOG_SECTION, inputLogSection } from '../network/input-scale.js';
 import { MODEL_VERSION, type ModelMeta, type TrainingSummary } from '../network/model-file.js';
+import type { InputMap } from '../network/input-map.js';
 import type { ProbabilityCalibration } from '../network/calibration.js';
 import type { RerankState } from '../network/rerank.js';
 import type { TextVectorizer } from '../text/vectorizer.js';
@@ -37,6 +38,8 @@ export interface ShardedModelExtras {
   trainPoints: number;
   batchesDone: number;
   inputScale: Float32Array | null;
+  /** The input feature map (src/network/input-map.ts), or null: meta inputFeatures and section inputMap. */
+  inputMap: InputMap | null;
   /** The inputs' count compression (InputScaleReport.method 'log'): the model file marks it. */
   inputLog: boolean;
   /** This rank's part of the re-ranker (classifiers of its labels only), and its weight and shortlist; null: none. */
@@ -149,6 +152,7 @@ export async function saveShardedModel(
   sections['labelFreq'] = model.labelFreq;
   if (x.inputScale) sections['inputScale'] = x.inputScale;
   if (x.inputLog) sections[INPUT_LOG_SECTION] = inputLogSection();
+  if (x.inputMap) sections['inputMap'] = x.inputMap.ids;
   // The re-ranker: its classifiers' entries by label (each label's from its owner), and the biases.
   let rerankMeta: ModelMeta['rerank'];
   if (x.rerank && x.rerank.weight > 0) {
@@ -202,6 +206,7 @@ export async function saveShardedModel(
     format: 'sublinear-model', version: MODEL_VERSION, config: g, batchesDone: x.batchesDone, rebuildRound: 0, trainPoints: x.trainPoints,
     ...(x.training ? { training: x.training } : {}),
     ...(x.calibration ? { calibration: x.calibration } : {}),
+    ...(x.inputMap ? { inputFeatures: x.inputMap.features } : {}),
   };
   const extraMeta: Pick<ModelMeta, 'text' | 'labelNames' | 'rerank'> = {};
   if (rerankMeta) extraMeta.rerank = rerankMeta;

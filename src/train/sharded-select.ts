@@ -16,6 +16,7 @@
 // sharded step (which moved debian-tags' stopping epoch by one). The other ranks wait for rank 0's report.
 import type { SparseDataset } from '../datasets/csr.js';
 import type { NetworkConfig } from '../network/config.js';
+import type { InputMap } from '../network/input-map.js';
 import { Network } from '../network/network.js';
 import type { CalibrationOptions } from '../network/calibration.js';
 import { selectionMethod, type ResolvedValidation, type SelectionReport } from './early-stop.js';
@@ -33,6 +34,8 @@ export type ShardSelection =
 
 /** Options of selectSharded: the run's training options, as one process's fit() gets them. */
 export interface ShardSelectOptions {
+  /** The input map of the ranks' network (src/network/input-map.ts; `config` is then the declared one, `data` mapped). Default none. */
+  inputMap?: InputMap;
   batchSize: number;
   lr: number;
   beta1?: number;
@@ -76,7 +79,7 @@ export async function selectSharded(
 
 async function runSelection(want: 'kfold' | 'refit', config: NetworkConfig, data: SparseDataset, validation: ResolvedValidation, o: ShardSelectOptions): Promise<ShardSelection> {
   // The network one process would train, as it starts (the ranks' slices hold its rows).
-  const net = new Network(config);
+  const net = new Network(config, o.inputMap ? { inputMap: o.inputMap } : {});
   const copyBytes = net.memoryBytes() + kfoldSnapshotBytes(net.config);
   // The copies take the training data's features only, as in one process (compactInputs).
   const inputs = want === 'kfold' ? compactInputs(net, data) : null;

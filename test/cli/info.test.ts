@@ -28,10 +28,12 @@ describe('sublinear info', () => {
     const r = run('info', 'm.sl');
     expect(r.code).toBe(0);
     const lines = r.stdout.split('\n');
-    expect(lines[0]).toMatch(/^m\.sl: sublinear model \(format 1, model version 2\), [\d.]+ kB, checksum ok$/);
+    const held = new Set(readFileSync(tiny, 'utf8').trim().split('\n').slice(1).flatMap((l) => l.split(' ').slice(1).map((p) => p.split(':')[0]))).size;
+    expect(lines[0]).toMatch(/^m\.sl: sublinear model \(format 1, model version 3\), [\d.]+ kB, checksum ok$/);
     expect(lines.slice(1, 5)).toEqual([
       'network: 2000 -> 16 (relu) -> 100 (softmax, dwta K=2 L=4); seed 5',
-      `parameters: ${(2000 * 16 + 16 + 16 * 100 + 100).toLocaleString('en-US')}; labels: 100`,
+      // Layer 0 holds the rows of the features the training data holds (the input map).
+      `parameters: ${(held * 16 + 16 + 16 * 100 + 100).toLocaleString('en-US')}; labels: 100` + (held < 2000 ? `; layer-0 rows for the ${held.toLocaleString('en-US')} features the training data held` : ''),
       'trained: 6 batches on 20 points',
       `data: ${tiny} (20 points, 2,000 features, 100 labels, ${readFileSync(tiny, 'utf8').trim().split('\n').slice(1).reduce((a, l) => a + l.split(' ').length - 1, 0)} nonzeros)`,
     ]);

@@ -39,7 +39,7 @@ describe('calibrated probabilities on the command line', () => {
     expect(t.stderr).toMatch(/probabilities: calibrated on \d+ held-out points \(\d+ labels with their own fit; ECE 0\.\d{4}, softmax scores 0\.\d{4}\); threshold 0\.\d{3}/);
     expect(t.stdout).toMatch(/^test probabilities: ECE 0\.\d{4} \(softmax scores 0\.\d{4}; top label 0\.\d{4}\); threshold 0\.\d{3}: micro-F1/m);
     const i = run('info', model);
-    expect(i.stdout).toMatch(/\(format \d+, model version 2\)/);
+    expect(i.stdout).toMatch(/\(format \d+, model version 3\)/);
     expect(i.stdout).toMatch(/probabilities: calibrated on \d+ held-out points for each point's top 10 \(held-out ECE 0\.\d{4}\); threshold 0\.\d{3}/);
     const e = run('eval', '--model', model, '--test', test, '--json', '--quiet');
     expect(e.code, e.stderr).toBe(0);

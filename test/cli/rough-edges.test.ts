@@ -63,7 +63,8 @@ describe('--max-memory counts the reader\'s buffers', () => {
     expect(under.code).toBe(1);
     expect(under.stderr).toMatch(new RegExp(`^sublinear: ${f.replace(/[.*+?^\${}()|[\]\\/]/g, '\\$&')}: cannot be read within the memory limit: (the read buffers need [\\d.]+ MB|.* besides [\\d.]+ MB of read buffers)`));
     // Room to read, not to train: the plan names the read buffers (freed only at a collection) first.
-    writeFileSync(join(dir, 'll.json'), JSON.stringify({ layers: [{ size: 2000 }, { size: 5 }] }));
+    // (A middle layer: layer 0 holds the rows of the 4 features the data holds only.)
+    writeFileSync(join(dir, 'll.json'), JSON.stringify({ layers: [{ size: 2000 }, { size: 300 }, { size: 5 }] }));
     const plan = run('train', '--train', f, '--save', 'll.sl', '--epochs', '1', '--workers', '1', '--config', 'll.json', '--max-memory', String(hi + 1000));
     expect(plan.code).toBe(1);
     const mb = (b: number) => `${(b / 1e6).toPrecision(3)} MB`;
@@ -92,7 +93,7 @@ describe('train refuses what would waste a run', () => {
     expect(JSON.parse(r.stdout.trim().split('\n').at(-1)!)).toMatchObject({ epochs: 2 });
     // The same network as without --config (the defaults for 2000 features and 100 labels, seed 5).
     const info = run('info', 'opts.sl', '--json');
-    expect(JSON.parse(info.stdout).config).toMatchObject({ inputDim: 2000, seed: 5, layers: [{ size: 1024 }, { size: 100 }] });
+    expect(JSON.parse(info.stdout)).toMatchObject({ inputFeatures: 2000, config: { seed: 5, layers: [{ size: 1024 }, { size: 100 }] } });
     // inputDim alone, without layers, is a mistake, not a default.
     writeFileSync(join(dir, 'dim.json'), JSON.stringify({ inputDim: 3000, epochs: 1 }));
     expect(run('train', '--train', tiny, '--config', 'dim.json')).toMatchObject({

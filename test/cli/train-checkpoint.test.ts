@@ -17,6 +17,7 @@ import { addPart, checkMemory, planMemory, planNetworkMemory, type MemoryPlan } 
 import { defaultConfig, resolveConfig, type NetworkConfig } from '../../src/network/config.js';
 import { readXC } from '../../src/datasets/xc-reader.js';
 import { kfoldSnapshotBytes } from '../../src/train/fit-network.js';
+import { featuresOf } from '../../src/network/input-map.js';
 
 
 let dir: string;
@@ -381,7 +382,7 @@ describe('train --max-memory', () => {
     const data = await readXC(trainFile);
     const def = defaultConfig({ features: data.features, labels: data.labels, points: data.points, nnz: data.offsets[data.points]! });
     const plan = planMemory({
-      inputDim: data.features,
+      inputDim: featuresOf(data, data.features).length, // layer 0 holds the rows of the training data's features (input map)
       layers: def.layers.map((l) => ({ size: l.size })),
       dataset: { nnz: data.offsets[data.points]!, labelNnz: data.labelOffsets[data.points]!, points: data.points },
       workers: 2,
@@ -393,11 +394,11 @@ describe('train --max-memory', () => {
     expect(def.layers[0]!.size).toBe(1024);
     expect(r.stderr).toBe(`sublinear: ${expected}\n`);
     expect(r.stderr).toMatch(
-      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 24\.6 MB, worker scratch \(2 workers\) [\d.]+ MB, best-epoch weights [\d.]+ MB, \.\.\.\) but the limit is 30\.0 MB \(--max-memory\)\n$/,
+      /^sublinear: Not enough memory: the configuration needs [\d.]+ MB \(layer 0 weights\+Adam 24\.2 MB, worker scratch \(2 workers\) [\d.]+ MB, best-epoch weights [\d.]+ MB, \.\.\.\) but the limit is 30\.0 MB \(--max-memory\)\n$/,
     );
   });
 
-  it('--resume checks the checkpoint\'s network before allocating it, and leaves the checkpoints alone', () => {
+  it('--resume checks the checkpoint\'s network before allocating it, and leaves the checkpoints alone', async () => {
     const ck = join(dir, 'ck-mem');
     const first = run('train', '--train', trainFile, '--config', cfgFile, '--epochs', '1', '--workers', '0', '--checkpoint', ck, '--checkpoint-every', '1h', '--json');
     expect(first.code).toBe(0);
@@ -405,7 +406,9 @@ describe('train --max-memory', () => {
     const r = run('train', '--resume', ck, '--workers', '2', '--max-memory', '1kB');
     // The network alone (no training data: it is read only after the checkpoint is loaded), plus its hash
     // functions, which the loader counts; the message names the checkpoint file.
-    const plan = planNetworkMemory(resolveConfig(JSON.parse(readFileSync(cfgFile, 'utf8')) as NetworkConfig), 2);
+    // (Layer 0 holds the rows of the training data's features: the input map.)
+    const cfg = JSON.parse(readFileSync(cfgFile, 'utf8')) as NetworkConfig, data = await readXC(trainFile);
+    const plan = planNetworkMemory(resolveConfig({ ...cfg, inputDim: featuresOf(data, cfg.inputDim ?? data.features).length }), 2);
     const expected = memoryRefusal(plan, 1e3);
     expect(expected).toMatch(/^Not enough memory: /);
     const file = join(ck, before.find((n) => /^ckpt-\d+\.bin$/.test(n))!);

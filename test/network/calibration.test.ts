@@ -168,11 +168,11 @@ describe('calibration: fit() attaches one, predict() applies it', () => {
     await expect(net.predict(points, { threshold: 0 })).rejects.toThrow("Expected a probability in (0, 1] or 'model' for threshold but received 0");
   });
 
-  it('saves version 2 with the calibration and loads it back; a calibration that does not fit the network is refused', async () => {
+  it('saves version 3 with the calibration and loads it back; a calibration that does not fit the network is refused', async () => {
     const path = join(dir, 'cal.sl');
     await net.save(path);
     const f = await readBinFile<Record<string, unknown>>(path);
-    expect(f.meta.version).toBe(2);
+    expect(f.meta.version).toBe(3);
     const back = await Network.load(path);
     expect(back.calibration).toEqual(net.calibration);
     const points = subset(test, Uint32Array.from({ length: 50 }, (_, i) => i));
@@ -187,7 +187,7 @@ describe('calibration: fit() attaches one, predict() applies it', () => {
       .rejects.toThrow(/bad\.sl: the calibration names label 99999 \(the network has 2000\)/);
     await expect(rewrite({ calibration: { ...cal, threshold: 1.5 } })).rejects.toThrow('invalid calibration threshold 1.5');
     await expect(rewrite({ calibration: { ...cal, weights: [1, 2, 3] } })).rejects.toThrow("the calibration's pooled map is not 2 finite weights and a finite intercept");
-    await expect(rewrite({ version: 3 })).rejects.toThrow('model version 3 is newer than this sublinear (it reads versions 1 to 2): upgrade sublinear to load it');
+    await expect(rewrite({ version: 4 })).rejects.toThrow('model version 4 is newer than this sublinear (it reads versions 1 to 3): upgrade sublinear to load it');
   });
 
   it('loads a model file written before calibration (version 1): no probabilities, and selection by threshold says why not', async () => {
