@@ -217,12 +217,12 @@ void apply_activation(float* x, size_t n, Activation a);
 // buf.A by it. Returns false (and leaves buf untouched) when the layer has no dropout or c is not training.
 bool apply_dropout(const NetLayer& L, uint32_t k, LayerBuf& buf, uint32_t width, const ForwardCtx& c);
 
-// Label j's bit in s.wideMarks (wide_scores).
 // A cluster's centre score as the probe order reads it: a NaN (weights gone NaN) ranks last, below every number, so
 // the order (descending score, ties by the smaller cluster) stays a strict weak one, which std::sort and
 // std::partial_sort need to stay inside the array, and one process and the label-sharded ranks probe alike.
 inline float probe_score(float z) { return z == z ? z : -std::numeric_limits<float>::infinity(); }
 
+// Label j's bit in s.wideMarks (wide_scores).
 inline bool wide_marked(const Scratch& s, uint32_t j) { return (s.wideMarks[j >> 6] >> (j & 63)) & 1u; }
 inline void wide_unmark(Scratch& s, uint32_t j) { s.wideMarks[j >> 6] &= ~(uint64_t(1) << (j & 63)); }
 

@@ -793,7 +793,6 @@ function gatherRows<T extends Float32Array | Uint32Array>(to: T, from: T, rows: 
   }
 }
 
-
 /**
  * Copies `src`'s training state (weights, biases, Adam moments and step counters, batch counter, rebuild
  * round) into `network`, a fresh one of the same configuration; hash tables are rebuilt at the next fit().

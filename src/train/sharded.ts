@@ -33,11 +33,10 @@ import type { NetworkConfig } from '../network/config.js';
 import type { LayerState, NetSpec, WideState } from '../native/network-types.js';
 import { computeMetrics, inversePropensity, type Metrics } from '../network/metrics.js';
 import { sharedSetLogQ } from './logq.js';
-import { initSeed } from '../network/state.js';
+import { glorotRows } from '../network/state.js';
 import { resolveConfig } from '../network/config.js';
 import { allocateNetwork, networkBytes } from '../network/allocate.js';
 import { buildWide, emptyWide, wideProblem } from '../network/wide.js';
-import { Xoshiro128 } from '../util/rng.js';
 import type { Comm } from './distributed.js';
 import { bestHead, shareOf } from './shard-merge.js';
 
@@ -183,31 +182,13 @@ export function buildSliceWide(global: NetworkConfig, net: { spec: { layers: Lay
 }
 
 /**
- * Sets the rows of layer `k` of the whole network that `ids` (ascending) name, row e of `weights` (rows of
- * `width` floats) = global row ids[e], from the global layer's seeded Glorot stream (run through, other rows
- * skipped), as allocateLayers initialises the whole layer.
- */
-function initRowsOf(global: NetworkConfig, k: number, ids: Uint32Array, rowsTotal: number, width: number, limit: number, weights: Float32Array): void {
-  const rng = new Xoshiro128(initSeed(global.seed ?? 1, k));
-  let e = 0;
-  for (let j = 0; j < rowsTotal && e < ids.length; j++) {
-    if (ids[e] !== j) {
-      for (let i = 0; i < width; i++) rng.nextFloat();
-      continue;
-    }
-    for (let i = 0; i < width; i++) weights[e * width + i] = (2 * rng.nextFloat() - 1) * limit;
-    e++;
-  }
-}
-
-/**
  * Initialises a slice's output rows exactly as the whole network's rows of the same labels (Glorot uniform of
  * the global layer, from its seeded stream), so that the initial model does not depend on the number of ranks.
  */
 export function initSliceRows(global: NetworkConfig, labels: Uint32Array, out: LayerState): void {
   const k = global.layers.length - 1;
   const L = global.layers[k]!.size, d = out.inDim;
-  initRowsOf(global, k, labels, L, d, Math.sqrt(6 / (d + L)), out.weights);
+  glorotRows(out.weights, global.seed ?? 1, k, labels, L, d);
 }
 
 /**
@@ -216,7 +197,7 @@ export function initSliceRows(global: NetworkConfig, labels: Uint32Array, out: L
  */
 export function initFeatureRows(global: NetworkConfig, features: Uint32Array, l0: LayerState): void {
   const D = resolveConfig(global).inputDim, H0 = l0.outDim;
-  initRowsOf(global, 0, features, D, H0, Math.sqrt(6 / (D + H0)), l0.weights);
+  glorotRows(l0.weights, global.seed ?? 1, 0, features, D, H0);
 }
 
 /**
